@@ -1,0 +1,26 @@
+// A tensor as stored in a model file: name, format, shape and a view of its bytes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "quant/types.h"
+
+namespace jitllm {
+
+struct TensorInfo {
+  std::string name;            // GGUF naming: "blk.0.attn_q.weight"
+  QuantType type = QuantType::F32;
+  std::vector<int64_t> shape;  // GGUF `ne` order: shape[0] is the row length (contiguous)
+  uint64_t offset = 0;         // byte offset of the data within the file's data section
+  size_t bytes = 0;            // row_bytes(type, shape[0]) * rows
+  const uint8_t* data = nullptr;  // view into the mapped file (valid while the file is open)
+
+  int64_t elements() const;
+  int64_t row_length() const { return shape.empty() ? 1 : shape[0]; }
+  int64_t rows() const;  // product of shape[1..]
+};
+
+}  // namespace jitllm
