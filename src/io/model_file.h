@@ -1,0 +1,29 @@
+// An opened model, whatever file it came from: metadata (GGUF key names) plus tensors viewing
+// mapped bytes. The engine binds weights from this; the readers (GGUF, .jlm) produce it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "io/metadata.h"
+#include "io/tensor_info.h"
+
+namespace jitllm {
+
+struct ModelFile {
+  std::string path;
+  std::string format;  // "gguf" | "jlm"
+  Metadata metadata;
+  std::vector<TensorInfo> tensors;
+  std::shared_ptr<const void> owner;  // keeps the mapping(s) behind `tensors[i].data` alive
+
+  const TensorInfo* find(const std::string& name) const;
+  const TensorInfo& get(const std::string& name) const;  // throws naming the tensor and file
+};
+
+// Opens a .gguf (first part of a split set too) or a .jlm, by its magic bytes.
+ModelFile open_model_file(const std::string& path);
+
+}  // namespace jitllm
