@@ -1,0 +1,38 @@
+// Errors returned to HTTP clients in OpenAI's shape:
+//   {"error": {"message": "...", "type": "invalid_request_error", "param": "max_tokens", "code": ...}}
+// Request validation throws ApiError; the HTTP layer turns it into the status and body.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <stdexcept>
+#include <string>
+
+namespace jitllm::server {
+
+class ApiError : public std::runtime_error {
+ public:
+  ApiError(int status, std::string type, std::string message, std::string param = "",
+           std::string code = "")
+      : std::runtime_error(message), status_(status), type_(std::move(type)),
+        param_(std::move(param)), code_(std::move(code)) {}
+
+  int status() const { return status_; }
+  nlohmann::json body() const {
+    nlohmann::json error = {{"message", what()}, {"type", type_}};
+    error["param"] = param_.empty() ? nlohmann::json(nullptr) : nlohmann::json(param_);
+    error["code"] = code_.empty() ? nlohmann::json(nullptr) : nlohmann::json(code_);
+    return {{"error", error}};
+  }
+
+ private:
+  int status_;
+  std::string type_, param_, code_;
+};
+
+// 400 invalid_request_error naming the parameter.
+inline ApiError invalid_request(const std::string& param, const std::string& message) {
+  return ApiError(400, "invalid_request_error", message, param, "invalid_value");
+}
+
+}  // namespace jitllm::server

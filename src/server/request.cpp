@@ -1,0 +1,277 @@
+#include "server/request.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "server/api_error.h"
+
+namespace jitllm::server {
+
+namespace {
+
+using json = nlohmann::json;
+
+const char* json_type_name(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::boolean: return "boolean";
+    case json::value_t::string: return "string";
+    case json::value_t::array: return "array";
+    case json::value_t::object: return "object";
+    case json::value_t::number_float: return "number";
+    default: return "integer";
+  }
+}
+
+ApiError type_error(const std::string& name, const char* expected, const json& got) {
+  return invalid_request(name, fmt::format("'{}' must be {}, got {}", name, expected,
+                                           json_type_name(got)));
+}
+
+// A present, non-null field (OpenAI clients send explicit nulls for "unset").
+const json* field(const json& body, const char* name) {
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+double number_in(const json& body, const char* name, double fallback, double lo, double hi) {
+  const json* v = field(body, name);
+  if (!v) return fallback;
+  if (!v->is_number()) throw type_error(name, "a number", *v);
+  const double x = v->get<double>();
+  if (!std::isfinite(x) || x < lo || x > hi)
+    throw invalid_request(name, fmt::format("'{}' must be between {} and {}, got {}", name, lo,
+                                            hi, x));
+  return x;
+}
+
+int64_t integer_in(const json& body, const char* name, int64_t fallback, int64_t lo, int64_t hi) {
+  const json* v = field(body, name);
+  if (!v) return fallback;
+  // 3.0 is accepted as 3 (JSON has one number type); 3.5 is not an integer.
+  if (v->is_number_float()) {
+    const double d = v->get<double>();
+    if (!std::isfinite(d) || d != std::floor(d)) throw type_error(name, "an integer", *v);
+    if (d < double(lo) || d > double(hi))
+      throw invalid_request(name, fmt::format("'{}' must be between {} and {}", name, lo, hi));
+    return int64_t(d);
+  }
+  if (!v->is_number_integer()) throw type_error(name, "an integer", *v);
+  if (v->is_number_unsigned() && v->get<uint64_t>() > uint64_t(hi))
+    throw invalid_request(name, fmt::format("'{}' must be between {} and {}", name, lo, hi));
+  const int64_t x = v->get<int64_t>();
+  if (x < lo || x > hi)
+    throw invalid_request(name, fmt::format("'{}' must be between {} and {}, got {}", name, lo,
+                                            hi, x));
+  return x;
+}
+
+bool boolean(const json& body, const char* name, bool fallback) {
+  const json* v = field(body, name);
+  if (!v) return fallback;
+  if (!v->is_boolean()) throw type_error(name, "a boolean", *v);
+  return v->get<bool>();
+}
+
+std::string string_field(const json& body, const char* name, const std::string& fallback) {
+  const json* v = field(body, name);
+  if (!v) return fallback;
+  if (!v->is_string()) throw type_error(name, "a string", *v);
+  return v->get<std::string>();
+}
+
+std::vector<std::string> parse_stop(const json& body) {
+  const json* v = field(body, "stop");
+  std::vector<std::string> stops;
+  if (!v) return stops;
+  if (v->is_string()) {
+    stops.push_back(v->get<std::string>());
+  } else if (v->is_array()) {
+    if (v->size() > 4) throw invalid_request("stop", "'stop' takes at most 4 sequences");
+    for (const auto& s : *v) {
+      if (!s.is_string()) throw type_error("stop", "a string or an array of strings", s);
+      stops.push_back(s.get<std::string>());
+    }
+  } else {
+    throw type_error("stop", "a string or an array of strings", *v);
+  }
+  for (const auto& s : stops)
+    if (s.empty()) throw invalid_request("stop", "'stop' sequences must not be empty");
+  return stops;
+}
+
+std::map<int32_t, float> parse_logit_bias(const json& body) {
+  std::map<int32_t, float> bias;
+  const json* v = field(body, "logit_bias");
+  if (!v) return bias;
+  if (!v->is_object()) throw type_error("logit_bias", "an object", *v);
+  for (const auto& [key, value] : v->items()) {
+    size_t used = 0;
+    long long id = -1;
+    try {
+      id = std::stoll(key, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != key.size() || id < 0 || id > std::numeric_limits<int32_t>::max())
+      throw invalid_request("logit_bias",
+                            fmt::format("'logit_bias' keys must be token ids, got '{}'", key));
+    if (!value.is_number()) throw type_error("logit_bias", "an object of numbers", value);
+    const double b = value.get<double>();
+    if (!std::isfinite(b) || b < -100 || b > 100)
+      throw invalid_request("logit_bias", "'logit_bias' values must be between -100 and 100");
+    bias[int32_t(id)] = float(b);
+  }
+  return bias;
+}
+
+GenerationOptions parse_options(const json& body, bool chat) {
+  GenerationOptions o;
+  const int64_t max_int = std::numeric_limits<int32_t>::max();
+  o.max_tokens = int(integer_in(body, "max_tokens", -1, 0, max_int));
+  if (chat) o.max_tokens = int(integer_in(body, "max_completion_tokens", o.max_tokens, 0, max_int));
+  o.temperature = number_in(body, "temperature", 1.0, 0.0, 2.0);
+  o.top_p = number_in(body, "top_p", 1.0, 0.0, 1.0);
+  o.top_k = int(integer_in(body, "top_k", 0, 0, max_int));
+  o.min_p = number_in(body, "min_p", 0.0, 0.0, 1.0);
+  o.typical_p = number_in(body, "typical_p", 1.0, 0.0, 1.0);
+  o.presence_penalty = number_in(body, "presence_penalty", 0.0, -2.0, 2.0);
+  o.frequency_penalty = number_in(body, "frequency_penalty", 0.0, -2.0, 2.0);
+  o.repeat_penalty = number_in(body, "repeat_penalty", 1.0, 0.0, 10.0);
+  o.repeat_last_n = int(integer_in(body, "repeat_last_n", 64, 0, max_int));
+  if (field(body, "seed")) o.seed = uint64_t(integer_in(body, "seed", 0, INT64_MIN, INT64_MAX));
+  o.logit_bias = parse_logit_bias(body);
+  o.stop = parse_stop(body);
+  o.ignore_eos = boolean(body, "ignore_eos", false);
+  o.n = int(integer_in(body, "n", 1, 1, 16));
+  o.stream = boolean(body, "stream", false);
+  if (const json* so = field(body, "stream_options")) {
+    if (!so->is_object()) throw type_error("stream_options", "an object", *so);
+    o.include_usage = boolean(*so, "include_usage", false);
+  }
+  if (chat) {
+    o.logprobs = boolean(body, "logprobs", false);
+    o.top_logprobs = int(integer_in(body, "top_logprobs", 0, 0, 20));
+    if (o.top_logprobs > 0 && !o.logprobs)
+      throw invalid_request("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+  } else if (field(body, "logprobs")) {
+    // Legacy completions: logprobs is the number of alternatives (0..5).
+    o.top_logprobs = int(integer_in(body, "logprobs", 0, 0, 5));
+    o.logprobs = true;
+  }
+  return o;
+}
+
+void require_object(const json& body) {
+  if (!body.is_object())
+    throw ApiError(400, "invalid_request_error",
+                   fmt::format("the request body must be a JSON object, got {}",
+                               json_type_name(body)));
+}
+
+std::string message_content(const json& message, size_t index) {
+  const std::string param = fmt::format("messages[{}].content", index);
+  const json* content = field(message, "content");
+  if (!content) return "";
+  if (content->is_string()) return content->get<std::string>();
+  if (content->is_array()) {
+    // Content parts: only text parts can be served by a text model.
+    std::string text;
+    for (const auto& part : *content) {
+      if (!part.is_object() || !part.contains("type") || !part["type"].is_string())
+        throw invalid_request(param, "content parts must be objects with a 'type'");
+      if (part["type"] != "text")
+        throw invalid_request(param, fmt::format("content part type '{}' is not supported by "
+                                                 "this text-only model",
+                                                 part["type"].get<std::string>()));
+      if (!part.contains("text") || !part["text"].is_string())
+        throw invalid_request(param, "a text content part needs a string 'text'");
+      text += part["text"].get<std::string>();
+    }
+    return text;
+  }
+  throw type_error(param, "a string or an array of content parts", *content);
+}
+
+}  // namespace
+
+json parse_json_body(const std::string& text) {
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw ApiError(400, "invalid_request_error",
+                   fmt::format("the request body is not valid JSON (byte {}): {}", e.byte,
+                               e.what()));
+  }
+}
+
+CompletionRequest parse_completion_request(const json& body) {
+  require_object(body);
+  CompletionRequest r;
+  r.model = string_field(body, "model", "");
+  const json* prompt = field(body, "prompt");
+  if (!prompt) throw invalid_request("prompt", "'prompt' is required");
+  if (prompt->is_string()) {
+    r.prompt_text = prompt->get<std::string>();
+  } else if (prompt->is_array()) {
+    if (prompt->size() == 1 && (*prompt)[0].is_string()) {
+      r.prompt_text = (*prompt)[0].get<std::string>();
+    } else if (!prompt->empty() && (*prompt)[0].is_number_integer()) {
+      std::vector<int32_t> ids;
+      for (const auto& id : *prompt) {
+        if (!id.is_number_integer() || id.get<int64_t>() < 0 ||
+            id.get<int64_t>() > std::numeric_limits<int32_t>::max())
+          throw invalid_request("prompt", "a token-id prompt must hold non-negative integers");
+        ids.push_back(id.get<int32_t>());
+      }
+      r.prompt_ids = std::move(ids);
+    } else {
+      throw invalid_request("prompt", "'prompt' must be a string, one string in an array, or an "
+                                      "array of token ids (batches of prompts: send one request "
+                                      "per prompt)");
+    }
+  } else {
+    throw type_error("prompt", "a string or an array", *prompt);
+  }
+  r.echo = boolean(body, "echo", false);
+  r.options = parse_options(body, false);
+  return r;
+}
+
+ChatRequest parse_chat_request(const json& body) {
+  require_object(body);
+  ChatRequest r;
+  r.model = string_field(body, "model", "");
+  const json* messages = field(body, "messages");
+  if (!messages) throw invalid_request("messages", "'messages' is required");
+  if (!messages->is_array()) throw type_error("messages", "an array", *messages);
+  if (messages->empty()) throw invalid_request("messages", "'messages' must not be empty");
+  for (size_t i = 0; i < messages->size(); ++i) {
+    const json& m = (*messages)[i];
+    if (!m.is_object()) throw type_error(fmt::format("messages[{}]", i), "an object", m);
+    ChatMessage message;
+    const json* role = field(m, "role");
+    if (!role || !role->is_string())
+      throw invalid_request(fmt::format("messages[{}].role", i), "each message needs a 'role'");
+    message.role = role->get<std::string>();
+    if (message.role != "system" && message.role != "user" && message.role != "assistant" &&
+        message.role != "tool" && message.role != "developer")
+      throw invalid_request(fmt::format("messages[{}].role", i),
+                            fmt::format("unknown role '{}'", message.role));
+    message.content = message_content(m, i);
+    message.raw = m;
+    message.raw["content"] = message.content;
+    r.messages.push_back(std::move(message));
+  }
+  if (const json* tools = field(body, "tools")) {
+    if (!tools->is_array()) throw type_error("tools", "an array", *tools);
+    r.tools = *tools;
+  }
+  r.options = parse_options(body, true);
+  return r;
+}
+
+}  // namespace jitllm::server

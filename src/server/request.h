@@ -1,0 +1,69 @@
+// OpenAI-compatible request bodies parsed and validated into plain structs. Everything a client
+// can get wrong (types, ranges, NaN, unknown roles, too many stop strings) is reported here as an
+// ApiError naming the parameter, before anything reaches the scheduler.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace jitllm::server {
+
+// Sampling and stopping options shared by /v1/completions and /v1/chat/completions.
+struct GenerationOptions {
+  int max_tokens = -1;  // -1: until the context is full or the model stops
+  double temperature = 1.0;
+  double top_p = 1.0;
+  int top_k = 0;  // 0: off (llama.cpp extension)
+  double min_p = 0.0;
+  double typical_p = 1.0;
+  double presence_penalty = 0.0;
+  double frequency_penalty = 0.0;
+  double repeat_penalty = 1.0;
+  int repeat_last_n = 64;
+  std::optional<uint64_t> seed;
+  std::map<int32_t, float> logit_bias;  // token id -> bias added to its logit
+  std::vector<std::string> stop;        // at most 4 (OpenAI's limit), none empty
+  bool ignore_eos = false;
+  int n = 1;              // choices per request
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  bool logprobs = false;
+  int top_logprobs = 0;   // 0..20
+};
+
+struct CompletionRequest {
+  std::string model;
+  // Either text or pre-tokenized ids (OpenAI accepts both; arrays of several prompts are refused
+  // with a clear message since each request carries one prompt here).
+  std::optional<std::string> prompt_text;
+  std::optional<std::vector<int32_t>> prompt_ids;
+  bool echo = false;
+  GenerationOptions options;
+};
+
+struct ChatMessage {
+  std::string role;  // system | user | assistant | tool | developer
+  std::string content;
+  nlohmann::json raw;  // the message as sent (tool calls etc. pass through to the template)
+};
+
+struct ChatRequest {
+  std::string model;
+  std::vector<ChatMessage> messages;
+  nlohmann::json tools;  // null when absent
+  GenerationOptions options;
+};
+
+// Parse a body; throw ApiError (400) naming the offending parameter. `max_body_bytes` is checked
+// by the HTTP layer before this is called.
+CompletionRequest parse_completion_request(const nlohmann::json& body);
+ChatRequest parse_chat_request(const nlohmann::json& body);
+// The JSON text of a body; malformed JSON -> ApiError 400 with the parser's position.
+nlohmann::json parse_json_body(const std::string& text);
+
+}  // namespace jitllm::server

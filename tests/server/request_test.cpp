@@ -1,0 +1,130 @@
+#include "server/request.h"
+
+#include <gtest/gtest.h>
+
+#include "server/api_error.h"
+
+namespace jitllm::server {
+namespace {
+
+using json = nlohmann::json;
+
+// Expects parsing `body` to fail with status 400 naming `param` and containing `text`.
+template <typename Parse>
+void expect_rejected(Parse parse, const std::string& body, const std::string& param,
+                     const std::string& text) {
+  try {
+    parse(json::parse(body));
+    FAIL() << "accepted: " << body;
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400) << body;
+    const json b = e.body();
+    EXPECT_EQ(b["error"]["type"], "invalid_request_error");
+    if (!param.empty()) EXPECT_EQ(b["error"]["param"], param) << body;
+    EXPECT_NE(std::string(e.what()).find(text), std::string::npos)
+        << "message '" << e.what() << "' lacks '" << text << "'";
+  }
+}
+
+TEST(CompletionRequest, ParsesEveryOption) {
+  const auto r = parse_completion_request(json::parse(R"({
+    "model": "m", "prompt": "Hello", "max_tokens": 7, "temperature": 0.5, "top_p": 0.9,
+    "top_k": 40, "min_p": 0.05, "seed": 42, "stop": ["\n", "END"], "presence_penalty": 0.1,
+    "frequency_penalty": -0.2, "repeat_penalty": 1.1, "logit_bias": {"13": -100, "7": 2.5},
+    "logprobs": 3, "n": 2, "stream": true, "stream_options": {"include_usage": true},
+    "ignore_eos": true, "echo": true})"));
+  EXPECT_EQ(r.model, "m");
+  EXPECT_EQ(*r.prompt_text, "Hello");
+  EXPECT_EQ(r.options.max_tokens, 7);
+  EXPECT_DOUBLE_EQ(r.options.temperature, 0.5);
+  EXPECT_EQ(r.options.top_k, 40);
+  EXPECT_EQ(*r.options.seed, 42u);
+  EXPECT_EQ(r.options.stop, (std::vector<std::string>{"\n", "END"}));
+  EXPECT_FLOAT_EQ(r.options.logit_bias.at(13), -100.f);
+  EXPECT_FLOAT_EQ(r.options.logit_bias.at(7), 2.5f);
+  EXPECT_TRUE(r.options.logprobs);
+  EXPECT_EQ(r.options.top_logprobs, 3);
+  EXPECT_EQ(r.options.n, 2);
+  EXPECT_TRUE(r.options.stream && r.options.include_usage && r.options.ignore_eos && r.echo);
+}
+
+TEST(CompletionRequest, DefaultsAndNullsMeanUnset) {
+  const auto r = parse_completion_request(
+      json::parse(R"({"prompt": "x", "temperature": null, "max_tokens": null})"));
+  EXPECT_EQ(r.options.max_tokens, -1);
+  EXPECT_DOUBLE_EQ(r.options.temperature, 1.0);
+  EXPECT_FALSE(r.options.seed.has_value());
+  EXPECT_FALSE(r.options.stream);
+}
+
+TEST(CompletionRequest, TokenIdPrompt) {
+  const auto r = parse_completion_request(json::parse(R"({"prompt": [1, 450, 439]})"));
+  ASSERT_TRUE(r.prompt_ids.has_value());
+  EXPECT_EQ(*r.prompt_ids, (std::vector<int32_t>{1, 450, 439}));
+}
+
+TEST(CompletionRequest, RejectsBadValues) {
+  auto p = [](const json& b) { return parse_completion_request(b); };
+  expect_rejected(p, R"({})", "prompt", "required");
+  expect_rejected(p, R"({"prompt": 5})", "prompt", "must be a string");
+  expect_rejected(p, R"({"prompt": ["a", "b"]})", "prompt", "one request per prompt");
+  expect_rejected(p, R"({"prompt": [1, -2]})", "prompt", "non-negative");
+  expect_rejected(p, R"({"prompt": "x", "max_tokens": -1})", "max_tokens", "between");
+  expect_rejected(p, R"({"prompt": "x", "max_tokens": 2.5})", "max_tokens", "an integer");
+  expect_rejected(p, R"({"prompt": "x", "max_tokens": "10"})", "max_tokens", "got string");
+  expect_rejected(p, R"({"prompt": "x", "temperature": -0.1})", "temperature", "between");
+  expect_rejected(p, R"({"prompt": "x", "temperature": 1e400})", "", "");
+  expect_rejected(p, R"({"prompt": "x", "top_p": 1.5})", "top_p", "between");
+  expect_rejected(p, R"({"prompt": "x", "stop": ["a","b","c","d","e"]})", "stop", "at most 4");
+  expect_rejected(p, R"({"prompt": "x", "stop": [""]})", "stop", "empty");
+  expect_rejected(p, R"({"prompt": "x", "stop": 3})", "stop", "a string or an array");
+  expect_rejected(p, R"({"prompt": "x", "logit_bias": {"abc": 1}})", "logit_bias", "token ids");
+  expect_rejected(p, R"({"prompt": "x", "logit_bias": {"5": 101}})", "logit_bias", "-100");
+  expect_rejected(p, R"({"prompt": "x", "n": 0})", "n", "between");
+  expect_rejected(p, R"({"prompt": "x", "stream": "yes"})", "stream", "a boolean");
+  expect_rejected(p, R"([1, 2])", "", "JSON object");
+}
+
+TEST(ChatRequest, ParsesMessagesAndContentParts) {
+  const auto r = parse_chat_request(json::parse(R"({
+    "model": "m", "max_completion_tokens": 9, "logprobs": true, "top_logprobs": 2,
+    "messages": [{"role": "system", "content": "Be brief."},
+                 {"role": "user", "content": [{"type": "text", "text": "Hi "},
+                                              {"type": "text", "text": "there"}]}]})"));
+  ASSERT_EQ(r.messages.size(), 2u);
+  EXPECT_EQ(r.messages[0].role, "system");
+  EXPECT_EQ(r.messages[1].content, "Hi there");
+  EXPECT_EQ(r.messages[1].raw["content"], "Hi there");
+  EXPECT_EQ(r.options.max_tokens, 9);
+  EXPECT_EQ(r.options.top_logprobs, 2);
+}
+
+TEST(ChatRequest, RejectsBadMessages) {
+  auto p = [](const json& b) { return parse_chat_request(b); };
+  expect_rejected(p, R"({})", "messages", "required");
+  expect_rejected(p, R"({"messages": []})", "messages", "empty");
+  expect_rejected(p, R"({"messages": "hi"})", "messages", "an array");
+  expect_rejected(p, R"({"messages": [{"content": "x"}]})", "messages[0].role", "role");
+  expect_rejected(p, R"({"messages": [{"role": "wizard", "content": "x"}]})", "messages[0].role",
+                  "unknown role");
+  expect_rejected(p, R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})",
+                  "messages[0].content", "not supported");
+  expect_rejected(p, R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 3})",
+                  "top_logprobs", "needs 'logprobs'");
+  expect_rejected(p, R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 21})",
+                  "top_logprobs", "between");
+}
+
+TEST(JsonBody, MalformedJsonNamesTheByte) {
+  try {
+    parse_json_body("{\"prompt\": \"x\",,}");
+    FAIL();
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_NE(std::string(e.what()).find("not valid JSON (byte 15)"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace jitllm::server
