@@ -1,0 +1,169 @@
+// write_gguf: serializes metadata and tensors as GGUF v3 (the layout parse_gguf reads). Tensor
+// offsets are assigned here, in the order given, each padded to the alignment. The file is
+// written next to its destination and renamed into place, so a failed write leaves no half file.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "io/gguf.h"
+#include "io/gguf_format.h"
+
+namespace jitllm {
+
+namespace {
+
+class Writer {
+ public:
+  explicit Writer(const std::string& path) : path_(path), out_(path, std::ios::binary) {
+    if (!out_) throw_error("{}: cannot open for writing", path);
+  }
+
+  template <typename T>
+  void put(T v) {
+    bytes(&v, sizeof(T));
+  }
+  void bytes(const void* p, size_t n) {
+    out_.write(static_cast<const char*>(p), std::streamsize(n));
+    pos_ += n;
+  }
+  void string(const std::string& s) {
+    put<uint64_t>(s.size());
+    bytes(s.data(), s.size());
+  }
+  void pad_to(size_t alignment) {
+    static const char zeros[64] = {};
+    size_t pad = (alignment - pos_ % alignment) % alignment;
+    while (pad > 0) {
+      const size_t n = std::min(pad, sizeof(zeros));
+      bytes(zeros, n);
+      pad -= n;
+    }
+  }
+  size_t pos() const { return pos_; }
+  void close() {
+    out_.close();
+    if (!out_) throw_error("{}: write failed", path_);
+  }
+
+ private:
+  std::string path_;
+  std::ofstream out_;
+  size_t pos_ = 0;
+};
+
+void put_value(Writer& w, const Value& v) {
+  switch (v.type()) {
+    case ValueType::U8: w.put<uint8_t>(uint8_t(v.as_u64())); break;
+    case ValueType::I8: w.put<int8_t>(int8_t(v.as_i64())); break;
+    case ValueType::U16: w.put<uint16_t>(uint16_t(v.as_u64())); break;
+    case ValueType::I16: w.put<int16_t>(int16_t(v.as_i64())); break;
+    case ValueType::U32: w.put<uint32_t>(uint32_t(v.as_u64())); break;
+    case ValueType::I32: w.put<int32_t>(int32_t(v.as_i64())); break;
+    case ValueType::U64: w.put<uint64_t>(v.as_u64()); break;
+    case ValueType::I64: w.put<int64_t>(v.as_i64()); break;
+    case ValueType::F32: w.put<float>(float(v.as_f64())); break;
+    case ValueType::F64: w.put<double>(v.as_f64()); break;
+    case ValueType::Bool: w.put<uint8_t>(v.as_bool() ? 1 : 0); break;
+    case ValueType::String: w.string(v.as_string()); break;
+    case ValueType::Array: {
+      const ValueArray& arr = v.as_array();
+      w.put<uint32_t>(uint32_t(arr.element_type));
+      w.put<uint64_t>(arr.items.size());
+      for (const Value& item : arr.items) put_value(w, item);
+      break;
+    }
+  }
+}
+
+// Bytes of `t` computed from its type and shape; a caller-set `bytes` must agree.
+size_t tensor_bytes(const TensorInfo& t, const std::string& path) {
+  if (t.shape.size() > gguf::kMaxDims)
+    throw_error("{}: tensor '{}': {} dimensions (at most {})", path, t.name, t.shape.size(),
+                gguf::kMaxDims);
+  int64_t rows = 1;
+  for (size_t d = 0; d < t.shape.size(); ++d) {
+    if (t.shape[d] < 0) throw_error("{}: tensor '{}': negative dimension", path, t.name);
+    if (d > 0) {
+      if (t.shape[d] != 0 && rows > std::numeric_limits<int64_t>::max() / t.shape[d])
+        throw_error("{}: tensor '{}': element count overflows", path, t.name);
+      rows *= t.shape[d];
+    }
+  }
+  size_t row;
+  try {
+    row = row_bytes(t.type, t.row_length());
+  } catch (const Error& e) {
+    rethrow_with_context(e, fmt::format("{}: tensor '{}'", path, t.name));
+  }
+  const size_t bytes = row * size_t(rows);
+  if (t.bytes != 0 && t.bytes != bytes)
+    throw_error("{}: tensor '{}': bytes is {}, but its type and shape need {}", path, t.name,
+                t.bytes, bytes);
+  if (bytes != 0 && t.data == nullptr)
+    throw_error("{}: tensor '{}': no data to write", path, t.name);
+  return bytes;
+}
+
+}  // namespace
+
+void write_gguf(const std::string& path, const Metadata& metadata,
+                const std::vector<TensorInfo>& tensors, size_t alignment) {
+  if (alignment == 0 || (alignment & (alignment - 1)) != 0)
+    throw_error("{}: alignment {} is not a power of two", path, alignment);
+  // The reader takes the alignment from general.alignment, so the key must agree with it.
+  Metadata md = metadata;
+  if (const Value* a = md.find(gguf::kKeyAlignment)) {
+    if (!a->is_integer() || a->as_i64() != int64_t(alignment))
+      throw_error("{}: metadata '{}' is {}, but the file is written with alignment {}", path,
+                  gguf::kKeyAlignment, a->to_json().dump(), alignment);
+  } else if (alignment != gguf::kDefaultAlignment) {
+    md.set(gguf::kKeyAlignment, Value::u32(uint32_t(alignment)));
+  }
+
+  std::vector<size_t> sizes;
+  std::vector<uint64_t> offsets;
+  uint64_t next = 0;
+  for (const TensorInfo& t : tensors) {
+    sizes.push_back(tensor_bytes(t, path));
+    offsets.push_back(next);
+    next += (sizes.back() + alignment - 1) / alignment * alignment;
+  }
+
+  const std::string tmp = path + ".tmp";
+  try {
+    Writer w(tmp);
+    w.bytes(gguf::kMagic, 4);
+    w.put<uint32_t>(gguf::kWriteVersion);
+    w.put<uint64_t>(tensors.size());
+    w.put<uint64_t>(md.size());
+    for (const auto& [key, value] : md.entries()) {
+      w.string(key);
+      w.put<uint32_t>(uint32_t(value.type()));
+      put_value(w, value);
+    }
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const TensorInfo& t = tensors[i];
+      w.string(t.name);
+      w.put<uint32_t>(uint32_t(t.shape.size()));
+      for (int64_t ne : t.shape) w.put<int64_t>(ne);
+      w.put<uint32_t>(uint32_t(t.type));
+      w.put<uint64_t>(offsets[i]);
+    }
+    w.pad_to(alignment);
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (sizes[i] != 0) w.bytes(tensors[i].data, sizes[i]);
+      w.pad_to(alignment);
+    }
+    w.close();
+    std::filesystem::rename(tmp, path);
+  } catch (...) {
+    std::error_code ec;
+    std::filesystem::remove(tmp, ec);
+    throw;
+  }
+}
+
+}  // namespace jitllm
