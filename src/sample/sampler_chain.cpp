@@ -1,0 +1,121 @@
+// Sampler chain (see sampler_chain.h).
+#include "sample/sampler_chain.h"
+
+#include "core/error.h"
+#include "sample/filters.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace jitllm {
+namespace {
+
+uint32_t resolve_seed(uint32_t seed) {
+  if (seed != SamplingParams::kRandomSeed) return seed;
+  std::random_device device;
+  return device();
+}
+
+}  // namespace
+
+SamplerChain::SamplerChain(SamplingParams params, int32_t n_vocab)
+    : params_(std::move(params)),
+      n_vocab_(n_vocab),
+      seed_(resolve_seed(params_.seed)),
+      rng_(seed_),
+      penalties_(params_.penalty_last_n) {
+  validate_sampling_params(params_, n_vocab_);
+}
+
+void SamplerChain::accept(int32_t token) {
+  if (token < 0 || token >= n_vocab_) {
+    throw_error("sampling: accepted token {} is outside the vocabulary [0, {})", token, n_vocab_);
+  }
+  penalties_.accept(token);
+}
+
+void SamplerChain::reset() {
+  penalties_.clear();
+  rng_.reseed(seed_);
+  probs_.clear();
+}
+
+void SamplerChain::apply_logit_bias(Candidates& cur) const {
+  // cur is freshly assigned, so candidate i is token i.
+  for (const auto& [token, bias] : params_.logit_bias) cur.data[size_t(token)].logit += bias;
+}
+
+void SamplerChain::apply_stage(SamplerStage stage, Candidates& cur) {
+  const size_t min_keep = size_t(params_.min_keep);
+  switch (stage) {
+    case SamplerStage::Penalties:
+      penalties_.apply(cur, params_.repeat_penalty, params_.frequency_penalty,
+                       params_.presence_penalty);
+      break;
+    case SamplerStage::TopK: apply_top_k(cur, params_.top_k); break;
+    case SamplerStage::TypicalP: apply_typical(cur, params_.typical_p, min_keep); break;
+    case SamplerStage::TopP: apply_top_p(cur, params_.top_p, min_keep); break;
+    case SamplerStage::MinP: apply_min_p(cur, params_.min_p, min_keep); break;
+    case SamplerStage::Temperature: apply_temperature(cur, params_.temperature); break;
+    case SamplerStage::Dry:  // not implemented yet: no-op, as llama.cpp's default (multiplier 0)
+    case SamplerStage::Xtc:  // not implemented yet: no-op, as llama.cpp's default (probability 0)
+      break;
+  }
+}
+
+size_t SamplerChain::draw(const Candidates& cur) {
+  // As llama.cpp's dist sampler: float probabilities, double running sum against
+  // u * total. Strict '>' so that a zero-probability (banned) token can never be chosen.
+  double total = 0.0;
+  for (const auto& c : cur.data) total += c.p;
+  const double target = rng_.uniform() * total;
+  double running = 0.0;
+  size_t last_nonzero = 0;
+  for (size_t i = 0; i < cur.size(); ++i) {
+    if (cur.data[i].p <= 0.0f) continue;
+    running += cur.data[i].p;
+    last_nonzero = i;
+    if (running > target) return i;
+  }
+  return last_nonzero;  // rounding left target at the very top
+}
+
+int32_t SamplerChain::sample(std::span<const float> logits) {
+  if (logits.size() != size_t(n_vocab_)) {
+    throw_error("sampling: got {} logits, expected n_vocab = {}", logits.size(), n_vocab_);
+  }
+  cur_.assign(logits);
+  apply_logit_bias(cur_);
+  probs_.clear();
+
+  if (params_.temperature <= 0.0f) {
+    // Greedy: the filters always keep the best token, so only logit-changing stages matter.
+    for (SamplerStage stage : params_.order) {
+      if (stage == SamplerStage::Penalties) apply_stage(stage, cur_);
+    }
+    const TokenData& best = cur_.data[argmax_candidate(cur_)];
+    if (best.logit == -INFINITY) throw_error("sampling: every token is banned (logit -inf)");
+    probs_.push_back({best.id, 1.0f});
+    return best.id;
+  }
+
+  for (SamplerStage stage : params_.order) apply_stage(stage, cur_);
+  softmax_candidates(cur_);
+  const size_t chosen = draw(cur_);
+  probs_.reserve(cur_.size());
+  for (const auto& c : cur_.data) probs_.push_back({c.id, c.p});
+  return cur_.data[chosen].id;
+}
+
+std::vector<TokenProb> SamplerChain::top_probabilities(size_t n) const {
+  std::vector<TokenProb> top(probs_.begin(), probs_.end());
+  n = std::min(n, top.size());
+  std::partial_sort(top.begin(), top.begin() + std::ptrdiff_t(n), top.end(),
+                    [](const TokenProb& a, const TokenProb& b) {
+                      return a.p > b.p || (a.p == b.p && a.id < b.id);
+                    });
+  top.resize(n);
+  return top;
+}
+
+}  // namespace jitllm

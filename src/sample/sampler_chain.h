@@ -1,0 +1,63 @@
+// A configured sampler chain: logits [n_vocab] -> one token id. Order of work per call:
+// logit bias (always first, as in llama.cpp), then the stages of params.order, then a seeded draw
+// from the softmax of what is left ("dist"). temperature <= 0 is greedy: after logit bias and
+// penalties, the highest logit wins, ties to the lowest id. Owns the penalty window and the RNG
+// state of one generation stream; one chain per session. Must not know about models or devices.
+#pragma once
+
+#include "sample/candidates.h"
+#include "sample/penalties.h"
+#include "sample/rng.h"
+#include "sample/sampling_params.h"
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace jitllm {
+
+struct TokenProb {
+  int32_t id;
+  float p;
+};
+
+class SamplerChain {
+ public:
+  // Throws jitllm::Error for invalid params (see validate_sampling_params).
+  SamplerChain(SamplingParams params, int32_t n_vocab);
+
+  // logits: [n_vocab]. Returns the chosen token. Does not accept it: call accept() with the
+  // token that is actually appended (the caller may override the choice, e.g. stop strings).
+  int32_t sample(std::span<const float> logits);
+
+  // Records a token of the sequence (prompt or generated) in the penalty window.
+  void accept(int32_t token);
+
+  // Forgets the penalty window and restarts the RNG from the seed.
+  void reset();
+
+  // The distribution the last sample() drew from: the surviving candidates with probabilities
+  // that sum to 1, in chain order (not necessarily by probability). Greedy: {token, 1}.
+  std::span<const TokenProb> probabilities() const { return probs_; }
+  // The n most likely entries of probabilities(), most likely first (ties: lower id first).
+  std::vector<TokenProb> top_probabilities(size_t n) const;
+
+  const SamplingParams& params() const { return params_; }
+  int32_t n_vocab() const { return n_vocab_; }
+  uint32_t seed() const { return seed_; }  // the seed in use (drawn when params.seed is random)
+
+ private:
+  void apply_logit_bias(Candidates& cur) const;
+  void apply_stage(SamplerStage stage, Candidates& cur);
+  size_t draw(const Candidates& cur);
+
+  SamplingParams params_;
+  int32_t n_vocab_;
+  uint32_t seed_;
+  SampleRng rng_;
+  PenaltyWindow penalties_;
+  Candidates cur_;                // [n_candidates] reused between calls
+  std::vector<TokenProb> probs_;  // [n_candidates] of the last sample()
+};
+
+}  // namespace jitllm
