@@ -3,11 +3,15 @@
 // GGUFs, pydoc-llama; write_gguf round trips; split models.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <functional>
 #include <regex>
+#include <unistd.h>
 
 #include "core/error.h"
 #include "io/gguf.h"
@@ -161,6 +165,129 @@ TEST(Gguf, RoundTripEveryFixture) {
       EXPECT_EQ(std::memcmp(x.data, y.data, x.bytes), 0) << x.name;
     }
   }
+  std::filesystem::remove_all(dir);
+}
+
+// Writes `src` as a split set the way llama.cpp's gguf-split does: every part carries split.no
+// (u16), split.count (u16) and split.tensors.count (i32); the first part also the model metadata.
+std::vector<std::string> write_split(const GgufFile& src, const std::string& prefix, int parts,
+                                     const std::function<void(int, Metadata&)>& edit = nullptr) {
+  std::vector<std::string> paths;
+  const auto& ts = src.tensors();
+  const size_t per = (ts.size() + size_t(parts) - 1) / size_t(parts);
+  for (int i = 0; i < parts; ++i) {
+    Metadata md = i == 0 ? src.metadata() : Metadata{};
+    md.set("split.no", Value::u16(uint16_t(i)));
+    md.set("split.count", Value::u16(uint16_t(parts)));
+    md.set("split.tensors.count", Value::i32(int32_t(ts.size())));
+    if (edit) edit(i, md);
+    std::vector<TensorInfo> part(ts.begin() + std::min(ts.size(), per * size_t(i)),
+                                 ts.begin() + std::min(ts.size(), per * size_t(i + 1)));
+    char name[64];
+    std::snprintf(name, sizeof name, "-%05d-of-%05d.gguf", i + 1, parts);
+    paths.push_back(prefix + name);
+    write_gguf(paths.back(), md, part, src.alignment());
+  }
+  return paths;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Gguf, SplitModelMergesParts) {
+  const std::string dir = temp_dir();
+  GgufFile src = GgufFile::open(oracle_path("models/synth-llama.Q4_K_M.gguf"));
+  auto paths = write_split(src, dir + "/m", 3);
+  GgufFile f = GgufFile::open(paths[0]);
+  EXPECT_EQ(f.split_count(), 3);
+  EXPECT_EQ(f.metadata().architecture(), "llama");
+  ASSERT_EQ(f.tensors().size(), src.tensors().size());
+  size_t total = 0;
+  for (const auto& p : paths) total += std::filesystem::file_size(p);
+  EXPECT_EQ(f.file_bytes(), total);
+  for (const TensorInfo& t : src.tensors()) {
+    const TensorInfo& u = f.tensor(t.name);
+    EXPECT_EQ(u.type, t.type);
+    EXPECT_EQ(u.shape, t.shape);
+    ASSERT_EQ(u.bytes, t.bytes);
+    EXPECT_EQ(std::memcmp(u.data, t.data, t.bytes), 0) << t.name;
+  }
+  // Opening a later part points at the first.
+  EXPECT_NE(error_of([&] { GgufFile::open(paths[1]); }).find("open the first part"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { GgufFile::open(paths[1]); }).find("m-00001-of-00003.gguf"),
+            std::string::npos);
+  // A missing part is named.
+  std::filesystem::remove(paths[2]);
+  EXPECT_NE(error_of([&] { GgufFile::open(paths[0]); }).find("part 3 of 3 is missing"),
+            std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Gguf, SplitModelInconsistenciesAreRefused) {
+  const std::string dir = temp_dir();
+  GgufFile src = GgufFile::open(oracle_path("models/synth-llama.Q8_0.gguf"));
+  // Second part claims to be part 3.
+  auto paths = write_split(src, dir + "/a", 3, [](int i, Metadata& md) {
+    if (i == 1) md.set("split.no", Value::u16(2));
+  });
+  EXPECT_NE(error_of([&] { GgufFile::open(paths[0]); }).find("split.no = 2"), std::string::npos);
+  // Wrong total tensor count.
+  paths = write_split(src, dir + "/b", 2, [](int i, Metadata& md) {
+    if (i == 0) md.set("split.tensors.count", Value::i32(5));
+  });
+  EXPECT_NE(error_of([&] { GgufFile::open(paths[0]); }).find("split.tensors.count says 5"),
+            std::string::npos);
+  // The same tensor in two parts.
+  std::vector<TensorInfo> one = {src.tensor("token_embd.weight")};
+  for (int i = 0; i < 2; ++i) {
+    Metadata md;
+    md.set("split.no", Value::u16(uint16_t(i)));
+    md.set("split.count", Value::u16(2));
+    write_gguf(dir + "/c-0000" + std::to_string(i + 1) + "-of-00002.gguf", md, one);
+  }
+  EXPECT_NE(error_of([&] { GgufFile::open(dir + "/c-00001-of-00002.gguf"); })
+                .find("tensor 'token_embd.weight' appears in more than one part"),
+            std::string::npos);
+  // split.count > 1 but a file name that does not say where the others are.
+  Metadata md;
+  md.set("split.no", Value::u16(0));
+  md.set("split.count", Value::u16(2));
+  write_gguf(dir + "/plain.gguf", md, one);
+  EXPECT_NE(error_of([&] { GgufFile::open(dir + "/plain.gguf"); }).find("file name"),
+            std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Gguf, WriteRefusesInconsistentInput) {
+  const std::string dir = temp_dir();
+  GgufFile src = GgufFile::open(oracle_path("models/synth-llama.Q8_0.gguf"));
+  TensorInfo t = src.tensor("blk.0.attn_q.weight");
+  t.bytes += 1;
+  EXPECT_NE(error_of([&] { write_gguf(dir + "/w.gguf", {}, {t}); }).find("blk.0.attn_q.weight"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { write_gguf(dir + "/w.gguf", {}, {}, 48); }).find("power of two"),
+            std::string::npos);
+  Metadata md;
+  md.set("general.alignment", Value::u32(64));
+  EXPECT_NE(error_of([&] { write_gguf(dir + "/w.gguf", md, {}, 32); }).find("general.alignment"),
+            std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/w.gguf"));
+  // A non-default alignment is recorded so the reader finds the tensors again.
+  write_gguf(dir + "/w.gguf", {}, {src.tensor("output_norm.weight"), src.tensor("output.weight")},
+             256);
+  GgufFile back = GgufFile::open(dir + "/w.gguf");
+  EXPECT_EQ(back.alignment(), 256u);
+  EXPECT_EQ(back.tensor("output.weight").offset % 256, 0u);
+  EXPECT_EQ(std::memcmp(back.tensor("output.weight").data, src.tensor("output.weight").data,
+                        src.tensor("output.weight").bytes),
+            0);
   std::filesystem::remove_all(dir);
 }
 
