@@ -17,6 +17,10 @@ struct TensorInfo {
   uint64_t offset = 0;         // byte offset of the data within the file's data section
   size_t bytes = 0;            // row_bytes(type, shape[0]) * rows
   const uint8_t* data = nullptr;  // view into the mapped file (valid while the file is open)
+  // 0: the bytes are contiguous. Otherwise the tensor is stored as shape.back() equal slices
+  // (bytes / shape.back() each) with slice e at data + e * slice_stride: how a .jlm keeps each
+  // MoE expert of a stacked [.., n_expert] tensor on its own pages.
+  uint64_t slice_stride = 0;
 
   int64_t elements() const;
   int64_t row_length() const { return shape.empty() ? 1 : shape[0]; }
