@@ -1,0 +1,28 @@
+// The three model tokenizers, each on one fragment of plain text (special tokens already cut
+// out). Internal to src/tokenizer/: the public entry point is Tokenizer (tokenizer.h).
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "tokenizer/vocab.h"
+
+namespace jitllm {
+
+class PreTokenizer;
+
+// SentencePiece BPE as llama.cpp runs it: highest-score adjacent pair merged first (ties: the
+// leftmost), pieces not in the vocab fall back to <0xXX> byte tokens. `text` already has spaces
+// escaped to U+2581 and the optional leading space added.
+void spm_tokenize(const Vocab& vocab, std::string_view text, std::vector<TokenId>& out);
+
+// Byte-level BPE: pre-tokenize `text` (valid UTF-8), map each piece's bytes to GPT-2's printable
+// codepoints, merge by rank (lowest first, ties leftmost).
+void bpe_tokenize(const Vocab& vocab, const PreTokenizer& pre, std::string_view text,
+                  std::vector<TokenId>& out);
+
+// WordPiece: lowercase, strip accents, split on whitespace/punctuation/CJK, then greedy
+// longest-match per word with the "▁" word prefix; an unmatchable word becomes [UNK].
+void wpm_tokenize(const Vocab& vocab, std::string_view text, std::vector<TokenId>& out);
+
+}  // namespace jitllm
