@@ -60,19 +60,32 @@ float dot_q3_k_q8_k(const BlockQ3_K* x, const BlockQ8_K* y, int64_t nb) {
 
 namespace {
 
-// Q4_K/Q5_K share the scale layout; `level(j)` gives the 0..15 / 0..31 level of element j.
-template <typename Block, typename Level>
-float dot_affine_k(const Block* x, const BlockQ8_K* y, int64_t nb, Level level) {
+// Q4_K/Q5_K share the scale layout: chunk k (64 elements) is groups 2k (low nibbles of
+// qs[32k..32k+31]) and 2k+1 (high nibbles); Q5_K adds bit 2k / 2k+1 of qh[l] as bit 4.
+template <typename Block, bool kHasHighBit>
+float dot_affine_k(const Block* x, const BlockQ8_K* y, int64_t nb) {
   float sum = 0;
   for (int64_t i = 0; i < nb; ++i) {
     int isum = 0, sum_mins = 0;
-    for (int g = 0; g < 8; ++g) {
-      uint8_t sc, mn;
-      k4_scale_min(g, x[i].scales, sc, mn);
-      int group = 0;
-      for (int l = 32 * g; l < 32 * g + 32; ++l) group += y[i].qs[l] * level(x[i], l);
-      isum += sc * group;
-      sum_mins += mn * (y[i].bsums[2 * g] + y[i].bsums[2 * g + 1]);
+    for (int k = 0; k < 4; ++k) {
+      const uint8_t* qs = x[i].qs + 32 * k;
+      const int8_t* q8 = y[i].qs + 64 * k;
+      int sum_lo = 0, sum_hi = 0;
+      for (int l = 0; l < 32; ++l) {
+        int lo = qs[l] & 0xF, hi = qs[l] >> 4;
+        if constexpr (kHasHighBit) {
+          lo |= ((x[i].qh[l] >> (2 * k)) & 1) << 4;
+          hi |= ((x[i].qh[l] >> (2 * k + 1)) & 1) << 4;
+        }
+        sum_lo += lo * q8[l];
+        sum_hi += hi * q8[l + 32];
+      }
+      uint8_t sc_lo, mn_lo, sc_hi, mn_hi;
+      k4_scale_min(2 * k, x[i].scales, sc_lo, mn_lo);
+      k4_scale_min(2 * k + 1, x[i].scales, sc_hi, mn_hi);
+      isum += sc_lo * sum_lo + sc_hi * sum_hi;
+      const int16_t* bs = y[i].bsums + 4 * k;  // 16-element sums: 2 per 32-element group
+      sum_mins += mn_lo * (bs[0] + bs[1]) + mn_hi * (bs[2] + bs[3]);
     }
     const float d = h2f(x[i].d) * y[i].d;
     const float dmin = h2f(x[i].dmin) * y[i].d;
@@ -84,20 +97,11 @@ float dot_affine_k(const Block* x, const BlockQ8_K* y, int64_t nb, Level level) 
 }  // namespace
 
 float dot_q4_k_q8_k(const BlockQ4_K* x, const BlockQ8_K* y, int64_t nb) {
-  // Element l: group g = l / 32; groups 2k and 2k+1 share bytes qs[32k..32k+31] (low, high nibble).
-  return dot_affine_k(x, y, nb, [](const BlockQ4_K& b, int l) {
-    const uint8_t byte = b.qs[32 * (l / 64) + l % 32];
-    return (l / 32) % 2 == 0 ? byte & 0xF : byte >> 4;
-  });
+  return dot_affine_k<BlockQ4_K, false>(x, y, nb);
 }
 
 float dot_q5_k_q8_k(const BlockQ5_K* x, const BlockQ8_K* y, int64_t nb) {
-  return dot_affine_k(x, y, nb, [](const BlockQ5_K& b, int l) {
-    const uint8_t byte = b.qs[32 * (l / 64) + l % 32];
-    const int low = (l / 32) % 2 == 0 ? byte & 0xF : byte >> 4;
-    const int high = (b.qh[l % 32] >> (l / 32)) & 1;  // bit l/32 of qh[l % 32]
-    return low | (high << 4);
-  });
+  return dot_affine_k<BlockQ5_K, true>(x, y, nb);
 }
 
 float dot_q6_k_q8_k(const BlockQ6_K* x, const BlockQ8_K* y, int64_t nb) {
@@ -109,19 +113,18 @@ float dot_q6_k_q8_k(const BlockQ6_K* x, const BlockQ8_K* y, int64_t nb) {
       const uint8_t* qh = x[i].qh + 32 * half;
       const int8_t* q8 = y[i].qs + 128 * half;
       const int8_t* sc = x[i].scales + 8 * half;
-      // Four 32-element quarters; each is two 16-element groups with their own scale.
-      int quarter[4][2] = {};
-      for (int l = 0; l < 32; ++l) {
-        const int q1 = ((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
-        const int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
-        const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
-        const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
-        quarter[0][l / 16] += q1 * q8[l];
-        quarter[1][l / 16] += q2 * q8[l + 32];
-        quarter[2][l / 16] += q3 * q8[l + 64];
-        quarter[3][l / 16] += q4 * q8[l + 96];
+      // Four 32-element quarters (elements l, l+32, l+64, l+96 share ql/qh bytes); each quarter
+      // is two 16-element groups with their own scale.
+      for (int g = 0; g < 2; ++g) {
+        int s1 = 0, s2 = 0, s3 = 0, s4 = 0;
+        for (int l = 16 * g; l < 16 * g + 16; ++l) {
+          s1 += (((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32) * q8[l];
+          s2 += (((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32) * q8[l + 32];
+          s3 += (((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32) * q8[l + 64];
+          s4 += (((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32) * q8[l + 96];
+        }
+        isum += sc[g] * s1 + sc[g + 2] * s2 + sc[g + 4] * s3 + sc[g + 6] * s4;
       }
-      for (int k = 0; k < 4; ++k) isum += sc[2 * k] * quarter[k][0] + sc[2 * k + 1] * quarter[k][1];
     }
     sum += (h2f(x[i].d) * y[i].d) * float(isum);
   }
