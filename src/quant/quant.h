@@ -18,7 +18,9 @@ void dequantize_row(QuantType type, const void* src, float* dst, int64_t n);
 
 // src: n floats -> dst: row_bytes(type, n) bytes. Same bytes as ggml's quantize_row_<type>_ref
 // (llama-quantize without an importance matrix). Works for every weight format and for the
-// activation formats Q8_0, Q8_1, Q8_K.
+// activation formats Q8_0, Q8_1, Q8_K. For IQ4_NL this is llama-quantize's search (ggml's
+// quantize_iq4_nl, 15 candidate scales), not ggml's quantize_row_iq4_nl_ref (1 candidate).
+// Q8_0/Q8_1 here are the model-file quantizers; quantize_activation's rounding differs.
 void quantize_row(QuantType type, const float* src, void* dst, int64_t n);
 
 // Dot product of one weight row (format `type`) with an activation already converted to

@@ -123,7 +123,7 @@ TEST(QuantActivation, Q8_KSumsEach16AndUsesFloatScale) {
 
 // vec_dot unpacks blocks with its own code; it must agree with dequantize on both operands.
 TEST(QuantVecDot, EqualsDotOfDequantizedOperands) {
-  const Q types[] = {Q::F16,  Q::BF16, Q::Q4_0, Q::Q4_1, Q::Q5_0, Q::Q5_1, Q::Q8_0,
+  const Q types[] = {Q::F32,  Q::F16,  Q::BF16, Q::Q4_0, Q::Q4_1, Q::Q5_0, Q::Q5_1, Q::Q8_0,
                      Q::Q2_K, Q::Q3_K, Q::Q4_K, Q::Q5_K, Q::Q6_K, Q::IQ4_NL, Q::MXFP4};
   const int64_t n = 256 * 3;
   std::mt19937 rng(42);
