@@ -1,0 +1,82 @@
+// The conversion driver: plans output formats, lays out the container, streams every tensor
+// (load -> optional format conversion -> write -> release), then commits (see convert.h).
+#include "convert/convert.h"
+
+#include "convert/requantize.h"
+#include "core/error.h"
+#include "io/jlm_writer.h"
+
+namespace jitllm {
+
+ConvertResult convert_to_jlm(const std::string& input, const std::string& output,
+                             const ConvertOptions& options) {
+  const ConvertSource source = open_convert_source(input, options.source);
+  return convert_source_to_jlm(source, output, options);
+}
+
+ConvertResult convert_source_to_jlm(const ConvertSource& source, const std::string& output,
+                                    const ConvertOptions& options) {
+  const bool hf = source.format == "hf";
+  std::vector<JlmTensorSpec> specs;
+  specs.reserve(source.tensors.size());
+  for (const SourceTensor& t : source.tensors)
+    specs.push_back({t.name, choose_tensor_type(t.name, t.shape, t.type, options.type, hf), t.shape});
+
+  Metadata metadata = source.metadata;
+  if (options.type) {
+    const int32_t ftype = llama_file_type(*options.type);
+    if (ftype >= 0) metadata.set("general.file_type", Value::u32(uint32_t(ftype)));
+  }
+  Metadata provenance = source.provenance;
+  provenance.set("convert.type",
+                 Value::string(options.type ? quant_name(*options.type) : "keep"));
+  provenance.set("convert.tool", Value::string("jitllm convert"));
+
+  JlmWriter writer(output, metadata, provenance, specs);
+  ConvertResult result;
+  result.output = output;
+  result.tensors = specs.size();
+  result.groups = writer.groups().size();
+  result.source_bytes = source.source_bytes;
+  result.output_bytes = writer.file_bytes();
+
+  ConvertProgress progress;
+  progress.count = specs.size();
+  for (const JlmTensor& t : writer.tensors()) progress.bytes_total += t.bytes();
+
+  std::vector<uint8_t> scratch;    // source bytes when load() must transform them
+  std::vector<uint8_t> converted;  // output bytes when the format changes
+  for (size_t i = 0; i < source.tensors.size(); ++i) {
+    if (options.cancel && options.cancel->load())
+      throw_error("{}: conversion cancelled; nothing was written", output);
+    const SourceTensor& t = source.tensors[i];
+    const JlmTensorSpec& spec = specs[i];
+    try {
+      const std::span<const uint8_t> bytes = t.load(scratch);
+      int64_t rows = 1;
+      for (size_t d = 1; d < t.shape.size(); ++d) rows *= t.shape[d];
+      if (bytes.size() != row_bytes(t.type, t.shape[0]) * size_t(rows))
+        throw_error("source gave {} bytes, a {} tensor of this shape has {}", bytes.size(),
+                    quant_name(t.type), row_bytes(t.type, t.shape[0]) * size_t(rows));
+      if (spec.type == t.type) {
+        writer.write_tensor(i, bytes.data(), bytes.size());
+      } else {
+        convert_tensor_data(t.type, spec.type, bytes.data(), t.shape[0], rows, converted);
+        writer.write_tensor(i, converted.data(), converted.size());
+        ++result.requantized;
+      }
+      if (t.release) t.release();
+    } catch (const Error& e) {
+      rethrow_with_context(e, fmt::format("{}: tensor '{}'", source.path, t.name));
+    }
+    progress.index = i + 1;
+    progress.tensor = t.name;
+    progress.bytes_done += writer.tensors()[i].bytes();
+    if (options.progress) options.progress(progress);
+    if (options.after_tensor) options.after_tensor(i);
+  }
+  writer.commit();
+  return result;
+}
+
+}  // namespace jitllm

@@ -1,0 +1,50 @@
+// GGUF / .jlm / Hugging Face folder -> .jlm. Streams tensor by tensor from the source mapping into
+// a JlmWriter (peak memory: about one tensor, twice when it is requantized), writes OUT.tmp and
+// renames it to OUT at the end; an error, a cancel or a thrown hook leaves nothing at OUT.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "convert/source.h"
+#include "io/jlm_format.h"
+#include "quant/types.h"
+
+namespace jitllm {
+
+struct ConvertProgress {
+  size_t index = 0;  // tensors done so far (1-based after a tensor)
+  size_t count = 0;
+  std::string tensor;
+  uint64_t bytes_done = 0;  // output bytes written
+  uint64_t bytes_total = 0;
+};
+
+struct ConvertOptions {
+  std::optional<QuantType> type;  // nullopt = keep the source's formats
+  SourceOptions source;
+  std::function<void(const ConvertProgress&)> progress;  // called after each tensor
+  const std::atomic<bool>* cancel = nullptr;             // checked before each tensor
+  // Test hook: called after tensor `index` was written (throwing from it aborts the convert).
+  std::function<void(size_t index)> after_tensor;
+};
+
+struct ConvertResult {
+  std::string output;
+  size_t tensors = 0;
+  size_t groups = 0;
+  uint64_t source_bytes = 0;
+  uint64_t output_bytes = 0;
+  size_t requantized = 0;  // tensors whose format changed
+};
+
+ConvertResult convert_to_jlm(const std::string& input, const std::string& output,
+                             const ConvertOptions& options = {});
+// Same, from an already opened source.
+ConvertResult convert_source_to_jlm(const ConvertSource& source, const std::string& output,
+                                    const ConvertOptions& options = {});
+
+}  // namespace jitllm

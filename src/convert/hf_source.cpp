@@ -1,0 +1,252 @@
+// ConvertSource over a Hugging Face folder: config.json -> GGUF metadata through the architecture's
+// hf_arch entry, safetensors tensors renamed, q/k rows permuted, expert slices stacked, generated
+// tensors added, tokenizer metadata from the injected importer (see source.h, hf_arch.h).
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "convert/hf_arch.h"
+#include "convert/source.h"
+#include "core/error.h"
+#include "io/hf_folder.h"
+
+namespace jitllm {
+
+// ---- config.json access ------------------------------------------------------------------------
+
+std::optional<int64_t> config_int_opt(const nlohmann::json& c, const char* key) {
+  auto it = c.find(key);
+  if (it == c.end() || it->is_null()) return std::nullopt;
+  if (it->is_number_integer()) return it->get<int64_t>();
+  if (it->is_number_float() && std::floor(it->get<double>()) == it->get<double>())
+    return int64_t(it->get<double>());
+  throw_error("config.json: '{}' should be an integer, got {}", key, it->dump());
+}
+
+int64_t config_int(const nlohmann::json& c, const char* key) {
+  auto v = config_int_opt(c, key);
+  if (!v) throw_error("config.json: '{}' is missing", key);
+  if (*v < 0) throw_error("config.json: '{}' is negative ({})", key, *v);
+  return *v;
+}
+
+std::optional<double> config_number_opt(const nlohmann::json& c, const char* key) {
+  auto it = c.find(key);
+  if (it == c.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number()) throw_error("config.json: '{}' should be a number, got {}", key, it->dump());
+  return it->get<double>();
+}
+
+bool config_bool_or(const nlohmann::json& c, const char* key, bool fallback) {
+  auto it = c.find(key);
+  if (it == c.end() || it->is_null()) return fallback;
+  if (!it->is_boolean()) throw_error("config.json: '{}' should be true or false, got {}", key, it->dump());
+  return it->get<bool>();
+}
+
+void permute_rope_rows(const uint8_t* src, uint8_t* dst, int64_t rows, size_t row_bytes,
+                       int64_t n_head) {
+  if (n_head <= 0 || rows % (2 * n_head) != 0)
+    throw_error("cannot permute {} rows into {} rope heads", rows, n_head);
+  const int64_t half = rows / n_head / 2;  // head_dim / 2
+  for (int64_t h = 0; h < n_head; ++h)
+    for (int64_t i = 0; i < half; ++i)
+      for (int64_t j = 0; j < 2; ++j) {
+        const int64_t from = h * 2 * half + j * half + i;  // [head][2][half]
+        const int64_t to = h * 2 * half + i * 2 + j;       // [head][half][2]
+        std::memcpy(dst + size_t(to) * row_bytes, src + size_t(from) * row_bytes, row_bytes);
+      }
+}
+
+// ---- the source --------------------------------------------------------------------------------
+
+namespace {
+
+QuantType float_type(const SafetensorsTensor& t) {
+  switch (t.dtype) {
+    case SafetensorsDtype::F32: return QuantType::F32;
+    case SafetensorsDtype::F16: return QuantType::F16;
+    case SafetensorsDtype::BF16: return QuantType::BF16;
+    case SafetensorsDtype::F8_E4M3: break;
+  }
+  throw_error("tensor '{}': {} checkpoints are not supported yet (convert to bf16 first)",
+              t.info.name, safetensors_dtype_name(t.dtype));
+}
+
+// One HF tensor's bytes in GGUF layout: copied into scratch when its rows are permuted or its data
+// is not aligned for float access, else viewed in place.
+std::span<const uint8_t> load_one(const SafetensorsTensor& t, int64_t permute_heads,
+                                  std::vector<uint8_t>& scratch) {
+  const TensorInfo& info = t.info;
+  if (permute_heads > 0) {
+    scratch.resize(info.bytes);
+    permute_rope_rows(info.data, scratch.data(), info.rows(), info.bytes / size_t(info.rows()),
+                      permute_heads);
+    return {scratch.data(), scratch.size()};
+  }
+  if (reinterpret_cast<uintptr_t>(info.data) % 4 != 0) {
+    scratch.assign(info.data, info.data + info.bytes);
+    return {scratch.data(), scratch.size()};
+  }
+  return {info.data, info.bytes};
+}
+
+}  // namespace
+
+ConvertSource open_hf_source(const std::string& dir, const SourceOptions& options) {
+  auto folder = std::make_shared<HfFolder>(HfFolder::open(dir));
+  const nlohmann::json& config = folder->config();
+  const std::string hf_arch = folder->architecture();
+  const HfArchitecture* arch = find_hf_architecture(hf_arch);
+  if (!arch) {
+    std::string known;
+    for (const auto& a : supported_hf_architectures()) known += (known.empty() ? "" : ", ") + a;
+    throw_error("{}: architecture '{}' is not supported for conversion (supported: {})", dir,
+                hf_arch, known);
+  }
+
+  ConvertSource s;
+  s.path = dir;
+  s.format = "hf";
+  Metadata& m = s.metadata;
+  m.set("general.architecture", Value::string(arch->gguf_arch));
+  m.set("general.name", Value::string(std::filesystem::path(dir).lexically_normal().filename().string()));
+  m.set("general.quantization_version", Value::u32(2));
+  try {
+    arch->metadata(config, m);
+  } catch (const Error& e) {
+    rethrow_with_context(e, dir);
+  }
+
+  // Map every stored tensor; expert slices are grouped under their stacked GGUF name.
+  struct Stack {
+    std::vector<const SafetensorsTensor*> experts;
+  };
+  std::map<std::string, Stack> stacks;
+  std::vector<std::string> stack_order;
+  const SafetensorsModel& weights = folder->weights();
+  QuantType matrix_type = QuantType::F32;
+  bool seen_matrix = false;
+  for (const SafetensorsTensor& t : weights.tensors()) {
+    std::optional<HfTensorMapping> map;
+    try {
+      map = arch->map_tensor(t.info.name, config);
+    } catch (const Error& e) {
+      rethrow_with_context(e, dir);
+    }
+    if (!map) continue;
+    const QuantType type = float_type(t);
+    if (t.info.shape.size() >= 2 && !seen_matrix) {
+      matrix_type = type;
+      seen_matrix = true;
+    }
+    if (map->expert >= 0) {
+      Stack& st = stacks[map->gguf_name];
+      if (st.experts.empty()) stack_order.push_back(map->gguf_name);
+      if (st.experts.size() <= size_t(map->expert)) st.experts.resize(size_t(map->expert) + 1);
+      st.experts[size_t(map->expert)] = &t;
+      continue;
+    }
+    SourceTensor out;
+    out.name = map->gguf_name;
+    out.type = type;
+    out.shape = t.info.shape;
+    const int64_t heads = map->permute_heads;
+    if (heads > 0 && (t.info.rows() % (2 * heads) != 0))
+      throw_error("{}: tensor '{}' has {} rows, not a multiple of 2 x {} heads", dir, t.info.name,
+                  t.info.rows(), heads);
+    out.load = [&t, heads](std::vector<uint8_t>& scratch) { return load_one(t, heads, scratch); };
+    out.release = [&t] { drop_mapped_pages(t.info.data, t.info.bytes); };
+    s.tensors.push_back(std::move(out));
+  }
+
+  for (const std::string& name : stack_order) {
+    const Stack& st = stacks[name];
+    for (size_t e = 0; e < st.experts.size(); ++e) {
+      if (!st.experts[e])
+        throw_error("{}: expert {} of '{}' is missing from the checkpoint", dir, e, name);
+      if (st.experts[e]->info.shape != st.experts[0]->info.shape ||
+          st.experts[e]->dtype != st.experts[0]->dtype)
+        throw_error("{}: expert {} of '{}' differs in shape or dtype from expert 0", dir, e, name);
+    }
+    SourceTensor out;
+    out.name = name;
+    out.type = float_type(*st.experts[0]);
+    out.shape = st.experts[0]->info.shape;
+    out.shape.push_back(int64_t(st.experts.size()));  // [.., n_expert]
+    std::vector<const SafetensorsTensor*> experts = st.experts;
+    out.load = [experts](std::vector<uint8_t>& scratch) {
+      const size_t slice = experts[0]->info.bytes;
+      scratch.resize(slice * experts.size());
+      for (size_t e = 0; e < experts.size(); ++e)
+        std::memcpy(scratch.data() + e * slice, experts[e]->info.data, slice);
+      return std::span<const uint8_t>(scratch.data(), scratch.size());
+    };
+    out.release = [experts] {
+      for (const auto* t : experts) drop_mapped_pages(t->info.data, t->info.bytes);
+    };
+    s.tensors.push_back(std::move(out));
+  }
+
+  for (HfGeneratedTensor& g : arch->generated(config)) {
+    SourceTensor out;
+    out.name = g.gguf_name;
+    out.type = QuantType::F32;
+    out.shape = {int64_t(g.values.size())};
+    auto values = std::make_shared<std::vector<float>>(std::move(g.values));
+    out.load = [values](std::vector<uint8_t>&) {
+      return std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(values->data()),
+                                      values->size() * sizeof(float));
+    };
+    s.tensors.push_back(std::move(out));
+  }
+
+  // GGUF's general.file_type for an unquantized checkpoint: the type of its matrices.
+  m.set("general.file_type",
+        Value::u32(matrix_type == QuantType::F16 ? 1 : matrix_type == QuantType::BF16 ? 32 : 0));
+
+  if (!options.skip_hf_tokenizer) {
+    if (!options.hf_tokenizer)
+      throw_error("{}: HF tokenizer import not available in this build (the converter needs "
+                  "tokenizer/hf_tokenizer.h to turn tokenizer.json / tokenizer.model into "
+                  "tokenizer.ggml.* metadata)",
+                  dir);
+    try {
+      options.hf_tokenizer(*folder, m);
+    } catch (const Error& e) {
+      rethrow_with_context(e, dir + ": tokenizer");
+    }
+  }
+
+  // Chat template: tokenizer_config.json "chat_template" (a string, or a list of named templates
+  // of which "default" is the one llama.cpp stores), or a chat_template.jinja file beside it.
+  if (const auto& tc = folder->tokenizer_config()) {
+    auto it = tc->find("chat_template");
+    if (it != tc->end() && it->is_string()) {
+      m.set("tokenizer.chat_template", Value::string(it->get<std::string>()));
+    } else if (it != tc->end() && it->is_array()) {
+      for (const auto& entry : *it)
+        if (entry.is_object() && entry.value("name", "") == "default" &&
+            entry.contains("template") && entry["template"].is_string())
+          m.set("tokenizer.chat_template", Value::string(entry["template"].get<std::string>()));
+    }
+  }
+  if (!m.has("tokenizer.chat_template")) {
+    const auto jinja = std::filesystem::path(dir) / "chat_template.jinja";
+    if (std::filesystem::exists(jinja)) {
+      std::ifstream in(jinja, std::ios::binary);
+      std::string text((std::istreambuf_iterator<char>(in)), {});
+      m.set("tokenizer.chat_template", Value::string(std::move(text)));
+    }
+  }
+
+  std::vector<std::string> files = weights.files();
+  files.push_back((std::filesystem::path(dir) / "config.json").string());
+  s.provenance = make_provenance(dir, "hf", files);
+  s.source_bytes = s.provenance.get_u64("source.bytes");
+  s.owner = folder;
+  return s;
+}
+
+}  // namespace jitllm

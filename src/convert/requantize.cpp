@@ -1,0 +1,103 @@
+// Format choice and byte conversion for the converter (see requantize.h).
+#include "convert/requantize.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "core/error.h"
+#include "quant/quant.h"
+
+namespace jitllm {
+namespace {
+
+bool is_weight_format(QuantType t) {
+  const QuantTraits& q = quant_traits(t);
+  // Activation-only formats and integer types are not weight formats.
+  return q.supported && t != QuantType::Q8_1 && t != QuantType::Q8_K && t != QuantType::I8 &&
+         t != QuantType::I16 && t != QuantType::I32 && t != QuantType::I64 && t != QuantType::F64;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool is_float(QuantType t) { return t == QuantType::F32 || t == QuantType::F16 || t == QuantType::BF16; }
+
+}  // namespace
+
+std::optional<QuantType> parse_target_type(const std::string& name) {
+  std::string lower(name);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (lower == "keep") return std::nullopt;
+  const auto t = quant_from_name(name);
+  if (!t || !is_weight_format(*t))
+    throw_error("--type {}: not a weight format jitllm can write (use keep, f32, f16, bf16, q8_0, "
+                "q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl or mxfp4)",
+                name);
+  return t;
+}
+
+QuantType choose_tensor_type(const std::string& name, const std::vector<int64_t>& shape,
+                             QuantType source, std::optional<QuantType> target,
+                             bool source_is_float_checkpoint) {
+  const bool keep_f32 = shape.size() <= 1 || ends_with(name, "_norm.weight") ||
+                        name.find("ffn_gate_inp.") != std::string::npos ||
+                        name.starts_with("position_embd.") || name.starts_with("token_types.");
+  if (!target) {
+    if (source_is_float_checkpoint && shape.size() <= 1 && is_float(source)) return QuantType::F32;
+    return source;
+  }
+  if (keep_f32) return is_float(source) ? QuantType::F32 : source;
+  const QuantTraits& q = quant_traits(*target);
+  if (shape.empty() || shape[0] % q.block_elems != 0) return QuantType::F16;
+  return *target;
+}
+
+void convert_tensor_data(QuantType from, QuantType to, const uint8_t* src, int64_t row_length,
+                         int64_t rows, std::vector<uint8_t>& dst) {
+  const size_t in_row = row_bytes(from, row_length);
+  const size_t out_row = row_bytes(to, row_length);
+  dst.resize(out_row * size_t(rows));
+  if (from == to) {
+    std::copy(src, src + in_row * size_t(rows), dst.data());
+    return;
+  }
+  if (!quant_traits(from).supported)
+    throw_error("cannot convert from {}: jitllm cannot dequantize it", quant_name(from));
+  std::vector<float> row(static_cast<size_t>(row_length));  // [row_length]
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t* in = src + size_t(r) * in_row;
+    uint8_t* out = dst.data() + size_t(r) * out_row;
+    if (to == QuantType::F32) {
+      dequantize_row(from, in, reinterpret_cast<float*>(out), row_length);
+    } else if (from == QuantType::F32) {
+      quantize_row(to, reinterpret_cast<const float*>(in), out, row_length);
+    } else {
+      dequantize_row(from, in, row.data(), row_length);
+      quantize_row(to, row.data(), out, row_length);
+    }
+  }
+}
+
+int32_t llama_file_type(QuantType type) {
+  switch (type) {
+    case QuantType::F32: return 0;
+    case QuantType::F16: return 1;
+    case QuantType::Q4_0: return 2;
+    case QuantType::Q4_1: return 3;
+    case QuantType::Q8_0: return 7;
+    case QuantType::Q5_0: return 8;
+    case QuantType::Q5_1: return 9;
+    case QuantType::Q2_K: return 10;
+    case QuantType::Q3_K: return 12;  // Q3_K_M
+    case QuantType::Q4_K: return 15;  // Q4_K_M
+    case QuantType::Q5_K: return 17;  // Q5_K_M
+    case QuantType::Q6_K: return 18;
+    case QuantType::IQ4_NL: return 25;
+    case QuantType::BF16: return 32;
+    case QuantType::MXFP4: return 38;
+    default: return -1;
+  }
+}
+
+}  // namespace jitllm
