@@ -186,15 +186,17 @@ void read_tensor_infos(Cursor& in, uint64_t n_tensors, std::vector<TensorInfo>& 
     const uint32_t n_dims = in.read<uint32_t>(field + " dimension count");
     if (n_dims > gguf::kMaxDims)
       in.fail(dims_at, field, fmt::format("{} dimensions (at most {})", n_dims, gguf::kMaxDims));
-    int64_t elements = 1;
+    // The product of the dimensions, zeros counted as 1, must fit: then every partial product
+    // (elements(), rows()) does too, even when a zero dimension makes the tensor empty.
+    int64_t extent = 1;
     for (uint32_t d = 0; d < n_dims; ++d) {
       const size_t ne_at = in.pos();
       const int64_t ne = in.read<int64_t>(fmt::format("{} dimension {}", field, d));
       if (ne < 0) in.fail(ne_at, field, fmt::format("dimension {} is negative ({})", d, ne));
-      if (ne != 0 && elements > std::numeric_limits<int64_t>::max() / ne)
+      if (ne != 0 && extent > std::numeric_limits<int64_t>::max() / ne)
         in.fail(ne_at, field,
                 fmt::format("dimension {} ({}) makes the element count overflow 64 bits", d, ne));
-      elements *= ne;
+      extent *= std::max<int64_t>(ne, 1);
       t.shape.push_back(ne);
     }
     const size_t type_at = in.pos();

@@ -1,6 +1,7 @@
 // write_gguf: serializes metadata and tensors as GGUF v3 (the layout parse_gguf reads). Tensor
 // offsets are assigned here, in the order given, each padded to the alignment. The file is
 // written next to its destination and renamed into place, so a failed write leaves no half file.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -83,14 +84,14 @@ size_t tensor_bytes(const TensorInfo& t, const std::string& path) {
   if (t.shape.size() > gguf::kMaxDims)
     throw_error("{}: tensor '{}': {} dimensions (at most {})", path, t.name, t.shape.size(),
                 gguf::kMaxDims);
-  int64_t rows = 1;
+  // Same rule as the reader: the product with zeros counted as 1 must fit in int64.
+  int64_t extent = 1, rows = 1;
   for (size_t d = 0; d < t.shape.size(); ++d) {
     if (t.shape[d] < 0) throw_error("{}: tensor '{}': negative dimension", path, t.name);
-    if (d > 0) {
-      if (t.shape[d] != 0 && rows > std::numeric_limits<int64_t>::max() / t.shape[d])
-        throw_error("{}: tensor '{}': element count overflows", path, t.name);
-      rows *= t.shape[d];
-    }
+    if (t.shape[d] != 0 && extent > std::numeric_limits<int64_t>::max() / t.shape[d])
+      throw_error("{}: tensor '{}': element count overflows", path, t.name);
+    extent *= std::max<int64_t>(t.shape[d], 1);
+    if (d > 0) rows *= t.shape[d];
   }
   size_t row;
   try {

@@ -76,13 +76,16 @@ SafetensorsTensor read_entry(const std::string& tensor_name, const nlohmann::jso
   t.dtype = d->dtype;
   t.info.name = tensor_name;
   t.info.type = d->type;
-  uint64_t elements = 1;
+  // The product with zeros counted as 1 must fit in int64, so that every partial product
+  // (TensorInfo::elements(), rows()) fits too, even for an empty tensor.
+  uint64_t extent = 1, elements = 1;
   // safetensors shapes are row-major (last dimension contiguous); GGUF's ne lists it first.
   for (size_t k = shape_it->size(); k-- > 0;) {
     const uint64_t n = json_u64((*shape_it)[k], fmt::format("shape[{}]", k));
     if (n > uint64_t(std::numeric_limits<int64_t>::max()) ||
-        (n != 0 && elements > uint64_t(std::numeric_limits<int64_t>::max()) / n))
+        (n != 0 && extent > uint64_t(std::numeric_limits<int64_t>::max()) / n))
       throw_error("shape {} overflows the element count", shape_it->dump());
+    extent *= std::max<uint64_t>(n, 1);
     elements *= n;
     t.info.shape.push_back(int64_t(n));
   }

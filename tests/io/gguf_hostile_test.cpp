@@ -286,6 +286,9 @@ TEST(GgufHostile, TensorDims) {
   // Element count fits in int64 but the byte size does not fit in memory / the file.
   EXPECT_HAS(parse_error(build({{"t", {int64_t(1) << 30, int64_t(1) << 31}, 0, 0}}).bytes.b),
              "runs past the end of the file");
+  // An empty tensor (a zero dimension) with huge other dimensions: rows() would overflow.
+  EXPECT_HAS(parse_error(build({{"t", {0, int64_t(1) << 40, int64_t(1) << 40}, 0, 0}}).bytes.b),
+             "tensor 0 ('t'): dimension 2 (1099511627776) makes the element count overflow");
   // Element count fits in int64, the byte size (2^33 bytes per row x 2^31 rows) does not.
   EXPECT_HAS(parse_error(build({{"t", {int64_t(1) << 31, int64_t(1) << 31}, 0, 0}}).bytes.b),
              "tensor 0 ('t'): byte size overflows 64 bits");

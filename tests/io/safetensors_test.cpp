@@ -287,6 +287,8 @@ TEST(SafetensorsHostile, TensorEntries) {
              "overflows the element count");
   EXPECT_HAS(parse_error(entry(R"({"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,4]})")),
              "overflows the element count");
+  EXPECT_HAS(parse_error(entry(R"({"dtype":"F32","shape":[1099511627776,1099511627776,0],"data_offsets":[0,0]})")),
+             "overflows the element count");
   EXPECT_HAS(parse_error(entry(R"({"dtype":"F32","shape":[4611686018427387904],"data_offsets":[0,4]})")),
              "overflows the byte size");
   EXPECT_HAS(parse_error(entry(R"({"dtype":"F32","shape":[1],"data_offsets":[0]})")),
