@@ -26,6 +26,9 @@ class Cursor {
   Cursor(const uint8_t* data, size_t size, const std::string& name)
       : data_(data), size_(size), name_(name) {}
 
+  // Array items left to read in this file (see gguf::kMaxArrayItems).
+  uint64_t array_items_left = gguf::kMaxArrayItems;
+
   size_t pos() const { return pos_; }
   size_t remaining() const { return size_ - pos_; }
   size_t size() const { return size_; }
@@ -82,6 +85,12 @@ Value read_array(Cursor& in, const std::string& field, int depth) {
     in.fail(count_at, field,
             fmt::format("array length {} of {} runs past the end of the file (size {})", count,
                         value_type_name(ValueType(elem)), in.size()));
+  // Each item becomes a 48-byte Value, so bytes in the file alone do not bound the memory.
+  if (count > in.array_items_left)
+    in.fail(count_at, field,
+            fmt::format("array length {} takes the file past {} array items in all", count,
+                        gguf::kMaxArrayItems));
+  in.array_items_left -= count;
   std::vector<Value> items;
   items.reserve(size_t(count));
   for (uint64_t i = 0; i < count; ++i)

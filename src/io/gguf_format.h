@@ -14,6 +14,9 @@ inline constexpr size_t kDefaultAlignment = 32;
 inline constexpr const char* kKeyAlignment = "general.alignment";
 inline constexpr uint32_t kMaxDims = 4;      // ggml's GGML_MAX_DIMS
 inline constexpr int kMaxArrayDepth = 8;     // nested arrays deeper than this are refused
+// Metadata array items per file, all arrays together. A 262k-token vocabulary with scores, types
+// and merges is ~1M; the cap keeps a hostile file's u8 array from becoming 48 bytes per byte.
+inline constexpr uint64_t kMaxArrayItems = uint64_t(1) << 24;
 // Smallest encodings, used to bound counts by the bytes that remain before allocating:
 // a KV is a key length (8) + type (4) + at least one value byte; a tensor info is a name length
 // (8) + n_dims (4) + type (4) + offset (8).

@@ -183,6 +183,16 @@ TEST(GgufHostile, ValueTypesAndArrays) {
                w.put<uint64_t>(uint64_t(1) << 40);
              })),
              "metadata key 2 ('test.key'): array length 1099511627776 of u32 runs past the end");
+  // An array that fits the file but exceeds the per-file item budget (2^24): 17M u8 items.
+  {
+    const uint64_t n = (uint64_t(1) << 24) + 1;
+    auto big = with_kv(9, [&](Bytes& w) {
+      w.put<uint32_t>(0);
+      w.put<uint64_t>(n);
+      w.b.resize(w.b.size() + n, 0);
+    });
+    EXPECT_HAS(parse_error(big), "array length 16777217 takes the file past 16777216 array items");
+  }
   // Array of strings: the minimum 8 bytes per item is what bounds the count.
   EXPECT_HAS(parse_error(with_kv(9, [](Bytes& w) {
                w.put<uint32_t>(8);
@@ -337,13 +347,15 @@ TEST(GgufHostile, TensorOffsets) {
 TEST(GgufHostile, TruncatedRealFixtureAtManyOffsets) {
   const auto bytes = testing::read_bytes(testing::oracle_path("models/synth-llama.Q4_K_M.gguf"));
   const GgufParsed full = parse_gguf(bytes.data(), bytes.size(), "full");
-  // Every offset in the header, then every 997 bytes through the data (a prime step so cuts land
-  // inside tensors at varied positions). Only cuts past the last tensor's end can parse.
+  // Every offset of the first KiB (header, first keys), every 7th through the rest of the
+  // metadata and tensor table, then every 997th through the data (prime steps so cuts land at
+  // varied positions inside strings, arrays and tensors). Only cuts past the last tensor's end
+  // can parse.
   size_t data_end = 0;
   for (const auto& t : full.tensors)
     data_end = std::max(data_end, full.data_offset + size_t(t.offset) + t.bytes);
   size_t checked = 0;
-  for (size_t cut = 0; cut < bytes.size(); cut += cut < full.data_offset ? 1 : 997) {
+  for (size_t cut = 0; cut < bytes.size(); cut += cut < 1024 ? 1 : cut < full.data_offset ? 7 : 997) {
     try {
       parse_gguf(bytes.data(), cut, "cut.gguf");
       EXPECT_GE(cut, data_end) << "parsed a file cut at " << cut;
@@ -352,7 +364,7 @@ TEST(GgufHostile, TruncatedRealFixtureAtManyOffsets) {
     }
     ++checked;
   }
-  EXPECT_GT(checked, 1000u);
+  EXPECT_GT(checked, 2000u);
 }
 
 TEST(GgufHostile, EveryHeaderByteFlippedNeverCrashes) {

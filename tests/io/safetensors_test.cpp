@@ -315,12 +315,12 @@ TEST(SafetensorsHostile, TruncatedRealFileAtManyOffsets) {
   uint64_t header_len;
   std::memcpy(&header_len, bytes.data(), 8);
   size_t checked = 0;
-  for (size_t cut = 0; cut < bytes.size(); cut += cut < 8 + header_len ? 1 : 4099) {
+  for (size_t cut = 0; cut < bytes.size(); cut += cut < 512 ? 1 : cut < 8 + header_len ? 5 : 16411) {
     const std::string e = error_of([&] { parse_safetensors(bytes.data(), cut, "cut.safetensors"); });
     EXPECT_EQ(e.rfind("cut.safetensors: ", 0), 0u) << e;
     ++checked;
   }
-  EXPECT_GT(checked, 6000u);
+  EXPECT_GT(checked, 1500u);
   EXPECT_EQ(parse_safetensors(bytes.data(), bytes.size(), "full").tensors.size(), 57u);
 }
 
