@@ -317,9 +317,11 @@ void quantize_mxfp4(const float* x, BlockMXFP4* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i, x += kQK) {
     float amax = 0.0f;
     for (int j = 0; j < kQK; ++j) amax = std::max(amax, std::fabs(x[j]));
-    // Shared exponent: the largest level (6 = 2^2 * 1.5) must cover amax's binade.
+    // Shared exponent: the largest level (6 = 2^2 * 1.5) must cover amax's binade. Below 2^-125
+    // ggml's cast of a negative exponent to uint8_t wraps (undefined; on x86 it gives scales
+    // near 2^100); we clamp to e = 0 instead. Identical for every amax >= 2^-125.
     const uint8_t e =
-        amax > 0.0f ? uint8_t(int(std::floor(std::log2(amax)) - 2 + 127)) : uint8_t(0);
+        amax > 0.0f ? uint8_t(std::max(0, int(std::floor(std::log2(amax)) - 2 + 127))) : uint8_t(0);
     const float d = e8m0_half(e);
     y[i].e = e;
     for (int j = 0; j < kQK / 2; ++j)

@@ -124,6 +124,7 @@ static_assert(sizeof(BlockQ8_K) == 292);
 inline constexpr int8_t kValuesIQ4NL[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                             1,    13,   25,  38,  53,  69,  89,  113};
 // MXFP4's E2M1 levels, doubled so they are integers (0, 0.5, 1, 1.5, 2, 3, 4, 6 and negatives).
-inline constexpr int8_t kValuesMXFP4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+inline constexpr int8_t kValuesMXFP4[16] = {0,  1,  2,  3,  4,  6,  8,  12,
+                                            0, -1, -2, -3, -4, -6, -8, -12};
 
 }  // namespace jitllm

@@ -48,7 +48,8 @@ float search_symmetric_scale(int n, int nmax, const float* x, int8_t* L) {
     }
   };
   auto assign = [&](float iscale) {
-    for (int i = 0; i < n; ++i) L[i] = int8_t(nmax + clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1));
+    for (int i = 0; i < n; ++i)
+      L[i] = int8_t(nmax + clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1));
   };
   float sumlx, suml2;
   float iscale = float(-nmax) / max;

@@ -55,6 +55,17 @@ TEST(QuantExact, Mxfp4RepresentsE2M1TimesPowerOfTwo) {
   EXPECT_EQ(round_trip(Q::MXFP4, x), x);
 }
 
+TEST(QuantExact, Mxfp4TinyBlocksStayTiny) {
+  // Blocks far below the smallest E8M0 scale (2^-127) must not wrap to a huge exponent.
+  for (float tiny : {1e-36f, 1e-40f, 1e-45f}) {
+    std::vector<float> x(32, tiny);
+    x[1] = -tiny;
+    const auto y = round_trip(Q::MXFP4, x);
+    for (size_t i = 0; i < x.size(); ++i)
+      ASSERT_LE(std::fabs(y[i] - x[i]), std::fabs(x[i])) << tiny << " element " << i;
+  }
+}
+
 TEST(QuantExact, Iq4nlRepresentsItsTable) {
   // The non-linear levels times 2^-8: the scale search must find d = 2^-8 (a perfect fit).
   std::vector<float> x(32);
