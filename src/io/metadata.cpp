@@ -3,6 +3,8 @@
 // files; the GGUF reader/writer own the binary encoding.
 #include "io/metadata.h"
 
+#include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -198,6 +200,11 @@ nlohmann::json Value::to_json(size_t max_items) const {
           for (size_t i = 0; i < n && i < max_items; ++i) arr.push_back(v->items[i].to_json(max_items));
           if (n > max_items) arr.push_back(fmt::format("... ({} items in all)", n));
           return arr;
+        } else if constexpr (std::is_same_v<T, double>) {
+          // An f32 is shown by its shortest float decimal (0.1f as 0.1, not 0.10000000149...).
+          if (type_ == ValueType::F32 && std::isfinite(v))
+            return std::strtod(fmt::format("{}", float(v)).c_str(), nullptr);
+          return v;
         } else {
           return v;
         }

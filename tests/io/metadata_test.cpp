@@ -123,6 +123,12 @@ TEST(Metadata, ToJsonCutsLongArraysWithACount) {
   EXPECT_NO_THROW((void)j.dump());  // invalid UTF-8 was replaced
   EXPECT_EQ(j["a.bytes"], "ok\xEF\xBF\xBD");
   EXPECT_EQ(Value::i32_array({1, 2, 3}).to_json().size(), 3u);
+  // f32 values display as the decimal the writer meant, f64 exactly.
+  EXPECT_EQ(Value::f32(1e-5f).to_json().dump(), "1e-05");
+  EXPECT_EQ(Value::f32(0.1f).to_json().dump(), "0.1");
+  EXPECT_EQ(Value::f64(0.1).to_json().dump(), "0.1");
+  EXPECT_EQ(Value::u64(uint64_t(1) << 63).to_json().dump(), "9223372036854775808");
+  EXPECT_EQ(Value::i8(-3).to_json().dump(), "-3");
 }
 
 }  // namespace
