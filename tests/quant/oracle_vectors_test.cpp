@@ -1,6 +1,6 @@
 // Checks every format against ggml's own outputs in shared/oracle/quant/ (see its README,
-// "Per-format ggml vectors"): dequantize == ggml to_float bitwise, activation conversion == ggml-cpu
-// from_float bytewise, vec_dot == ggml-cpu's vec_dot to float-accumulation noise.
+// "Per-format ggml vectors"): dequantize == ggml to_float bitwise, activation conversion ==
+// ggml-cpu from_float bytewise, vec_dot == ggml-cpu's vec_dot to float-accumulation noise.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
