@@ -1,0 +1,59 @@
+// CPUID-based instruction-set detection (through Xbyak's CPUID wrapper) and the JITLLM_ISA override.
+#include "backend/cpu/jit_cpu_features.h"
+
+#include <xbyak/xbyak_util.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "core/error.h"
+
+namespace jitllm::jit {
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::Avx2: return "avx2";
+    case Isa::AvxVnni: return "avxvnni";
+    case Isa::Avx512Vnni: return "avx512";
+  }
+  return "?";
+}
+
+bool cpu_supports(Isa isa) {
+  static const Xbyak::util::Cpu cpu;
+  using C = Xbyak::util::Cpu;
+  const bool avx2 = cpu.has(C::tAVX2) && cpu.has(C::tFMA) && cpu.has(C::tF16C);
+  switch (isa) {
+    case Isa::Avx2: return avx2;
+    case Isa::AvxVnni: return avx2 && cpu.has(C::tAVX_VNNI);
+    case Isa::Avx512Vnni:
+      return avx2 && cpu.has(C::tAVX512F) && cpu.has(C::tAVX512BW) && cpu.has(C::tAVX512VL) &&
+             cpu.has(C::tAVX512_VNNI);
+  }
+  return false;
+}
+
+Isa cpu_best_isa() {
+  static const Isa best = [] {
+    if (cpu_supports(Isa::Avx512Vnni)) return Isa::Avx512Vnni;
+    if (cpu_supports(Isa::AvxVnni)) return Isa::AvxVnni;
+    if (cpu_supports(Isa::Avx2)) return Isa::Avx2;
+    throw_error("jit kernels need AVX2, FMA and F16C; this CPU lacks them");
+  }();
+  return best;
+}
+
+Isa selected_isa() {
+  const char* env = std::getenv("JITLLM_ISA");
+  if (!env || !*env) return cpu_best_isa();
+  const std::string name(env);
+  Isa isa;
+  if (name == "avx2") isa = Isa::Avx2;
+  else if (name == "avxvnni") isa = Isa::AvxVnni;
+  else if (name == "avx512") isa = Isa::Avx512Vnni;
+  else throw_error("JITLLM_ISA={}: unknown level (avx2, avxvnni or avx512)", name);
+  if (!cpu_supports(isa)) throw_error("JITLLM_ISA={}: this CPU does not support it", name);
+  return isa;
+}
+
+}  // namespace jitllm::jit

@@ -1,0 +1,57 @@
+// JitKernels: the CpuKernels implementation with generated (Xbyak) code. Matmuls of the formats
+// with an emitter (jit_matmul.h) run generated decode/GEMM kernels from an in-process cache; every
+// other op and format falls back to the reference kernels, which are also the tests' oracle.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "backend/cpu/jit_cpu_features.h"
+#include "backend/cpu/jit_matmul.h"
+#include "backend/cpu/reference_kernels.h"
+
+namespace jitllm {
+
+class JitKernels final : public CpuKernels {
+ public:
+  explicit JitKernels(jit::Isa isa);
+  const char* name() const override { return name_; }
+  jit::Isa isa() const { return isa_; }
+
+  void matmul(QuantType type, const uint8_t* weights, int64_t rows, int64_t k, const float* x,
+              int64_t n, float* out) const override;
+  void get_rows(QuantType type, const uint8_t* table, int64_t k, const int32_t* ids, int64_t n,
+                float* out) const override;
+  void rms_norm(const float* x, const float* w, int64_t n, int64_t dim, float eps,
+                float* out) const override;
+  void rope(float* x, int64_t n, int n_heads, int head_dim, const int32_t* pos,
+            const RopeParams& params) const override;
+  void swiglu(const float* gate, const float* up, float* out, int64_t count) const override;
+  void add(float* acc, const float* x, int64_t count) const override;
+  void store_rows(QuantType type, const float* src, int64_t n, int64_t dim,
+                  uint8_t* const* dst) const override;
+  void attention(const AttentionArgs& args) const override;
+
+  // The kernel for `key`, emitted on first use (thread-safe).
+  const jit::MatKernel& mat_kernel(const jit::MatKey& key) const;
+
+ private:
+  struct KeyHash {
+    size_t operator()(const jit::MatKey& k) const;
+  };
+  jit::Isa isa_;
+  const char* name_;
+  const CpuKernels& ref_;
+  mutable std::mutex mutex_;
+  mutable std::unordered_map<jit::MatKey, std::unique_ptr<jit::MatKernel>, KeyHash> cache_;
+};
+
+// The process-wide generated kernels for jit::selected_isa().
+const CpuKernels& jit_kernels();
+// What JITLLM_KERNELS selects: "jit" (default when the CPU has AVX2) or "reference".
+const CpuKernels& default_cpu_kernels();
+// Kernels by name ("jit", "reference"); throws for other names.
+const CpuKernels& cpu_kernels_by_name(const std::string& name);
+
+}  // namespace jitllm

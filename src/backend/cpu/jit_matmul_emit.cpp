@@ -1,0 +1,489 @@
+// Xbyak emitter of the integer-dot matmul kernels declared in jit_matmul.h (Q8_0, Q4_0, Q4_K, Q6_K
+// on AVX2 / AVX-VNNI / AVX-512 VNNI), and the tile shapes chosen per format and ISA.
+//
+// Kernel structure (all loop counts and activation offsets are constants of the emission):
+//   for each group of R rows (then the tail one row at a time):
+//     float accumulators acc[r][t] = 0                       (8 lanes each)
+//     for each block / super-block of the row:
+//       unpack the R weight blocks to unsigned bytes (once, shared by the T tokens)
+//       integer dots with each token's quants (vpdpbusd, or vpmaddubsw + vpmaddwd on AVX2),
+//       group scales applied in integers, offsets folded in from the activation's block sums,
+//       then acc += float(lanes) * (d_weight * d_act)
+//     horizontal sums -> out[t][r]
+// Only ymm0..15 are used, so every instruction has a VEX form; the AVX-512 level differs in the
+// EVEX vpdpbusd. Register budgets per tile are checked at emission (throws on overflow).
+#include <xbyak/xbyak.h>
+
+#include <cstring>
+
+#include "backend/cpu/jit_matmul.h"
+#include "core/error.h"
+#include "quant/formats.h"
+
+namespace jitllm::jit {
+
+namespace {
+
+using namespace Xbyak;
+
+constexpr int kStackBytes = 512;  // per-row unpacked scales (Q4_K): 64 bytes x up to 8 rows
+
+class Emitter : public CodeGenerator {
+ public:
+  explicit Emitter(const MatKey& key)
+      : CodeGenerator(4096, AutoGrow), key_(key), al_(act_layout(key.type, key.k)) {
+    if (key.rows < 1 || key.rows > 4 || key.tokens < 1 || key.tokens > 8)
+      throw_error("jit matmul: tile {}x{} out of range", key.rows, key.tokens);
+    emit();
+    ready();
+  }
+
+ private:
+  // ---------------------------------------------------------------- registers
+  const Reg64 wrow = rsi, stride = rdx, stride3 = rcx, nrows = r8, act = r9, out = r10,
+              ostride = r11, wp = rax, ap = rbx, dp = rbp, s32p = r12, s16p = r13, cnt = r14,
+              tmp = r15;
+
+  struct Pool {
+    uint32_t used = 0;
+    Ymm take() {
+      for (int i = 0; i < 16; ++i)
+        if (!(used & (1u << i))) {
+          used |= 1u << i;
+          return Ymm(i);
+        }
+      throw_error("jit matmul: tile needs more than 16 vector registers");
+    }
+    void give(const Ymm& y) { used &= ~(1u << y.getIdx()); }
+  };
+
+  MatKey key_;
+  ActLayout al_;
+  Label c0F_, c30_, c80_, ones16_, ctrlX_, ctrlY_, maskA_, maskN_, q6ctrl_;
+
+  bool vnni() const { return key_.isa != Isa::Avx2; }
+  int P() const { return int(al_.bytes); }
+
+  Address W(int r, int disp) {
+    switch (r) {
+      case 0: return ptr[wp + disp];
+      case 1: return ptr[wp + stride + disp];
+      case 2: return ptr[wp + stride * 2 + disp];
+      default: return ptr[wp + stride3 + disp];
+    }
+  }
+  Address A(int t, int disp) { return ptr[ap + t * P() + disp]; }
+
+  // acc += u8(u) . s8(s) summed over 4-byte groups (8 int32 lanes).
+  void dot(const Ymm& acc, const Ymm& u, const Operand& s, Pool& pool) {
+    if (key_.isa == Isa::Avx512Vnni) {
+      vpdpbusd(acc, u, s, EvexEncoding);
+    } else if (key_.isa == Isa::AvxVnni) {
+      vpdpbusd(acc, u, s, VexEncoding);
+    } else {
+      // Pair sums stay within int16: u <= 128 (|w| of Q8_0) or <= 63 (4/6-bit levels), |s| <= 127.
+      const Ymm t = pool.take();
+      vpmaddubsw(t, u, s);
+      vpmaddwd(t, t, ptr[rip + ones16_]);
+      vpaddd(acc, acc, t);
+      pool.give(t);
+    }
+  }
+
+  // fp16 at `a` broadcast to 8 floats.
+  void load_half(const Ymm& y, const Address& a) {
+    vpbroadcastw(Xmm(y.getIdx()), a);
+    vcvtph2ps(y, Xmm(y.getIdx()));
+  }
+
+  // ---------------------------------------------------------------- formats
+  void unit_q8_0(int R, const std::vector<std::vector<Ymm>>& acc, Pool& pool) {
+    const int T = key_.tokens;
+    std::vector<Ymm> u(R), wr(R), dw(R);
+    for (int r = 0; r < R; ++r) {
+      u[r] = pool.take();
+      dw[r] = pool.take();
+      if (vnni()) {
+        // w ^ 0x80 = w + 128 as unsigned; the activation's bias (-128 * sum) removes the offset.
+        vmovdqu(u[r], W(r, 2));
+        vpxor(u[r], u[r], ptr[rip + c80_]);
+      } else {
+        wr[r] = pool.take();
+        vmovdqu(wr[r], W(r, 2));
+        vpabsb(u[r], wr[r]);
+      }
+      load_half(dw[r], W(r, 0));
+    }
+    const Ymm da = pool.take(), yi = pool.take();
+    const Ymm a = vnni() ? Ymm(0) : pool.take();
+    const Ymm s = vnni() ? Ymm(0) : pool.take();
+    for (int t = 0; t < T; ++t) {
+      vbroadcastss(da, ptr[dp + t * P()]);
+      if (!vnni()) vmovdqu(a, A(t, 0));
+      for (int r = 0; r < R; ++r) {
+        if (vnni()) {
+          vmovd(Xmm(yi.getIdx()), ptr[s32p + t * P()]);  // bias in lane 0, zeros above
+          dot(yi, u[r], A(t, 0), pool);
+        } else {
+          vpsignb(s, a, wr[r]);  // sign of w moved onto the activation
+          vpmaddubsw(yi, u[r], s);
+          vpmaddwd(yi, yi, ptr[rip + ones16_]);
+        }
+        vcvtdq2ps(yi, yi);
+        vmulps(yi, yi, da);
+        vfmadd231ps(acc[r][t], yi, dw[r]);
+      }
+    }
+    pool.give(da);
+    pool.give(yi);
+    if (!vnni()) {
+      pool.give(a);
+      pool.give(s);
+    }
+    for (int r = 0; r < R; ++r) {
+      pool.give(u[r]);
+      pool.give(dw[r]);
+      if (!vnni()) pool.give(wr[r]);
+    }
+  }
+
+  void unit_q4_0(int R, const std::vector<std::vector<Ymm>>& acc, Pool& pool) {
+    const int T = key_.tokens;
+    std::vector<Ymm> u(R), dw(R);
+    const Ymm yi = pool.take(), da = pool.take();
+    for (int r = 0; r < R; ++r) {
+      u[r] = pool.take();
+      dw[r] = pool.take();
+      // Low nibbles (elements 0..15) in the low lane, high nibbles (16..31) in the high lane.
+      vmovdqu(Xmm(u[r].getIdx()), W(r, 2));
+      vpsrlw(Xmm(yi.getIdx()), Xmm(u[r].getIdx()), 4);
+      vinserti128(u[r], u[r], Xmm(yi.getIdx()), 1);
+      vpand(u[r], u[r], ptr[rip + c0F_]);
+      load_half(dw[r], W(r, 0));
+    }
+    for (int t = 0; t < T; ++t) {
+      vbroadcastss(da, ptr[dp + t * P()]);
+      for (int r = 0; r < R; ++r) {
+        vmovd(Xmm(yi.getIdx()), ptr[s32p + t * P()]);  // -8 * sum(a) in lane 0
+        dot(yi, u[r], A(t, 0), pool);
+        vcvtdq2ps(yi, yi);
+        vmulps(yi, yi, da);
+        vfmadd231ps(acc[r][t], yi, dw[r]);
+      }
+    }
+    pool.give(yi);
+    pool.give(da);
+    for (int r = 0; r < R; ++r) {
+      pool.give(u[r]);
+      pool.give(dw[r]);
+    }
+  }
+
+  void unit_q4_k(int R, const std::vector<std::vector<Ymm>>& acc, Pool& pool) {
+    const int T = key_.tokens;
+    std::vector<Ymm> iacc(T);
+    for (int t = 0; t < T; ++t) iacc[t] = pool.take();
+    const Ymm q = pool.take(), lo = pool.take(), hi = pool.take(), sa = pool.take(),
+              sb = pool.take(), yi = pool.take();
+    for (int r = 0; r < R; ++r) {
+      // 12 packed bytes -> [sc0..7, m0..7] (see k4_scale_min): X = bytes 0-3,8-11,4-7,8-11;
+      // positions 4-7 and 12-15 take their high bits from bytes 0-3 / 4-7 (Y).
+      const Xmm X(q.getIdx()), Y(lo.getIdx()), Tn(hi.getIdx());
+      vmovdqu(X, W(r, 4));
+      vpshufb(Y, X, ptr[rip + ctrlY_]);
+      vpshufb(X, X, ptr[rip + ctrlX_]);
+      vpsrlw(Tn, X, 4);
+      vpand(Tn, Tn, ptr[rip + maskN_]);
+      vpand(X, X, ptr[rip + maskA_]);
+      vpsrlw(Y, Y, 2);
+      vpand(Y, Y, ptr[rip + c30_]);
+      vpor(X, X, Tn);
+      vpor(X, X, Y);
+      vpmovzxbd(sa, X);
+      vmovdqu(ptr[rsp + 64 * r], sa);
+      vpsrldq(X, X, 8);
+      vpmovzxbd(sa, X);
+      vmovdqu(ptr[rsp + 64 * r + 32], sa);
+      for (int t = 0; t < T; ++t) vpxor(iacc[t], iacc[t], iacc[t]);
+      for (int c = 0; c < 4; ++c) {
+        vmovdqu(q, W(r, 16 + 32 * c));
+        vpand(lo, q, ptr[rip + c0F_]);
+        vpsrlw(hi, q, 4);
+        vpand(hi, hi, ptr[rip + c0F_]);
+        vpbroadcastd(sa, ptr[rsp + 64 * r + 8 * c]);
+        vpbroadcastd(sb, ptr[rsp + 64 * r + 8 * c + 4]);
+        for (int t = 0; t < T; ++t) {
+          vpxor(yi, yi, yi);
+          dot(yi, lo, A(t, 64 * c), pool);
+          vpmulld(yi, yi, sa);
+          vpaddd(iacc[t], iacc[t], yi);
+          vpxor(yi, yi, yi);
+          dot(yi, hi, A(t, 64 * c + 32), pool);
+          vpmulld(yi, yi, sb);
+          vpaddd(iacc[t], iacc[t], yi);
+        }
+      }
+      // acc += float(isum) * d * d_act - float(sum mins * group sums) * dmin * d_act
+      const Ymm d = lo, dm = hi, da = sa;
+      load_half(d, W(r, 0));
+      load_half(dm, W(r, 2));
+      for (int t = 0; t < T; ++t) {
+        vbroadcastss(da, ptr[dp + t * P()]);
+        vcvtdq2ps(iacc[t], iacc[t]);
+        vmulps(yi, d, da);
+        vfmadd231ps(acc[r][t], iacc[t], yi);
+        vmovdqu(yi, ptr[rsp + 64 * r + 32]);
+        vpmulld(yi, yi, ptr[s32p + t * P()]);
+        vcvtdq2ps(yi, yi);
+        vmulps(da, da, dm);
+        vfnmadd231ps(acc[r][t], yi, da);
+      }
+    }
+    for (const Ymm& y : {q, lo, hi, sa, sb, yi}) pool.give(y);
+    for (int t = 0; t < T; ++t) pool.give(iacc[t]);
+  }
+
+  void unit_q6_k(int R, const std::vector<std::vector<Ymm>>& acc, Pool& pool) {
+    const int T = key_.tokens;
+    std::vector<Ymm> iacc(T);
+    for (int t = 0; t < T; ++t) iacc[t] = pool.take();
+    const Ymm sc = pool.take(), ql0 = pool.take(), ql1 = pool.take(), qh = pool.take(),
+              q = pool.take(), tt = pool.take(), e = pool.take(), yi = pool.take();
+    for (int r = 0; r < R; ++r) {
+      // The "- 32" of every level: isum starts at -32 * sum_g(scale_g * bsum16_g).
+      vpmovsxbw(e, W(r, 192));
+      vpxor(yi, yi, yi);
+      for (int t = 0; t < T; ++t) {
+        vpmaddwd(iacc[t], e, ptr[s16p + t * P()]);
+        vpslld(iacc[t], iacc[t], 5);
+        vpsubd(iacc[t], yi, iacc[t]);
+      }
+      vmovdqu(Xmm(sc.getIdx()), W(r, 192));
+      for (int h = 0; h < 2; ++h) {
+        vmovdqu(ql0, W(r, 64 * h));
+        vmovdqu(ql1, W(r, 64 * h + 32));
+        vmovdqu(qh, W(r, 128 + 32 * h));
+        for (int j = 0; j < 4; ++j) {
+          // level = low nibble (ql0/ql1, low or high) | 2 bits of qh at bits 4-5.
+          const Ymm& ql = (j & 1) ? ql1 : ql0;
+          if (j < 2) {
+            vpand(q, ql, ptr[rip + c0F_]);
+          } else {
+            vpsrlw(q, ql, 4);
+            vpand(q, q, ptr[rip + c0F_]);
+          }
+          switch (j) {
+            case 0: vpsllw(tt, qh, 4); break;
+            case 1: vpsllw(tt, qh, 2); break;
+            case 2: vmovdqa(tt, qh); break;
+            default: vpsrlw(tt, qh, 2); break;
+          }
+          vpand(tt, tt, ptr[rip + c30_]);
+          vpor(q, q, tt);
+          // lanes 0-3: group 8h+2j, lanes 4-7: group 8h+2j+1
+          vpshufb(Xmm(e.getIdx()), Xmm(sc.getIdx()), ptr[rip + q6ctrl_ + 16 * (4 * h + j)]);
+          vpmovsxbd(e, Xmm(e.getIdx()));
+          for (int t = 0; t < T; ++t) {
+            vpxor(yi, yi, yi);
+            dot(yi, q, A(t, 128 * h + 32 * j), pool);
+            vpmulld(yi, yi, e);
+            vpaddd(iacc[t], iacc[t], yi);
+          }
+        }
+      }
+      const Ymm d = q, da = tt;
+      load_half(d, W(r, 208));
+      for (int t = 0; t < T; ++t) {
+        vbroadcastss(da, ptr[dp + t * P()]);
+        vmulps(da, da, d);
+        vcvtdq2ps(iacc[t], iacc[t]);
+        vfmadd231ps(acc[r][t], iacc[t], da);
+      }
+    }
+    for (const Ymm& y : {sc, ql0, ql1, qh, q, tt, e, yi}) pool.give(y);
+    for (int t = 0; t < T; ++t) pool.give(iacc[t]);
+  }
+
+  // ---------------------------------------------------------------- structure
+  struct Geometry {
+    int block_bytes, unit_elems, d_step, s32_step, s16_step;
+  };
+  Geometry geometry() const {
+    switch (key_.type) {
+      case QuantType::Q8_0: return {34, 32, 4, 4, 0};
+      case QuantType::Q4_0: return {18, 32, 4, 4, 0};
+      case QuantType::Q4_K: return {144, 256, 4, 32, 32};
+      case QuantType::Q6_K: return {210, 256, 4, 32, 32};
+      default: throw_error("jit matmul: no emitter for {}", quant_name(key_.type));
+    }
+  }
+
+  void hsum_store(const Ymm& y, const Address& dst, Pool& pool) {
+    const Ymm t = pool.take();
+    const Xmm x(y.getIdx()), xt(t.getIdx());
+    vextractf128(xt, y, 1);
+    vaddps(x, x, xt);
+    vmovhlps(xt, xt, x);
+    vaddps(x, x, xt);
+    vmovshdup(xt, x);
+    vaddss(x, x, xt);
+    vmovss(dst, x);
+    pool.give(t);
+  }
+
+  void body(int R) {
+    const Geometry g = geometry();
+    const int T = key_.tokens;
+    Pool pool;
+    std::vector<std::vector<Ymm>> acc(R, std::vector<Ymm>(T));
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) {
+        acc[r][t] = pool.take();
+        vxorps(acc[r][t], acc[r][t], acc[r][t]);
+      }
+    mov(wp, wrow);
+    lea(ap, ptr[act + int(al_.qs)]);
+    lea(dp, ptr[act + int(al_.d)]);
+    lea(s32p, ptr[act + int(al_.s32)]);
+    lea(s16p, ptr[act + int(al_.s16)]);
+    mov(cnt, key_.k / g.unit_elems);
+    Label loop;
+    L(loop);
+    switch (key_.type) {
+      case QuantType::Q8_0: unit_q8_0(R, acc, pool); break;
+      case QuantType::Q4_0: unit_q4_0(R, acc, pool); break;
+      case QuantType::Q4_K: unit_q4_k(R, acc, pool); break;
+      case QuantType::Q6_K: unit_q6_k(R, acc, pool); break;
+      default: break;
+    }
+    add(wp, g.block_bytes);
+    add(ap, g.unit_elems);
+    add(dp, g.d_step);
+    add(s32p, g.s32_step);
+    if (g.s16_step) add(s16p, g.s16_step);
+    dec(cnt);
+    jnz(loop, T_NEAR);
+    mov(tmp, out);
+    for (int t = 0; t < T; ++t) {
+      for (int r = 0; r < R; ++r) hsum_store(acc[r][t], ptr[tmp + 4 * r], pool);
+      if (t + 1 < T) add(tmp, ostride);
+    }
+  }
+
+  void advance_rows(int R) {
+    switch (R) {
+      case 1: add(wrow, stride); break;
+      case 2: lea(wrow, ptr[wrow + stride * 2]); break;
+      case 3: add(wrow, stride3); break;
+      default: lea(wrow, ptr[wrow + stride * 4]); break;
+    }
+    add(out, 4 * R);
+    sub(nrows, R);
+  }
+
+  void emit() {
+    const int R = key_.rows;
+    if (key_.k <= 0 || key_.k % geometry().unit_elems != 0)
+      throw_error("jit matmul: k {} is not a multiple of {}'s block", key_.k,
+                  quant_name(key_.type));
+    for (const Reg64& r : {rbx, rbp, r12, r13, r14, r15}) push(r);
+    sub(rsp, kStackBytes);
+    mov(wrow, ptr[rdi + offsetof(MatArgs, w)]);
+    mov(stride, ptr[rdi + offsetof(MatArgs, w_stride)]);
+    mov(nrows, ptr[rdi + offsetof(MatArgs, n_rows)]);
+    mov(act, ptr[rdi + offsetof(MatArgs, act)]);
+    mov(out, ptr[rdi + offsetof(MatArgs, out)]);
+    mov(ostride, ptr[rdi + offsetof(MatArgs, out_stride)]);
+    lea(stride3, ptr[stride + stride * 2]);
+
+    Label main_loop, tail_loop, done;
+    L(main_loop);
+    cmp(nrows, R);
+    jl(tail_loop, T_NEAR);
+    body(R);
+    advance_rows(R);
+    jmp(main_loop, T_NEAR);
+    L(tail_loop);
+    if (R > 1) {
+      test(nrows, nrows);
+      jz(done, T_NEAR);
+      body(1);
+      advance_rows(1);
+      jmp(tail_loop, T_NEAR);
+    }
+    L(done);
+    vzeroupper();
+    add(rsp, kStackBytes);
+    for (const Reg64& r : {r15, r14, r13, r12, rbp, rbx}) pop(r);
+    ret();
+    constants();
+  }
+
+  void bytes(Label& l, const uint8_t* b, int n) {
+    align(32);
+    L(l);
+    for (int i = 0; i < n; ++i) db(b[i]);
+  }
+  void splat(Label& l, uint8_t v) {
+    uint8_t b[32];
+    std::memset(b, v, 32);
+    bytes(l, b, 32);
+  }
+
+  void constants() {
+    splat(c0F_, 0x0F);
+    splat(c30_, 0x30);
+    splat(c80_, 0x80);
+    uint8_t ones[32];
+    for (int i = 0; i < 32; ++i) ones[i] = i % 2 == 0 ? 1 : 0;
+    bytes(ones16_, ones, 32);
+    const uint8_t cx[16] = {0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11};
+    bytes(ctrlX_, cx, 16);
+    const uint8_t cy[16] = {0x80, 0x80, 0x80, 0x80, 0, 1, 2, 3, 0x80, 0x80, 0x80, 0x80, 4, 5, 6, 7};
+    bytes(ctrlY_, cy, 16);
+    const uint8_t ma[16] = {0x3F, 0x3F, 0x3F, 0x3F, 0x0F, 0x0F, 0x0F, 0x0F,
+                            0x3F, 0x3F, 0x3F, 0x3F, 0,    0,    0,    0};
+    bytes(maskA_, ma, 16);
+    const uint8_t mn[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0F, 0x0F, 0x0F, 0x0F};
+    bytes(maskN_, mn, 16);
+    uint8_t q6[8 * 16];
+    for (int i = 0; i < 8; ++i)
+      for (int b = 0; b < 16; ++b) q6[16 * i + b] = b < 4 ? uint8_t(2 * i) : b < 8 ? uint8_t(2 * i + 1) : 0x80;
+    bytes(q6ctrl_, q6, 8 * 16);
+  }
+};
+
+}  // namespace
+
+struct MatKernel::Impl {
+  explicit Impl(const MatKey& key) : gen(key) {}
+  Emitter gen;
+};
+
+MatKernel::MatKernel(const MatKey& key) : key_(key), impl_(std::make_unique<Impl>(key)) {
+  fn_ = impl_->gen.getCode<MatFn>();
+}
+
+MatKernel::~MatKernel() = default;
+
+std::vector<uint8_t> MatKernel::code() const {
+  const uint8_t* p = impl_->gen.getCode();
+  return std::vector<uint8_t>(p, p + impl_->gen.getSize());
+}
+
+TileShape decode_tile(QuantType type, Isa isa) {
+  if (type == QuantType::Q8_0 && isa == Isa::Avx2) return {2, 1};
+  return {4, 1};
+}
+
+TileShape gemm_tile(QuantType type, Isa isa) {
+  switch (type) {
+    case QuantType::Q8_0: return isa == Isa::Avx2 ? TileShape{2, 2} : TileShape{2, 4};
+    case QuantType::Q4_0: return {2, 4};
+    case QuantType::Q4_K: return {2, 3};
+    case QuantType::Q6_K: return {2, 2};
+    default: return {1, 1};
+  }
+}
+
+}  // namespace jitllm::jit

@@ -1,0 +1,194 @@
+// Generated matmul kernels against the reference matmul (quant/vec_dot): every format with an
+// emitter x every ISA level this CPU runs, at real model shapes (2048x2048, 5632x2048, 2048x5632,
+// 128256x2048), ragged row/token tails, all-zero blocks, repeated calls into one output buffer,
+// and byte-identical emission.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <cstring>
+#include <fmt/format.h>
+#include <vector>
+
+#include "backend/cpu/jit_kernels.h"
+#include "core/error.h"
+#include "core/fp16.h"
+#include "quant/formats.h"
+#include "quant/quant.h"
+
+namespace jitllm {
+namespace {
+
+using jit::Isa;
+
+const QuantType kFormats[] = {QuantType::Q8_0, QuantType::Q4_0, QuantType::Q4_K,
+                              QuantType::Q6_K};
+
+std::vector<Isa> isas() {
+  std::vector<Isa> out;
+  for (Isa i : {Isa::Avx2, Isa::AvxVnni, Isa::Avx512Vnni})
+    if (jit::cpu_supports(i)) out.push_back(i);
+  return out;
+}
+
+// Valid weights: random floats quantized by the reference quantizer (small shapes), or random
+// field values inside each format's range (large shapes, where quantizing would be slow).
+std::vector<uint8_t> make_weights(QuantType type, int64_t rows, int64_t k, uint32_t seed,
+                                  bool quantize) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> w(row_bytes(type, k) * size_t(rows));
+  if (quantize) {
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> x(static_cast<size_t>(k));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (float& v : x) v = nd(rng);
+      quantize_row(type, x.data(), w.data() + size_t(r) * row_bytes(type, k), k);
+    }
+    return w;
+  }
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (auto& b : w) b = uint8_t(byte(rng));
+  // Scales: finite, positive, modest (random fp16 bits could be inf/NaN).
+  std::uniform_real_distribution<float> sd(0.001f, 0.02f);
+  const size_t bb = quant_traits(type).block_bytes;
+  for (size_t off = 0; off < w.size(); off += bb) {
+    uint8_t* b = w.data() + off;
+    auto put = [&](size_t at) {
+      const uint16_t h = f32_to_fp16(sd(rng));
+      std::memcpy(b + at, &h, 2);
+    };
+    switch (type) {
+      case QuantType::Q8_0:
+        put(0);
+        for (int j = 0; j < 32; ++j)
+          if (b[2 + j] == 0x80) b[2 + j] = 0x81;  // -128 is not a Q8_0 level
+        break;
+      case QuantType::Q4_0: put(0); break;
+      case QuantType::Q4_K: put(0); put(2); break;
+      case QuantType::Q6_K: put(208); break;
+      default: break;
+    }
+  }
+  return w;
+}
+
+std::vector<float> make_x(int64_t n, int64_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(n * k));
+  for (float& v : x) v = nd(rng);
+  return x;
+}
+
+void expect_close(const std::vector<float>& ref, const std::vector<float>& got,
+                  const std::string& what) {
+  ASSERT_EQ(ref.size(), got.size());
+  float scale = 0;
+  for (float v : ref) scale = std::max(scale, std::fabs(v));
+  size_t bad = 0;
+  float worst = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const float diff = std::fabs(ref[i] - got[i]);
+    worst = std::max(worst, diff / std::max(scale, 1e-30f));
+    if (!(diff <= 2e-6f * scale + 2e-6f * std::fabs(ref[i]))) ++bad;
+  }
+  EXPECT_EQ(bad, 0u) << what << ": worst |diff| / max|ref| = " << worst;
+}
+
+void check(QuantType type, int64_t rows, int64_t k, int64_t n, bool quantize, uint32_t seed) {
+  const auto w = make_weights(type, rows, k, seed, quantize);
+  const auto x = make_x(n, k, seed + 1);
+  std::vector<float> ref(size_t(rows * n));
+  reference_kernels().matmul(type, w.data(), rows, k, x.data(), n, ref.data());
+  for (Isa isa : isas()) {
+    const JitKernels jk(isa);
+    std::vector<float> got(size_t(rows * n), 12345.0f);
+    jk.matmul(type, w.data(), rows, k, x.data(), n, got.data());
+    expect_close(ref, got,
+                 fmt::format("{} {}x{} n={} {}", quant_name(type), rows, k, n, jit::isa_name(isa)));
+  }
+}
+
+TEST(JitMatmul, DecodeModelShapes) {
+  for (QuantType t : kFormats) {
+    check(t, 2048, 2048, 1, true, 1);
+    check(t, 5632, 2048, 1, false, 2);
+    check(t, 2048, 5632 / 256 * 256, 1, false, 3);
+  }
+}
+
+TEST(JitMatmul, DecodeVocabShape) {
+  check(QuantType::Q6_K, 128256, 2048, 1, false, 4);  // Q4_K_M output
+}
+
+TEST(JitMatmul, PrefillTilesAndRaggedTails) {
+  // Rows not a multiple of the row tile or of 16, tokens not a multiple of the token tile.
+  for (QuantType t : kFormats)
+    for (int64_t n : {2, 3, 5, 7, 67}) check(t, 2048 + 13, 512, n, true, uint32_t(10 + n));
+  for (QuantType t : kFormats) check(t, 1, 256, 1, true, 20);
+  for (QuantType t : kFormats) check(t, 3, 256, 9, true, 21);
+}
+
+TEST(JitMatmul, ZeroBlocksAndZeroActivations) {
+  for (QuantType t : kFormats) {
+    auto w = make_weights(t, 64, 1024, 30, true);
+    // First row entirely zero bytes; the second row's first block zero.
+    std::fill(w.begin(), w.begin() + ptrdiff_t(row_bytes(t, 1024)), uint8_t(0));
+    std::fill(w.begin() + ptrdiff_t(row_bytes(t, 1024)),
+              w.begin() + ptrdiff_t(row_bytes(t, 1024) + quant_traits(t).block_bytes), uint8_t(0));
+    auto x = make_x(3, 1024, 31);
+    std::fill(x.begin() + 1024, x.begin() + 2048, 0.0f);  // token 1: all zero
+    std::vector<float> ref(64 * 3);
+    reference_kernels().matmul(t, w.data(), 64, 1024, x.data(), 3, ref.data());
+    for (Isa isa : isas()) {
+      std::vector<float> got(64 * 3, -1.0f);
+      JitKernels(isa).matmul(t, w.data(), 64, 1024, x.data(), 3, got.data());
+      expect_close(ref, got, fmt::format("zeros {} {}", quant_name(t), jit::isa_name(isa)));
+      EXPECT_EQ(got[0], 0.0f);
+      for (int r = 0; r < 64; ++r) EXPECT_EQ(got[64 + r], 0.0f);
+    }
+  }
+}
+
+TEST(JitMatmul, TwoCallsIntoOneBufferOverwrite) {
+  for (QuantType t : kFormats) {
+    const auto w = make_weights(t, 100, 512, 40, true);
+    const auto x1 = make_x(4, 512, 41), x2 = make_x(4, 512, 42);
+    std::vector<float> ref(400);
+    reference_kernels().matmul(t, w.data(), 100, 512, x2.data(), 4, ref.data());
+    for (Isa isa : isas()) {
+      const JitKernels jk(isa);
+      std::vector<float> got(400);
+      jk.matmul(t, w.data(), 100, 512, x1.data(), 4, got.data());
+      jk.matmul(t, w.data(), 100, 512, x2.data(), 4, got.data());
+      expect_close(ref, got, fmt::format("second call {} {}", quant_name(t), jit::isa_name(isa)));
+      std::vector<float> one(100);
+      jk.matmul(t, w.data(), 100, 512, x2.data() + 512, 1, one.data());
+      jk.matmul(t, w.data(), 100, 512, x2.data() + 512, 1, one.data());
+      expect_close(std::vector<float>(ref.begin() + 100, ref.begin() + 200), one,
+                   fmt::format("decode twice {} {}", quant_name(t), jit::isa_name(isa)));
+    }
+  }
+}
+
+TEST(JitMatmul, EmissionIsDeterministic) {
+  for (QuantType t : kFormats)
+    for (Isa isa : isas()) {
+      const jit::MatKey key{t, 2048, 4, 1, isa};
+      const jit::MatKernel a(key), b(key);
+      EXPECT_EQ(a.code(), b.code()) << quant_name(t) << " " << jit::isa_name(isa);
+      const jit::TileShape g = jit::gemm_tile(t, isa);
+      const jit::MatKey key2{t, 4096, g.rows, g.tokens, isa};
+      EXPECT_NE(a.code(), jit::MatKernel(key2).code());
+    }
+}
+
+TEST(JitMatmul, BadShapesAreErrors) {
+  EXPECT_THROW(jit::MatKernel(jit::MatKey{QuantType::Q4_K, 300, 1, 1, jit::cpu_best_isa()}), Error);
+  EXPECT_THROW(jit::MatKernel(jit::MatKey{QuantType::Q8_0, 64, 9, 1, jit::cpu_best_isa()}), Error);
+  EXPECT_THROW(jit::MatKernel(jit::MatKey{QuantType::F16, 64, 1, 1, jit::cpu_best_isa()}), Error);
+}
+
+}  // namespace
+}  // namespace jitllm
