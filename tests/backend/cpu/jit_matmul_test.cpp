@@ -175,7 +175,8 @@ TEST(JitMatmul, TwoCallsIntoOneBufferOverwrite) {
 TEST(JitMatmul, EmissionIsDeterministic) {
   for (QuantType t : kFormats)
     for (Isa isa : isas()) {
-      const jit::MatKey key{t, 2048, 4, 1, isa};
+      const jit::TileShape d = jit::decode_tile(t, isa);
+      const jit::MatKey key{t, 2048, d.rows, d.tokens, isa};
       const jit::MatKernel a(key), b(key);
       EXPECT_EQ(a.code(), b.code()) << quant_name(t) << " " << jit::isa_name(isa);
       const jit::TileShape g = jit::gemm_tile(t, isa);
