@@ -1,0 +1,265 @@
+// Reference (plain C++) CPU kernels: matmul, row gather, RMSNorm, RoPE, SwiGLU, add, K/V stores.
+// Attention lives in reference_attention.cpp. Threads split output rows; every output element is
+// computed by one thread in a fixed order, so results do not depend on the thread count.
+#include "backend/cpu/reference_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/error.h"
+#include "core/fp16.h"
+#include "core/thread_pool.h"
+#include "quant/quant.h"
+
+namespace jitllm {
+
+namespace {
+
+constexpr int kLanes = 16;
+
+float reduce_lanes(float* acc) {
+  for (int width = kLanes / 2; width > 0; width /= 2)
+    for (int i = 0; i < width; ++i) acc[i] += acc[i + width];
+  return acc[0];
+}
+
+// YaRN correction range (the dimensions where interpolation blends into extrapolation), as
+// ggml computes it: dims where the wavelength crosses n_ctx_orig / beta.
+void yarn_corr_dims(int n_dims, int n_ctx_orig, float freq_base, float beta_fast, float beta_slow,
+                    float dims[2]) {
+  auto corr_dim = [&](float n_rot) {
+    return n_dims * std::log(float(n_ctx_orig) / (n_rot * 2 * float(M_PI))) /
+           (2 * std::log(freq_base));
+  };
+  const float start = std::floor(corr_dim(beta_fast));
+  const float end = std::ceil(corr_dim(beta_slow));
+  dims[0] = std::max(0.0f, start);
+  dims[1] = std::min(float(n_dims - 1), end);
+}
+
+// cos/sin per rotated pair for one position. theta is advanced by repeated multiplication in
+// float, as ggml's rope cache does, so angles agree to the last bit.
+void rope_cache(float position, const RopeParams& p, const float corr[2], float* cache) {
+  const float theta_scale = std::pow(p.freq_base, -2.0f / float(p.n_rot));
+  float theta = position;
+  for (int i0 = 0; i0 < p.n_rot; i0 += 2) {
+    const float ff = p.freq_factors ? p.freq_factors[i0 / 2] : 1.0f;
+    const float theta_extrap = theta / ff;
+    float angle = p.freq_scale * theta_extrap;
+    float mscale = p.attn_factor;
+    if (p.ext_factor != 0.0f) {
+      const float y = (float(i0 / 2) - corr[0]) / std::max(0.001f, corr[1] - corr[0]);
+      const float ramp = (1 - std::min(1.0f, std::max(0.0f, y))) * p.ext_factor;
+      angle = angle * (1 - ramp) + theta_extrap * ramp;
+      mscale *= 1.0f + 0.1f * std::log(1.0f / p.freq_scale);
+    }
+    cache[i0] = std::cos(angle) * mscale;
+    cache[i0 + 1] = std::sin(angle) * mscale;
+    theta *= theta_scale;
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// ggml_vec_dot_* order (x86 AVX-512 build): 4 accumulators of 16 lanes over steps of 64, fused
+// multiply-adds, accumulators added pairwise, lanes reduced pairwise; the tail (n % 64) added in
+// double. `load` converts element i of a row to float.
+template <typename LA, typename LB>
+float dot_vec_order(LA la, LB lb, int64_t n) {
+  float acc[4][kLanes] = {};
+  const int64_t np = n & ~int64_t(63);
+  for (int64_t i = 0; i < np; i += 64)
+    for (int j = 0; j < 4; ++j)
+      for (int l = 0; l < kLanes; ++l) {
+        const int64_t e = i + j * kLanes + l;
+        acc[j][l] = std::fma(la(e), lb(e), acc[j][l]);
+      }
+  for (int l = 0; l < kLanes; ++l) {
+    acc[0][l] += acc[2][l];
+    acc[1][l] += acc[3][l];
+  }
+  for (int l = 0; l < kLanes; ++l) acc[0][l] += acc[1][l];
+  double sum = reduce_lanes(acc[0]);
+  for (int64_t i = np; i < n; ++i) sum += double(la(i) * lb(i));
+  return float(sum);
+}
+
+// llamafile tinyBLAS order (what llama.cpp uses for matmuls of 2+ activation rows when k is a
+// multiple of 16): one 16-lane accumulator, fused multiply-adds, lanes reduced pairwise.
+template <typename LA, typename LB>
+float dot_gemm_order(LA la, LB lb, int64_t n) {
+  float acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) acc[l] = std::fma(la(i + l), lb(i + l), acc[l]);
+  float sum = reduce_lanes(acc);
+  for (; i < n; ++i) sum = std::fma(la(i), lb(i), sum);
+  return sum;
+}
+
+auto f32_at(const float* p) {
+  return [p](int64_t i) { return p[i]; };
+}
+auto f16_at(const uint16_t* p) {
+  return [p](int64_t i) { return fp16_to_f32(p[i]); };
+}
+
+}  // namespace
+
+float dot_f32(const float* a, const float* b, int64_t n) {
+  return dot_gemm_order(f32_at(a), f32_at(b), n);
+}
+float dot_f16_f16(const uint16_t* a, const uint16_t* b, int64_t n) {
+  return dot_gemm_order(f16_at(a), f16_at(b), n);
+}
+float dot_f32_vec(const float* a, const float* b, int64_t n) {
+  return dot_vec_order(f32_at(a), f32_at(b), n);
+}
+float dot_f16_f16_vec(const uint16_t* a, const uint16_t* b, int64_t n) {
+  return dot_vec_order(f16_at(a), f16_at(b), n);
+}
+
+void ReferenceKernels::matmul(QuantType type, const uint8_t* weights, int64_t rows, int64_t k,
+                              const float* x, int64_t n, float* out) const {
+  if (n <= 0 || rows <= 0) return;
+  const size_t w_row_bytes = row_bytes(type, k);
+  ThreadPool& pool = ThreadPool::global();
+  // Rows per task: enough work per chunk to amortise the dispatch, small enough to balance.
+  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, k * n));
+
+  // llama.cpp computes float matmuls of one activation row with ggml_vec_dot_* and those of
+  // several rows with tinyBLAS (when k is a multiple of 16); the two sum in different orders,
+  // and reproducing the order keeps the results bit-identical.
+  const bool gemm_order = n >= 2 && k % kLanes == 0;
+  if (type == QuantType::F32) {
+    pool.parallel_for(rows, grain, [&](int64_t r0, int64_t r1) {
+      for (int64_t t = 0; t < n; ++t)
+        for (int64_t r = r0; r < r1; ++r) {
+          const auto* w = reinterpret_cast<const float*>(weights + r * w_row_bytes);
+          out[t * rows + r] = gemm_order ? dot_f32(w, x + t * k, k) : dot_f32_vec(w, x + t * k, k);
+        }
+    });
+    return;
+  }
+
+  // The activation is converted once per token to the weight format's vec_dot_type (llama.cpp
+  // does the same before its dot products; for F16 weights that is an F16 rounding of x).
+  const QuantType act_type = quant_traits(type).vec_dot_type;
+  const size_t act_row_bytes = row_bytes(act_type, k);
+  std::vector<uint8_t> act(act_row_bytes * size_t(n));
+  pool.parallel_for(n, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      uint8_t* dst = act.data() + size_t(t) * act_row_bytes;
+      if (act_type == QuantType::F16) {
+        auto* h = reinterpret_cast<uint16_t*>(dst);
+        for (int64_t i = 0; i < k; ++i) h[i] = f32_to_fp16(x[t * k + i]);
+      } else {
+        quantize_activation(type, x + t * k, dst, k);
+      }
+    }
+  });
+
+  pool.parallel_for(rows, grain, [&](int64_t r0, int64_t r1) {
+    for (int64_t t = 0; t < n; ++t) {
+      const uint8_t* a = act.data() + size_t(t) * act_row_bytes;
+      for (int64_t r = r0; r < r1; ++r) {
+        const uint8_t* w = weights + r * w_row_bytes;
+        if (type == QuantType::F16) {
+          const auto* w16 = reinterpret_cast<const uint16_t*>(w);
+          const auto* a16 = reinterpret_cast<const uint16_t*>(a);
+          out[t * rows + r] = gemm_order ? dot_f16_f16(w16, a16, k) : dot_f16_f16_vec(w16, a16, k);
+        } else {
+          out[t * rows + r] = vec_dot(type, k, w, a);
+        }
+      }
+    }
+  });
+}
+
+void ReferenceKernels::get_rows(QuantType type, const uint8_t* table, int64_t k,
+                                const int32_t* ids, int64_t n, float* out) const {
+  const size_t rb = row_bytes(type, k);
+  for (int64_t t = 0; t < n; ++t) {
+    const uint8_t* row = table + size_t(ids[t]) * rb;
+    if (type == QuantType::F32)
+      std::memcpy(out + t * k, row, size_t(k) * sizeof(float));
+    else
+      dequantize_row(type, row, out + t * k, k);
+  }
+}
+
+void ReferenceKernels::rms_norm(const float* x, const float* w, int64_t n, int64_t dim, float eps,
+                                float* out) const {
+  for (int64_t t = 0; t < n; ++t) {
+    const float* xr = x + t * dim;
+    float* yr = out + t * dim;
+    // Squares summed in double (as ggml does), the mean and scale in float.
+    double sum = 0.0;
+    for (int64_t i = 0; i < dim; ++i) sum += double(xr[i] * xr[i]);
+    const float mean = float(sum / double(dim));
+    const float scale = 1.0f / std::sqrt(mean + eps);
+    for (int64_t i = 0; i < dim; ++i) yr[i] = xr[i] * scale * w[i];
+  }
+}
+
+void ReferenceKernels::rope(float* x, int64_t n, int n_heads, int head_dim, const int32_t* pos,
+                            const RopeParams& p) const {
+  if (p.n_rot <= 0 || p.n_rot > head_dim || p.n_rot % 2 != 0)
+    throw_error("rope: n_rot {} must be even and in (0, head_dim {}]", p.n_rot, head_dim);
+  float corr[2] = {0, 0};
+  if (p.ext_factor != 0.0f)
+    yarn_corr_dims(p.n_rot, p.n_ctx_orig, p.freq_base, p.beta_fast, p.beta_slow, corr);
+  std::vector<float> cache(size_t(p.n_rot));
+  for (int64_t t = 0; t < n; ++t) {
+    rope_cache(float(pos[t]), p, corr, cache.data());
+    for (int h = 0; h < n_heads; ++h) {
+      float* v = x + (t * n_heads + h) * head_dim;
+      // Dimensions past n_rot (partial rotary) pass through unchanged.
+      for (int i0 = 0; i0 < p.n_rot; i0 += 2) {
+        const float c = cache[i0], s = cache[i0 + 1];
+        const int a = p.mode == RopeMode::Normal ? i0 : i0 / 2;
+        const int b = p.mode == RopeMode::Normal ? i0 + 1 : i0 / 2 + p.n_rot / 2;
+        const float x0 = v[a], x1 = v[b];
+        v[a] = x0 * c - x1 * s;
+        v[b] = x0 * s + x1 * c;
+      }
+    }
+  }
+}
+
+void ReferenceKernels::swiglu(const float* gate, const float* up, float* out,
+                              int64_t count) const {
+  for (int64_t i = 0; i < count; ++i) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void ReferenceKernels::add(float* acc, const float* x, int64_t count) const {
+  for (int64_t i = 0; i < count; ++i) acc[i] += x[i];
+}
+
+void ReferenceKernels::store_rows(QuantType type, const float* src, int64_t n, int64_t dim,
+                                  uint8_t* const* dst) const {
+  for (int64_t t = 0; t < n; ++t) {
+    if (type == QuantType::F32) {
+      std::memcpy(dst[t], src + t * dim, size_t(dim) * sizeof(float));
+    } else if (type == QuantType::F16) {
+      auto* h = reinterpret_cast<uint16_t*>(dst[t]);
+      for (int64_t i = 0; i < dim; ++i) h[i] = f32_to_fp16(src[t * dim + i]);
+    } else {
+      throw_error("KV cache type {} is not supported (f16 or f32)", quant_name(type));
+    }
+  }
+}
+
+const CpuKernels& reference_kernels() {
+  static const ReferenceKernels kernels;
+  return kernels;
+}
+
+}  // namespace jitllm

@@ -1,0 +1,132 @@
+// The CPU kernel interface the model's ops call (`CpuKernels`), and its plain C++ implementation
+// (`ReferenceKernels`). Generated (Xbyak) kernels implement the same interface later and are
+// tested against this one; it is also their fallback for shapes/formats they do not cover.
+//
+// Numerics follow llama.cpp's CPU backend (b10472) where it matters for matching its logits:
+// matmuls convert the activation to the weight format's vec_dot_type first and take one vec_dot
+// per output element; attention reproduces ggml's flash-attention paths (see AttentionArgs).
+// Every kernel is deterministic and independent of the thread count: threads split output rows
+// (or (row, head) pairs), never a reduction.
+//
+// This layer knows nothing about models: it sees formats, shapes and pointers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "quant/types.h"
+
+namespace jitllm {
+
+enum class RopeMode { Normal, Neox };  // Normal: rotate pairs (2i, 2i+1); Neox: (i, i + n_rot/2)
+
+struct RopeParams {
+  int n_rot = 0;                 // rotated dimensions per head (<= head_dim, even)
+  RopeMode mode = RopeMode::Normal;
+  float freq_base = 10000.0f;
+  float freq_scale = 1.0f;       // 1/factor for linear scaling
+  const float* freq_factors = nullptr;  // [n_rot/2] divisors of theta (llama3 rope_freqs), or null
+  float ext_factor = 0.0f;       // YaRN mix (0 = off)
+  float attn_factor = 1.0f;      // magnitude scale of cos/sin
+  float beta_fast = 32.0f, beta_slow = 1.0f;
+  int n_ctx_orig = 0;            // YaRN original context
+};
+
+// Rows of a paged sequence (a session's K or V of one layer): position p lives at
+// pages[p / rows_per_page] + page_offset + (p % rows_per_page) * row_stride.
+struct PagedRows {
+  uint8_t* const* pages = nullptr;
+  int64_t rows_per_page = 0;
+  size_t page_offset = 0;
+  size_t row_stride = 0;
+  uint8_t* row(int64_t p) const {
+    return pages[p / rows_per_page] + page_offset + size_t(p % rows_per_page) * row_stride;
+  }
+};
+
+// One attention call over a ragged batch: query row r (one token of some sequence) attends the
+// first n_kv[r] positions of its sequence's K and V (causal: n_kv[r] = its position + 1).
+struct AttentionArgs {
+  int n_head = 0, n_head_kv = 0, head_dim = 0;  // query head h uses KV head h / (n_head / n_head_kv)
+  float scale = 1.0f;                           // 1/sqrt(head_dim)
+  QuantType kv_type = QuantType::F16;           // F16 or F32 rows of n_head_kv * head_dim
+  int64_t n_rows = 0;
+  const float* q = nullptr;   // [n_rows, n_head * head_dim]
+  float* out = nullptr;       // [n_rows, n_head * head_dim]
+  const int64_t* n_kv = nullptr;       // [n_rows]
+  const PagedRows* k = nullptr;        // [n_rows] (rows of one sequence share the same view)
+  const PagedRows* v = nullptr;        // [n_rows]
+  // Which of ggml's flash-attention paths to reproduce:
+  //  - false (ggml's "one_chunk" path, used for ubatches of < 64 tokens): Q rounded to F16, K.Q
+  //    in f32, online softmax one key at a time, V accumulated in an F16 buffer when V is F16.
+  //  - true (ggml's tiled path, ubatches of >= 64 tokens): Q stays f32, scores and V
+  //    accumulation in f32, softmax max/sum per tile of 64 keys.
+  bool f32_tiles = false;
+};
+
+class CpuKernels {
+ public:
+  virtual ~CpuKernels() = default;
+  virtual const char* name() const = 0;
+
+  // out[t, r] = dot(weight row r, x[t]) for t < n, r < rows. weights: rows x row_bytes(type, k)
+  // bytes in GGUF block layout; x: [n, k] floats; out: [n, rows].
+  virtual void matmul(QuantType type, const uint8_t* weights, int64_t rows, int64_t k,
+                      const float* x, int64_t n, float* out) const = 0;
+
+  // out[t] = table row ids[t] as floats. table: rows of row_bytes(type, k) bytes; out: [n, k].
+  virtual void get_rows(QuantType type, const uint8_t* table, int64_t k, const int32_t* ids,
+                        int64_t n, float* out) const = 0;
+
+  // out[t, i] = x[t, i] / sqrt(mean(x[t]^2) + eps) * w[i]. x, out: [n, dim] (may alias); w: [dim].
+  virtual void rms_norm(const float* x, const float* w, int64_t n, int64_t dim, float eps,
+                        float* out) const = 0;
+
+  // In place on x: [n, n_heads, head_dim]; pos: [n] positions.
+  virtual void rope(float* x, int64_t n, int n_heads, int head_dim, const int32_t* pos,
+                    const RopeParams& params) const = 0;
+
+  // out[i] = silu(gate[i]) * up[i], count elements (out may alias gate).
+  virtual void swiglu(const float* gate, const float* up, float* out, int64_t count) const = 0;
+
+  // acc[i] += x[i].
+  virtual void add(float* acc, const float* x, int64_t count) const = 0;
+
+  // Converts n rows of `dim` floats (src: [n, dim]) to `type` (F16 or F32) at dst[t].
+  virtual void store_rows(QuantType type, const float* src, int64_t n, int64_t dim,
+                          uint8_t* const* dst) const = 0;
+
+  virtual void attention(const AttentionArgs& args) const = 0;
+};
+
+class ReferenceKernels final : public CpuKernels {
+ public:
+  const char* name() const override { return "reference"; }
+  void matmul(QuantType type, const uint8_t* weights, int64_t rows, int64_t k, const float* x,
+              int64_t n, float* out) const override;
+  void get_rows(QuantType type, const uint8_t* table, int64_t k, const int32_t* ids, int64_t n,
+                float* out) const override;
+  void rms_norm(const float* x, const float* w, int64_t n, int64_t dim, float eps,
+                float* out) const override;
+  void rope(float* x, int64_t n, int n_heads, int head_dim, const int32_t* pos,
+            const RopeParams& params) const override;
+  void swiglu(const float* gate, const float* up, float* out, int64_t count) const override;
+  void add(float* acc, const float* x, int64_t count) const override;
+  void store_rows(QuantType type, const float* src, int64_t n, int64_t dim,
+                  uint8_t* const* dst) const override;
+  void attention(const AttentionArgs& args) const override;
+};
+
+// The process-wide reference kernels.
+const CpuKernels& reference_kernels();
+
+// Float dot products shared by the reference matmul and attention, in the two summation orders
+// llama.cpp's CPU backend uses (so results can be bit-identical to it):
+//  - dot_f32 / dot_f16_f16: tinyBLAS order (one 16-lane fused accumulator, pairwise reduction);
+//  - *_vec: ggml_vec_dot order (4 x 16 lanes over steps of 64, tail in double).
+float dot_f32(const float* a, const float* b, int64_t n);
+float dot_f16_f16(const uint16_t* a, const uint16_t* b, int64_t n);
+float dot_f32_vec(const float* a, const float* b, int64_t n);
+float dot_f16_f16_vec(const uint16_t* a, const uint16_t* b, int64_t n);
+
+}  // namespace jitllm

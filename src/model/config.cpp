@@ -1,0 +1,126 @@
+// Config from GGUF-style metadata: key names and defaults as llama.cpp reads them.
+#include "model/config.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace jitllm {
+
+namespace {
+
+int positive_int(const Metadata& md, const std::string& key) {
+  const int64_t v = md.get_i64(key);
+  if (v <= 0 || v > (int64_t(1) << 30)) throw_error("metadata key '{}': value {} is out of range", key, v);
+  return int(v);
+}
+
+// Meta's llama3 frequency-dependent scaling: high frequencies keep their wavelength, low ones
+// are divided by `factor`, with a smooth ramp in between.
+std::vector<float> llama3_factors(int n_rot, float base, float factor, float low, float high,
+                                  double old_ctx) {
+  std::vector<float> out;
+  const double low_wavelen = old_ctx / low, high_wavelen = old_ctx / high;
+  for (int i = 0; i < n_rot; i += 2) {
+    const double freq = 1.0 / std::pow(double(base), double(i) / n_rot);
+    const double wavelen = 2 * M_PI / freq;
+    if (wavelen < high_wavelen) {
+      out.push_back(1.0f);
+    } else if (wavelen > low_wavelen) {
+      out.push_back(factor);
+    } else {
+      const double smooth = (old_ctx / wavelen - low) / (high - low);
+      out.push_back(float(1.0 / ((1 - smooth) / factor + smooth)));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+bool is_llama_family(const std::string& arch) {
+  // Mistral, SmolLM2, TinyLlama and Llama 1-3 all ship as general.architecture = llama; the
+  // others are names some converters use for the same graph.
+  return arch == "llama" || arch == "mistral" || arch == "smollm" || arch == "granite_llama";
+}
+
+RopeParams Config::rope_params() const {
+  RopeParams p;
+  p.n_rot = n_rot;
+  p.mode = rope_mode;
+  p.freq_base = rope_freq_base;
+  p.freq_scale = rope_freq_scale;
+  p.freq_factors = rope_freq_factors.empty() ? nullptr : rope_freq_factors.data();
+  p.ext_factor = yarn_ext_factor;
+  p.attn_factor = yarn_attn_factor;
+  p.beta_fast = yarn_beta_fast;
+  p.beta_slow = yarn_beta_slow;
+  p.n_ctx_orig = int(rope_ctx_orig);
+  return p;
+}
+
+Config config_from_metadata(const Metadata& md) {
+  Config c;
+  c.arch = md.architecture();
+  if (!is_llama_family(c.arch))
+    throw_error("architecture '{}' is not supported (supported: llama family)", c.arch);
+  c.name = md.get_string_or("general.name", "");
+  const std::string a = c.arch + ".";
+  c.n_layer = positive_int(md, a + "block_count");
+  c.n_embd = positive_int(md, a + "embedding_length");
+  c.n_ff = positive_int(md, a + "feed_forward_length");
+  c.n_head = positive_int(md, a + "attention.head_count");
+  c.n_head_kv = md.has(a + "attention.head_count_kv") ? positive_int(md, a + "attention.head_count_kv")
+                                                      : c.n_head;
+  if (c.n_head % c.n_head_kv != 0)
+    throw_error("metadata: {}attention.head_count {} is not a multiple of head_count_kv {}", a,
+                c.n_head, c.n_head_kv);
+  c.head_dim = md.has(a + "attention.key_length") ? positive_int(md, a + "attention.key_length")
+                                                  : c.n_embd / c.n_head;
+  if (!md.has(a + "attention.key_length") && c.n_embd % c.n_head != 0)
+    throw_error("metadata: {}embedding_length {} is not a multiple of attention.head_count {}", a,
+                c.n_embd, c.n_head);
+  if (md.has(a + "attention.value_length") &&
+      md.get_i64(a + "attention.value_length") != c.head_dim)
+    throw_error("metadata: {}attention.value_length differs from key_length (not supported)", a);
+  c.rms_eps = float(md.get_f64(a + "attention.layer_norm_rms_epsilon"));
+  if (!(c.rms_eps >= 0.0f))
+    throw_error("metadata key '{}attention.layer_norm_rms_epsilon': {} is not valid", a, c.rms_eps);
+  c.n_ctx_train = positive_int(md, a + "context_length");
+  if (md.has(a + "vocab_size"))
+    c.n_vocab = positive_int(md, a + "vocab_size");
+  else if (const Value* tokens = md.find("tokenizer.ggml.tokens"))
+    c.n_vocab = int64_t(tokens->as_array().items.size());
+
+  c.n_rot = md.has(a + "rope.dimension_count") ? positive_int(md, a + "rope.dimension_count")
+                                               : c.head_dim;
+  if (c.n_rot > c.head_dim || c.n_rot % 2 != 0)
+    throw_error("metadata key '{}rope.dimension_count': {} must be even and <= head dim {}", a,
+                c.n_rot, c.head_dim);
+  c.rope_freq_base = float(md.get_f64_or(a + "rope.freq_base", 10000.0));
+  c.rope_scaling = md.get_string_or(a + "rope.scaling.type", "none");
+  double factor = md.get_f64_or(a + "rope.scaling.factor", 0.0);
+  if (factor == 0.0) factor = md.get_f64_or(a + "rope.scale_linear", 0.0);
+  c.rope_ctx_orig = md.get_i64_or(a + "rope.scaling.original_context_length", c.n_ctx_train);
+  if (c.rope_scaling == "none" || c.rope_scaling == "linear") {
+    c.rope_freq_scale = factor == 0.0 ? 1.0f : float(1.0 / factor);
+  } else if (c.rope_scaling == "yarn") {
+    c.rope_freq_scale = factor == 0.0 ? 1.0f : float(1.0 / factor);
+    c.yarn_ext_factor = 1.0f;
+    c.yarn_attn_factor = float(md.get_f64_or(a + "rope.scaling.attn_factor", 1.0));
+    c.yarn_beta_fast = float(md.get_f64_or(a + "rope.scaling.yarn_beta_fast", 32.0));
+    c.yarn_beta_slow = float(md.get_f64_or(a + "rope.scaling.yarn_beta_slow", 1.0));
+  } else if (c.rope_scaling == "llama3") {
+    // GGUFs carry the factors as the rope_freqs.weight tensor (bound with the weights, which
+    // replaces these); metadata-only sources get them computed from the HF parameters.
+    c.rope_freq_factors = llama3_factors(
+        c.n_rot, c.rope_freq_base, float(factor == 0.0 ? 8.0 : factor),
+        float(md.get_f64_or(a + "rope.scaling.low_freq_factor", 1.0)),
+        float(md.get_f64_or(a + "rope.scaling.high_freq_factor", 4.0)), double(c.rope_ctx_orig));
+  } else {
+    throw_error("metadata key '{}rope.scaling.type': '{}' is not supported", a, c.rope_scaling);
+  }
+  return c;
+}
+
+}  // namespace jitllm

@@ -1,0 +1,98 @@
+// CpuOps: the op interface over host memory and CpuKernels.
+#include "model/cpu_ops.h"
+
+#include <cstring>
+
+#include "core/error.h"
+
+namespace jitllm {
+
+void CpuOps::begin(const Batch& batch, const KvLayout& kv) {
+  batch_ = batch;
+  kv_ = kv;
+  next_ = 0;
+}
+
+Act CpuOps::alloc(int64_t rows, int64_t cols) {
+  if (next_ == scratch_.size()) scratch_.emplace_back();
+  std::vector<float>& buf = scratch_[next_++];
+  const size_t need = size_t(rows) * size_t(cols);
+  if (buf.size() < need) buf.resize(need);
+  return Act{buf.data(), rows, cols};
+}
+
+void CpuOps::embed(const TensorInfo& table, Act out) {
+  const int64_t n_vocab = table.rows();
+  for (int32_t id : batch_.tokens)
+    if (id < 0 || id >= n_vocab)
+      throw_error("token id {} is out of range (vocabulary of {})", id, n_vocab);
+  k_.get_rows(table.type, table.data, table.row_length(), batch_.tokens.data(),
+              int64_t(batch_.tokens.size()), out.data);
+}
+
+void CpuOps::rms_norm(Act x, const std::vector<float>& w, float eps, Act out) {
+  k_.rms_norm(x.data, w.data(), x.rows, x.cols, eps, out.data);
+}
+
+void CpuOps::matmul(const TensorInfo& w, Act x, Act out) {
+  k_.matmul(w.type, w.data, w.rows(), w.row_length(), x.data, x.rows, out.data);
+}
+
+void CpuOps::rope(Act x, int n_heads, int head_dim, const RopeParams& params) {
+  k_.rope(x.data, x.rows, n_heads, head_dim, batch_.pos.data(), params);
+}
+
+void CpuOps::attention(int il, Act q, Act k, Act v, Act out, int n_head, int n_head_kv,
+                       int head_dim, float scale) {
+  const size_t n = batch_.n_rows();
+  k_rows_.resize(n);
+  v_rows_.resize(n);
+  n_kv_.resize(n);
+  dst_.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const KvSeq& s = batch_.seqs[size_t(batch_.seq[i])];
+    k_rows_[i] = kv_.rows(s.pages, il, 0);
+    v_rows_[i] = kv_.rows(s.pages, il, 1);
+    n_kv_[i] = int64_t(batch_.pos[i]) + 1;
+  }
+  // K and V of every row are stored first: rows of one sequence attend to each other causally.
+  for (size_t i = 0; i < n; ++i) dst_[i] = k_rows_[i].row(batch_.pos[i]);
+  k_.store_rows(kv_.type, k.data, int64_t(n), kv_.kv_dim, dst_.data());
+  for (size_t i = 0; i < n; ++i) dst_[i] = v_rows_[i].row(batch_.pos[i]);
+  k_.store_rows(kv_.type, v.data, int64_t(n), kv_.kv_dim, dst_.data());
+
+  AttentionArgs a;
+  a.n_head = n_head;
+  a.n_head_kv = n_head_kv;
+  a.head_dim = head_dim;
+  a.scale = scale;
+  a.kv_type = kv_.type;
+  a.n_rows = int64_t(n);
+  a.q = q.data;
+  a.out = out.data;
+  a.n_kv = n_kv_.data();
+  a.k = k_rows_.data();
+  a.v = v_rows_.data();
+  // llama.cpp switches to its tiled f32 kernel for ubatches of 64 tokens or more; doing the same
+  // keeps prompts of any length within reduction noise of its logits.
+  a.f32_tiles = n >= 64;
+  k_.attention(a);
+}
+
+void CpuOps::swiglu(Act gate, Act up, Act out) {
+  k_.swiglu(gate.data, up.data, out.data, gate.rows * gate.cols);
+}
+
+void CpuOps::add(Act acc, Act x) { k_.add(acc.data, x.data, acc.rows * acc.cols); }
+
+void CpuOps::select_rows(Act x, std::span<const int32_t> rows, Act out) {
+  for (size_t j = 0; j < rows.size(); ++j)
+    std::memmove(out.data + int64_t(j) * x.cols, x.data + int64_t(rows[j]) * x.cols,
+                 size_t(x.cols) * sizeof(float));
+}
+
+void CpuOps::read(Act x, float* host) {
+  std::memcpy(host, x.data, size_t(x.rows * x.cols) * sizeof(float));
+}
+
+}  // namespace jitllm

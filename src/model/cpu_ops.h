@@ -1,0 +1,43 @@
+// Ops on the host: activations in RAM, kernels from a CpuKernels implementation (the reference
+// kernels now; generated ones later). Owns the scratch arena reused from step to step.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "backend/cpu/reference_kernels.h"
+#include "model/ops.h"
+
+namespace jitllm {
+
+class CpuOps final : public Ops {
+ public:
+  explicit CpuOps(const CpuKernels& kernels = reference_kernels()) : k_(kernels) {}
+
+  void begin(const Batch& batch, const KvLayout& kv) override;
+  Act alloc(int64_t rows, int64_t cols) override;
+  void embed(const TensorInfo& table, Act out) override;
+  void rms_norm(Act x, const std::vector<float>& w, float eps, Act out) override;
+  void matmul(const TensorInfo& w, Act x, Act out) override;
+  void rope(Act x, int n_heads, int head_dim, const RopeParams& params) override;
+  void attention(int il, Act q, Act k, Act v, Act out, int n_head, int n_head_kv, int head_dim,
+                 float scale) override;
+  void swiglu(Act gate, Act up, Act out) override;
+  void add(Act acc, Act x) override;
+  void select_rows(Act x, std::span<const int32_t> rows, Act out) override;
+  void read(Act x, float* host) override;
+
+ private:
+  const CpuKernels& k_;
+  Batch batch_;
+  KvLayout kv_;
+  // Scratch: buffer i is handed out by the i-th alloc() of a step; the graph allocates in the
+  // same order every step, so buffers are reused and only grow.
+  std::vector<std::vector<float>> scratch_;
+  size_t next_ = 0;
+  std::vector<PagedRows> k_rows_, v_rows_;  // [n_rows] per attention call
+  std::vector<int64_t> n_kv_;               // [n_rows]
+  std::vector<uint8_t*> dst_;               // [n_rows]
+};
+
+}  // namespace jitllm

@@ -1,0 +1,23 @@
+// The llama architecture (Llama 1/2/3.x with llama3 rope scaling, Mistral, SmolLM2, TinyLlama):
+// RMSNorm, RoPE (normal pairs for GGUF llama; the NeoX switch and partial rotary come from the
+// Config), GQA attention, SwiGLU FFN, untied or tied output.
+#pragma once
+
+#include "model/dump.h"
+#include "model/model.h"
+#include "model/weights.h"
+
+namespace jitllm {
+
+class LlamaModel final : public Model {
+ public:
+  LlamaModel(std::shared_ptr<const ModelFile> file, Config config);
+  void forward(Ops& ops, const Batch& batch, const KvLayout& kv, float* logits) override;
+  const ModelWeights& weights() const { return weights_; }
+
+ private:
+  ModelWeights weights_;
+  TensorDumper dump_;
+};
+
+}  // namespace jitllm

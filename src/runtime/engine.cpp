@@ -1,0 +1,104 @@
+// Engine: ragged steps over sessions, chunked prefill, decode.
+#include "runtime/engine.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "model/cpu_ops.h"
+
+namespace jitllm {
+
+namespace {
+
+KvLayout make_layout(const Config& c, const EngineOptions& o) {
+  KvLayout l;
+  l.n_layer = c.n_layer;
+  l.kv_dim = c.kv_dim();
+  l.page_tokens = o.kv_page_tokens;
+  l.type = o.kv_type;
+  return l;
+}
+
+}  // namespace
+
+Engine::Engine(std::shared_ptr<const ModelFile> file, EngineOptions options)
+    : options_(options),
+      model_(create_model(std::move(file))),
+      ops_(std::make_unique<CpuOps>(options.kernels ? *options.kernels : reference_kernels())),
+      kv_layout_(make_layout(model_->config(), options_)),
+      pool_(kv_layout_, options.max_kv_pages) {
+  if (options_.n_batch <= 0) throw_error("batch size must be positive, got {}", options_.n_batch);
+}
+
+std::unique_ptr<Session> Engine::new_session(int64_t n_ctx) {
+  return std::make_unique<Session>(pool_, n_ctx > 0 ? n_ctx : config().n_ctx_train);
+}
+
+std::vector<float> Engine::step(std::span<const StepInput> inputs) {
+  std::vector<int32_t> tokens, pos, seq, out_rows;
+  std::vector<KvSeq> seqs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const StepInput& in = inputs[i];
+    if (!in.session) throw_error("step: input {} has no session", i);
+    for (size_t j = 0; j < i; ++j)
+      if (inputs[j].session == in.session)
+        throw_error("step: a session appears twice in one step (inputs {} and {})", j, i);
+  }
+  // Reserve every session's pages before running, so an overflow leaves all sessions untouched.
+  for (const StepInput& in : inputs) {
+    Session& s = *in.session;
+    const int64_t room = s.n_ctx() - s.position();
+    if (int64_t(in.tokens.size()) > room)
+      throw_error("context overflow: {} tokens in the session + {} new exceed the context size "
+                  "of {}", s.position(), in.tokens.size(), s.n_ctx());
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const StepInput& in = inputs[i];
+    if (in.tokens.empty()) continue;
+    Session& s = *in.session;
+    s.reserve(int64_t(in.tokens.size()));
+    const int32_t sid = int32_t(seqs.size());
+    for (size_t t = 0; t < in.tokens.size(); ++t) {
+      if (in.all_logits || t + 1 == in.tokens.size()) out_rows.push_back(int32_t(tokens.size()));
+      tokens.push_back(in.tokens[t]);
+      pos.push_back(int32_t(s.position() + int64_t(t)));
+      seq.push_back(sid);
+    }
+    seqs.push_back(s.kv());
+  }
+  std::vector<float> logits(out_rows.size() * size_t(config().n_vocab));
+  if (tokens.empty()) return logits;
+  Batch b{tokens, pos, seq, seqs, out_rows};
+  model_->forward(*ops_, b, kv_layout_, logits.data());
+  // Positions advance only after the step succeeded.
+  for (const StepInput& in : inputs)
+    in.session->append(in.tokens.data(), int64_t(in.tokens.size()));
+  return logits;
+}
+
+std::vector<float> Engine::prefill(Session& session, std::span<const int32_t> tokens,
+                                   bool all_logits, int64_t chunk) {
+  if (chunk <= 0) chunk = options_.n_batch;
+  if (session.position() + int64_t(tokens.size()) > session.n_ctx())
+    throw_error("context overflow: {} tokens in the session + {} new exceed the context size of {}",
+                session.position(), tokens.size(), session.n_ctx());
+  std::vector<float> all;
+  std::vector<float> last;
+  for (size_t off = 0; off < tokens.size(); off += size_t(chunk)) {
+    const size_t len = std::min(size_t(chunk), tokens.size() - off);
+    StepInput in{&session, tokens.subspan(off, len), all_logits};
+    std::vector<float> out = step(std::span<const StepInput>(&in, 1));
+    if (all_logits)
+      all.insert(all.end(), out.begin(), out.end());
+    else
+      last = std::move(out);
+  }
+  return all_logits ? all : last;
+}
+
+std::vector<float> Engine::decode(Session& session, int32_t token) {
+  StepInput in{&session, std::span<const int32_t>(&token, 1), false};
+  return step(std::span<const StepInput>(&in, 1));
+}
+
+}  // namespace jitllm

@@ -1,0 +1,63 @@
+// Engine: a loaded model ready to run: the Model (config, weights, graph), the backend Ops, and
+// the KV page pool its sessions draw from. `step` advances several sessions as one ragged batch
+// (each row its own position and KV; every weight matrix read once for all rows); `prefill` runs
+// a prompt in chunks of matrix-matrix steps; `decode` runs one token.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+#include "runtime/kv_pages.h"
+#include "runtime/session.h"
+
+namespace jitllm {
+
+struct EngineOptions {
+  QuantType kv_type = QuantType::F16;  // F16 (llama.cpp's default) or F32
+  int64_t kv_page_tokens = 256;
+  int64_t n_batch = 256;               // prefill chunk (tokens per step)
+  size_t max_kv_pages = 0;             // 0 = no cap
+  const CpuKernels* kernels = nullptr; // null = reference kernels
+};
+
+struct StepInput {
+  Session* session = nullptr;
+  std::span<const int32_t> tokens;  // appended at the session's position
+  bool all_logits = false;          // logits for every token (else only the last)
+};
+
+class Engine {
+ public:
+  Engine(std::shared_ptr<const ModelFile> file, EngineOptions options = {});
+
+  const Config& config() const { return model_->config(); }
+  const Model& model() const { return *model_; }
+  const EngineOptions& options() const { return options_; }
+  const KvPagePool& kv_pool() const { return pool_; }
+
+  // A new empty session; n_ctx <= 0 means the model's training context.
+  std::unique_ptr<Session> new_session(int64_t n_ctx = 0);
+
+  // One forward step over all inputs together (each session at most once). Returns the logits
+  // of the requested rows, in input order: [rows, n_vocab].
+  std::vector<float> step(std::span<const StepInput> inputs);
+
+  // Runs `tokens` on `session` in steps of at most `chunk` tokens (0 = options().n_batch).
+  // Returns the logits of every token ([n, n_vocab]) or of the last one ([1, n_vocab]).
+  std::vector<float> prefill(Session& session, std::span<const int32_t> tokens, bool all_logits,
+                             int64_t chunk = 0);
+  // One token; returns its logits [n_vocab].
+  std::vector<float> decode(Session& session, int32_t token);
+
+ private:
+  EngineOptions options_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Ops> ops_;
+  KvLayout kv_layout_;
+  KvPagePool pool_;
+};
+
+}  // namespace jitllm

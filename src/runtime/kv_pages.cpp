@@ -1,0 +1,30 @@
+// KvPagePool implementation.
+#include "runtime/kv_pages.h"
+
+#include "core/error.h"
+
+namespace jitllm {
+
+KvPagePool::KvPagePool(KvLayout layout, size_t max_pages)
+    : layout_(layout), max_pages_(max_pages) {
+  if (layout_.type != QuantType::F16 && layout_.type != QuantType::F32)
+    throw_error("KV cache type {} is not supported (f16 or f32)", quant_name(layout_.type));
+  if (layout_.page_tokens <= 0) throw_error("KV page size must be positive");
+}
+
+uint8_t* KvPagePool::acquire() {
+  if (!free_.empty()) {
+    uint8_t* p = free_.back();
+    free_.pop_back();
+    return p;
+  }
+  if (max_pages_ && owned_.size() >= max_pages_)
+    throw_error("KV cache is full: all {} pages of {} tokens are in use", max_pages_,
+                layout_.page_tokens);
+  owned_.push_back(make_aligned<uint8_t>(layout_.page_bytes(), 64));
+  return owned_.back().get();
+}
+
+void KvPagePool::release(uint8_t* page) { free_.push_back(page); }
+
+}  // namespace jitllm

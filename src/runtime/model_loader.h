@@ -1,0 +1,20 @@
+// Resolving what `-m MODEL` names into an opened ModelFile: a .gguf or .jlm file (by magic), or
+// nothing, which means the bundled default model (models/demo/ in the source tree, or
+// $JITLLM_DEFAULT_MODEL). Errors say what was looked for and where.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "io/model_file.h"
+
+namespace jitllm {
+
+// The default model's path (may not exist yet).
+std::string default_model_path();
+
+// Opens `path` (empty: the default model). Throws jitllm::Error with a clear message when the
+// path does not exist or is a format this build cannot load yet.
+std::shared_ptr<const ModelFile> load_model_file(const std::string& path);
+
+}  // namespace jitllm
