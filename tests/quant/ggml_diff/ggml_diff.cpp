@@ -166,7 +166,8 @@ int main() {
       std::printf(" %d/%d", bad_q[f], bad_dq[f]);
       mismatches += bad_q[f] + bad_dq[f];
     }
-    std::printf(" | %d %d | %d %d %d\n", bad_ref[0], bad_ref[1], bad_act[0], bad_act[1], bad_act[2]);
+    std::printf(" | %d %d | %d %d %d\n", bad_ref[0], bad_ref[1], bad_act[0], bad_act[1],
+                bad_act[2]);
     mismatches += bad_ref[0] + bad_ref[1] + bad_act[0] + bad_act[1] + bad_act[2];
   }
   for (int f = 0; f < 12; ++f)
