@@ -13,7 +13,7 @@ python3 tools/train-demo/train.py --corpus data-demo/corpus.txt --out "$W/demo" 
   --train-seconds "$SECS" "$@" 2>&1 | tee "$OUT/train.out"
 # a failure here must not lose the trained model: pack whatever exists
 python3 tools/train-demo/reference.py --model "$W/demo" 2>&1 | tee "$OUT/reference.out" || echo "reference.py FAILED"
-sha256sum "$W/demo/model.safetensors" | tee "$W/demo/model.safetensors.sha256"
+(cd "$W/demo" && sha256sum model.safetensors | tee model.safetensors.sha256)
 split -b 12M -d "$W/demo/model.safetensors" "$OUT/model.safetensors.part"
 tar -C "$W/demo" --exclude model.safetensors -cf "$OUT/demo-small.tar" .
 ls -la "$W/demo" "$OUT"
