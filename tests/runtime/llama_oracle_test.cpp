@@ -33,6 +33,13 @@ float tolerance(const std::string& format) {
   return 0.03f;
 }
 
+// The oracle tests pin the reference kernels (generated kernels are tested against them).
+EngineOptions reference() {
+  EngineOptions o;
+  o.kernels = &reference_kernels();
+  return o;
+}
+
 int argmax(const float* row, int64_t n) {
   return int(std::max_element(row, row + n) - row);  // first maximum: ties -> lowest id
 }
@@ -106,7 +113,8 @@ class FixtureOracle : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(FixtureOracle, PromptAndGeneratedLogitsMatchLlamaCpp) {
   const std::string format = GetParam();
-  Engine engine(load_model_file(oracle_path("models/synth-llama." + format + ".gguf")));
+  Engine engine(load_model_file(oracle_path("models/synth-llama." + format + ".gguf")),
+                reference());
   Observed worst;
   for (const char* prompt : kPrompts) {
     const Observed o =
@@ -127,7 +135,8 @@ class NoRepackOracle : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(NoRepackOracle, MatchesPlainKernelReference) {
   const std::string format = GetParam();
-  Engine engine(load_model_file(oracle_path("models/synth-llama." + format + ".gguf")));
+  Engine engine(load_model_file(oracle_path("models/synth-llama." + format + ".gguf")),
+                reference());
   Observed worst;
   for (const char* prompt : kPrompts) {
     const Observed o = check_case(
@@ -144,7 +153,7 @@ INSTANTIATE_TEST_SUITE_P(RepackedFormats, NoRepackOracle,
                          [](const auto& info) { return std::string(info.param); });
 
 TEST(F32KvOracle, PlainFloatAttentionMatchesFaOffReference) {
-  EngineOptions options;
+  EngineOptions options = reference();
   options.kv_type = QuantType::F32;
   Engine engine(load_model_file(oracle_path("models/synth-llama.F32.gguf")), options);
   Observed worst;
