@@ -1,0 +1,79 @@
+// `jitllm info MODEL [--verify] [--json]`: what a .gguf, a .jlm or a Hugging Face folder holds
+// (architecture, hyperparameters, bytes by format, decode bytes per token, tokenizer, chat
+// template, container groups). --verify checks every .jlm checksum (exit 1 on a mismatch).
+#include <fmt/format.h>
+
+#include "cli/command.h"
+#include "convert/source.h"
+#include "convert/summary.h"
+#include "core/error.h"
+#include "io/hf_folder.h"
+#include "io/jlm_reader.h"
+#include "tokenizer/hf_tokenizer.h"
+
+namespace jitllm::cli {
+namespace {
+
+struct InfoArgs {
+  std::string model;
+  bool verify = false;
+  bool json = false;
+};
+
+int run_info(const InfoArgs& args) {
+  SourceOptions options;
+  options.hf_tokenizer = [](const HfFolder& folder, Metadata& metadata) {
+    const Metadata tokenizer = hf_tokenizer_metadata(folder.dir());
+    for (const auto& [key, value] : tokenizer.entries()) metadata.set(key, value);
+  };
+  const ConvertSource source = open_convert_source(args.model, options);
+  const ModelSummary summary = summarize_model(source);
+  nlohmann::json json = summary_to_json(summary);
+  int rc = 0;
+  std::string verify_text;
+  if (args.verify) {
+    if (source.format != "jlm") {
+      verify_text = fmt::format("verify: {} files carry no checksums; nothing to verify\n", source.format);
+      json["verify"] = {{"checked", false}};
+    } else {
+      const JlmFile file = JlmFile::open(args.model);
+      size_t slices = 0;
+      for (const JlmTensor& t : file.tensors()) slices += t.slice_count;
+      const auto failures = file.verify();
+      json["verify"] = {{"checked", true}, {"slices", slices}, {"failures", nlohmann::json::array()}};
+      for (const auto& f : failures) {
+        json["verify"]["failures"].push_back({{"tensor", f.tensor}, {"slice", f.slice}});
+        verify_text += fmt::format("verify: FAILED {}{}: checksum {:016x}, stored {:016x}\n", f.tensor,
+                                   f.slice || file.find(f.tensor)->slice_count > 1
+                                       ? fmt::format(" (expert {})", f.slice)
+                                       : "",
+                                   f.actual, f.expected);
+      }
+      if (failures.empty())
+        verify_text = fmt::format("verify: ok ({} tensors, {} checksums)\n", file.tensors().size(), slices);
+      else
+        verify_text += fmt::format("verify: {} of {} checksums do not match: the file is damaged, "
+                                   "reconvert it\n",
+                                   failures.size(), slices);
+      rc = failures.empty() ? 0 : 1;
+    }
+  }
+  if (args.json)
+    fmt::print("{}\n", json.dump(2));
+  else
+    fmt::print("{}{}", summary_to_text(summary), verify_text);
+  return rc;
+}
+
+const RegisterCommand kRegister{Command{
+    "info", "Describe a model (.gguf, .jlm or Hugging Face folder)",
+    [](CLI::App& app) -> std::function<int()> {
+      auto args = std::make_shared<InfoArgs>();
+      app.add_option("model", args->model, "model: .gguf, .jlm or Hugging Face folder")->required();
+      app.add_flag("--verify", args->verify, "check every tensor checksum of a .jlm");
+      app.add_flag("--json", args->json, "print JSON");
+      return [args] { return run_info(*args); };
+    }}};
+
+}  // namespace
+}  // namespace jitllm::cli
