@@ -19,6 +19,23 @@ namespace jitllm {
 
 namespace {
 
+// A field's description for error messages, built only when an error needs it (formatting
+// "metadata key 7 ('tokenizer.ggml.tokens') item 123" for each of 150k items costs more than
+// reading them). A root holds the text; a child adds " item N" and/or a suffix to its parent.
+struct Field {
+  std::string_view text;
+  const Field* parent = nullptr;
+  uint64_t item = kNoItem;
+  static constexpr uint64_t kNoItem = ~uint64_t(0);
+
+  std::string str() const {
+    std::string s = parent ? parent->str() : std::string();
+    if (item != kNoItem) s += fmt::format(" item {}", item);
+    s += text;
+    return s;
+  }
+};
+
 // Reads little-endian fields from [data, data + size) and fails with the file name, the offset
 // where the field starts and the field's description.
 class Cursor {
@@ -36,9 +53,12 @@ class Cursor {
   [[noreturn]] void fail(size_t at, std::string_view field, std::string_view message) const {
     throw Error(fmt::format("{}: offset {}: {}: {}", name_, at, field, message));
   }
+  [[noreturn]] void fail(size_t at, const Field& field, std::string_view message) const {
+    fail(at, std::string_view(field.str()), message);
+  }
 
   template <typename T>
-  T read(std::string_view field) {
+  T read(const Field& field) {
     static_assert(std::is_trivially_copyable_v<T>);
     if (remaining() < sizeof(T))
       fail(pos_, field,
@@ -48,8 +68,12 @@ class Cursor {
     pos_ += sizeof(T);
     return v;
   }
+  template <typename T>
+  T read(std::string_view field) {
+    return read<T>(Field{field});
+  }
 
-  std::string read_string(std::string_view field) {
+  std::string read_string(const Field& field) {
     const size_t at = pos_;
     const uint64_t len = read<uint64_t>(field);
     if (len > remaining())
@@ -59,6 +83,7 @@ class Cursor {
     pos_ += size_t(len);
     return s;
   }
+  std::string read_string(std::string_view field) { return read_string(Field{field}); }
 
  private:
   const uint8_t* data_;
@@ -69,17 +94,17 @@ class Cursor {
 
 bool is_value_type(uint32_t t) { return t <= uint32_t(ValueType::F64); }
 
-Value read_value(Cursor& in, ValueType type, const std::string& field, int depth);
+Value read_value(Cursor& in, ValueType type, const Field& field, int depth);
 
-Value read_array(Cursor& in, const std::string& field, int depth) {
+Value read_array(Cursor& in, const Field& field, int depth) {
   const size_t at = in.pos();
   if (depth >= gguf::kMaxArrayDepth)
     in.fail(at, field, fmt::format("arrays nested deeper than {} levels", gguf::kMaxArrayDepth));
-  const uint32_t elem = in.read<uint32_t>(field + " element type");
+  const uint32_t elem = in.read<uint32_t>(Field{" element type", &field});
   if (!is_value_type(elem))
     in.fail(at, field, fmt::format("unknown array element type {}", elem));
   const size_t count_at = in.pos();
-  const uint64_t count = in.read<uint64_t>(field + " length");
+  const uint64_t count = in.read<uint64_t>(Field{" length", &field});
   const size_t min_bytes = gguf::min_encoded_bytes(ValueType(elem));
   if (count > in.remaining() / min_bytes)
     in.fail(count_at, field,
@@ -94,11 +119,11 @@ Value read_array(Cursor& in, const std::string& field, int depth) {
   std::vector<Value> items;
   items.reserve(size_t(count));
   for (uint64_t i = 0; i < count; ++i)
-    items.push_back(read_value(in, ValueType(elem), fmt::format("{} item {}", field, i), depth + 1));
+    items.push_back(read_value(in, ValueType(elem), Field{"", &field, i}, depth + 1));
   return Value::array(ValueType(elem), std::move(items));
 }
 
-Value read_value(Cursor& in, ValueType type, const std::string& field, int depth) {
+Value read_value(Cursor& in, ValueType type, const Field& field, int depth) {
   switch (type) {
     case ValueType::U8: return Value::u8(in.read<uint8_t>(field));
     case ValueType::I8: return Value::i8(in.read<int8_t>(field));
@@ -156,11 +181,12 @@ void read_metadata(Cursor& in, uint64_t n_kv, Metadata& metadata) {
     const std::string key_field = fmt::format("metadata key {}", i);
     std::string key = in.read_string(key_field);
     const std::string field = fmt::format("metadata key {} ('{}')", i, key);
+    const Field root{field};
     if (metadata.has(key)) in.fail(at, field, "duplicate key");
     const size_t type_at = in.pos();
-    const uint32_t type = in.read<uint32_t>(field + " type");
+    const uint32_t type = in.read<uint32_t>(Field{" type", &root});
     if (!is_value_type(type)) in.fail(type_at, field, fmt::format("unknown value type {}", type));
-    metadata.set(key, read_value(in, ValueType(type), field, 0));
+    metadata.set(key, read_value(in, ValueType(type), root, 0));
   }
 }
 
