@@ -233,7 +233,9 @@ TEST(JlmContainer, ReadGroupUsesDirectIoAndChecksArguments) {
   struct statfs st {};
   ASSERT_EQ(::statfs(dir.path.c_str(), &st), 0);
   const bool tmpfs = st.f_type == 0x01021994;  // TMPFS_MAGIC
-  if (!tmpfs) EXPECT_TRUE(f.direct_io());
+  if (!tmpfs) {
+    EXPECT_TRUE(f.direct_io());
+  }
   EXPECT_EQ(0, std::memcmp(buffer.get(), f.slice_data(*f.find("token_embd.weight")),
                            f.find("token_embd.weight")->bytes()));
   EXPECT_NE(error_of([&] { f.read_group(99, buffer.get(), 1 << 20); }).find("no page group 99"),
