@@ -284,6 +284,7 @@ CallArgs rest_args(const ArgReader& r, size_t skip, const CallArgs& all) {
 }
 
 Value f_map(Interpreter& in, const Value& v, const ArgReader& r, const CallArgs& all) {
+  if (!v.truthy()) return Value::list();  // jinja2: `if value: for item in value`, so none maps to []
   auto attribute = r.get(size_t(-1), "attribute");
   std::vector<Value> out;
   if (attribute) {
@@ -307,6 +308,7 @@ Value f_map(Interpreter& in, const Value& v, const ArgReader& r, const CallArgs&
 Value select_impl(Interpreter& in, const Value& v, const CallArgs& all, bool by_attribute, bool keep) {
   size_t skip = by_attribute ? 1 : 0;
   if (by_attribute && (all.positional.empty())) throw_error("selectattr/rejectattr: missing attribute name");
+  if (!v.truthy()) return Value::list();  // jinja2 iterates only a truthy subject (none selects nothing)
   std::optional<std::string> test;
   if (all.positional.size() > skip) test = all.positional[skip].str();
   std::vector<Value> out;

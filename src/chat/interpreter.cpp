@@ -180,20 +180,23 @@ Interpreter::Flow Interpreter::exec_for(const Stmt& s, const std::shared_ptr<Sco
     auto iter_scope = std::make_shared<Scope>();
     iter_scope->parent = scope;
     assign_targets(*iter_scope, s, items[size_t(i)]);
+    charge(1);
     Value loop = Value::dict(DictFlavor::Loop);
-    auto& d = loop.dict_ref();
-    d.set(Value::string("index"), Value::integer(i + 1));
-    d.set(Value::string("index0"), Value::integer(i));
-    d.set(Value::string("revindex"), Value::integer(n - i));
-    d.set(Value::string("revindex0"), Value::integer(n - i - 1));
-    d.set(Value::string("first"), Value::boolean(i == 0));
-    d.set(Value::string("last"), Value::boolean(i == n - 1));
-    d.set(Value::string("length"), Value::integer(n));
-    d.set(Value::string("depth"), Value::integer(1));
-    d.set(Value::string("depth0"), Value::integer(0));
-    d.set(Value::string("previtem"), i > 0 ? items[size_t(i - 1)] : Value::undefined("there is no previous item"));
-    d.set(Value::string("nextitem"), i + 1 < n ? items[size_t(i + 1)] : Value::undefined("there is no next item"));
-    d.set(Value::string("cycle"), Value::callable("cycle", [i](Interpreter&, CallArgs& args) {
+    auto& d = loop.dict_ref().items;
+    d.reserve(12);
+    auto field = [&d](const char* name, Value v) { d.emplace_back(Value::string(name), std::move(v)); };
+    field("index", Value::integer(i + 1));
+    field("index0", Value::integer(i));
+    field("revindex", Value::integer(n - i));
+    field("revindex0", Value::integer(n - i - 1));
+    field("first", Value::boolean(i == 0));
+    field("last", Value::boolean(i == n - 1));
+    field("length", Value::integer(n));
+    field("depth", Value::integer(1));
+    field("depth0", Value::integer(0));
+    field("previtem", i > 0 ? items[size_t(i - 1)] : Value::undefined("there is no previous item"));
+    field("nextitem", i + 1 < n ? items[size_t(i + 1)] : Value::undefined("there is no next item"));
+    field("cycle", Value::callable("cycle", [i](Interpreter&, CallArgs& args) {
             if (args.positional.empty()) throw_error("no items for cycling given");
             return args.positional[size_t(i) % args.positional.size()];
           }));

@@ -59,7 +59,7 @@ struct Dumper {
   }
 
   void dump(const Value& v, int level) {
-    if (level > 512) throw_error("tojson: value nested deeper than 512 levels");
+    NestingGuard guard;
     switch (v.kind()) {
       case Kind::None: out += "null"; return;
       case Kind::Bool: out += v.as_bool() ? "true" : "false"; return;

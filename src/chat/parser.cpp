@@ -89,6 +89,12 @@ class Parser {
     ~DepthGuard() { --p.depth_; }
   };
 
+  // A left-deep chain (a + b + c ..., x.a.b.c ..., x|f|g ...) nests the tree one level per link.
+  void chain_link(int& links) {
+    if (++links + depth_ > options_.max_depth)
+      fail(cur(), fmt::format("expression nested deeper than {} levels", options_.max_depth));
+  }
+
   ExprPtr make(ExprKind kind, const Token& at) {
     auto e = std::make_unique<Expr>();
     e->kind = kind;
@@ -115,7 +121,11 @@ class Parser {
       const Token& t = cur();
       switch (t.type) {
         case TokenType::End:
-          if (!end_tags.empty()) fail(t, fmt::format("unexpected end of template, expected '{}'", *end_tags.begin()));
+          if (!end_tags.empty()) {
+            std::string expected;
+            for (const auto& tag : end_tags) expected += (expected.empty() ? "'" : " or '") + tag + "'";
+            fail(t, fmt::format("unexpected end of template, expected {}", expected));
+          }
           return body;
         case TokenType::Text: {
           auto s = make_stmt(StmtKind::Text, t);
@@ -384,7 +394,9 @@ class Parser {
 
   ExprPtr parse_or() {
     ExprPtr left = parse_and();
+    int links = 0;
     while (is_name("or")) {
+      chain_link(links);
       const Token& at = cur();
       advance();
       left = binary(ExprKind::Or, at, std::move(left), parse_and());
@@ -394,7 +406,9 @@ class Parser {
 
   ExprPtr parse_and() {
     ExprPtr left = parse_not();
+    int links = 0;
     while (is_name("and")) {
+      chain_link(links);
       const Token& at = cur();
       advance();
       left = binary(ExprKind::And, at, std::move(left), parse_not());
@@ -419,7 +433,9 @@ class Parser {
     const Token& at = cur();
     ExprPtr first = parse_math1();
     ExprPtr node;
+    int links = 0;
     while (true) {
+      chain_link(links);
       std::string op;
       if (cur().type == TokenType::Operator &&
           (is_op("==") || is_op("!=") || is_op("<") || is_op("<=") || is_op(">") || is_op(">="))) {
@@ -447,7 +463,9 @@ class Parser {
 
   ExprPtr parse_math1() {
     ExprPtr left = parse_concat();
+    int links = 0;
     while (is_op("+") || is_op("-")) {
+      chain_link(links);
       const Token& at = cur();
       std::string op = at.value;
       advance();
@@ -458,7 +476,9 @@ class Parser {
 
   ExprPtr parse_concat() {
     ExprPtr left = parse_math2();
+    int links = 0;
     while (is_op("~")) {
+      chain_link(links);
       const Token& at = cur();
       advance();
       left = binary(ExprKind::Binary, at, std::move(left), parse_math2(), "~");
@@ -468,7 +488,9 @@ class Parser {
 
   ExprPtr parse_math2() {
     ExprPtr left = parse_pow();
+    int links = 0;
     while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
+      chain_link(links);
       const Token& at = cur();
       std::string op = at.value;
       advance();
@@ -479,7 +501,9 @@ class Parser {
 
   ExprPtr parse_pow() {
     ExprPtr left = parse_unary(true);
+    int links = 0;
     while (is_op("**")) {
+      chain_link(links);
       const Token& at = cur();
       advance();
       left = binary(ExprKind::Binary, at, std::move(left), parse_unary(true), "**");
@@ -580,7 +604,9 @@ class Parser {
   }
 
   ExprPtr parse_postfix(ExprPtr node) {
+    int links = 0;
     while (true) {
+      chain_link(links);
       const Token& at = cur();
       if (is_op(".")) {
         advance();
@@ -680,7 +706,9 @@ class Parser {
   }
 
   ExprPtr parse_filter_expr(ExprPtr node) {
+    int links = 0;
     while (true) {
+      chain_link(links);
       if (skip_op("|")) {
         node = parse_filter(std::move(node));
       } else if (is_name("is")) {

@@ -12,6 +12,64 @@
 
 namespace jitllm::chat {
 
+// ---- nesting ----
+
+namespace {
+thread_local int g_nesting = 0;
+// Containers deeper than this are released from a pending list at the outermost release, so
+// destruction never recurses more than kReleaseDepth levels.
+constexpr int kReleaseDepth = 64;
+thread_local int g_release_depth = 0;
+thread_local bool g_draining = false;
+thread_local std::vector<Value> g_pending;
+
+template <typename Clear>
+void release(Clear clear_items) {
+  if (g_release_depth >= kReleaseDepth) {
+    clear_items(&g_pending);
+    return;
+  }
+  ++g_release_depth;
+  clear_items(nullptr);
+  --g_release_depth;
+  if (g_release_depth == 0 && !g_draining) {
+    g_draining = true;
+    while (!g_pending.empty()) {
+      Value v = std::move(g_pending.back());
+      g_pending.pop_back();
+    }
+    g_draining = false;
+  }
+}
+}  // namespace
+
+NestingGuard::NestingGuard() {
+  if (++g_nesting > kMaxNesting) {
+    --g_nesting;
+    throw_error("value nested deeper than {} levels (or containing itself)", kMaxNesting);
+  }
+}
+NestingGuard::~NestingGuard() { --g_nesting; }
+
+ValueList::~ValueList() {
+  release([this](std::vector<Value>* pending) {
+    if (pending)
+      for (auto& v : items) pending->push_back(std::move(v));
+    items.clear();
+  });
+}
+
+ValueDict::~ValueDict() {
+  release([this](std::vector<Value>* pending) {
+    if (pending)
+      for (auto& [k, v] : items) {
+        pending->push_back(std::move(k));
+        pending->push_back(std::move(v));
+      }
+    items.clear();
+  });
+}
+
 // ---- ValueDict ----
 
 Value* ValueDict::find(const Value& key) {
@@ -69,6 +127,7 @@ Value Value::callable(std::string name, NativeFunction fn, bool is_macro) {
 
 template <typename Json>
 static Value value_from_json(const Json& j) {
+  NestingGuard guard;
   switch (j.type()) {
     case nlohmann::json::value_t::null: return Value::none();
     case nlohmann::json::value_t::boolean: return Value::boolean(j.template get<bool>());
@@ -112,7 +171,7 @@ double Value::as_double() const {
 
 const std::string& Value::undefined_hint() const {
   static const std::string empty;
-  if (auto* s = std::get_if<std::string>(&data_)) return *s;
+  if (auto* s = std::get_if<std::shared_ptr<const std::string>>(&data_)) return **s;
   return empty;
 }
 
@@ -240,6 +299,7 @@ std::string Value::repr() const {
     case Kind::Float: return python_float_repr(as_double());
     case Kind::String: return python_string_repr(as_string());
     case Kind::List: {
+      NestingGuard guard;
       const auto& l = list_ref();
       std::string out = l.is_tuple ? "(" : "[";
       for (size_t i = 0; i < l.items.size(); ++i) {
@@ -250,6 +310,7 @@ std::string Value::repr() const {
       return out + (l.is_tuple ? ")" : "]");
     }
     case Kind::Dict: {
+      NestingGuard guard;
       const auto& d = dict_ref();
       std::string out = "{";
       for (size_t i = 0; i < d.items.size(); ++i) {
@@ -276,6 +337,8 @@ bool Value::equals(const Value& other) const {
     return as_int() == other.as_int();
   }
   if (kind_ != other.kind_) return false;
+  if (identity() && identity() == other.identity()) return true;
+  NestingGuard guard;
   switch (kind_) {
     case Kind::Undefined:
     case Kind::None: return true;
@@ -316,6 +379,7 @@ bool python_less(const Value& a, const Value& b) {
   }
   if (a.is_string() && b.is_string()) return a.as_string() < b.as_string();  // UTF-8 order = code point order
   if (a.is_list() && b.is_list()) {
+    NestingGuard guard;
     const auto& x = a.list_ref().items;
     const auto& y = b.list_ref().items;
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
@@ -324,31 +388,6 @@ bool python_less(const Value& a, const Value& b) {
     return x.size() < y.size();
   }
   throw_error("'<' not supported between instances of '{}' and '{}'", python_type(a), python_type(b));
-}
-
-// ---- JSON output ----
-
-nlohmann::ordered_json Value::to_json() const {
-  switch (kind_) {
-    case Kind::None: return nullptr;
-    case Kind::Bool: return as_bool();
-    case Kind::Int: return as_int();
-    case Kind::Float: return as_double();
-    case Kind::String: return as_string();
-    case Kind::List: {
-      auto arr = nlohmann::ordered_json::array();
-      for (const auto& item : list_ref().items) arr.push_back(item.to_json());
-      return arr;
-    }
-    case Kind::Dict: {
-      if (dict_ref().flavor != DictFlavor::Dict)
-        throw_error("Object of type {} is not JSON serializable", python_type(*this));
-      auto obj = nlohmann::ordered_json::object();
-      for (const auto& [k, v] : dict_ref().items) obj[k.str()] = v.to_json();
-      return obj;
-    }
-    default: throw_error("Object of type {} is not JSON serializable", python_type(*this));
-  }
 }
 
 }  // namespace jitllm::chat

@@ -36,6 +36,10 @@ enum class Kind { Undefined, None, Bool, Int, Float, String, List, Dict, Callabl
 struct ValueList {
   std::vector<Value> items;
   bool is_tuple = false;
+  ValueList() = default;
+  ValueList(const ValueList&) = delete;
+  ValueList& operator=(const ValueList&) = delete;
+  ~ValueList();  // iterative: a million-deep nested list must not overflow the stack
 };
 
 // Plain dicts, jinja2 `namespace()` objects (attribute assignment allowed) and loop contexts
@@ -45,6 +49,10 @@ enum class DictFlavor { Dict, Namespace, Loop };
 struct ValueDict {
   std::vector<std::pair<Value, Value>> items;  // insertion order
   DictFlavor flavor = DictFlavor::Dict;
+  ValueDict() = default;
+  ValueDict(const ValueDict&) = delete;
+  ValueDict& operator=(const ValueDict&) = delete;
+  ~ValueDict();
 
   Value* find(const Value& key);
   const Value* find(const Value& key) const;
@@ -65,14 +73,14 @@ class Value {
   Value() = default;  // undefined
   static Value undefined(std::string hint = {}) {
     Value v;
-    v.data_ = std::move(hint);
+    if (!hint.empty()) v.data_ = std::make_shared<const std::string>(std::move(hint));
     return v;
   }
   static Value none() { return Value(Kind::None, std::monostate{}); }
   static Value boolean(bool b) { return Value(Kind::Bool, b); }
   static Value integer(int64_t i) { return Value(Kind::Int, i); }
   static Value number(double d) { return Value(Kind::Float, d); }
-  static Value string(std::string s) { return Value(Kind::String, std::move(s)); }
+  static Value string(std::string s) { return Value(Kind::String, std::make_shared<const std::string>(std::move(s))); }
   static Value list(std::vector<Value> items = {}, bool is_tuple = false);
   static Value dict(DictFlavor flavor = DictFlavor::Dict);
   static Value callable(std::string name, NativeFunction fn, bool is_macro = false);
@@ -96,7 +104,7 @@ class Value {
   bool as_bool() const { return std::get<bool>(data_); }
   int64_t as_int() const;       // Int or Bool
   double as_double() const;     // any number
-  const std::string& as_string() const { return std::get<std::string>(data_); }
+  const std::string& as_string() const { return *std::get<std::shared_ptr<const std::string>>(data_); }
   const std::string& undefined_hint() const;
   ValueList& list_ref() const { return *std::get<std::shared_ptr<ValueList>>(data_); }
   ValueDict& dict_ref() const { return *std::get<std::shared_ptr<ValueDict>>(data_); }
@@ -113,17 +121,26 @@ class Value {
   bool equals(const Value& other) const;
   // jinja2's name for the type in messages ("str object", "dict object").
   std::string type_name() const;
-  // JSON output for tojson (throws for values json.dumps rejects).
-  nlohmann::ordered_json to_json() const;
 
  private:
-  using Data = std::variant<std::monostate, bool, int64_t, double, std::string,
+  // Strings are shared and immutable: templates pass message contents around by value.
+  using Data = std::variant<std::monostate, bool, int64_t, double, std::shared_ptr<const std::string>,
                             std::shared_ptr<ValueList>, std::shared_ptr<ValueDict>,
                             std::shared_ptr<Callable>>;
   template <typename T>
   Value(Kind kind, T data) : kind_(kind), data_(std::move(data)) {}
   Kind kind_ = Kind::Undefined;
   Data data_;  // Undefined keeps its hint ("'x' is undefined") in the string slot
+};
+
+// Bounds the recursion of repr/equals/ordering/JSON over nested (or self-containing) values.
+class NestingGuard {
+ public:
+  NestingGuard();
+  ~NestingGuard();
+  NestingGuard(const NestingGuard&) = delete;
+  NestingGuard& operator=(const NestingGuard&) = delete;
+  static constexpr int kMaxNesting = 1000;
 };
 
 // Python's repr of a float ("1.0", "1e+16", "1e-05", "inf").
