@@ -175,7 +175,7 @@ void read_header(Cursor& in, GgufParsed& out, uint64_t& n_tensors, uint64_t& n_k
                         n_tensors, n_kv, in.remaining()));
 }
 
-void read_metadata(Cursor& in, uint64_t n_kv, Metadata& metadata) {
+void read_metadata(Cursor& in, uint64_t n_kv, Metadata& metadata, size_t& alignment_at) {
   for (uint64_t i = 0; i < n_kv; ++i) {
     const size_t at = in.pos();
     const std::string key_field = fmt::format("metadata key {}", i);
@@ -186,20 +186,21 @@ void read_metadata(Cursor& in, uint64_t n_kv, Metadata& metadata) {
     const size_t type_at = in.pos();
     const uint32_t type = in.read<uint32_t>(Field{" type", &root});
     if (!is_value_type(type)) in.fail(type_at, field, fmt::format("unknown value type {}", type));
+    if (key == gguf::kKeyAlignment) alignment_at = at;
     metadata.set(key, read_value(in, ValueType(type), root, 0));
   }
 }
 
-size_t read_alignment(const Metadata& metadata, const std::string& name) {
+// general.alignment, checked at the end of the KV section; `key_at` is where its KV starts.
+size_t read_alignment(const Cursor& in, const Metadata& metadata, size_t key_at) {
   const Value* v = metadata.find(gguf::kKeyAlignment);
   if (!v) return gguf::kDefaultAlignment;
+  const std::string field = fmt::format("metadata key '{}'", gguf::kKeyAlignment);
   if (!v->is_integer())
-    throw_error("{}: metadata key '{}': expected an integer, got {}", name, gguf::kKeyAlignment,
-                value_type_name(v->type()));
+    in.fail(key_at, field, fmt::format("expected an integer, got {}", value_type_name(v->type())));
   const int64_t a = v->as_i64();
   if (a <= 0 || (a & (a - 1)) != 0 || a > (int64_t(1) << 30))
-    throw_error("{}: metadata key '{}': alignment {} is not a power of two in [1, 2^30]", name,
-                gguf::kKeyAlignment, a);
+    in.fail(key_at, field, fmt::format("alignment {} is not a power of two in [1, 2^30]", a));
   return size_t(a);
 }
 
@@ -307,8 +308,9 @@ GgufParsed parse_gguf(const uint8_t* bytes, size_t size, const std::string& name
   GgufParsed out;
   uint64_t n_tensors = 0, n_kv = 0;
   read_header(in, out, n_tensors, n_kv);
-  read_metadata(in, n_kv, out.metadata);
-  out.alignment = read_alignment(out.metadata, name);
+  size_t alignment_at = 0;
+  read_metadata(in, n_kv, out.metadata, alignment_at);
+  out.alignment = read_alignment(in, out.metadata, alignment_at);
   std::vector<TensorRecord> records;
   read_tensor_infos(in, n_tensors, out.tensors, records);
   const size_t end = in.pos();

@@ -271,7 +271,9 @@ TEST(GgufHostile, Alignment) {
       if (type == 8) w.str("32"); else w.put<uint32_t>(uint32_t(value));
     }, 1).bytes.b;
   };
-  EXPECT_HAS(parse_error(with_align(4, 0)), "general.alignment");
+  // The KV starts right after the two built-in keys: 24 + (8+20+4+8+5) + (8+12+4+8+4) = 105.
+  EXPECT_HAS(parse_error(with_align(4, 0)),
+             "x.gguf: offset 105: metadata key 'general.alignment': alignment 0 is not a power");
   EXPECT_HAS(parse_error(with_align(4, 48)), "alignment 48 is not a power of two");
   EXPECT_HAS(parse_error(with_align(8, 0)), "'general.alignment': expected an integer, got string");
   // Alignment 64: offset 512 is fine; the data section starts on a 64-byte boundary.
