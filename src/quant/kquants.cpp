@@ -194,7 +194,7 @@ void pack_2bit(const uint8_t* L, uint8_t* qs) {
 }
 
 // Q4_K/Q5_K: quantizes the 8 group scales and mins to 6 bits, packs them into 12 bytes and sets
-// d/dmin; returns nothing, the caller re-derives the levels from the stored values.
+// d/dmin. The caller then re-derives the levels from these stored (rounded) values.
 template <typename Block>
 void store_scales_mins(const float* scales, const float* mins, Block& y) {
   float max_scale = 0, max_min = 0;
