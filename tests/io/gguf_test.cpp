@@ -168,6 +168,25 @@ TEST(Gguf, RoundTripEveryFixture) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(Gguf, RoundTripTokenizerAndPydocFilesAndRewriteIsDeterministic) {
+  const std::string dir = temp_dir();
+  for (const char* rel : {"tokenizer/ggml-vocab-llama-spm.gguf", "tokenizer/ggml-vocab-gpt-2.gguf",
+                          "tokenizer/ggml-vocab-bert-bge.gguf", "pydoc-llama/pydoc-llama.Q8_0.gguf"}) {
+    SCOPED_TRACE(rel);
+    GgufFile a = GgufFile::open(oracle_path(rel));
+    write_gguf(dir + "/one.gguf", a.metadata(), a.tensors(), a.alignment());
+    GgufFile b = GgufFile::open(dir + "/one.gguf");
+    EXPECT_TRUE(a.metadata() == b.metadata());
+    ASSERT_EQ(a.tensors().size(), b.tensors().size());
+    for (size_t i = 0; i < a.tensors().size(); ++i)
+      EXPECT_EQ(std::memcmp(a.tensors()[i].data, b.tensors()[i].data, a.tensors()[i].bytes), 0);
+    // Writing what was read back gives the same bytes again.
+    write_gguf(dir + "/two.gguf", b.metadata(), b.tensors(), b.alignment());
+    EXPECT_EQ(testing::read_bytes(dir + "/one.gguf"), testing::read_bytes(dir + "/two.gguf"));
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // Writes `src` as a split set the way llama.cpp's gguf-split does: every part carries split.no
 // (u16), split.count (u16) and split.tensors.count (i32); the first part also the model metadata.
 std::vector<std::string> write_split(const GgufFile& src, const std::string& prefix, int parts,
