@@ -3,6 +3,8 @@
 // quantized fixture: the tensor's type comes from that fixture (Q4_K_M mixes Q4_K and Q6_K, ...)
 // and is cross-checked against fixtures.json. Every format is expected to be byte-identical; if a
 // K-quant tensor ever is not, it must at least be as accurate (RMS vs F32 <= 1.02x llama.cpp's).
+// The trained pydoc-llama is checked the same way against convert_hf_to_gguf.py's F16 and Q8_0
+// (gguf-py's numpy quantizer: an implementation independent of ggml's C code).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -93,6 +95,34 @@ TEST_P(FixtureRequantize, MatchesLlamaQuantizeBytes) {
   for (const auto& [type, counts] : per_type)
     std::printf("[ %-7s ] %-6s %d/%d tensors byte-identical\n", fixture.c_str(), type.c_str(),
                 counts.first, counts.second);
+}
+
+TEST(TrainedModelRequantize, MatchesConvertHfToGgufBytes) {
+  const GgufFile f32 = GgufFile::open(oracle_path("pydoc-llama/pydoc-llama.F32.gguf"));
+  for (const char* format : {"F16", "Q8_0"}) {
+    const GgufFile converted =
+        GgufFile::open(oracle_path(std::string("pydoc-llama/pydoc-llama.") + format + ".gguf"));
+    int quantized_tensors = 0;
+    std::vector<uint8_t> ours;
+    for (const TensorInfo& src : f32.tensors()) {
+      const TensorInfo& theirs = converted.tensor(src.name);
+      ASSERT_EQ(theirs.shape, src.shape) << src.name;
+      if (theirs.type == QuantType::F32) continue;  // norms stay F32
+      ASSERT_EQ(src.type, QuantType::F32) << src.name;
+      const int64_t row_len = src.row_length(), rows = src.rows();
+      const size_t stride = row_bytes(theirs.type, row_len);
+      ASSERT_EQ(theirs.bytes, stride * size_t(rows)) << src.name;
+      ours.assign(theirs.bytes, 0);
+      const auto* x = reinterpret_cast<const float*>(src.data);
+      for (int64_t r = 0; r < rows; ++r)
+        quantize_row(theirs.type, x + r * row_len, ours.data() + r * stride, row_len);
+      EXPECT_EQ(0, std::memcmp(ours.data(), theirs.data, theirs.bytes))
+          << format << " " << src.name << " (" << quant_name(theirs.type) << ")";
+      ++quantized_tensors;
+    }
+    EXPECT_GT(quantized_tensors, 0) << format;
+    std::printf("[ pydoc %-4s ] %d tensors byte-identical\n", format, quantized_tensors);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllFixtures, FixtureRequantize,
