@@ -67,15 +67,15 @@ class SpmSession {
  private:
   void try_add_bigram(int left, int right) {
     if (left == -1 || right == -1) return;
-    const std::string text(symbols_[size_t(left)].text,
-                           symbols_[size_t(left)].n + symbols_[size_t(right)].n);
+    const std::string_view text(symbols_[size_t(left)].text,
+                                symbols_[size_t(left)].n + symbols_[size_t(right)].n);
     const TokenId id = vocab_.find(text);
     if (id == kNoToken) return;
     queue_.push({left, right, vocab_.tokens[size_t(id)].score, text.size()});
   }
 
   void resegment(const Symbol& symbol, std::vector<TokenId>& out) {
-    const std::string text(symbol.text, symbol.n);
+    const std::string_view text(symbol.text, symbol.n);
     const TokenId id = vocab_.find(text);
     if (id != kNoToken) {
       out.push_back(id);

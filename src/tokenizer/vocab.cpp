@@ -19,9 +19,8 @@ const TokenData& Vocab::at(TokenId id) const {
 bool Vocab::is_eog(TokenId id) const { return std::binary_search(eog.begin(), eog.end(), id); }
 
 int32_t Vocab::merge_rank(std::string_view left, std::string_view right) const {
-  std::string key;
-  key.reserve(left.size() + right.size() + 1);
-  key.append(left).push_back('\xFF');
+  thread_local std::string key;  // reused: this runs for every adjacent pair
+  key.assign(left).push_back('\xFF');
   key.append(right);
   auto it = merge_ranks.find(key);
   return it == merge_ranks.end() ? -1 : it->second;

@@ -42,15 +42,22 @@ struct TokenData {
   uint32_t attr = kAttrNormal;
 };
 
+// Hash that accepts std::string_view, so lookups by a slice of the input build no string.
+struct TextHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+using TextMap = std::unordered_map<std::string, TokenId, TextHash, std::equal_to<>>;
+
 struct Vocab {
   VocabType type = VocabType::Spm;
   std::string model;  // tokenizer.ggml.model
   std::string pre;    // tokenizer.ggml.pre ("" when absent)
 
   std::vector<TokenData> tokens;                     // [n_vocab]
-  std::unordered_map<std::string, TokenId> text_to_id;
+  TextMap text_to_id;
   // BPE merges: key = left + '\xFF' + right (0xFF never occurs in UTF-8), value = rank.
-  std::unordered_map<std::string, int32_t> merge_ranks;
+  std::unordered_map<std::string, int32_t, TextHash, std::equal_to<>> merge_ranks;
   size_t max_token_bytes = 0;
 
   TokenId bos = kNoToken, eos = kNoToken, eot = kNoToken, eom = kNoToken, unk = kNoToken;
@@ -68,7 +75,7 @@ struct Vocab {
 
   size_t size() const { return tokens.size(); }
   TokenId find(std::string_view text) const {
-    auto it = text_to_id.find(std::string(text));
+    auto it = text_to_id.find(text);
     return it == text_to_id.end() ? kNoToken : it->second;
   }
   const TokenData& at(TokenId id) const;  // throws naming the id
