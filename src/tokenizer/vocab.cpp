@@ -76,6 +76,17 @@ const std::vector<std::string> kEogTexts = {
     "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>",
     "<end_of_utterance>"};
 
+// Reads an array key through `convert`, adding the key name to a type error.
+template <typename F>
+auto read_array(const Metadata& md, const std::string& key, F convert) {
+  const Value& value = md.at(key);
+  try {
+    return convert(value);
+  } catch (const Error& e) {
+    rethrow_with_context(e, key);
+  }
+}
+
 bool contains(const std::vector<std::string>& list, const std::string& text) {
   return std::find(list.begin(), list.end(), text) != list.end();
 }
@@ -113,20 +124,23 @@ Vocab load_vocab(const Metadata& md) {
   v.add_space_prefix = md.get_bool_or("tokenizer.ggml.add_space_prefix", v.add_space_prefix);
 
   // Tokens, scores, types.
-  const std::vector<std::string> texts = md.at("tokenizer.ggml.tokens").as_string_vector();
+  const std::vector<std::string> texts = read_array(
+      md, "tokenizer.ggml.tokens", [](const Value& v) { return v.as_string_vector(); });
   if (texts.empty()) throw_error("tokenizer.ggml.tokens is empty");
   if (texts.size() > size_t(INT32_MAX)) throw_error("tokenizer.ggml.tokens: too many tokens");
   const size_t n = texts.size();
   std::vector<float> scores;
-  if (const Value* s = md.find("tokenizer.ggml.scores")) {
-    scores = s->as_f32_vector();
+  if (md.has("tokenizer.ggml.scores")) {
+    scores = read_array(md, "tokenizer.ggml.scores",
+                        [](const Value& v) { return v.as_f32_vector(); });
     if (scores.size() != n)
       throw_error("tokenizer.ggml.scores has {} entries, tokenizer.ggml.tokens has {}",
                   scores.size(), n);
   }
   std::vector<int64_t> types;
-  if (const Value* t = md.find("tokenizer.ggml.token_type")) {
-    types = t->as_i64_vector();
+  if (md.has("tokenizer.ggml.token_type")) {
+    types = read_array(md, "tokenizer.ggml.token_type",
+                       [](const Value& v) { return v.as_i64_vector(); });
     if (types.size() != n)
       throw_error("tokenizer.ggml.token_type has {} entries, tokenizer.ggml.tokens has {}",
                   types.size(), n);
@@ -143,7 +157,8 @@ Vocab load_vocab(const Metadata& md) {
   }
 
   if (v.type == VocabType::Bpe) {
-    const std::vector<std::string> merges = md.at("tokenizer.ggml.merges").as_string_vector();
+    const std::vector<std::string> merges = read_array(
+        md, "tokenizer.ggml.merges", [](const Value& v) { return v.as_string_vector(); });
     v.merge_ranks.reserve(merges.size());
     for (size_t i = 0; i < merges.size(); ++i) {
       const std::string& m = merges[i];
