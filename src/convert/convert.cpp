@@ -2,6 +2,8 @@
 // (load -> optional format conversion -> write -> release), then commits (see convert.h).
 #include "convert/convert.h"
 
+#include <filesystem>
+
 #include "convert/requantize.h"
 #include "core/error.h"
 #include "io/jlm_writer.h"
@@ -10,6 +12,9 @@ namespace jitllm {
 
 ConvertResult convert_to_jlm(const std::string& input, const std::string& output,
                              const ConvertOptions& options) {
+  std::error_code ec;
+  if (std::filesystem::exists(output, ec) && std::filesystem::equivalent(input, output, ec))
+    throw_error("{}: the output is the input; write the .jlm to another path", output);
   const ConvertSource source = open_convert_source(input, options.source);
   return convert_source_to_jlm(source, output, options);
 }

@@ -342,6 +342,13 @@ TEST(Convert, BadInputsGiveClearErrors) {
   EXPECT_NE(arch.find("GPT2LMHeadModel"), std::string::npos) << arch;
   EXPECT_NE(arch.find("LlamaForCausalLM"), std::string::npos) << arch;
   EXPECT_NE(error_of([] { parse_target_type("q9_9"); }).find("--type q9_9"), std::string::npos);
+  // Converting a file onto itself is refused before anything is written.
+  const std::string self = dir.file("self.jlm");
+  convert_to_jlm(oracle_path("models/synth-llama.Q4_0.gguf"), self);
+  const auto size = fs::file_size(self);
+  EXPECT_NE(error_of([&] { convert_to_jlm(self, self); }).find("the output is the input"),
+            std::string::npos);
+  EXPECT_EQ(fs::file_size(self), size);
   EXPECT_EQ(parse_target_type("keep"), std::nullopt);
 }
 
