@@ -17,6 +17,18 @@ void Session::clear() {
   tokens_.clear();
 }
 
+void Session::truncate(int64_t n) {
+  if (n < 0 || n > position())
+    throw_error("truncate: {} is outside the session's {} tokens", n, position());
+  tokens_.resize(size_t(n));
+  const int64_t per_page = pool_.layout().page_tokens;
+  const size_t keep = size_t((n + per_page - 1) / per_page);
+  while (pages_.size() > keep) {
+    pool_.release(pages_.back());
+    pages_.pop_back();
+  }
+}
+
 void Session::reserve(int64_t n) {
   const int64_t need = position() + n;
   if (need > n_ctx_)

@@ -23,6 +23,9 @@ class Session {
   const std::vector<int32_t>& tokens() const { return tokens_; }
   // Forgets everything (position 0) and returns the pages to the pool.
   void clear();
+  // Keeps the first n tokens (their KV stays valid) and forgets the rest, e.g. to re-run a chat
+  // turn from where the re-rendered conversation diverges.
+  void truncate(int64_t n);
 
   // Engine internals: make room for `n` more positions (throws on context overflow), expose the
   // pages, record accepted tokens.
