@@ -1,7 +1,11 @@
 // A pool of persistent worker threads for data-parallel loops (rows of a matmul, heads of
 // attention). The calling thread takes part as worker 0, so a pool of N threads uses N-1 helpers.
+// Workers are pinned to the CPUs the process may use (one each, when there are enough; set
+// JITLLM_PIN=0 to leave them floating), spin for a short while after each job so the next one
+// (decode issues hundreds per token) starts without a wake-up, then park on a condition variable.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -39,12 +43,15 @@ class ThreadPool {
 
   int n_threads_ = 1;
   std::vector<std::thread> workers_;
+  std::vector<int> cpus_;  // CPUs to pin worker i to (cpus_[i]); empty: no pinning
   std::mutex mutex_;
-  std::condition_variable start_cv_, done_cv_;
+  std::condition_variable start_cv_;
   const std::function<void(int, int)>* job_ = nullptr;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stopping_ = false;
+  // Each on its own cache line: workers poll generation_ while the caller polls pending_.
+  alignas(64) std::atomic<uint64_t> generation_{0};
+  alignas(64) std::atomic<int> pending_{0};
+  alignas(64) std::atomic<int> sleepers_{0};
+  std::atomic<bool> stopping_{false};
 };
 
 }  // namespace jitllm

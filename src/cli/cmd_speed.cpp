@@ -1,0 +1,192 @@
+// `jitllm speed -m MODEL -p 512 -n 128 -r R [-t N] [--ttft] [--devices cpu] [--kernels K]`:
+// prefill and decode throughput on fresh sessions, printed as `pp512: X tok/s` / `tg128: Y tok/s`
+// lines (what bench/ab's `auto` parser reads), plus bytes read per decoded token, the GB/s that
+// implies, and that as a share of a read-bandwidth wall measured here in the same process.
+#include <fmt/format.h>
+#include <immintrin.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/jit_kernels.h"
+#include "cli/command.h"
+#include "core/aligned_buffer.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "runtime/engine.h"
+#include "runtime/model_loader.h"
+
+namespace jitllm::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double secs(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+struct SpeedOptions {
+  std::string model;
+  int prompt = 512, gen = 128, reps = 3, threads = 0;
+  bool ttft = false;
+  std::string devices = "cpu";
+  std::string kernels = "jit";
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Streaming read bandwidth of all pool threads over a buffer much larger than the caches (best of
+// 3): the memory wall that decode, which reads every weight once per token, runs against.
+double read_wall_gbs() {
+  const size_t bytes = size_t(1) << 30;
+  AlignedPtr<uint8_t> buf = make_aligned<uint8_t>(bytes, 4096);  // zero-filled: pages are touched
+  ThreadPool& pool = ThreadPool::global();
+  double best = 0;
+  std::vector<uint64_t> sink(size_t(pool.size()) * 8);
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto t0 = Clock::now();
+    pool.run([&](int ti, int nt) {
+      const size_t chunk = bytes / size_t(nt) / 256 * 256;
+      const auto* p = reinterpret_cast<const __m256i*>(buf.get() + chunk * size_t(ti));
+      __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+      for (size_t i = 0; i < chunk / 32; i += 8) {
+        a0 = _mm256_add_epi64(a0, _mm256_add_epi64(_mm256_load_si256(p + i), _mm256_load_si256(p + i + 1)));
+        a1 = _mm256_add_epi64(a1, _mm256_add_epi64(_mm256_load_si256(p + i + 2), _mm256_load_si256(p + i + 3)));
+        a2 = _mm256_add_epi64(a2, _mm256_add_epi64(_mm256_load_si256(p + i + 4), _mm256_load_si256(p + i + 5)));
+        a3 = _mm256_add_epi64(a3, _mm256_add_epi64(_mm256_load_si256(p + i + 6), _mm256_load_si256(p + i + 7)));
+      }
+      const __m256i s = _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3));
+      sink[size_t(ti) * 8] = uint64_t(_mm256_extract_epi64(s, 0));
+    });
+    const double dt = secs(t0, Clock::now());
+    best = std::max(best, double(bytes / size_t(pool.size()) / 256 * 256 * size_t(pool.size())) / dt / 1e9);
+  }
+  return best;
+}
+
+// Weight bytes one decoded token reads: every matrix and vector once, except the embedding table
+// (one row) unless it is also the output head (tied).
+double bytes_per_token(const ModelFile& f) {
+  const bool tied = f.find("output.weight") == nullptr;
+  double b = 0;
+  for (const TensorInfo& t : f.tensors) {
+    if (t.name == "token_embd.weight" && !tied)
+      b += double(t.bytes) / double(std::max<int64_t>(1, t.rows()));
+    else
+      b += double(t.bytes);
+  }
+  return b;
+}
+
+int run_speed(const SpeedOptions& o) {
+  if (o.devices != "cpu") throw_error("-devices {}: only cpu is available in this build", o.devices);
+  if (o.prompt < 0 || o.gen < 0 || o.reps < 1) throw_error("-p, -n must be >= 0 and -r >= 1");
+  const auto t_start = Clock::now();
+  if (o.threads > 0) ThreadPool::set_global_threads(o.threads);
+  ThreadPool& pool = ThreadPool::global();
+
+  const auto t_open0 = Clock::now();
+  std::shared_ptr<const ModelFile> file = load_model_file(o.model);
+  const auto t_open1 = Clock::now();
+  EngineOptions eo;
+  eo.kernels = &cpu_kernels_by_name(o.kernels);
+  eo.n_batch = std::max(1, o.prompt);
+  Engine engine(file, eo);
+  const auto t_engine = Clock::now();
+  const int64_t n_vocab = engine.config().n_vocab;
+  const int64_t n_ctx = int64_t(o.prompt) + o.gen + 8;
+
+  std::mt19937 rng(1234);
+  std::uniform_int_distribution<int32_t> tok(0, int32_t(n_vocab - 1));
+  auto prompt_tokens = [&](int n) {
+    std::vector<int32_t> t(static_cast<size_t>(n));
+    for (auto& v : t) v = tok(rng);
+    return t;
+  };
+
+  if (o.ttft) {
+    // A cold first prompt on this engine: the first step also emits the kernels it needs.
+    auto s = engine.new_session(n_ctx);
+    const auto p = prompt_tokens(std::max(1, o.prompt));
+    const auto t0 = Clock::now();
+    auto logits = engine.prefill(*s, p, false);
+    const auto t1 = Clock::now();
+    const int32_t first = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    const auto t2 = Clock::now();
+    fmt::print("load: open {:.3f} s, engine {:.3f} s\n", secs(t_open0, t_open1), secs(t_open1, t_engine));
+    fmt::print("ready (process start to engine ready): {:.3f} s\n", secs(t_start, t_engine));
+    fmt::print("first token {} after prefill of {} tokens: {:.3f} s (sample {:.6f} s)\n", first,
+               p.size(), secs(t0, t2), secs(t1, t2));
+    fmt::print("ready-to-first-token: {:.3f} s\n", secs(t_engine, t2));
+  }
+
+  // Warm-up: page the weights in and emit every kernel before timing.
+  {
+    auto s = engine.new_session(n_ctx);
+    if (o.prompt > 0) engine.prefill(*s, prompt_tokens(std::min(o.prompt, 64)), false);
+    engine.decode(*s, 1);
+  }
+  std::vector<double> pp, tg;
+  for (int r = 0; r < o.reps; ++r) {
+    if (o.prompt > 0) {
+      auto s = engine.new_session(n_ctx);
+      const auto p = prompt_tokens(o.prompt);
+      const auto t0 = Clock::now();
+      engine.prefill(*s, p, false);
+      pp.push_back(double(o.prompt) / secs(t0, Clock::now()));
+    }
+    if (o.gen > 0) {
+      // As llama-bench's tg: generation from an empty context, one token per step.
+      auto s = engine.new_session(n_ctx);
+      int32_t t = 1;
+      const auto t0 = Clock::now();
+      for (int i = 0; i < o.gen; ++i) {
+        const auto logits = engine.decode(*s, t);
+        t = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      }
+      tg.push_back(double(o.gen) / secs(t0, Clock::now()));
+    }
+  }
+  fmt::print("model: {} ({}), kernels: {}, threads: {}\n", file->path, engine.config().n_layer,
+             eo.kernels->name(), pool.size());
+  auto list = [](const std::vector<double>& v) {
+    std::string s;
+    for (double x : v) s += fmt::format("{}{:.2f}", s.empty() ? "" : " ", x);
+    return s;
+  };
+  if (!pp.empty()) fmt::print("pp{}: {:.2f} tok/s  (runs: {})\n", o.prompt, median(pp), list(pp));
+  if (!tg.empty()) {
+    const double tps = median(tg);
+    const double bpt = bytes_per_token(*file);
+    const double gbs = bpt * tps / 1e9;
+    const double wall = read_wall_gbs();
+    fmt::print("tg{}: {:.2f} tok/s  (runs: {})\n", o.gen, tps, list(tg));
+    fmt::print("decode: {:.1f} MB read per token, {:.1f} GB/s = {:.0f}% of the {:.1f} GB/s read wall "
+               "measured with {} threads\n",
+               bpt / 1e6, gbs, 100.0 * gbs / wall, wall, pool.size());
+  }
+  return 0;
+}
+
+const RegisterCommand kRegister{Command{
+    "speed", "Prefill / decode throughput of a model (llama-bench style pp/tg)",
+    [](CLI::App& app) -> std::function<int()> {
+      auto o = std::make_shared<SpeedOptions>();
+      app.add_option("-m,--model", o->model, "model file (.gguf / .jlm)")->required();
+      app.add_option("-p,--prompt", o->prompt, "prompt tokens per prefill (default 512)");
+      app.add_option("-n,--gen", o->gen, "decoded tokens (default 128)");
+      app.add_option("-r,--reps", o->reps, "repetitions, the median is printed (default 3)");
+      app.add_option("-t,--threads", o->threads, "threads (default: JITLLM_CORES or all cores)");
+      app.add_flag("--ttft", o->ttft, "print load, ready and time-to-first-token phases");
+      app.add_option("--devices", o->devices, "devices (cpu)");
+      app.add_option("--kernels", o->kernels, "jit (default) or reference");
+      return [o] { return run_speed(*o); };
+    }}};
+
+}  // namespace
+}  // namespace jitllm::cli

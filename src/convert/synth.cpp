@@ -1,0 +1,273 @@
+// Synthetic GGUF writer: shape table, per-tensor format mixes (llama-quantize's choices for
+// Q4_K_M), random valid blocks, tokenizer metadata llama.cpp accepts (an SPM vocab of byte tokens
+// plus filler pieces, sized to the shape's n_vocab).
+#include "convert/synth.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "core/aligned_buffer.h"
+#include "core/error.h"
+#include "core/fp16.h"
+#include "io/gguf.h"
+#include "io/metadata.h"
+#include "io/tensor_info.h"
+
+namespace jitllm {
+
+namespace {
+
+uint64_t next(uint64_t& s) {  // splitmix64: fast, and the same stream on every machine
+  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+float uniform(uint64_t& s, float lo, float hi) {
+  return lo + (hi - lo) * float(next(s) >> 40) * (1.0f / 16777216.0f);
+}
+
+void put_half(uint8_t* p, float v) {
+  const uint16_t h = f32_to_fp16(v);
+  std::memcpy(p, &h, 2);
+}
+
+bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+}  // namespace
+
+const std::vector<SynthShape>& synth_shapes() {
+  static const std::vector<SynthShape> shapes = {
+      // name, arch, n_embd, n_ff, n_layer, n_head, n_head_kv, head_dim, n_vocab, n_ctx, rope,
+      // tied, qkv_bias, qk_norm
+      {"tiny", "llama", 256, 768, 2, 4, 2, 64, 512, 2048, 10000.0f, false, false, false},
+      {"llama-3.2-1b", "llama", 2048, 8192, 16, 32, 8, 64, 128256, 131072, 500000.0f, true, false,
+       false},
+      {"llama-3.2-3b", "llama", 3072, 8192, 28, 24, 8, 128, 128256, 131072, 500000.0f, true, false,
+       false},
+      {"llama-3.1-8b", "llama", 4096, 14336, 32, 32, 8, 128, 128256, 131072, 500000.0f, false,
+       false, false},
+      {"qwen2.5-7b", "qwen2", 3584, 18944, 28, 28, 4, 128, 152064, 32768, 1000000.0f, false, true,
+       false},
+      {"qwen3-8b", "qwen3", 4096, 12288, 36, 32, 8, 128, 151936, 40960, 1000000.0f, false, false,
+       true},
+  };
+  return shapes;
+}
+
+const SynthShape& synth_shape(const std::string& name) {
+  std::string known;
+  for (const SynthShape& s : synth_shapes()) {
+    if (s.name == name) return s;
+    known += (known.empty() ? "" : ", ") + s.name;
+  }
+  throw_error("--shape {}: unknown (known: {})", name, known);
+}
+
+const std::vector<std::string>& synth_mixes() {
+  static const std::vector<std::string> mixes = {"f16", "q8_0", "q4_0", "q6_k", "q4_k_m"};
+  return mixes;
+}
+
+QuantType synth_tensor_type(const std::string& mix, const std::string& name, int layer,
+                            int n_layer) {
+  const bool output = name == "output.weight";
+  if (mix == "f16") return QuantType::F16;
+  if (mix == "q8_0") return QuantType::Q8_0;
+  if (mix == "q6_k") return QuantType::Q6_K;
+  if (mix == "q4_0") return output ? QuantType::Q6_K : QuantType::Q4_0;
+  if (mix == "q4_k_m") {
+    if (output) return QuantType::Q6_K;
+    const bool more = layer >= 0 && use_more_bits(layer, n_layer);
+    if (more && (name.ends_with("attn_v.weight") || name.ends_with("ffn_down.weight")))
+      return QuantType::Q6_K;
+    return QuantType::Q4_K;
+  }
+  std::string known;
+  for (const auto& m : synth_mixes()) known += (known.empty() ? "" : ", ") + m;
+  throw_error("--type {}: unknown mix (known: {})", mix, known);
+}
+
+void fill_random_blocks(QuantType type, uint8_t* dst, size_t n_blocks, uint64_t& rng) {
+  const size_t bb = quant_traits(type).block_bytes;
+  const size_t total = bb * n_blocks;
+  // Random bits everywhere first (every bit pattern of a quant field is a valid level) ...
+  size_t i = 0;
+  for (; i + 8 <= total; i += 8) {
+    const uint64_t v = next(rng);
+    std::memcpy(dst + i, &v, 8);
+  }
+  for (; i < total; ++i) dst[i] = uint8_t(next(rng));
+  // ... then the scale fields (and plain floats) overwritten with finite values.
+  for (size_t b = 0; b < n_blocks; ++b) {
+    uint8_t* p = dst + b * bb;
+    switch (type) {
+      case QuantType::F32: {
+        const float v = uniform(rng, -0.05f, 0.05f);
+        std::memcpy(p, &v, 4);
+        break;
+      }
+      case QuantType::F16: put_half(p, uniform(rng, -0.05f, 0.05f)); break;
+      case QuantType::BF16: {
+        const uint16_t h = f32_to_bf16(uniform(rng, -0.05f, 0.05f));
+        std::memcpy(p, &h, 2);
+        break;
+      }
+      case QuantType::Q8_0:
+        put_half(p, uniform(rng, 2e-4f, 4e-4f));
+        for (int j = 0; j < 32; ++j)
+          if (p[2 + j] == 0x80) p[2 + j] = 0x81;  // levels are -127..127
+        break;
+      case QuantType::Q4_0:
+      case QuantType::Q5_0:
+      case QuantType::IQ4_NL: put_half(p, uniform(rng, 2e-3f, 6e-3f)); break;
+      case QuantType::Q4_1:
+      case QuantType::Q5_1:
+        put_half(p, uniform(rng, 2e-3f, 6e-3f));
+        put_half(p + 2, uniform(rng, -0.05f, -0.02f));
+        break;
+      case QuantType::MXFP4: p[0] = uint8_t(118 + next(rng) % 4); break;
+      case QuantType::Q2_K: put_half(p + 80, 1e-3f); put_half(p + 82, 1e-3f); break;
+      case QuantType::Q3_K: put_half(p + 108, 5e-4f); break;
+      case QuantType::Q4_K:
+      case QuantType::Q5_K:
+        put_half(p, uniform(rng, 1e-4f, 2e-4f));
+        put_half(p + 2, uniform(rng, 1e-4f, 2e-4f));
+        break;
+      case QuantType::Q6_K: put_half(p + 208, uniform(rng, 2e-5f, 4e-5f)); break;
+      default: throw_error("synth: no random block generator for {}", quant_name(type));
+    }
+  }
+}
+
+uint64_t write_synth_model(const std::string& path, const std::string& shape_name,
+                           const std::string& mix, uint64_t seed) {
+  const SynthShape& s = synth_shape(shape_name);
+  synth_tensor_type(mix, "x", -1, 1);  // validates the mix name before any work
+  Metadata md;
+  const std::string a = s.arch;
+  md.set("general.architecture", Value::string(a));
+  md.set("general.name", Value::string("jitllm-synth-" + s.name + "-" + mix));
+  md.set("general.quantization_version", Value::u32(2));
+  md.set(a + ".block_count", Value::u32(uint32_t(s.n_layer)));
+  md.set(a + ".context_length", Value::u32(uint32_t(s.n_ctx)));
+  md.set(a + ".embedding_length", Value::u32(uint32_t(s.n_embd)));
+  md.set(a + ".feed_forward_length", Value::u32(uint32_t(s.n_ff)));
+  md.set(a + ".attention.head_count", Value::u32(uint32_t(s.n_head)));
+  md.set(a + ".attention.head_count_kv", Value::u32(uint32_t(s.n_head_kv)));
+  md.set(a + ".attention.key_length", Value::u32(uint32_t(s.head_dim)));
+  md.set(a + ".attention.value_length", Value::u32(uint32_t(s.head_dim)));
+  md.set(a + ".rope.dimension_count", Value::u32(uint32_t(s.head_dim)));
+  md.set(a + ".rope.freq_base", Value::f32(s.rope_base));
+  md.set(a + ".attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
+  md.set(a + ".vocab_size", Value::u32(uint32_t(s.n_vocab)));
+
+  // SPM vocab: <unk> <s> </s>, the 256 byte tokens, then unique filler pieces.
+  std::vector<std::string> tokens;
+  std::vector<float> scores;
+  std::vector<int32_t> types;
+  tokens = {"<unk>", "<s>", "</s>"};
+  types = {2, 3, 3};
+  for (int b = 0; b < 256; ++b) {
+    tokens.push_back(fmt::format("<0x{:02X}>", b));
+    types.push_back(6);
+  }
+  for (int64_t i = int64_t(tokens.size()); i < s.n_vocab; ++i) {
+    tokens.push_back(fmt::format("\xe2\x96\x81t{}", i));
+    types.push_back(1);
+  }
+  for (size_t i = 0; i < tokens.size(); ++i) scores.push_back(i < 259 ? 0.0f : -float(i));
+  md.set("tokenizer.ggml.model", Value::string("llama"));
+  md.set("tokenizer.ggml.pre", Value::string("default"));
+  md.set("tokenizer.ggml.tokens", Value::string_array(tokens));
+  md.set("tokenizer.ggml.scores", Value::f32_array(scores));
+  md.set("tokenizer.ggml.token_type", Value::i32_array(types));
+  md.set("tokenizer.ggml.bos_token_id", Value::u32(1));
+  md.set("tokenizer.ggml.eos_token_id", Value::u32(2));
+  md.set("tokenizer.ggml.unknown_token_id", Value::u32(0));
+  md.set("tokenizer.ggml.add_bos_token", Value::boolean(true));
+  md.set("tokenizer.ggml.add_eos_token", Value::boolean(false));
+
+  struct Spec {
+    std::string name;
+    QuantType type;
+    std::vector<int64_t> shape;
+    bool norm;  // all ones
+  };
+  std::vector<Spec> specs;
+  const int nl = int(s.n_layer);
+  auto matrix = [&](const std::string& name, int layer, int64_t cols, int64_t rows) {
+    const bool as_output = name == "output.weight" || (s.tied && name == "token_embd.weight");
+    specs.push_back({name, synth_tensor_type(mix, as_output ? "output.weight" : name, layer, nl),
+                     {cols, rows}, false});
+  };
+  auto vec = [&](const std::string& name, int64_t n, bool norm) {
+    specs.push_back({name, QuantType::F32, {n}, norm});
+  };
+  const int64_t q_dim = s.n_head * s.head_dim, kv_dim = s.n_head_kv * s.head_dim;
+  matrix("token_embd.weight", -1, s.n_embd, s.n_vocab);
+  for (int il = 0; il < nl; ++il) {
+    const std::string p = fmt::format("blk.{}.", il);
+    vec(p + "attn_norm.weight", s.n_embd, true);
+    matrix(p + "attn_q.weight", il, s.n_embd, q_dim);
+    matrix(p + "attn_k.weight", il, s.n_embd, kv_dim);
+    matrix(p + "attn_v.weight", il, s.n_embd, kv_dim);
+    if (s.qkv_bias) {
+      vec(p + "attn_q.bias", q_dim, false);
+      vec(p + "attn_k.bias", kv_dim, false);
+      vec(p + "attn_v.bias", kv_dim, false);
+    }
+    if (s.qk_norm) {
+      vec(p + "attn_q_norm.weight", s.head_dim, true);
+      vec(p + "attn_k_norm.weight", s.head_dim, true);
+    }
+    matrix(p + "attn_output.weight", il, q_dim, s.n_embd);
+    vec(p + "ffn_norm.weight", s.n_embd, true);
+    matrix(p + "ffn_gate.weight", il, s.n_embd, s.n_ff);
+    matrix(p + "ffn_up.weight", il, s.n_embd, s.n_ff);
+    matrix(p + "ffn_down.weight", il, s.n_ff, s.n_embd);
+  }
+  vec("output_norm.weight", s.n_embd, true);
+  if (!s.tied) matrix("output.weight", -1, s.n_embd, s.n_vocab);
+
+  // All tensor data in one buffer (write_gguf copies from views).
+  std::vector<TensorInfo> infos;
+  uint64_t total = 0;
+  for (const Spec& sp : specs) {
+    int64_t rows = 1;
+    for (size_t d = 1; d < sp.shape.size(); ++d) rows *= sp.shape[d];
+    total += (row_bytes(sp.type, sp.shape[0]) * size_t(rows) + 63) / 64 * 64;
+  }
+  AlignedPtr<uint8_t> data = make_aligned<uint8_t>(total, 64);
+  uint64_t off = 0, rng = seed;
+  for (const Spec& sp : specs) {
+    TensorInfo t;
+    t.name = sp.name;
+    t.type = sp.type;
+    t.shape = sp.shape;
+    int64_t rows = 1;
+    for (size_t d = 1; d < sp.shape.size(); ++d) rows *= sp.shape[d];
+    t.bytes = row_bytes(sp.type, sp.shape[0]) * size_t(rows);
+    t.data = data.get() + off;
+    uint8_t* p = data.get() + off;
+    if (sp.norm) {
+      for (int64_t i = 0; i < sp.shape[0]; ++i) {
+        const float one = 1.0f;
+        std::memcpy(p + 4 * i, &one, 4);
+      }
+    } else {
+      const size_t n_blocks = t.bytes / quant_traits(sp.type).block_bytes;
+      fill_random_blocks(sp.type, p, n_blocks, rng);
+    }
+    off += (t.bytes + 63) / 64 * 64;
+    infos.push_back(std::move(t));
+  }
+  write_gguf(path, md, infos);
+  uint64_t bytes = 0;
+  for (const auto& t : infos) bytes += t.bytes;
+  return bytes;
+}
+
+}  // namespace jitllm
