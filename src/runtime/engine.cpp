@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "backend/cpu/jit_kernels.h"
 #include "model/cpu_ops.h"
 
 namespace jitllm {
@@ -24,7 +25,7 @@ KvLayout make_layout(const Config& c, const EngineOptions& o) {
 Engine::Engine(std::shared_ptr<const ModelFile> file, EngineOptions options)
     : options_(options),
       model_(create_model(std::move(file))),
-      ops_(std::make_unique<CpuOps>(options.kernels ? *options.kernels : reference_kernels())),
+      ops_(std::make_unique<CpuOps>(options.kernels ? *options.kernels : default_cpu_kernels())),
       kv_layout_(make_layout(model_->config(), options_)),
       pool_(kv_layout_, options.max_kv_pages) {
   if (options_.n_batch <= 0) throw_error("batch size must be positive, got {}", options_.n_batch);
