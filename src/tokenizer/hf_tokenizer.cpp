@@ -4,6 +4,7 @@
 #include <sentencepiece_processor.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -38,17 +39,17 @@ std::optional<std::string> token_content(const json& entry) {
   return std::nullopt;
 }
 
-// llama.cpp's does_token_look_special: <|...|>, <｜...｜>, [...] and <...> style control texts.
+// convert_hf_to_gguf.py's does_token_look_special: added tokens some models forget to mark
+// special (<|...|>, <｜...｜>, <unused...>, and a few fixed names).
 bool looks_special(const std::string& t) {
   auto starts = [&](const char* p) { return t.rfind(p, 0) == 0; };
   auto ends = [&](const char* p) {
     const std::string s(p);
     return t.size() >= s.size() && t.compare(t.size() - s.size(), s.size(), s) == 0;
   };
-  return (starts("<|") && ends("|>")) || t == "<mask>" || t == "<2mass>" ||
-         (starts("<\xEF\xBD\x9C") && ends("\xEF\xBD\x9C>")) || t == "[PAD]" || t == "[MASK]" ||
-         t == "[UNK]" || t == "[CLS]" || t == "[SEP]" || t == "<s>" || t == "</s>" || t == "<unk>" ||
-         t == "<pad>";
+  return t == "<pad>" || t == "<mask>" || t == "<2mass>" || t == "[@BOS@]" ||
+         (starts("<|") && ends("|>")) || (starts("<\xEF\xBD\x9C") && ends("\xEF\xBD\x9C>")) ||
+         (starts("<unused") && ends(">"));
 }
 
 struct SpecialIds {
