@@ -48,6 +48,9 @@ Value slice(Interpreter& in, const Value& obj, const Value& start, const Value& 
 [[noreturn]] void undefined_error(const Value& v);
 int64_t py_length(const Value& v);  // len(); throws for values without a length
 
+// markupsafe.escape: & < > " ' as HTML entities.
+std::string html_escape(const std::string& s);
+
 // ---- methods (methods.cpp) ----
 // The bound method `obj.name` (str, list and dict methods), or undefined.
 Value get_method(const Value& obj, const std::string& name);
@@ -61,11 +64,11 @@ bool apply_test(Interpreter& in, const std::string& name, const Value& subject, 
 bool has_test(const std::string& name);
 
 // ---- json (json_dump.cpp) ----
-// json.dumps(v, ensure_ascii=False, indent=indent, separators=..., sort_keys=sort_keys).
+// json.dumps(v, ensure_ascii=..., indent=indent, separators=..., sort_keys=sort_keys).
 // indent < 0 means None; item/key separators default to Python's (", " / ": " without indent,
 // "," / ": " with one).
 std::string json_dumps(const Value& v, int indent, const std::optional<std::string>& item_separator,
-                       const std::optional<std::string>& key_separator, bool sort_keys);
+                       const std::optional<std::string>& key_separator, bool sort_keys, bool ensure_ascii = false);
 // Parses JSON text into a Value (from_json filter).
 Value json_loads(const std::string& text);
 

@@ -127,18 +127,8 @@ Value f_dictsort(Interpreter&, const Value& v, const ArgReader& r) {
 
 Value f_escape(Interpreter&, const Value& v, const ArgReader& r) {
   r.check(0, {});
-  std::string out;
-  for (char c : as_text(v)) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return Value::string(std::move(out));
+  if (v.is_markup()) return v;
+  return Value::markup(html_escape(as_text(v)));
 }
 
 Value f_first(Interpreter&, const Value& v, const ArgReader& r) {
@@ -391,7 +381,7 @@ Value f_round(Interpreter&, const Value& v, const ArgReader& r) {
 
 Value f_safe(Interpreter&, const Value& v, const ArgReader& r) {
   r.check(0, {});
-  return v.is_undefined() ? Value::string("") : v;
+  return Value::markup(as_text(v));
 }
 
 Value f_sort(Interpreter& in, const Value& v, const ArgReader& r) {
@@ -444,7 +434,6 @@ Value f_title(Interpreter&, const Value& v, const ArgReader& r) {
 
 Value f_tojson(Interpreter& in, const Value& v, const ArgReader& r) {
   r.check(4, {"ensure_ascii", "indent", "separators", "sort_keys"});
-  if (flag(r, 0, "ensure_ascii", false)) throw_error("tojson: ensure_ascii=True is not supported");
   auto indent_v = r.get(1, "indent");
   int indent = -1;
   if (indent_v && !indent_v->is_none()) {
@@ -457,7 +446,7 @@ Value f_tojson(Interpreter& in, const Value& v, const ArgReader& r) {
     item_sep = seps->list_ref().items[0].str();
     key_sep = seps->list_ref().items[1].str();
   }
-  std::string out = json_dumps(v, indent, item_sep, key_sep, flag(r, 3, "sort_keys", false));
+  std::string out = json_dumps(v, indent, item_sep, key_sep, flag(r, 3, "sort_keys", false), flag(r, 0, "ensure_ascii", false));
   in.check_size(out.size());
   return Value::string(std::move(out));
 }

@@ -5,15 +5,28 @@
 #include <algorithm>
 
 #include "chat/builtins.h"
+#include "chat/text.h"
 #include "core/error.h"
 
 namespace jitllm::chat {
 namespace {
 
-void dump_string(std::string& out, const std::string& s) {
+void dump_string(std::string& out, const std::string& s, bool ensure_ascii) {
   out += '"';
-  for (char ch : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    char ch = s[i];
     auto c = uint8_t(ch);
+    if (ensure_ascii && c >= 0x80) {  // \uXXXX, astral code points as surrogate pairs
+      uint32_t cp = utf8_next(s, i);
+      --i;
+      if (cp >= 0x10000) {
+        cp -= 0x10000;
+        out += fmt::format("\\u{:04x}\\u{:04x}", 0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF));
+      } else {
+        out += fmt::format("\\u{:04x}", cp);
+      }
+      continue;
+    }
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -51,6 +64,7 @@ struct Dumper {
   int indent;
   std::string item_sep, key_sep;
   bool sort_keys;
+  bool ensure_ascii;
   std::string out;
 
   void newline(int level) {
@@ -65,7 +79,7 @@ struct Dumper {
       case Kind::Bool: out += v.as_bool() ? "true" : "false"; return;
       case Kind::Int: out += std::to_string(v.as_int()); return;
       case Kind::Float: out += float_json(v.as_double()); return;
-      case Kind::String: dump_string(out, v.as_string()); return;
+      case Kind::String: dump_string(out, v.as_string(), ensure_ascii); return;
       case Kind::List: {
         const auto& items = v.list_ref().items;
         if (items.empty()) {
@@ -96,7 +110,7 @@ struct Dumper {
         for (size_t i = 0; i < entries.size(); ++i) {
           if (i) out += item_sep;
           if (indent >= 0) newline(level + 1);
-          dump_string(out, entries[i].first);
+          dump_string(out, entries[i].first, ensure_ascii);
           out += key_sep;
           dump(*entries[i].second, level + 1);
         }
@@ -115,8 +129,9 @@ struct Dumper {
 }  // namespace
 
 std::string json_dumps(const Value& v, int indent, const std::optional<std::string>& item_separator,
-                       const std::optional<std::string>& key_separator, bool sort_keys) {
-  Dumper d{indent, item_separator.value_or(indent >= 0 ? "," : ", "), key_separator.value_or(": "), sort_keys, {}};
+                       const std::optional<std::string>& key_separator, bool sort_keys, bool ensure_ascii) {
+  Dumper d{indent, item_separator.value_or(indent >= 0 ? "," : ", "), key_separator.value_or(": "), sort_keys,
+           ensure_ascii, {}};
   d.dump(v, 0);
   return std::move(d.out);
 }

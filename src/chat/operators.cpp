@@ -158,6 +158,13 @@ Value binary_op(Interpreter& in, const std::string& op, const Value& a, const Va
     return unsupported();
   }
   if (op == "+") {
+    if (a.is_string() && b.is_string() && (a.is_markup() || b.is_markup())) {
+      // markupsafe: Markup + str escapes the str, and the result is Markup.
+      std::string x = a.is_markup() ? a.as_string() : html_escape(a.as_string());
+      std::string y = b.is_markup() ? b.as_string() : html_escape(b.as_string());
+      in.check_size(x.size() + y.size());
+      return Value::markup(x + y);
+    }
     if (a.is_string() && b.is_string()) {
       in.check_size(a.as_string().size() + b.as_string().size());
       return Value::string(a.as_string() + b.as_string());
@@ -175,6 +182,22 @@ Value binary_op(Interpreter& in, const std::string& op, const Value& a, const Va
   }
   if (op == "%" && a.is_string()) return Value::string(percent_format(in, a.as_string(), b));
   return unsupported();
+}
+
+std::string html_escape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&#34;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
 }
 
 Value unary_minus(const Value& v) {

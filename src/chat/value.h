@@ -81,6 +81,12 @@ class Value {
   static Value integer(int64_t i) { return Value(Kind::Int, i); }
   static Value number(double d) { return Value(Kind::Float, d); }
   static Value string(std::string s) { return Value(Kind::String, std::make_shared<const std::string>(std::move(s))); }
+  // A markupsafe.Markup string (from |safe or |escape): `markup + str` HTML-escapes the str.
+  static Value markup(std::string s) {
+    Value v = string(std::move(s));
+    v.markup_ = true;
+    return v;
+  }
   static Value list(std::vector<Value> items = {}, bool is_tuple = false);
   static Value dict(DictFlavor flavor = DictFlavor::Dict);
   static Value callable(std::string name, NativeFunction fn, bool is_macro = false);
@@ -100,6 +106,7 @@ class Value {
   bool is_dict() const { return kind_ == Kind::Dict; }
   bool is_callable() const { return kind_ == Kind::Callable; }
   bool is_tuple() const { return is_list() && list_ref().is_tuple; }
+  bool is_markup() const { return markup_; }
 
   bool as_bool() const { return std::get<bool>(data_); }
   int64_t as_int() const;       // Int or Bool
@@ -130,6 +137,7 @@ class Value {
   template <typename T>
   Value(Kind kind, T data) : kind_(kind), data_(std::move(data)) {}
   Kind kind_ = Kind::Undefined;
+  bool markup_ = false;
   Data data_;  // Undefined keeps its hint ("'x' is undefined") in the string slot
 };
 

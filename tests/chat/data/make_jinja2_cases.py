@@ -6,8 +6,8 @@ raise_exception, {% generation %} passthrough, strftime_now at 2026-01-15 12:00:
 
   python3 tests/chat/data/make_jinja2_cases.py /work/shared/oracle/templates tests/chat/data
 
-Writes templates_jinja2.json (every oracle template x the three oracle conversations, bos <s>,
-eos </s>) and snippets_jinja2.json (the snippets in snippets.jinja, separated by lines '=====').
+Writes templates_jinja2.json (every oracle template x the three oracle conversations and two
+tool-calling conversations defined here, bos <s>, eos </s>) and snippets_jinja2.json (the snippets in snippets.jinja, separated by lines '=====').
 """
 import datetime
 import glob
@@ -66,6 +66,20 @@ def main():
     for path in sorted(glob.glob(os.path.join(oracle, "expected", "*.json"))):
         data = json.load(open(path))
         conversations[data["conversation"]] = data["messages"]
+    # Two more conversations exercising the tool paths of the templates (ours, not the oracle's).
+    weather = {"type": "function", "function": {"name": "get_weather", "description": "Get the weather",
+               "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "City"},
+                              "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}}}
+    def tool_conversation(arguments):
+        return [{"role": "system", "content": "You are a helpful assistant."},
+                {"role": "user", "content": "What's the weather in Paris?"},
+                {"role": "assistant", "content": "", "tool_calls": [{"id": "a1b2c3d4e", "type": "function",
+                 "function": {"name": "get_weather", "arguments": arguments}}]},
+                {"role": "tool", "tool_call_id": "a1b2c3d4e", "name": "get_weather", "content": "{\"temp\": 18}"},
+                {"role": "assistant", "content": "It is 18°C in Paris."},
+                {"role": "user", "content": "Thanks!"}]
+    tool_cases = {"tools_dict_arguments": tool_conversation({"city": "Paris", "unit": "celsius"}),
+                  "tools_string_arguments": tool_conversation('{"city": "Paris", "unit": "celsius"}')}
     cases = []
     for path in sorted(glob.glob(os.path.join(oracle, "*.jinja"))):
         source = open(path, encoding="utf-8").read()
@@ -76,8 +90,17 @@ def main():
             case = {"template": os.path.basename(path), "conversation": name}
             case.update(render(env, source, variables))
             cases.append(case)
+        for name, messages in sorted(tool_cases.items()):
+            variables = {"messages": messages, "add_generation_prompt": True, "bos_token": "<s>",
+                         "eos_token": "</s>", "enable_thinking": True, "date_string": "15 Jan 2026",
+                         "datetime": "Jan 15 2026", "tools": [weather]}
+            case = {"template": os.path.basename(path), "conversation": name}
+            case.update(render(env, source, variables))
+            cases.append(case)
     with open(os.path.join(out_dir, "templates_jinja2.json"), "w", encoding="utf-8") as f:
-        json.dump({"renderer": f"python3-jinja2 {jinja2.__version__}", "cases": cases}, f, ensure_ascii=False, indent=1)
+        json.dump({"renderer": f"python3-jinja2 {jinja2.__version__}",
+                   "tool_conversations": {k: {"messages": v, "tools": [weather]} for k, v in tool_cases.items()},
+                   "cases": cases}, f, ensure_ascii=False, indent=1)
 
     snippets_src = open(os.path.join(out_dir, "snippets.jinja"), encoding="utf-8").read()
     context = {"messages": [{"role": "system", "content": " Be brief. "},
