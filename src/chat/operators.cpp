@@ -176,6 +176,10 @@ Value binary_op(Interpreter& in, const std::string& op, const Value& a, const Va
       return Value::list(std::move(items), a.is_tuple());
     }
   }
+  if (op == "+" && (a.is_string() || (a.is_list() && !b.is_number()))) {
+    const char* left = a.is_string() ? "str" : a.is_tuple() ? "tuple" : "list";
+    throw_error("can only concatenate {} (not \"{}\") to {}", left, short_type(b), left);
+  }
   if (op == "*") {
     if ((a.is_string() || a.is_list()) && (b.is_int() || b.is_bool())) return repeat(in, a, b.as_int());
     if ((b.is_string() || b.is_list()) && (a.is_int() || a.is_bool())) return repeat(in, b, a.as_int());
