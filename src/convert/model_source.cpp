@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 #include "convert/source.h"
 #include "core/error.h"
@@ -64,7 +65,17 @@ ConvertSource open_model_source(const std::string& path) {
   s.path = path;
   s.format = file->format;
   s.metadata = file->metadata;
-  s.provenance = make_provenance(path, file->format, {path});
+  // A split GGUF ("name-00001-of-00003.gguf", opened from its first part) becomes one .jlm: the
+  // split.* keys no longer apply, and the provenance covers every part.
+  std::vector<std::string> files = {path};
+  const int64_t parts = s.metadata.get_i64_or("split.count", 1);
+  static const std::regex split_name(R"(^(.*)-00001-of-([0-9]{5})\.gguf$)");
+  std::smatch match;
+  if (parts > 1 && std::regex_match(path, match, split_name))
+    for (int64_t i = 2; i <= parts; ++i)
+      files.push_back(fmt::format("{}-{:05d}-of-{}.gguf", match[1].str(), i, match[2].str()));
+  for (const char* key : {"split.count", "split.no", "split.tensors.count"}) s.metadata.erase(key);
+  s.provenance = make_provenance(path, file->format, files);
   s.source_bytes = s.provenance.get_u64("source.bytes");
   for (const TensorInfo& t : file->tensors) {
     SourceTensor st;

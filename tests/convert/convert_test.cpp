@@ -259,6 +259,34 @@ TEST(Convert, MoeGgufGetsOneGroupPerExpertAndReadsBackEqual) {
   EXPECT_TRUE(JlmFile::open(quant).verify().empty());
 }
 
+TEST(Convert, SplitGgufBecomesOneContainer) {
+  // Parts written the way llama.cpp's gguf-split does (split.no / split.count u16,
+  // split.tensors.count i32 in every part, model metadata in the first).
+  TempDir dir;
+  const GgufFile src = GgufFile::open(oracle_path("models/synth-llama.Q5_K_M.gguf"));
+  const auto& ts = src.tensors();
+  std::vector<std::string> parts;
+  for (int i = 0; i < 3; ++i) {
+    Metadata md = i == 0 ? src.metadata() : Metadata{};
+    md.set("split.no", Value::u16(uint16_t(i)));
+    md.set("split.count", Value::u16(3));
+    md.set("split.tensors.count", Value::i32(int32_t(ts.size())));
+    std::vector<TensorInfo> part(ts.begin() + std::min<long>(long(ts.size()), 8 * i),
+                                 ts.begin() + std::min<long>(long(ts.size()), 8 * (i + 1)));
+    parts.push_back(dir.file(fmt::format("m-{:05d}-of-00003.gguf", i + 1)));
+    write_gguf(parts.back(), md, part);
+  }
+  const std::string out = dir.file("m.jlm");
+  convert_to_jlm(parts[0], out);
+  const ModelFile jlm = open_model_file(out);
+  const ModelFile whole = open_model_file(oracle_path("models/synth-llama.Q5_K_M.gguf"));
+  expect_same_tensors(whole, jlm);
+  EXPECT_EQ(jlm.metadata, whole.metadata);  // split.* keys dropped: the .jlm is one file
+  uint64_t bytes = 0;
+  for (const auto& p : parts) bytes += fs::file_size(p);
+  EXPECT_EQ(JlmFile::open(out).source().get_u64("source.bytes"), bytes);
+}
+
 TEST(Convert, InterruptedConvertLeavesNothingAtOutput) {
   TempDir dir;
   const std::string gguf = oracle_path("models/synth-llama.Q8_0.gguf");
