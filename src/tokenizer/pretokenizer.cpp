@@ -71,8 +71,29 @@ const std::vector<Entry>& table() {
     };
     add({"", "default"},
         {R"([\p{P}\$\+<=>\^~\|]+)", kGpt2, R"(\p{N}+)", "[0-9][0-9][0-9]"});
-    add({"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2"},
+    add({"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2",
+         "jina-v5-nano"},
         {kLlama3}, true, true, true);
+    add({"minicpm5"},
+        {R"(\p{N}{1,3})", JL_CONTRACTIONS R"(|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}+| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+        true, true);
+    add({"jais-2"},
+        {JL_CONTRACTIONS R"(|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s{512}(?!\S)|\s{256}(?!\S)|\s{128}(?!\S)|\s{64}(?!\S)|\s{32}(?!\S)|\s{16}(?!\S)|\s{8}(?!\S)|\s{4}(?!\S)|\s{1,2}(?!\S)|\s{1})"});
+    add({"qwen35"},
+        {JL_CONTRACTIONS R"(|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+        false);
+    add({"laguna"}, {R"([^\n]+|[\n]+)", kQwen2}, false);
+    add({"granite-embed-multi-97m"},
+        {"[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}\\p{M}])([^a-z]))*((?=[\\p{L}\\p{M}])([^A-Z]))+" JL_CONTRACTIONS
+         "?|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}\\p{M}])([^a-z]))+((?=[\\p{L}\\p{M}])([^A-Z]))*" JL_CONTRACTIONS
+         "?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+        false, true);
+    add({"tiny_aya", "cohere2moe"},
+        {R"(\d{1,3}(?=(?:\d{3})*\b))",
+         "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+" JL_CONTRACTIONS
+         "?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*" JL_CONTRACTIONS
+         "?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+        false);
     add({"dbrx", "smaug-bpe"}, {kLlama3});
     add({"deepseek-llm"},
         {"[\r\n]", kDeepseekLetters,
@@ -83,13 +104,14 @@ const std::vector<Entry>& table() {
         {"[\r\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", "[\u4E00-\u9FA5\u0800-\u4E00\uAC00-\uD7FF]+",
          "\\p{N}"},
         false);
-    add({"deepseek-v3"},
+    add({"deepseek-v3", "hunyuan-dense", "joyai-llm"},
         {"\\p{N}{1,3}", "[\u4E00-\u9FA5\u3040-\u309F\u30A0-\u30FF]+",
          "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}"
          "\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"},
         false);
     add({"falcon"}, {R"([\p{P}\$\+<=>\^~\|`]+)", kGpt2, "[0-9][0-9][0-9]"});
-    add({"starcoder", "refact", "codeshell", "exaone", "minerva-7b"}, {R"(\p{N})", kGpt2});
+    add({"starcoder", "refact", "codeshell", "exaone", "minerva-7b", "mellum2"},
+        {R"(\p{N})", kGpt2});
     add({"command-r", "smollm"}, {R"(\p{N})", kGpt2}, false);
     add({"gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de", "a.x-4.0",
          "mellum", "modern-bert", "exaone4", "jina-v1-en", "jina-v2-code", "roberta-bpe", "mpt",
@@ -97,14 +119,14 @@ const std::vector<Entry>& table() {
         {kGpt2});
     add({"trillion", "granite-docling"}, {kGpt2}, false);
     add({"stablelm2"}, {kQwen2});
-    add({"qwen2", "deepseek-r1-qwen", "kormo", "hunyuan", "solar-open"}, {kQwen2}, false);
+    add({"qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "hunyuan", "solar-open"}, {kQwen2}, false);
     add({"megrez"}, {kQwen2});
     add({"poro-chat"}, {R"( ?[^(\s|.,!?…。，、।۔،)]+)"}, false);
     add({"bloom", "gpt3-finnish"}, {R"( ?[^(\s|.,!?…。，、।۔،)]+)"});
     add({"glm4", "chatglm-bpe"}, {kLlama3});
     add({"viking"}, {R"( ?[^(\s|.,!?…。，、।۔،)]+)", R"(\p{N})"}, false);
     add({"tekken"}, {kTekken}, false, true, true);
-    add({"gpt-4o", "llama4", "minimax-m2"}, {kGpt4o}, false);
+    add({"gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2"}, {kGpt4o}, false);
     add({"superbpe"}, {R"(\p{N}+)", R"((?=(\d{3})+(?!\d)))"}, false);
     add({"bailingmoe", "bailingmoe2", "llada-moe"},
         {R"('(?:[sSdDmMtT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+)"},
@@ -127,6 +149,13 @@ PreTokenizerSpec pre_tokenizer_spec(const std::string& pre) {
     for (const std::string& name : entry.names)
       if (name == pre) return entry.spec;
   throw_error("tokenizer.ggml.pre = '{}': unknown pre-tokenizer", pre);
+}
+
+std::vector<std::string> known_pre_tokenizers() {
+  std::vector<std::string> names;
+  for (const Entry& entry : table())
+    for (const std::string& name : entry.names) names.push_back(name);
+  return names;
 }
 
 struct PreTokenizer::Compiled {

@@ -23,6 +23,8 @@ struct PreTokenizerSpec {
 // Throws jitllm::Error "unknown pre-tokenizer 'x'" for values llama.cpp does not know either.
 // An empty `pre` selects llama.cpp's default BPE regexes.
 PreTokenizerSpec pre_tokenizer_spec(const std::string& pre);
+// Every accepted `tokenizer.ggml.pre` value (for tests and `jitllm info`).
+std::vector<std::string> known_pre_tokenizers();
 
 // The compiled regex sequence. Thread-safe to use from several threads at once.
 class PreTokenizer {

@@ -44,6 +44,7 @@ struct CodepointFlags {
   bool control = false;      // general category C* (except unassigned)
   bool punctuation = false;  // P*
   bool symbol = false;       // S*
+  bool accent_mark = false;  // M*
 };
 CodepointFlags flags(uint32_t cpt);
 // Simple lowercase mapping (one codepoint to one codepoint).

@@ -58,23 +58,24 @@ const std::vector<std::string> kEomTexts = {"<|eom_id|>"};
 const std::vector<std::string> kFimPreTexts = {
     "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>",
     "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "begin\xEF\xBD\x9C>", "<PRE>", "\xE2\x96\x81<PRE>",
-    "<|code_prefix|>"};
+    "<|code_prefix|>", "<|prefix|>"};
 const std::vector<std::string> kFimSufTexts = {
     "<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>",
     "<\xEF\xBD\x9C" "fim\xE2\x96\x81hole\xEF\xBD\x9C>", "<SUF>", "\xE2\x96\x81<SUF>",
-    "<|code_suffix|>"};
+    "<|code_suffix|>", "<|suffix|>"};
 const std::vector<std::string> kFimMidTexts = {
     "<|fim_middle|>", "<fim-middle>", "<fim_middle>",
     "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "end\xEF\xBD\x9C>", "<MID>", "\xE2\x96\x81<MID>",
-    "<|code_middle|>"};
+    "<|code_middle|>", "<|middle|>"};
 const std::vector<std::string> kFimPadTexts = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>"};
 const std::vector<std::string> kFimRepTexts = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>",
                                                "<REPO>", "<reponame>"};
 const std::vector<std::string> kFimSepTexts = {"<|file_sep|>"};
 const std::vector<std::string> kEogTexts = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
-    "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>",
-    "<end_of_utterance>"};
+    "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>",
+    "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
+    "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>"};
 
 // Reads an array key through `convert`, adding the key name to a type error.
 template <typename F>
@@ -199,6 +200,9 @@ Vocab load_vocab(const Metadata& md) {
   v.add_bos = md.get_bool_or("tokenizer.ggml.add_bos_token", v.add_bos);
   v.add_eos = md.get_bool_or("tokenizer.ggml.add_eos_token", v.add_eos);
   v.add_sep = md.get_bool_or("tokenizer.ggml.add_sep_token", v.add_sep);
+  v.wpm_lowercase = md.get_bool_or("tokenizer.ggml.normalizer.lowercase", true);
+  v.wpm_strip_accents =
+      md.get_bool_or("tokenizer.ggml.normalizer.strip_accents", v.wpm_lowercase);
 
   // Roles found by text; the first match (lowest id here) wins, and it becomes CONTROL.
   auto detect = [&](TokenId& role, const std::vector<std::string>& list) {
@@ -232,11 +236,11 @@ Vocab load_vocab(const Metadata& md) {
       v.tokens[i].attr |= kAttrControl;
     }
   }
-  // gpt-oss: these are always rendered.
+  // gpt-oss: these are always rendered (their attributes are replaced, not extended).
   for (TokenData& t : v.tokens)
     if (t.text == "<|channel|>" || t.text == "<|message|>" || t.text == "<|start|>" ||
         t.text == "<|constrain|>")
-      t.attr |= kAttrUserDefined;
+      t.attr = kAttrUserDefined;
   for (TokenId id : {v.eos, v.eot, v.eom})
     if (id != kNoToken) eog.push_back(id);
   std::sort(eog.begin(), eog.end());
@@ -254,7 +258,21 @@ Vocab load_vocab(const Metadata& md) {
     }
     if (end_id != kNoToken && ((has_return && has_call) || (has_call && has_flush))) {
       eog.erase(std::find(eog.begin(), eog.end(), end_id));
-      v.tokens[size_t(end_id)].attr |= kAttrUserDefined;
+      v.tokens[size_t(end_id)].attr = kAttrUserDefined;
+    }
+  }
+  // Gemma 4 / PaddleOCR: with "<|tool_response>" present, "</s>" is a normal token.
+  {
+    TokenId s_id = kNoToken;
+    bool has_tool_response = false;
+    for (TokenId id : eog) {
+      const std::string& t = v.tokens[size_t(id)].text;
+      if (t == "<|tool_response>") has_tool_response = true;
+      else if (t == "</s>") s_id = id;
+    }
+    if (has_tool_response && s_id != kNoToken) {
+      eog.erase(std::find(eog.begin(), eog.end(), s_id));
+      v.tokens[size_t(s_id)].attr = kAttrNormal;
     }
   }
   v.eog = std::move(eog);

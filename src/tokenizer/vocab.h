@@ -68,6 +68,9 @@ struct Vocab {
   bool add_space_prefix = false;
   bool ignore_merges = false;  // BPE: a whole pre-token found in the vocab skips merging
   bool clean_spaces = false;   // detokenize: " ." -> "." etc. (HF clean_up_tokenization_spaces)
+  // WordPiece normalizer (tokenizer.ggml.normalizer.*; BERT's defaults).
+  bool wpm_lowercase = true;
+  bool wpm_strip_accents = true;
 
   // Ids with CONTROL / USER_DEFINED / UNKNOWN attributes, longest text first: the order in
   // which their texts are cut out of the input before the model's tokenizer runs.

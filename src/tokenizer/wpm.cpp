@@ -1,6 +1,7 @@
-// WordPiece (llama.cpp's llm_tokenizer_wpm): BERT's basic pre-processing (first codepoint of
-// NFD, lowercase, drop controls, split on whitespace, punctuation, ASCII symbols and CJK
-// ideographs), then per word a greedy longest match over "▁" + word. GGUF vocabularies store
+// WordPiece (llama.cpp's llm_tokenizer_wpm): BERT's basic pre-processing (with strip_accents:
+// first codepoint of NFD and combining marks dropped; lowercase; controls dropped; split on
+// whitespace, punctuation, ASCII symbols and CJK ideographs), then per word a greedy longest
+// match over "▁" + word. GGUF vocabularies store
 // word-initial pieces with "▁" and continuation pieces bare (the converter drops "##").
 #include <string>
 
@@ -19,17 +20,18 @@ bool is_chinese_char(uint32_t cpt) {
          (cpt >= 0xF900 && cpt <= 0xFAFF) || (cpt >= 0x2F800 && cpt <= 0x2FA1F);
 }
 
-std::vector<std::string> split_words(std::string_view text) {
+std::vector<std::string> split_words(const Vocab& vocab, std::string_view text) {
   std::vector<std::string> words(1);
   for (uint32_t cpt : unicode::decode(text)) {
-    cpt = unicode::nfd_first(cpt);
+    if (vocab.wpm_strip_accents) cpt = unicode::nfd_first(cpt);
     const unicode::CodepointFlags f = unicode::flags(cpt);
     if (f.whitespace) {
       if (!words.back().empty()) words.emplace_back();
       continue;
     }
     if (cpt == 0 || cpt == unicode::kReplacement || f.control) continue;
-    const std::string s = unicode::encode(unicode::to_lower(cpt));
+    if (vocab.wpm_strip_accents && f.accent_mark) continue;
+    const std::string s = unicode::encode(vocab.wpm_lowercase ? unicode::to_lower(cpt) : cpt);
     if (f.punctuation || (cpt < 0x7F && f.symbol) || is_chinese_char(cpt)) {
       if (!words.back().empty()) words.emplace_back();
       words.back() = s;
@@ -45,7 +47,7 @@ std::vector<std::string> split_words(std::string_view text) {
 }  // namespace
 
 void wpm_tokenize(const Vocab& vocab, std::string_view text, std::vector<TokenId>& out) {
-  for (const std::string& word : split_words(text)) {
+  for (const std::string& word : split_words(vocab, text)) {
     if (word.empty()) continue;
     const std::string w = "\xE2\x96\x81" + word;  // "▁" marks the start of a word
     const size_t n = w.size();

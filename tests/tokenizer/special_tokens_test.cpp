@@ -62,15 +62,19 @@ TEST(SpecialTokens, UserDefinedTokensAlwaysMatch) {
   EXPECT_EQ(ids.front(), id);
 }
 
-TEST(SpecialTokens, Phi3RstripEatsSpacesAfterUserDefinedEos) {
-  // Phi-3's "</s>" is user-defined and, by llama.cpp's per-model rule, RSTRIP.
+TEST(SpecialTokens, Phi3RstripEatsSpacesAfterEos) {
+  // Phi-3's "</s>" is user-defined in the file, made CONTROL by llama.cpp's end-of-generation
+  // texts, and RSTRIP by its per-model rule.
   const Tokenizer& tok = oracle_tokenizer("phi-3");
   const TokenId eos_text = tok.vocab().find("</s>");
   ASSERT_NE(eos_text, kNoToken);
   EXPECT_TRUE(tok.vocab().tokens[size_t(eos_text)].attr & kAttrRstrip);
+  EXPECT_TRUE(tok.vocab().tokens[size_t(eos_text)].attr & kAttrControl);
   const auto a = tok.encode("Hello", false);
   const auto b = tok.encode("world", false);
-  EXPECT_EQ(tok.encode("Hello</s>   world", false, false), concat(concat(a, {eos_text}), b));
+  EXPECT_EQ(tok.encode("Hello</s>   world", false, true), concat(concat(a, {eos_text}), b));
+  const auto plain = tok.encode("Hello</s>   world", false, false);
+  EXPECT_EQ(std::count(plain.begin(), plain.end(), eos_text), 0);
 }
 
 TEST(SpecialTokens, WordPieceAddsClsAndSep) {
