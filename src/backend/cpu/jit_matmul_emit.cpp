@@ -46,22 +46,29 @@ class Emitter : public CodeGenerator {
 
   struct Pool {
     uint32_t used = 0;
+    int size = 16;
     Ymm take() {
-      for (int i = 0; i < 16; ++i)
+      for (int i = 0; i < size; ++i)
         if (!(used & (1u << i))) {
           used |= 1u << i;
           return Ymm(i);
         }
-      throw_error("jit matmul: tile needs more than 16 vector registers");
+      throw_error("jit matmul: tile needs more than {} vector registers", size);
     }
     void give(const Ymm& y) { used &= ~(1u << y.getIdx()); }
   };
 
   MatKey key_;
   ActLayout al_;
-  Label c0F_, c30_, c80_, ones16_, ctrlX_, ctrlY_, maskA_, maskN_, q6ctrl_;
+  Label c0F_, c30_, c80_, ones16_, ctrlX_, ctrlY_, maskA_, maskN_, q6ctrl_, k4idx_, k6idx_;
 
   bool vnni() const { return key_.isa != Isa::Avx2; }
+  // zmm kernels (AVX-512): Q4_K and Q6_K always, Q8_0 two blocks at a time when k allows.
+  bool wide() const {
+    if (key_.isa != Isa::Avx512Vnni) return false;
+    return key_.type == QuantType::Q4_K || key_.type == QuantType::Q6_K ||
+           (key_.type == QuantType::Q8_0 && key_.k % 64 == 0);
+  }
   int P() const { return int(al_.bytes); }
 
   Address W(int r, int disp) {
@@ -304,13 +311,181 @@ class Emitter : public CodeGenerator {
     for (int t = 0; t < T; ++t) pool.give(iacc[t]);
   }
 
+  // ---------------------------------------------------------------- zmm (AVX-512) units
+  // Same arithmetic as the ymm units, 16 lanes: one vpdpbusd covers 64 weights (two Q4_K groups,
+  // four Q6_K groups or two Q8_0 blocks), group scales come from one vpermd of the 16 unpacked
+  // scales. Only EVEX-encodable instructions, so all 32 registers are usable.
+  void unit_q8_0_wide(int R, const std::vector<std::vector<Ymm>>& acc, Pool& pool) {
+    const int T = key_.tokens;
+    std::vector<Zmm> u(R), dw(R);
+    const Zmm y(pool.take().getIdx()), da(pool.take().getIdx()), bias(pool.take().getIdx()),
+        t1(pool.take().getIdx());
+    for (int r = 0; r < R; ++r) {
+      u[r] = Zmm(pool.take().getIdx());
+      dw[r] = Zmm(pool.take().getIdx());
+      // blocks b (low half) and b + 1 (high half), w ^ 0x80 as unsigned
+      vmovdqu8(Ymm(u[r].getIdx()), W(r, 2));
+      vinserti64x4(u[r], u[r], W(r, 36), 1);
+      vpxord(u[r], u[r], ptr_b[rip + c80_]);
+      // [d_b x8, d_b+1 x8]
+      vpbroadcastw(Ymm(dw[r].getIdx()), W(r, 0));
+      vpbroadcastw(Xmm(t1.getIdx()), W(r, 34));
+      vinserti32x4(Ymm(dw[r].getIdx()), Ymm(dw[r].getIdx()), Xmm(t1.getIdx()), 1);
+      vcvtph2ps(dw[r], Ymm(dw[r].getIdx()));
+    }
+    for (int t = 0; t < T; ++t) {
+      vbroadcastss(Ymm(da.getIdx()), ptr[dp + t * P()]);
+      vbroadcastss(Ymm(t1.getIdx()), ptr[dp + t * P() + 4]);
+      vinsertf64x4(da, da, Ymm(t1.getIdx()), 1);
+      vmovd(Xmm(bias.getIdx()), ptr[s32p + t * P()]);
+      vmovd(Xmm(t1.getIdx()), ptr[s32p + t * P() + 4]);
+      vinserti64x4(bias, bias, Ymm(t1.getIdx()), 1);  // lane 0: bias_b, lane 8: bias_b+1
+      for (int r = 0; r < R; ++r) {
+        vmovdqa32(y, bias);
+        vpdpbusd(y, u[r], A(t, 0), EvexEncoding);
+        vcvtdq2ps(y, y);
+        vmulps(y, y, da);
+        vfmadd231ps(Zmm(acc[r][t].getIdx()), y, dw[r]);
+      }
+    }
+    for (const Zmm& z : {y, da, bias, t1}) pool.give(Ymm(z.getIdx()));
+    for (int r = 0; r < R; ++r) {
+      pool.give(Ymm(u[r].getIdx()));
+      pool.give(Ymm(dw[r].getIdx()));
+    }
+  }
+
+  void unit_q4_k_wide(int R, const std::vector<std::vector<Ymm>>& acc, Pool& pool) {
+    const int T = key_.tokens;
+    std::vector<Zmm> iacc(T);
+    for (int t = 0; t < T; ++t) iacc[t] = Zmm(pool.take().getIdx());
+    auto z = [&] { return Zmm(pool.take().getIdx()); };
+    const Zmm sc = z(), q = z(), h = z(), s = z(), y = z(), d = z(), dm = z();
+    Zmm idx[4];
+    for (int c = 0; c < 4; ++c) {
+      idx[c] = z();
+      vmovdqu32(idx[c], ptr[rip + k4idx_ + 64 * c]);
+    }
+    for (int r = 0; r < R; ++r) {
+      const Xmm X(q.getIdx()), Y(h.getIdx()), Tn(s.getIdx());
+      vmovdqu8(X, W(r, 4));
+      vpshufb(Y, X, ptr[rip + ctrlY_]);
+      vpshufb(X, X, ptr[rip + ctrlX_]);
+      vpsrlw(Tn, X, 4);
+      vpandd(Tn, Tn, ptr[rip + maskN_]);
+      vpandd(X, X, ptr[rip + maskA_]);
+      vpsrlw(Y, Y, 2);
+      vpandd(Y, Y, ptr[rip + c30_]);
+      vpternlogd(X, Tn, Y, 0xFE);  // X | Tn | Y
+      vpmovzxbd(sc, X);            // [sc0..7, m0..7]
+      for (int t = 0; t < T; ++t) vpxord(iacc[t], iacc[t], iacc[t]);
+      for (int c = 0; c < 4; ++c) {
+        // [low nibbles (group 2c) | high nibbles (group 2c+1)] = activation bytes 64c..64c+63
+        vmovdqu8(Ymm(q.getIdx()), W(r, 16 + 32 * c));
+        vpsrlw(Ymm(h.getIdx()), Ymm(q.getIdx()), 4);
+        vinserti64x4(q, q, Ymm(h.getIdx()), 1);
+        vpandd(q, q, ptr_b[rip + c0F_]);
+        vpermd(s, idx[c], sc);
+        for (int t = 0; t < T; ++t) {
+          vpxord(y, y, y);
+          vpdpbusd(y, q, A(t, 64 * c), EvexEncoding);
+          vpmulld(y, y, s);
+          vpaddd(iacc[t], iacc[t], y);
+        }
+      }
+      vpbroadcastw(Ymm(d.getIdx()), W(r, 0));
+      vcvtph2ps(d, Ymm(d.getIdx()));
+      vpbroadcastw(Ymm(dm.getIdx()), W(r, 2));
+      vcvtph2ps(dm, Ymm(dm.getIdx()));
+      vextracti64x4(Ymm(h.getIdx()), sc, 1);  // the 8 mins
+      for (int t = 0; t < T; ++t) {
+        vbroadcastss(s, ptr[dp + t * P()]);
+        vcvtdq2ps(iacc[t], iacc[t]);
+        vmulps(y, d, s);
+        vfmadd231ps(Zmm(acc[r][t].getIdx()), iacc[t], y);
+        vpmulld(Ymm(y.getIdx()), Ymm(h.getIdx()), ptr[s32p + t * P()]);  // upper lanes zeroed
+        vcvtdq2ps(y, y);
+        vmulps(s, s, dm);
+        vfnmadd231ps(Zmm(acc[r][t].getIdx()), y, s);
+      }
+    }
+    for (const Zmm& v : {sc, q, h, s, y, d, dm, idx[0], idx[1], idx[2], idx[3]})
+      pool.give(Ymm(v.getIdx()));
+    for (int t = 0; t < T; ++t) pool.give(Ymm(iacc[t].getIdx()));
+  }
+
+  void unit_q6_k_wide(int R, const std::vector<std::vector<Ymm>>& acc, Pool& pool) {
+    const int T = key_.tokens;
+    std::vector<Zmm> iacc(T);
+    for (int t = 0; t < T; ++t) iacc[t] = Zmm(pool.take().getIdx());
+    auto z = [&] { return Zmm(pool.take().getIdx()); };
+    const Zmm sc = z(), ql = z(), qh = z(), qa = z(), qb = z(), tt = z(), sa = z(), sb = z(),
+              y = z();
+    Zmm idx[4];
+    for (int i = 0; i < 4; ++i) {
+      idx[i] = z();
+      vmovdqu32(idx[i], ptr[rip + k6idx_ + 64 * i]);
+    }
+    for (int r = 0; r < R; ++r) {
+      // The "- 32" of every level: isum starts at -32 * sum_g(scale_g * bsum16_g).
+      vpmovsxbw(Ymm(sa.getIdx()), W(r, 192));
+      vpxord(y, y, y);
+      for (int t = 0; t < T; ++t) {
+        vpmaddwd(Ymm(iacc[t].getIdx()), Ymm(sa.getIdx()), ptr[s16p + t * P()]);
+        vpslld(Ymm(iacc[t].getIdx()), Ymm(iacc[t].getIdx()), 5);
+        vpsubd(iacc[t], y, iacc[t]);
+      }
+      vpmovsxbd(sc, W(r, 192));  // 16 group scales
+      for (int h = 0; h < 2; ++h) {
+        vmovdqu8(Ymm(ql.getIdx()), W(r, 64 * h));
+        vinserti64x4(ql, ql, W(r, 64 * h + 32), 1);  // [ql0 | ql1]
+        vmovdqu8(Ymm(qh.getIdx()), W(r, 128 + 32 * h));
+        vpsrlw(Ymm(tt.getIdx()), Ymm(qh.getIdx()), 2);
+        vinserti64x4(qh, qh, Ymm(tt.getIdx()), 1);  // [qh | qh >> 2]
+        // elements 128h + 0..63: low nibbles | bits 0-1 of (qh, qh >> 2) at bits 4-5
+        vpandd(qa, ql, ptr_b[rip + c0F_]);
+        vpsllw(tt, qh, 4);
+        vpandd(tt, tt, ptr_b[rip + c30_]);
+        vpord(qa, qa, tt);
+        // elements 128h + 64..127: high nibbles | bits 4-5 of (qh, qh >> 2)
+        vpsrlw(qb, ql, 4);
+        vpandd(qb, qb, ptr_b[rip + c0F_]);
+        vpandd(tt, qh, ptr_b[rip + c30_]);
+        vpord(qb, qb, tt);
+        vpermd(sa, idx[2 * h], sc);
+        vpermd(sb, idx[2 * h + 1], sc);
+        for (int t = 0; t < T; ++t) {
+          vpxord(y, y, y);
+          vpdpbusd(y, qa, A(t, 128 * h), EvexEncoding);
+          vpmulld(y, y, sa);
+          vpaddd(iacc[t], iacc[t], y);
+          vpxord(y, y, y);
+          vpdpbusd(y, qb, A(t, 128 * h + 64), EvexEncoding);
+          vpmulld(y, y, sb);
+          vpaddd(iacc[t], iacc[t], y);
+        }
+      }
+      vpbroadcastw(Ymm(qa.getIdx()), W(r, 208));
+      vcvtph2ps(qa, Ymm(qa.getIdx()));
+      for (int t = 0; t < T; ++t) {
+        vbroadcastss(tt, ptr[dp + t * P()]);
+        vmulps(tt, tt, qa);
+        vcvtdq2ps(iacc[t], iacc[t]);
+        vfmadd231ps(Zmm(acc[r][t].getIdx()), iacc[t], tt);
+      }
+    }
+    for (const Zmm& v : {sc, ql, qh, qa, qb, tt, sa, sb, y, idx[0], idx[1], idx[2], idx[3]})
+      pool.give(Ymm(v.getIdx()));
+    for (int t = 0; t < T; ++t) pool.give(Ymm(iacc[t].getIdx()));
+  }
+
   // ---------------------------------------------------------------- structure
   struct Geometry {
     int block_bytes, unit_elems, d_step, s32_step, s16_step;
   };
   Geometry geometry() const {
     switch (key_.type) {
-      case QuantType::Q8_0: return {34, 32, 4, 4, 0};
+      case QuantType::Q8_0: return wide() ? Geometry{68, 64, 8, 8, 0} : Geometry{34, 32, 4, 4, 0};
       case QuantType::Q4_0: return {18, 32, 4, 4, 0};
       case QuantType::Q4_K: return {144, 256, 4, 32, 32};
       case QuantType::Q6_K: return {210, 256, 4, 32, 32};
@@ -321,6 +496,10 @@ class Emitter : public CodeGenerator {
   void hsum_store(const Ymm& y, const Address& dst, Pool& pool) {
     const Ymm t = pool.take();
     const Xmm x(y.getIdx()), xt(t.getIdx());
+    if (wide()) {
+      vextractf64x4(t, Zmm(y.getIdx()), 1);
+      vaddps(y, y, t);
+    }
     vextractf128(xt, y, 1);
     vaddps(x, x, xt);
     vmovhlps(xt, xt, x);
@@ -335,11 +514,15 @@ class Emitter : public CodeGenerator {
     const Geometry g = geometry();
     const int T = key_.tokens;
     Pool pool;
+    pool.size = wide() ? 32 : 16;
     std::vector<std::vector<Ymm>> acc(R, std::vector<Ymm>(T));
     for (int r = 0; r < R; ++r)
       for (int t = 0; t < T; ++t) {
         acc[r][t] = pool.take();
-        vxorps(acc[r][t], acc[r][t], acc[r][t]);
+        if (wide())
+          vpxord(Zmm(acc[r][t].getIdx()), Zmm(acc[r][t].getIdx()), Zmm(acc[r][t].getIdx()));
+        else
+          vxorps(acc[r][t], acc[r][t], acc[r][t]);
       }
     mov(wp, wrow);
     lea(ap, ptr[act + int(al_.qs)]);
@@ -349,7 +532,13 @@ class Emitter : public CodeGenerator {
     mov(cnt, key_.k / g.unit_elems);
     Label loop;
     L(loop);
-    switch (key_.type) {
+    if (wide()) {
+      switch (key_.type) {
+        case QuantType::Q8_0: unit_q8_0_wide(R, acc, pool); break;
+        case QuantType::Q4_K: unit_q4_k_wide(R, acc, pool); break;
+        default: unit_q6_k_wide(R, acc, pool); break;
+      }
+    } else switch (key_.type) {
       case QuantType::Q8_0: unit_q8_0(R, acc, pool); break;
       case QuantType::Q4_0: unit_q4_0(R, acc, pool); break;
       case QuantType::Q4_K: unit_q4_k(R, acc, pool); break;
@@ -450,6 +639,14 @@ class Emitter : public CodeGenerator {
     for (int i = 0; i < 8; ++i)
       for (int b = 0; b < 16; ++b) q6[16 * i + b] = b < 4 ? uint8_t(2 * i) : b < 8 ? uint8_t(2 * i + 1) : 0x80;
     bytes(q6ctrl_, q6, 8 * 16);
+    // vpermd indices: Q4_K chunk c -> [2c x8, 2c+1 x8]; Q6_K quarter i -> groups 4i..4i+3 x4.
+    align(64);
+    L(k4idx_);
+    for (int c = 0; c < 4; ++c)
+      for (int l = 0; l < 16; ++l) dd(uint32_t(2 * c + l / 8));
+    L(k6idx_);
+    for (int i = 0; i < 4; ++i)
+      for (int l = 0; l < 16; ++l) dd(uint32_t(4 * i + l / 4));
   }
 };
 
@@ -480,8 +677,8 @@ TileShape gemm_tile(QuantType type, Isa isa) {
   switch (type) {
     case QuantType::Q8_0: return isa == Isa::Avx2 ? TileShape{2, 2} : TileShape{2, 4};
     case QuantType::Q4_0: return {2, 4};
-    case QuantType::Q4_K: return {2, 3};
-    case QuantType::Q6_K: return {2, 2};
+    case QuantType::Q4_K: return isa == Isa::Avx512Vnni ? TileShape{2, 6} : TileShape{2, 3};
+    case QuantType::Q6_K: return isa == Isa::Avx512Vnni ? TileShape{2, 6} : TileShape{2, 2};
     default: return {1, 1};
   }
 }
