@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 
 #include "core/error.h"
 #include "core/thread_pool.h"
@@ -183,6 +185,34 @@ TEST(Session, ResultsDoNotDependOnThreadCount) {
   const auto three = engine.prefill(*s3, kPrompt, true);
   ThreadPool::set_global_threads(0);
   EXPECT_EQ(one, three);
+}
+
+}  // namespace
+}  // namespace jitllm
+
+namespace jitllm {
+namespace {
+
+// JITLLM_DUMP writes the named intermediate tensors: rows of every step appended in order.
+TEST(Dump, NamedTensorsAreWrittenPerLayer) {
+  const std::string dir = ::testing::TempDir() + "/jitllm-dump";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  ::setenv("JITLLM_DUMP", "attn_norm,result_output", 1);
+  ::setenv("JITLLM_DUMP_DIR", dir.c_str(), 1);
+  Engine engine(fixture("F32"), reference_options());
+  ::unsetenv("JITLLM_DUMP");
+  ::unsetenv("JITLLM_DUMP_DIR");
+  auto s = engine.new_session();
+  const auto logits = engine.prefill(*s, std::span<const int32_t>(kPrompt.data(), 6), true, 4);
+  const auto norm0 = testing::read_f32(dir + "/attn_norm.0.f32");
+  const auto norm1 = testing::read_f32(dir + "/attn_norm.1.f32");
+  const auto out = testing::read_f32(dir + "/result_output.f32");
+  EXPECT_EQ(norm0.size(), 6u * 256u);  // two steps (4 + 2 rows) appended
+  EXPECT_EQ(norm1.size(), 6u * 256u);
+  EXPECT_EQ(out, logits);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/ffn_out.0.f32"));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
