@@ -44,8 +44,8 @@ Metrics::Metrics() {
                         "prefix_cache_hits_total", "generated_tokens_total",
                         "sessions_cancelled_total", "requests_failed_total"})
     counters_[c] = 0;
-  for (const char* g : {"sessions_active", "requests_queued", "kv_pages_used", "kv_pages_total"})
-    gauges_[g] = 0;
+  describe("prefix_cache_sessions", "gauge", "finished sessions kept for prefix reuse");
+  // Gauges are per model (labelled by the scheduler that owns them), so none exist up front.
 }
 
 void Metrics::describe(const std::string& name, const std::string& type, const std::string& text) {

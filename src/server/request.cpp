@@ -202,9 +202,14 @@ json parse_json_body(const std::string& text) {
   try {
     return json::parse(text);
   } catch (const json::parse_error& e) {
+    // nlohmann counts bytes from 1; the message gives the 0-based offset of the bad byte.
     throw ApiError(400, "invalid_request_error",
-                   fmt::format("the request body is not valid JSON (byte {}): {}", e.byte,
-                               e.what()));
+                   fmt::format("the request body is not valid JSON (byte {}): {}",
+                               e.byte > 0 ? e.byte - 1 : 0, e.what()));
+  } catch (const json::exception& e) {
+    // e.g. a number too large for a double ("1e400").
+    throw ApiError(400, "invalid_request_error",
+                   fmt::format("the request body is not valid JSON: {}", e.what()));
   }
 }
 

@@ -1,0 +1,93 @@
+// Job: one generation request on its way through the scheduler, and the channel its HTTP thread
+// reads the results from. The HTTP thread fills the input part and enqueues the job; from then on
+// the scheduler thread only pushes events and the HTTP thread only pops them (and may set
+// `cancelled` when its client goes away). Everything shared is behind the job's mutex.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sample/sampling_params.h"
+#include "server/api_error.h"
+
+namespace jitllm::server {
+
+using Clock = std::chrono::steady_clock;
+
+struct TokenLogprobInfo {
+  int32_t id = 0;
+  std::string text;  // the token's piece (bytes, possibly part of a UTF-8 character)
+  float logprob = 0;
+  std::vector<std::pair<std::string, float>> top;  // most likely first
+};
+
+// A piece of one choice's output. `text` may be empty (e.g. held back by a stop string).
+struct JobEvent {
+  int index = 0;                       // choice index
+  std::string text;
+  std::vector<TokenLogprobInfo> tokens;  // when logprobs were asked for
+  std::optional<std::string> finish_reason;  // "stop" | "length" once the choice is done
+};
+
+struct Usage {
+  int64_t prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
+};
+
+struct Job {
+  // Input (set before enqueue, read-only afterwards).
+  std::vector<int32_t> prompt;  // token ids, BOS included when the vocabulary adds one
+  int max_tokens = -1;          // resolved: >= 0
+  int n = 1;
+  SamplingParams sampling;      // the seed of choice i is sampling.seed + i
+  std::vector<std::string> stop;
+  int top_logprobs = 0;
+  bool logprobs = false;
+  Clock::time_point arrived = Clock::now();
+
+  // Set by the HTTP thread when its client disconnected; the scheduler frees the sessions at
+  // the next step.
+  std::atomic<bool> cancelled{false};
+
+  // Output.
+  void push(JobEvent event) {
+    {
+      std::lock_guard lock(mutex);
+      events.push_back(std::move(event));
+    }
+    cv.notify_all();
+  }
+  void finish(Usage u, std::optional<ApiError> err = std::nullopt) {
+    {
+      std::lock_guard lock(mutex);
+      usage = u;
+      error = std::move(err);
+      finished = true;
+    }
+    cv.notify_all();
+  }
+  // Waits up to `timeout` for events or the end; returns the events taken (possibly none).
+  std::deque<JobEvent> take(std::chrono::milliseconds timeout, bool& done) {
+    std::unique_lock lock(mutex);
+    cv.wait_for(lock, timeout, [&] { return !events.empty() || finished; });
+    std::deque<JobEvent> out;
+    out.swap(events);
+    done = finished;  // every event is pushed before finish(), so none can follow
+    return out;
+  }
+
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::deque<JobEvent> events;
+  bool finished = false;
+  Usage usage;
+  std::optional<ApiError> error;
+};
+
+}  // namespace jitllm::server

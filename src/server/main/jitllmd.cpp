@@ -1,0 +1,168 @@
+// jitllmd: the server daemon. `jitllmd serve -load MODEL [-id NAME] [-models DIR] ...` (options
+// take one or two dashes). SIGTERM / SIGINT drain the requests in flight and exit 0. Only the
+// argument parsing and signal handling live here; the server is src/server/http_server.h.
+#include <fmt/format.h>
+#include <signal.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "server/http_server.h"
+
+namespace {
+
+using jitllm::server::HttpServer;
+using jitllm::server::ModelOptions;
+using jitllm::server::ServerOptions;
+
+const char* const kUsage = R"(usage: jitllmd serve [options]
+  -load MODEL         model to serve: .gguf, .jlm or Hugging Face folder (default: models/demo)
+  -id NAME            the name clients use for it (default: the file name without extension)
+  -models DIR         also serve every .gguf / .jlm in DIR (named by file stem)
+  -chat-template FILE Jinja chat template for -load (default: the model's; ChatML-like if none)
+  -devices LIST       cpu (default; the CUDA backend is not in this build yet)
+  -host ADDR          address to bind (default 127.0.0.1)
+  -port N             port (default 8080; 0 = any free port, see -port-file)
+  -port-file FILE     write the bound port here once listening
+  -parallel N         sequences decoded together per model (default 4)
+  -max-seq N          context per sequence in tokens (default: the model's)
+  -cache N            finished sessions kept for prefix reuse per model (default 8)
+  -step-tokens N      tokens per step at most (prefill chunks + decode rows; default 256)
+  -api-key KEY        require "Authorization: Bearer KEY" (also $JITLLM_API_KEY)
+  -max-body BYTES     largest request body accepted (default 4194304)
+  -threads N          compute threads (default: all cores)
+  -kernels NAME       CPU kernels: jit (default) or reference
+  -drain-timeout S    seconds SIGTERM waits for requests in flight (default 120)
+)";
+
+long to_int(const std::string& name, const std::string& v, long lo, long hi) {
+  char* end = nullptr;
+  errno = 0;
+  const long x = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end || errno || x < lo || x > hi)
+    jitllm::throw_error("-{}: expected an integer in [{}, {}], got '{}'", name, lo, hi, v);
+  return x;
+}
+
+int serve(const std::map<std::string, std::string>& args) {
+  ServerOptions so;
+  ModelOptions mo;
+  std::string models_dir;
+  int threads = 0;
+  for (const auto& [k, v] : args) {
+    if (k == "load") mo.path = v;
+    else if (k == "id") mo.id = v;
+    else if (k == "models") models_dir = v;
+    else if (k == "chat-template") mo.chat_template_file = v;
+    else if (k == "devices") {
+      if (v != "cpu") jitllm::throw_error("-devices {}: only 'cpu' is available in this build", v);
+    } else if (k == "host") so.host = v;
+    else if (k == "port") so.port = int(to_int(k, v, 0, 65535));
+    else if (k == "port-file") so.port_file = v;
+    else if (k == "parallel") mo.scheduler.parallel = int(to_int(k, v, 1, 256));
+    else if (k == "max-seq") mo.scheduler.n_ctx = to_int(k, v, 1, 1L << 24);
+    else if (k == "cache") mo.scheduler.cache_sessions = size_t(to_int(k, v, 0, 4096));
+    else if (k == "step-tokens") mo.scheduler.step_tokens = to_int(k, v, 1, 1 << 16);
+    else if (k == "api-key") so.api_key = v;
+    else if (k == "max-body") so.max_body_bytes = size_t(to_int(k, v, 1, 1L << 30));
+    else if (k == "threads") threads = int(to_int(k, v, 1, 1024));
+    else if (k == "kernels") mo.kernels = v;
+    else if (k == "drain-timeout") so.drain_timeout_s = int(to_int(k, v, 0, 86400));
+    else jitllm::throw_error("unknown option -{}\n{}", k, kUsage);
+  }
+  if (so.api_key.empty())
+    if (const char* env = std::getenv("JITLLM_API_KEY"); env && *env) so.api_key = env;
+  if (threads > 0) jitllm::ThreadPool::set_global_threads(threads);
+
+  std::vector<ModelOptions> models;
+  if (!mo.path.empty() || models_dir.empty()) models.push_back(mo);
+  if (!models_dir.empty()) {
+    std::vector<std::string> files;
+    for (const auto& e : std::filesystem::directory_iterator(models_dir)) {
+      const std::string ext = e.path().extension().string();
+      if (e.is_regular_file() && (ext == ".gguf" || ext == ".jlm")) files.push_back(e.path());
+    }
+    std::sort(files.begin(), files.end());
+    if (files.empty()) jitllm::throw_error("-models {}: no .gguf or .jlm files", models_dir);
+    for (const auto& f : files) {
+      if (!mo.path.empty() && std::filesystem::equivalent(f, mo.path)) continue;
+      ModelOptions m = mo;
+      m.path = f;
+      m.id.clear();
+      m.chat_template_file.clear();
+      models.push_back(m);
+    }
+  }
+
+  // Signals go to one thread that starts the drain; every other thread blocks them.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  HttpServer server(so, models);
+  std::thread watcher([&] {
+    int sig = 0;
+    sigwait(&set, &sig);
+    if (sig != 0) server.stop();
+  });
+  int rc = 0;
+  try {
+    rc = server.run();
+  } catch (...) {
+    pthread_kill(watcher.native_handle(), SIGTERM);
+    watcher.join();
+    throw;
+  }
+  // run() returned because stop() ran (from a signal); the watcher is done or about to be.
+  pthread_kill(watcher.native_handle(), SIGTERM);
+  watcher.join();
+  return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> a(argv + 1, argv + argc);
+  if (a.empty() || a[0] == "-h" || a[0] == "--help" || a[0] == "help") {
+    fmt::print("{}", kUsage);
+    return a.empty() ? 2 : 0;
+  }
+  if (a[0] != "serve") {
+    fmt::print(stderr, "jitllmd: unknown command '{}'\n{}", a[0], kUsage);
+    return 2;
+  }
+  try {
+    std::map<std::string, std::string> args;
+    for (size_t i = 1; i < a.size(); ++i) {
+      std::string k = a[i];
+      if (k == "-h" || k == "--help") {
+        fmt::print("{}", kUsage);
+        return 0;
+      }
+      if (k.size() < 2 || k[0] != '-') jitllm::throw_error("unexpected argument '{}'", k);
+      k.erase(0, k[1] == '-' ? 2 : 1);
+      std::string v;
+      if (auto eq = k.find('='); eq != std::string::npos) {
+        v = k.substr(eq + 1);
+        k.resize(eq);
+      } else {
+        if (i + 1 >= a.size()) jitllm::throw_error("-{} needs a value", k);
+        v = a[++i];
+      }
+      args[k] = v;
+    }
+    return serve(args);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "jitllmd: {}\n", e.what());
+    return 1;
+  }
+}

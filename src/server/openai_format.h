@@ -1,0 +1,48 @@
+// Response bodies in OpenAI's wire format: whole responses and SSE chunks of /v1/completions
+// ("text_completion") and /v1/chat/completions ("chat.completion"), logprobs in each endpoint's
+// shape, usage. Pure functions of the scheduler's events; no I/O.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "server/job.h"
+
+namespace jitllm::server {
+
+struct ResponseInfo {
+  std::string id;       // "chatcmpl-..." / "cmpl-..."
+  int64_t created = 0;  // unix seconds
+  std::string model;
+  bool chat = false;
+  bool logprobs = false;
+};
+
+// One choice accumulated over the events of a non-streamed response.
+struct ChoiceText {
+  std::string text;
+  std::string finish_reason;
+  std::vector<TokenLogprobInfo> tokens;
+};
+
+nlohmann::json usage_json(const Usage& usage);
+// logprobs of one event or a whole choice; `text_offset0` is the legacy completions' offset of
+// the first token.
+nlohmann::json logprobs_json(bool chat, const std::vector<TokenLogprobInfo>& tokens,
+                             size_t text_offset0 = 0);
+
+// A whole response. `prefix` (echo) is put before each completion text.
+nlohmann::json full_response(const ResponseInfo& info, const std::vector<ChoiceText>& choices,
+                             const Usage& usage, const std::string& prefix = "");
+// One SSE chunk for an event; `first` marks a chat choice's first chunk (it carries the role).
+nlohmann::json stream_chunk(const ResponseInfo& info, const JobEvent& event, bool first);
+// The chunk with an empty choices array and the usage (stream_options.include_usage).
+nlohmann::json usage_chunk(const ResponseInfo& info, const Usage& usage);
+
+// "data: <json>\n\n"
+std::string sse(const nlohmann::json& data);
+
+}  // namespace jitllm::server

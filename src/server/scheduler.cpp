@@ -1,0 +1,369 @@
+// Scheduler implementation: admission with prefix reuse, ragged steps, sampling, stop strings,
+// streaming events, cancellation, metrics.
+#include "server/scheduler.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "runtime/session_fork.h"
+#include "sample/logprobs.h"
+#include "server/stop_matcher.h"
+#include "server/token_sampler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace jitllm::server {
+
+namespace {
+
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+}  // namespace
+
+// What a job's sequences share: the job, its usage so far, how many sequences are still live.
+struct JobRun {
+  std::shared_ptr<Job> job;
+  Usage usage;
+  int live = 1;
+  bool forked = false;      // choices 1..n-1 created (after the prompt was prefilled)
+  bool first_token = false;  // time to first token observed
+};
+
+struct Scheduler::Sequence {
+  std::shared_ptr<JobRun> run;
+  int index = 0;
+  std::unique_ptr<Session> session;
+  std::optional<TokenSampler> sampler;
+  std::optional<StreamDecoder> decoder;
+  std::optional<StopMatcher> stop;
+  std::vector<int32_t> pending;  // prompt tokens still to prefill
+  size_t pending_off = 0;
+  size_t chunk = 0;              // tokens of `pending` fed in the current step
+  int32_t next = -1;             // sampled token to feed in the next step
+  int generated = 0;
+  bool done = false;
+  Clock::time_point last_token;
+};
+
+Scheduler::Scheduler(Engine& engine, const Tokenizer& tokenizer, Metrics& metrics,
+                     SchedulerOptions options)
+    : engine_(engine), tokenizer_(tokenizer), metrics_(metrics), options_(std::move(options)),
+      cache_(options_.cache_sessions) {
+  if (options_.parallel <= 0) throw_error("-parallel must be positive, got {}", options_.parallel);
+  if (options_.step_tokens <= 0) options_.step_tokens = engine.options().n_batch;
+  if (options_.n_ctx <= 0 || options_.n_ctx > engine.config().n_ctx_train)
+    options_.n_ctx = engine.config().n_ctx_train;
+  thread_ = std::thread([this] { loop(); });
+}
+
+Scheduler::~Scheduler() { stop(false); }
+
+int64_t Scheduler::n_ctx() const { return options_.n_ctx; }
+
+void Scheduler::submit(std::shared_ptr<Job> job) {
+  {
+    std::lock_guard lock(mutex_);
+    queue_.push_back(std::move(job));
+  }
+  cv_.notify_all();
+}
+
+void Scheduler::run_exclusive(std::function<void(Engine&, PrefixCache&)> fn) {
+  std::packaged_task<void()> task([this, fn = std::move(fn)] { fn(engine_, cache_); });
+  std::future<void> done = task.get_future();
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) throw ApiError(503, "server_error", "the server is shutting down");
+    tasks_.push_back(std::move(task));
+  }
+  cv_.notify_all();
+  done.get();
+}
+
+size_t Scheduler::in_flight() const {
+  std::lock_guard lock(mutex_);
+  return queue_.size() + active_jobs_ + tasks_.size();
+}
+
+void Scheduler::stop(bool drain) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!thread_.joinable()) return;
+    stopping_ = true;
+    drain_ = drain;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void Scheduler::loop() {
+  while (true) {
+    std::deque<std::packaged_task<void()>> tasks;
+    {
+      std::unique_lock lock(mutex_);
+      cv_.wait(lock, [&] {
+        return stopping_ || !queue_.empty() || !tasks_.empty() || !active_.empty();
+      });
+      if (stopping_ && !drain_) {
+        for (auto& job : queue_) job->cancelled = true;
+        for (auto& seq : active_) seq->run->job->cancelled = true;
+      }
+      if (stopping_ && queue_.empty() && active_.empty() && tasks_.empty()) break;
+      tasks.swap(tasks_);
+    }
+    for (auto& task : tasks) task();  // exceptions land in the task's future
+    drop_cancelled();
+    admit();
+    if (!active_.empty()) run_step();
+    retire_done();
+    update_gauges();
+  }
+  // Pending jobs of a non-draining stop were cancelled above; answer them.
+  std::lock_guard lock(mutex_);
+  for (auto& job : queue_) job->finish({}, ApiError(503, "server_error", "the server stopped"));
+  queue_.clear();
+}
+
+void Scheduler::admit() {
+  while (true) {
+    std::shared_ptr<Job> job;
+    {
+      std::lock_guard lock(mutex_);
+      if (queue_.empty() || int(active_.size()) >= options_.parallel) return;
+      job = std::move(queue_.front());
+      queue_.pop_front();
+      ++active_jobs_;
+    }
+    auto run = std::make_shared<JobRun>();
+    run->job = job;
+    run->usage.prompt_tokens = int64_t(job->prompt.size());
+    auto seq = std::make_unique<Sequence>();
+    seq->run = run;
+    try {
+      if (job->cancelled) throw ApiError(499, "cancelled", "the client went away");
+      PrefixCache::Match hit = cache_.take_longest(job->prompt, options_.min_reuse_tokens);
+      int64_t keep = 0;
+      if (hit.session) {
+        // The last prompt token always runs again: its logits choose the first new token.
+        keep = std::min<int64_t>(hit.common, int64_t(job->prompt.size()) - 1);
+        hit.session->truncate(keep);
+        seq->session = std::move(hit.session);
+        if (keep > 0) {
+          metrics_.add_counter("prefix_cache_hits_total");
+          metrics_.add_counter("prompt_tokens_cached_total", double(keep));
+        }
+      } else {
+        seq->session = engine_.new_session(options_.n_ctx);
+      }
+      run->usage.cached_tokens = keep;
+      seq->pending.assign(job->prompt.begin() + keep, job->prompt.end());
+      SamplingParams sp = job->sampling;
+      seq->sampler.emplace(sp, int32_t(engine_.config().n_vocab));
+      for (int32_t t : job->prompt) seq->sampler->accept(t);
+      seq->decoder.emplace(tokenizer_);
+      seq->stop.emplace(job->stop);
+      metrics_.add_counter("prompt_tokens_total", double(job->prompt.size() - size_t(keep)));
+      active_.push_back(std::move(seq));
+    } catch (const ApiError& e) {
+      job->finish(run->usage, e);
+      std::lock_guard lock(mutex_);
+      --active_jobs_;
+    } catch (const std::exception& e) {
+      job->finish(run->usage, ApiError(500, "server_error", e.what()));
+      std::lock_guard lock(mutex_);
+      --active_jobs_;
+    }
+  }
+}
+
+void Scheduler::drop_cancelled() {
+  for (auto& seq : active_) {
+    if (seq->done || !seq->run->job->cancelled) continue;
+    seq->done = true;
+    metrics_.add_counter("sessions_cancelled_total");
+  }
+}
+
+void Scheduler::run_step() {
+  // Decoding rows first (one token each), then prefill chunks from what the budget leaves, so a
+  // long prompt joining the batch does not stall the streams already running.
+  std::vector<StepInput> inputs;
+  std::vector<Sequence*> owners;
+  int64_t budget = options_.step_tokens;
+  for (auto& s : active_) {
+    if (s->done || s->next < 0) continue;
+    inputs.push_back({s->session.get(), std::span<const int32_t>(&s->next, 1), false});
+    owners.push_back(s.get());
+    --budget;
+  }
+  for (auto& s : active_) {
+    if (s->done || s->next >= 0) continue;
+    const size_t left = s->pending.size() - s->pending_off;
+    s->chunk = std::min<size_t>(left, size_t(std::max<int64_t>(budget, owners.empty() ? 1 : 0)));
+    if (s->chunk == 0) continue;
+    budget -= int64_t(s->chunk);
+    inputs.push_back({s->session.get(),
+                      std::span<const int32_t>(s->pending.data() + s->pending_off, s->chunk),
+                      false});
+    owners.push_back(s.get());
+  }
+  if (inputs.empty()) return;
+  metrics_.observe("batch_size", double(inputs.size()));
+  std::vector<float> logits;
+  try {
+    logits = engine_.step(inputs);
+  } catch (const std::exception& e) {
+    log(LogLevel::Error, "step of {} sequences failed: {}", inputs.size(), e.what());
+    for (Sequence* s : owners) {
+      s->done = true;
+      s->session.reset();
+      if (!s->run->job->finished)
+        s->run->job->finish(s->run->usage, ApiError(500, "server_error", e.what()));
+    }
+    return;
+  }
+  const size_t n_vocab = size_t(engine_.config().n_vocab);
+  for (size_t i = 0; i < owners.size(); ++i) {
+    Sequence& s = *owners[i];
+    if (s.next >= 0) {
+      s.next = -1;
+    } else {
+      s.pending_off += s.chunk;
+      s.chunk = 0;
+      if (s.pending_off < s.pending.size()) continue;  // more prompt to run
+      s.pending.clear();
+      s.pending_off = 0;
+    }
+    on_logits(s, std::span<const float>(logits.data() + i * n_vocab, n_vocab));
+  }
+}
+
+void Scheduler::on_logits(Sequence& seq, std::span<const float> logits) {
+  JobRun& run = *seq.run;
+  if (!run.forked) {
+    // The prompt is in: choices 1..n-1 start from a copy of its KV, each with its own seed.
+    run.forked = true;
+    for (int i = 1; i < run.job->n; ++i) {
+      auto other = std::make_unique<Sequence>();
+      other->run = seq.run;
+      other->index = i;
+      other->session = fork_session(engine_, *seq.session);
+      SamplingParams sp = run.job->sampling;
+      if (sp.seed != SamplingParams::kRandomSeed) sp.seed += uint32_t(i);
+      other->sampler.emplace(sp, int32_t(engine_.config().n_vocab));
+      for (int32_t t : run.job->prompt) other->sampler->accept(t);
+      other->decoder.emplace(tokenizer_);
+      other->stop.emplace(run.job->stop);
+      ++run.live;
+      emit_token(*other, logits);
+      active_.push_back(std::move(other));
+    }
+  }
+  emit_token(seq, logits);
+}
+
+void Scheduler::emit_token(Sequence& seq, std::span<const float> logits) {
+  Job& job = *seq.run->job;
+  const auto now = Clock::now();
+  if (seq.generated >= job.max_tokens) return finish_sequence(seq, "length", "");
+  const int32_t tok = seq.sampler->sample(logits);
+  if (!seq.run->first_token) {
+    seq.run->first_token = true;
+    metrics_.observe("time_to_first_token_seconds", seconds_between(job.arrived, now));
+  } else if (seq.generated > 0) {
+    metrics_.observe("inter_token_latency_seconds", seconds_between(seq.last_token, now));
+  }
+  seq.last_token = now;
+  if (tokenizer_.vocab().is_eog(tok)) return finish_sequence(seq, "stop", "");
+  seq.sampler->accept(tok);
+  ++seq.generated;
+  ++seq.run->usage.completion_tokens;
+  metrics_.add_counter("generated_tokens_total");
+
+  JobEvent ev;
+  ev.index = seq.index;
+  if (job.logprobs) {
+    TokenLogprobInfo info;
+    info.id = tok;
+    info.text = tokenizer_.piece(tok);
+    info.logprob = logprobs(logits, tok);
+    for (const TokenLogprob& t : top_logprobs(logits, size_t(job.top_logprobs)))
+      info.top.emplace_back(tokenizer_.piece(t.id), t.logprob);
+    ev.tokens.push_back(std::move(info));
+  }
+  ev.text = seq.stop->push(seq.decoder->push(tok));
+  if (seq.stop->stopped()) {
+    ev.finish_reason = "stop";
+    seq.done = true;
+    job.push(std::move(ev));
+    return;
+  }
+  const bool full = seq.session->position() + 1 > seq.session->n_ctx();
+  if (seq.generated >= job.max_tokens || full) {
+    // The text still held back (an unfinished character or a possible stop) is released now.
+    std::string tail = seq.stop->push(seq.decoder->finish());
+    ev.finish_reason = seq.stop->stopped() ? "stop" : "length";
+    if (!seq.stop->stopped()) tail += seq.stop->flush();
+    ev.text += tail;
+    seq.done = true;
+    job.push(std::move(ev));
+    return;
+  }
+  seq.next = tok;
+  if (!ev.text.empty() || !ev.tokens.empty()) job.push(std::move(ev));
+}
+
+void Scheduler::finish_sequence(Sequence& seq, const char* reason, std::string tail) {
+  JobEvent ev;
+  ev.index = seq.index;
+  std::string rest = seq.stop->push(seq.decoder->finish());
+  if (!seq.stop->stopped()) rest += seq.stop->flush();
+  ev.text = tail + rest;
+  ev.finish_reason = reason;
+  seq.done = true;
+  seq.run->job->push(std::move(ev));
+}
+
+void Scheduler::retire_done() {
+  for (auto it = active_.begin(); it != active_.end();) {
+    Sequence& s = **it;
+    if (!s.done) {
+      ++it;
+      continue;
+    }
+    if (s.session) cache_.put(std::move(s.session));
+    JobRun& run = *s.run;
+    // A cancelled job's choices are all marked done in the same pass (drop_cancelled).
+    if (--run.live == 0) {
+      if (!run.job->finished) {
+        if (run.job->cancelled)
+          run.job->finish(run.usage, ApiError(499, "cancelled", "the client went away"));
+        else
+          run.job->finish(run.usage);
+      }
+      std::lock_guard lock(mutex_);
+      --active_jobs_;
+    }
+    it = active_.erase(it);
+  }
+}
+
+void Scheduler::update_gauges() {
+  const std::string label = fmt::format("{{model=\"{}\"}}", options_.model_id);
+  const KvPagePool& pool = engine_.kv_pool();
+  metrics_.set_gauge("kv_pages_used" + label, double(pool.pages_in_use()));
+  metrics_.set_gauge("kv_pages_total" + label,
+                     double(pool.bytes_allocated() / pool.layout().page_bytes()));
+  metrics_.set_gauge("sessions_active" + label, double(active_.size()));
+  metrics_.set_gauge("prefix_cache_sessions" + label, double(cache_.size()));
+  std::lock_guard lock(mutex_);
+  metrics_.set_gauge("requests_queued" + label, double(queue_.size()));
+}
+
+}  // namespace jitllm::server

@@ -1,0 +1,87 @@
+// Scheduler: the one thread that owns a model's Engine. HTTP threads submit Jobs; between steps
+// the scheduler admits queued jobs into the running batch (reusing the longest cached prefix),
+// drops sessions whose clients went away, then runs every active sequence in one ragged
+// Engine::step: decoding sequences add one token, prefilling ones a chunk of their prompt. A
+// finished sequence leaves the batch at once and its session goes to the prefix cache.
+// Backend-agnostic: it only sees Engine, Session and logits.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/engine.h"
+#include "server/job.h"
+#include "server/metrics.h"
+#include "server/prefix_cache.h"
+
+namespace jitllm {
+class Tokenizer;
+}
+
+namespace jitllm::server {
+
+struct SchedulerOptions {
+  int parallel = 4;                 // sequences in the running batch at most
+  int64_t n_ctx = 0;                // per-session context (0: the model's)
+  int64_t step_tokens = 256;        // tokens per step at most (decode rows + prefill chunks)
+  size_t cache_sessions = 8;        // finished sessions kept for prefix reuse
+  int64_t min_reuse_tokens = 2;     // a shorter common prefix (e.g. only BOS) is not a hit
+  std::string model_id;             // label of this model's gauges in /metrics
+};
+
+class Scheduler {
+ public:
+  Scheduler(Engine& engine, const Tokenizer& tokenizer, Metrics& metrics, SchedulerOptions options);
+  ~Scheduler();  // cancels what is left and joins
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  const SchedulerOptions& options() const { return options_; }
+  int64_t n_ctx() const;
+
+  void submit(std::shared_ptr<Job> job);
+  // Runs `fn` on the scheduler thread between two steps, with the engine and the prefix cache to
+  // itself; blocks until it returned and rethrows what it threw.
+  void run_exclusive(std::function<void(Engine&, PrefixCache&)> fn);
+  // Jobs queued or running (0 = idle).
+  size_t in_flight() const;
+  // Ends the thread after the jobs in flight finished (drain) or after cancelling them.
+  void stop(bool drain);
+
+ private:
+  struct Sequence;
+  void loop();
+  void admit();
+  void drop_cancelled();
+  void run_step();
+  void on_logits(Sequence& seq, std::span<const float> logits);
+  void emit_token(Sequence& seq, std::span<const float> logits);
+  void finish_sequence(Sequence& seq, const char* reason, std::string tail);
+  void retire_done();
+  void update_gauges();
+
+  Engine& engine_;
+  const Tokenizer& tokenizer_;
+  Metrics& metrics_;
+  SchedulerOptions options_;
+  PrefixCache cache_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  std::deque<std::packaged_task<void()>> tasks_;
+  bool stopping_ = false, drain_ = true;
+  size_t active_jobs_ = 0;  // jobs admitted and not finished (guarded by mutex_)
+
+  std::vector<std::unique_ptr<Sequence>> active_;  // scheduler thread only
+  std::thread thread_;
+};
+
+}  // namespace jitllm::server

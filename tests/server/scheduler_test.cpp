@@ -1,0 +1,196 @@
+// Scheduler: sequences stepped together give what each gives alone (greedy, against a plain
+// prefill/decode loop on the engine), prefix reuse changes nothing but the work done, n > 1
+// choices fork one prefill, stop strings cut the text, max_tokens and cancellation end
+// sequences and free their sessions.
+#include "server/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "backend/cpu/jit_kernels.h"
+#include "runtime/model_loader.h"
+#include "testutil/shared_data.h"
+#include "tokenizer/tokenizer.h"
+
+namespace jitllm::server {
+namespace {
+
+struct Fixture {
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<Tokenizer> tok;
+  Metrics metrics;
+  std::unique_ptr<Scheduler> sched;
+  explicit Fixture(int parallel, size_t cache = 8) {
+    EngineOptions o;
+    o.kernels = &default_cpu_kernels();
+    o.kv_page_tokens = 16;
+    engine = std::make_unique<Engine>(
+        load_model_file(testing::oracle_path("pydoc-llama/pydoc-llama.Q8_0.gguf")), o);
+    tok = std::make_unique<Tokenizer>(engine->model().file().metadata);
+    SchedulerOptions so;
+    so.parallel = parallel;
+    so.cache_sessions = cache;
+    so.model_id = "pydoc";
+    sched = std::make_unique<Scheduler>(*engine, *tok, metrics, so);
+  }
+};
+
+std::shared_ptr<Job> greedy_job(const Tokenizer& tok, const std::string& prompt, int max_tokens) {
+  auto job = std::make_shared<Job>();
+  job->prompt = tok.encode(prompt, true);
+  job->max_tokens = max_tokens;
+  job->sampling.temperature = 0;
+  return job;
+}
+
+struct Result {
+  std::vector<std::string> text;
+  std::vector<std::string> finish;
+  Usage usage;
+};
+
+Result wait(Job& job) {
+  Result r;
+  r.text.resize(size_t(job.n));
+  r.finish.resize(size_t(job.n));
+  bool done = false;
+  for (int spins = 0; !done && spins < 600; ++spins)
+    for (JobEvent& ev : job.take(std::chrono::milliseconds(100), done)) {
+      r.text.at(size_t(ev.index)) += ev.text;
+      if (ev.finish_reason) r.finish[size_t(ev.index)] = *ev.finish_reason;
+    }
+  EXPECT_TRUE(done) << "job did not finish in 60 s";
+  EXPECT_FALSE(job.error.has_value()) << (job.error ? job.error->what() : "");
+  r.usage = job.usage;
+  return r;
+}
+
+// Greedy continuation straight on the engine: one session, prefill then decode, argmax (ties to
+// the lowest id), no scheduler involved.
+std::string solo_greedy(Engine& engine, const Tokenizer& tok, const std::string& prompt, int n) {
+  auto s = engine.new_session();
+  std::vector<float> logits = engine.prefill(*s, tok.encode(prompt, true), false);
+  std::vector<int32_t> out;
+  for (int i = 0; i < n; ++i) {
+    const int32_t t = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    if (tok.vocab().is_eog(t)) break;
+    out.push_back(t);
+    logits = engine.decode(*s, t);
+  }
+  StreamDecoder d(tok);
+  std::string text;
+  for (int32_t t : out) text += d.push(t);
+  return text + d.finish();
+}
+
+const std::vector<std::string> kPrompts = {
+    "The function returns", "A list is", "To open a file", "The module provides",
+    "Exceptions are raised when", "The class", "In Python, a dictionary", "Use the following"};
+
+TEST(Scheduler, BatchedSequencesEqualTheirSoloRuns) {
+  Fixture f(8);
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (const auto& p : kPrompts) {
+    jobs.push_back(greedy_job(*f.tok, p, 24));
+    f.sched->submit(jobs.back());
+  }
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const Result r = wait(*jobs[i]);
+    EXPECT_EQ(r.text[0], solo_greedy(*f.engine, *f.tok, kPrompts[i], 24)) << kPrompts[i];
+    EXPECT_EQ(r.finish[0], "length");
+    EXPECT_EQ(r.usage.completion_tokens, 24);
+  }
+  EXPECT_GE(f.metrics.histogram_count("batch_size"), 24u);
+}
+
+TEST(Scheduler, PrefixReuseGivesTheSameTextWithLessWork) {
+  Fixture f(2);
+  auto a = greedy_job(*f.tok, "The function returns a tuple of the same type", 16);
+  f.sched->submit(a);
+  const Result ra = wait(*a);
+  EXPECT_EQ(f.metrics.counter("prefix_cache_hits_total"), 0);
+  auto b = greedy_job(*f.tok, "The function returns a tuple of the same type", 16);
+  f.sched->submit(b);
+  const Result rb = wait(*b);
+  EXPECT_EQ(ra.text, rb.text);
+  EXPECT_EQ(f.metrics.counter("prefix_cache_hits_total"), 1);
+  EXPECT_EQ(rb.usage.cached_tokens, int64_t(b->prompt.size()) - 1);
+  // A longer prompt sharing the start reuses it too and answers like a cold run.
+  auto c = greedy_job(*f.tok, "The function returns a tuple of the same type, and", 12);
+  f.sched->submit(c);
+  const Result rc = wait(*c);
+  EXPECT_EQ(rc.text[0], solo_greedy(*f.engine, *f.tok,
+                                    "The function returns a tuple of the same type, and", 12));
+  EXPECT_EQ(f.metrics.counter("prefix_cache_hits_total"), 2);
+}
+
+TEST(Scheduler, ChoicesForkOnePrefill) {
+  Fixture f(4);
+  auto job = greedy_job(*f.tok, "A list is", 10);
+  job->n = 3;
+  f.sched->submit(job);
+  const Result r = wait(*job);
+  const std::string solo = solo_greedy(*f.engine, *f.tok, "A list is", 10);
+  for (const auto& t : r.text) EXPECT_EQ(t, solo);
+  EXPECT_EQ(r.usage.completion_tokens, 30);
+  // Sampled choices with a seed are reproducible.
+  auto s1 = greedy_job(*f.tok, "A list is", 10);
+  s1->n = 2;
+  s1->sampling.temperature = 1.0f;
+  s1->sampling.seed = 7;
+  auto s2 = std::make_shared<Job>();
+  s2->prompt = s1->prompt;
+  s2->max_tokens = 10;
+  s2->n = 2;
+  s2->sampling = s1->sampling;
+  f.sched->submit(s1);
+  const Result r1 = wait(*s1);
+  f.sched->submit(s2);
+  const Result r2 = wait(*s2);
+  EXPECT_EQ(r1.text, r2.text);
+}
+
+TEST(Scheduler, StopStringCutsTheText) {
+  Fixture f(2);
+  const std::string solo = solo_greedy(*f.engine, *f.tok, "The function returns", 24);
+  ASSERT_GT(solo.size(), 12u);
+  // A stop string taken from the middle of the greedy text (it spans tokens).
+  const std::string stop = solo.substr(8, 5);
+  auto job = greedy_job(*f.tok, "The function returns", 24);
+  job->stop = {stop};
+  f.sched->submit(job);
+  const Result r = wait(*job);
+  EXPECT_EQ(r.text[0], solo.substr(0, solo.find(stop)));
+  EXPECT_EQ(r.finish[0], "stop");
+}
+
+TEST(Scheduler, CancelledJobFreesItsSession) {
+  Fixture f(2, /*cache=*/0);
+  auto job = greedy_job(*f.tok, "The module provides", 400);
+  f.sched->submit(job);
+  bool done = false;
+  std::deque<JobEvent> first;
+  for (int i = 0; i < 100 && first.empty(); ++i) first = job->take(std::chrono::milliseconds(100), done);
+  ASSERT_FALSE(first.empty());
+  job->cancelled = true;
+  for (int i = 0; i < 100 && !done; ++i) job->take(std::chrono::milliseconds(100), done);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(f.metrics.counter("sessions_cancelled_total"), 1);
+  for (int i = 0; i < 50 && f.sched->in_flight() > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(f.sched->in_flight(), 0u);
+  EXPECT_EQ(f.engine->kv_pool().pages_in_use(), 0u);
+}
+
+TEST(Scheduler, MaxTokensZeroAndEndOfContext) {
+  Fixture f(1);
+  auto zero = greedy_job(*f.tok, "A list is", 0);
+  f.sched->submit(zero);
+  const Result r = wait(*zero);
+  EXPECT_EQ(r.text[0], "");
+  EXPECT_EQ(r.finish[0], "length");
+}
+
+}  // namespace
+}  // namespace jitllm::server

@@ -1,0 +1,150 @@
+// System One: request validation, and the answers of the forked, prefix-sharing evaluation equal
+// a from-scratch computation (every candidate prefilled alone, no forks, no cache); a second call
+// with the same state reuses it and answers identically.
+#include "server/systemone.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "runtime/model_loader.h"
+#include "sample/logprobs.h"
+#include "server/api_error.h"
+#include "testutil/shared_data.h"
+#include "tokenizer/tokenizer.h"
+
+namespace jitllm::server {
+namespace {
+
+using json = nlohmann::json;
+
+void expect_400(const json& body, const std::string& param) {
+  try {
+    parse_systemone_request(body);
+    ADD_FAILURE() << "accepted " << body.dump();
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_EQ(e.body()["error"]["param"], param) << body.dump();
+  }
+}
+
+TEST(SystemOne, RefusesMalformedRequests) {
+  expect_400({{"questions", {{"a", {{"type", "noul"}, {"instructions", "x"}}}}}}, "body.state");
+  expect_400({{"state", "s"}}, "questions");
+  expect_400({{"state", "s"}, {"questions", json::object()}}, "questions");
+  expect_400({{"state", "s"}, {"questions", {{"a", {{"type", "maybe"}, {"instructions", "x"}}}}}},
+             "questions.a.type");
+  expect_400({{"state", "s"}, {"questions", {{"a", {{"type", "noul"}}}}}},
+             "questions.a.instructions");
+  expect_400({{"state", "s"},
+              {"questions", {{"a", {{"type", "choice"}, {"instructions", "x"}}}}}},
+             "questions.a.choices");
+  expect_400({{"state", "s"},
+              {"questions",
+               {{"a", {{"type", "choice"}, {"instructions", "x"}, {"choices", {"one"}}}}}}},
+             "questions.a.choices");
+  expect_400({{"state", "s"},
+              {"questions",
+               {{"a", {{"type", "score"}, {"instructions", "x"}, {"levels", {1, 1}}}}}}},
+             "questions.a.levels");
+  expect_400({{"state", 3}, {"questions", {{"a", {{"type", "noul"}, {"instructions", "x"}}}}}},
+             "body.state");
+  const auto ok = parse_systemone_request(
+      {{"state", "s"},
+       {"questions",
+        {{"q", {{"type", "score"}, {"instructions", "rate"}}},
+         {"c", {{"type", "choice"}, {"instructions", "pick"}, {"choices", {{"A", "first"}, {"B", "second"}}}}}}}});
+  ASSERT_EQ(ok.questions.size(), 2u);
+  const auto& score = ok.questions[0].name == "q" ? ok.questions[0] : ok.questions[1];
+  EXPECT_EQ(score.labels, (std::vector<std::string>{"1", "2", "3", "4", "5"}));
+}
+
+// log P(tokens[p:] | tokens[:p]) computed on a fresh session.
+double scratch_logprob(Engine& engine, const std::vector<int32_t>& tokens, size_t p) {
+  auto s = engine.new_session();
+  const std::vector<float> rows = engine.prefill(*s, tokens, true);
+  const size_t nv = size_t(engine.config().n_vocab);
+  double lp = 0;
+  for (size_t j = p; j < tokens.size(); ++j)
+    lp += logprobs(std::span<const float>(rows.data() + (j - 1) * nv, nv), tokens[j]);
+  return lp;
+}
+
+TEST(SystemOne, ForkedEvaluationEqualsScratchComputation) {
+  EngineOptions o;
+  o.kernels = &reference_kernels();
+  o.kv_page_tokens = 16;
+  Engine engine(load_model_file(testing::oracle_path("pydoc-llama/pydoc-llama.F32.gguf")), o);
+  const Tokenizer tok(engine.model().file().metadata);
+  const SystemOneRequest req = parse_systemone_request(
+      {{"state", "The open() function returns a file object. Files must be closed after use."},
+       {"questions",
+        {{"closes", {{"type", "noul"}, {"instructions", "Must files be closed?"}}},
+         {"kind", {{"type", "choice"}, {"instructions", "What does open() return?"},
+                   {"choices", {"file object", "list", "string"}}}},
+         {"sure", {{"type", "score"}, {"instructions", "How sure is it?"}}}}}});
+  auto prompt_of = [&](const SystemOneQuestion& q) {
+    return systemone_plain_prompt(req.state, systemone_question_text(q));
+  };
+  auto tokenize = [&](const std::string& t) { return tok.encode(t, true); };
+  const SystemOnePlan plan = plan_systemone(req, prompt_of, tokenize);
+  PrefixCache cache(4);
+  const SystemOneResult r = evaluate_systemone(plan, engine, &cache, 512);
+  ASSERT_EQ(r.label_probs.size(), 3u);
+  EXPECT_EQ(r.tokens_cached, 0);
+
+  for (size_t qi = 0; qi < plan.questions.size(); ++qi) {
+    const auto& cands = plan.questions[qi].candidates;
+    size_t p = cands[0].tokens.size() - 1;
+    for (const auto& c : cands)
+      p = std::min({p, size_t(common_prefix(cands[0].tokens, c.tokens)), c.tokens.size() - 1});
+    std::vector<double> mass(r.label_probs[qi].size(), 0.0);
+    for (const auto& c : cands) mass[c.label] += std::exp(scratch_logprob(engine, c.tokens, p));
+    double total = 0;
+    for (double m : mass) total += m;
+    double sum = 0;
+    for (size_t l = 0; l < mass.size(); ++l) {
+      EXPECT_NEAR(r.label_probs[qi][l], mass[l] / total, 2e-3) << "question " << qi << " label " << l;
+      sum += r.label_probs[qi][l];
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-9);
+  }
+  // The same state again: reused from the cache, same answers.
+  const SystemOneResult again = evaluate_systemone(plan, engine, &cache, 512);
+  EXPECT_GT(again.tokens_cached, 10);
+  EXPECT_LT(again.tokens_run, r.tokens_run);
+  for (size_t qi = 0; qi < r.label_probs.size(); ++qi)
+    for (size_t l = 0; l < r.label_probs[qi].size(); ++l)
+      EXPECT_NEAR(again.label_probs[qi][l], r.label_probs[qi][l], 2e-3);
+
+  const json resp = systemone_response(req, r, "pydoc");
+  EXPECT_EQ(resp["model"], "pydoc");
+  EXPECT_TRUE(resp["answers"]["closes"]["p_yes"].is_number());
+  EXPECT_TRUE(resp["answers"]["closes"]["answer"] == "yes" || resp["answers"]["closes"]["answer"] == "no");
+  EXPECT_EQ(resp["answers"]["kind"]["distribution"].size(), 3u);
+  EXPECT_TRUE(resp["answers"]["sure"]["expected"].is_number());
+}
+
+TEST(SystemOne, StateLongerThanTheContextIsRefused) {
+  EngineOptions o;
+  o.kernels = &reference_kernels();
+  Engine engine(load_model_file(testing::oracle_path("pydoc-llama/pydoc-llama.Q8_0.gguf")), o);
+  const Tokenizer tok(engine.model().file().metadata);
+  std::string state;
+  for (int i = 0; i < 100; ++i) state += "The function returns a value. ";
+  const SystemOneRequest req = parse_systemone_request(
+      {{"state", state}, {"questions", {{"a", {{"type", "noul"}, {"instructions", "ok?"}}}}}});
+  const SystemOnePlan plan = plan_systemone(
+      req, [&](const SystemOneQuestion& q) { return systemone_plain_prompt(req.state, q.instructions); },
+      [&](const std::string& t) { return tok.encode(t, true); });
+  try {
+    evaluate_systemone(plan, engine, nullptr, 128);
+    ADD_FAILURE() << "accepted a state longer than the context";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_EQ(e.body()["error"]["code"], "context_length_exceeded");
+  }
+}
+
+}  // namespace
+}  // namespace jitllm::server
