@@ -6,6 +6,7 @@
 
 #include "convert/requantize.h"
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "io/jlm_writer.h"
 
 namespace jitllm {
@@ -66,7 +67,8 @@ ConvertResult convert_source_to_jlm(const ConvertSource& source, const std::stri
       if (spec.type == t.type) {
         writer.write_tensor(i, bytes.data(), bytes.size());
       } else {
-        convert_tensor_data(t.type, spec.type, bytes.data(), t.shape[0], rows, converted);
+        convert_tensor_data(t.type, spec.type, bytes.data(), t.shape[0], rows, converted,
+                            &ThreadPool::global());
         writer.write_tensor(i, converted.data(), converted.size());
         ++result.requantized;
       }

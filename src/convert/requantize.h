@@ -13,6 +13,8 @@
 
 namespace jitllm {
 
+class ThreadPool;
+
 // Parses the --type argument: "keep" -> nullopt; a weight format name ("q8_0", "f16", "bf16",
 // "f32", "q4_K", ...) -> it. Throws naming the value and listing the accepted names.
 std::optional<QuantType> parse_target_type(const std::string& name);
@@ -25,9 +27,10 @@ QuantType choose_tensor_type(const std::string& name, const std::vector<int64_t>
 
 // Converts a [rows, row_length] tensor from `from` to `to` row by row (dequantize to f32, then
 // the reference quantize_row, which matches llama-quantize without an importance matrix).
-// `dst` is resized to the output bytes. Throws for a format that cannot be dequantized.
+// `dst` is resized to the output bytes. Throws for a format that cannot be dequantized. With a
+// pool, rows are converted in parallel (same bytes).
 void convert_tensor_data(QuantType from, QuantType to, const uint8_t* src, int64_t row_length,
-                         int64_t rows, std::vector<uint8_t>& dst);
+                         int64_t rows, std::vector<uint8_t>& dst, ThreadPool* pool = nullptr);
 
 // llama.cpp's general.file_type (LLAMA_FTYPE_*) for a whole model stored mostly as `type`, or -1.
 int32_t llama_file_type(QuantType type);
