@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <tuple>
@@ -292,6 +293,13 @@ void JlmWriter::commit() {
   if (::rename(tmp_path_.c_str(), path_.c_str()) != 0)
     throw_error("{}: cannot rename {} to it: {}", path_, tmp_path_, std::strerror(errno));
   committed_ = true;
+  // Make the rename itself durable (best effort: some filesystems refuse fsync on a folder).
+  const std::string parent = std::filesystem::path(path_).parent_path().string();
+  const int dir = ::open(parent.empty() ? "." : parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
 }
 
 }  // namespace jitllm
