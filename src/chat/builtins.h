@@ -1,7 +1,7 @@
 // The library a template can call: Python operators, attribute/item access, str/list/dict
 // methods, jinja2's filters and tests, the global functions (range, namespace, dict) and the
 // argument helper they share. Each group lives in its own .cpp (operators, methods, filters,
-// tests, json_dump); this header is their common interface to the interpreter.
+// jinja_tests, json_dump, globals); this header is their common interface to the interpreter.
 #pragma once
 
 #include <map>
@@ -47,6 +47,10 @@ Value slice(Interpreter& in, const Value& obj, const Value& start, const Value& 
 // Raises the jinja2 UndefinedError for an undefined value used where a value is needed.
 [[noreturn]] void undefined_error(const Value& v);
 int64_t py_length(const Value& v);  // len(); throws for values without a length
+// Throws when storing `item` inside `container` would make a container contain itself: such
+// cycles would leak (shared ownership) and make printing recurse forever. Walks `item`
+// iteratively, one step per container visited.
+void check_no_cycle(Interpreter& in, const Value& container, const Value& item);
 
 // markupsafe.escape: & < > " ' as HTML entities.
 std::string html_escape(const std::string& s);
@@ -73,7 +77,8 @@ std::string json_dumps(const Value& v, int indent, const std::optional<std::stri
 Value json_loads(const std::string& text);
 
 // ---- globals (globals.cpp) ----
-// range, namespace, dict, raise_exception, joiner/cycler are not needed by chat templates.
+// range, namespace, dict. (raise_exception and strftime_now come from ChatTemplate, which owns
+// the clock and the error type; joiner/cycler/lipsum are not used by chat templates.)
 void add_builtin_globals(std::map<std::string, Value>& globals);
 
 }  // namespace jitllm::chat

@@ -214,6 +214,7 @@ void Interpreter::exec_set(const Stmt& s, const std::shared_ptr<Scope>& scope) {
     if (!ns || !ns->is_dict() || ns->dict_ref().flavor != DictFlavor::Namespace)
       throw_error("cannot assign attribute '{}' on '{}': not a namespace object", s.target_attr.second,
                   s.target_attr.first);
+    check_no_cycle(*this, *ns, v);
     ns->dict_ref().set(Value::string(s.target_attr.second), std::move(v));
     return;
   }

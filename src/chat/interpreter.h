@@ -8,6 +8,12 @@
 // ImmutableSandboxedEnvironment, trim_blocks + lstrip_blocks, loopcontrols) rather than another
 // engine's approximation of them.
 //
+// Deliberate differences from jinja2 (all more lenient, as llama.cpp's engine is): list/dict
+// mutators (append, pop, update) work instead of raising SecurityError; map()/select() return
+// lists, not generators (so `|map(...)|tojson` works); the from_json filter exists; integers
+// are 64-bit (overflow is an error); `recursive` loops, include/import/extends are refused with a
+// syntax error.
+//
 // Scoping follows jinja2: `if` opens no scope; every for-loop iteration and every macro call
 // gets a fresh scope whose parent is the enclosing one, so `set` inside a loop is invisible after
 // it (templates use namespace() for that) and a value set in one iteration is gone in the next.

@@ -190,6 +190,7 @@ Value list_method(const Value& obj, const std::string& name) {
     return method(name, [list](Interpreter& in, CallArgs& a) {
       if (a.positional.size() != 1) throw_error("list.append() takes exactly one argument");
       in.charge(1);
+      check_no_cycle(in, list, a.positional[0]);
       list.list_ref().items.push_back(a.positional[0]);
       return Value::none();
     });
@@ -198,6 +199,7 @@ Value list_method(const Value& obj, const std::string& name) {
       if (a.positional.size() != 1) throw_error("list.extend() takes exactly one argument");
       auto items = iterate(a.positional[0]);
       in.charge(int64_t(items.size()));
+      for (const auto& item : items) check_no_cycle(in, list, item);
       auto& dst = list.list_ref().items;
       dst.insert(dst.end(), items.begin(), items.end());
       return Value::none();
@@ -214,9 +216,10 @@ Value list_method(const Value& obj, const std::string& name) {
       return v;
     });
   if (name == "insert")
-    return method(name, [list](Interpreter&, CallArgs& a) {
+    return method(name, [list](Interpreter& in, CallArgs& a) {
       if (a.positional.size() != 2) throw_error("list.insert() takes exactly two arguments");
       auto& items = list.list_ref().items;
+      check_no_cycle(in, list, a.positional[1]);
       int64_t n = int64_t(items.size()), i = a.positional[0].as_int();
       if (i < 0) i = std::max<int64_t>(0, i + n);
       items.insert(items.begin() + std::min(i, n), a.positional[1]);
@@ -273,20 +276,27 @@ Value dict_method(const Value& obj, const std::string& name) {
       throw_error("KeyError: {}", a.positional[0].repr());
     });
   if (name == "setdefault")
-    return method(name, [dict](Interpreter&, CallArgs& a) {
+    return method(name, [dict](Interpreter& in, CallArgs& a) {
       if (a.positional.empty() || a.positional.size() > 2) throw_error("dict.setdefault() takes one or two arguments");
       if (const Value* v = dict.dict_ref().find(a.positional[0])) return *v;
       Value def = a.positional.size() > 1 ? a.positional[1] : Value::none();
+      check_no_cycle(in, dict, def);
       dict.dict_ref().set(a.positional[0], def);
       return def;
     });
   if (name == "update")
-    return method(name, [dict](Interpreter&, CallArgs& a) {
+    return method(name, [dict](Interpreter& in, CallArgs& a) {
       for (const auto& src : a.positional) {
         if (!src.is_dict()) throw_error("dict.update() expects a mapping, got {}", src.type_name());
-        for (const auto& [k, v] : src.dict_ref().items) dict.dict_ref().set(k, v);
+        for (const auto& [k, v] : src.dict_ref().items) {
+          check_no_cycle(in, dict, v);
+          dict.dict_ref().set(k, v);
+        }
       }
-      for (const auto& [k, v] : a.keyword) dict.dict_ref().set(Value::string(k), v);
+      for (const auto& [k, v] : a.keyword) {
+        check_no_cycle(in, dict, v);
+        dict.dict_ref().set(Value::string(k), v);
+      }
       return Value::none();
     });
   if (name == "copy")

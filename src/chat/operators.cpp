@@ -253,6 +253,24 @@ std::vector<Value> iterate(const Value& v) {
   }
 }
 
+void check_no_cycle(Interpreter& in, const Value& container, const Value& item) {
+  const void* target = container.identity();
+  if (!target || !item.identity()) return;
+  std::vector<const Value*> stack{&item};
+  while (!stack.empty()) {
+    const Value* v = stack.back();
+    stack.pop_back();
+    if (v->identity() == target) throw_error("cannot store a {} inside itself", container.type_name());
+    in.charge(1);
+    if (v->is_list())
+      for (const auto& x : v->list_ref().items)
+        if (x.identity()) stack.push_back(&x);
+    if (v->is_dict())
+      for (const auto& kv : v->dict_ref().items)
+        if (kv.second.identity()) stack.push_back(&kv.second);
+  }
+}
+
 int64_t py_length(const Value& v) {
   switch (v.kind()) {
     case Kind::Undefined: return 0;

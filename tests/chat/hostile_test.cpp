@@ -111,13 +111,23 @@ TEST(ChatHostile, HugeStringsAreBounded) {
 }
 
 TEST(ChatHostile, DeepAndSelfContainingValuesDoNotCrash) {
-  // A list appended to itself prints as an error instead of recursing forever.
-  EXPECT_THAT(error_of("{% set l = [] %}{% set _ = l.append(l) %}{{ l }}"), HasSubstr("nested deeper than 1000"));
-  EXPECT_THAT(error_of("{% set l = [] %}{% set _ = l.append(l) %}{{ l|tojson }}"), HasSubstr("nested deeper than 1000"));
-  // A very deep acyclic list is built and released without recursion in its destructor.
-  EXPECT_EQ(render("{% set ns = namespace(x=[]) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}{% endfor %}"
-                   "{{ ns.x|length }}"),
-            "1");
+  // Containers cannot be made to contain themselves (a leak, and endless printing).
+  EXPECT_THAT(error_of("{% set l = [] %}{% set _ = l.append(l) %}{{ l }}"), HasSubstr("cannot store a list object inside itself"));
+  EXPECT_THAT(error_of("{% set l = [[]] %}{% set _ = l[0].append(l) %}"), HasSubstr("inside itself"));
+  EXPECT_THAT(error_of("{% set ns = namespace(a=[]) %}{% set ns.b = [ns] %}"), HasSubstr("inside itself"));
+  EXPECT_THAT(error_of("{% set d = {} %}{% set _ = d.update({'x': [d]}) %}"), HasSubstr("inside itself"));
+  EXPECT_EQ(render("{% set l = [1] %}{% set m = [l, l] %}{% set _ = m.append(l) %}{{ m }}"), "[[1], [1], [1]]");
+  // A very deep acyclic list (each new list appended to the previous one) is built, refused
+  // when printed, and released without recursion in its destructor.
+  const std::string chain =
+      "{% set root = [] %}{% set cur = namespace(v=root) %}{% for i in range(100000) %}{% set n = [] %}"
+      "{% set _ = cur.v.append(n) %}{% set cur.v = n %}{% endfor %}";
+  EXPECT_EQ(render(chain + "{{ root|length }}"), "1");
+  EXPECT_THAT(error_of(chain + "{{ root }}"), HasSubstr("nested deeper than 1000"));
+  EXPECT_THAT(error_of(chain + "{{ root|tojson }}"), HasSubstr("nested deeper than 1000"));
+  // Re-wrapping a growing value re-walks it for cycles: the step limit bounds that.
+  EXPECT_THAT(error_of("{% set ns = namespace(x=[]) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}{% endfor %}"),
+              HasSubstr("template step limit"));
   // Deeply nested JSON input is refused cleanly.
   nlohmann::ordered_json deep = nlohmann::ordered_json::array();
   nlohmann::ordered_json* cur = &deep;
