@@ -1,6 +1,10 @@
-// Packed activations for the generated matmuls: the reference activation quantization (so the
-// quants are the reference's bytes) re-laid out as planes the kernels address with constant
+// Packed activations for the generated matmuls: the reference activation quantization re-done
+// with AVX2 (same operations in the same order per element, so the same bytes: checked against
+// quantize_activation in the tests), laid out as planes the kernels address with constant
 // offsets: quants, float scales, per-32 int32 values, per-16 int16 sums.
+#include <immintrin.h>
+
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -31,6 +35,79 @@ int bias_mul(QuantType type, Isa isa) {
   }
 }
 
+float hmax(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+
+int hsum_epi32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+  return _mm_cvtsi128_si32(s);
+}
+
+// 8 int32 -> 8 int8 stored at dst (values already in int8 range).
+void store8(int8_t* dst, __m256i q) {
+  const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+  const __m128i b = _mm_packs_epi16(w, w);
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), b);
+}
+
+// ggml-cpu's AVX Q8_0 from_float for one block: d = amax / 127, q = round-half-even(x * 127 /
+// amax) (see quant/activation.cpp). Returns the block sum of q.
+int q8_0_block(const float* x, int8_t* qs, float* d_out) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 v[4], m = _mm256_setzero_ps();
+  for (int i = 0; i < 4; ++i) {
+    v[i] = _mm256_loadu_ps(x + 8 * i);
+    m = _mm256_max_ps(m, _mm256_andnot_ps(sign, v[i]));
+  }
+  const float amax = hmax(m);
+  *d_out = fp16_to_f32(f32_to_fp16(amax / 127.f));
+  const __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.f / amax : 0.0f);
+  __m256i sum = _mm256_setzero_si256();
+  for (int i = 0; i < 4; ++i) {
+    __m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], id));  // MXCSR: round half to even
+    q = _mm256_max_epi32(_mm256_min_epi32(q, _mm256_set1_epi32(127)), _mm256_set1_epi32(-128));
+    sum = _mm256_add_epi32(sum, q);
+    store8(qs + 8 * i, q);
+  }
+  return hsum_epi32(sum);
+}
+
+// quantize_q8_k for one super-block (first max-|x| element gives the sign of the scale).
+void q8_k_block(const float* x, int8_t* qs, float* d_out, int32_t* s32, int16_t* s16) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 m = _mm256_setzero_ps();
+  for (int i = 0; i < 32; ++i) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * i)));
+  const float amax = hmax(m);
+  if (amax == 0.0f) {
+    std::memset(qs, 0, kQK_K);
+    *d_out = 0.0f;
+    for (int g = 0; g < 8; ++g) s32[g] = 0;
+    for (int g = 0; g < 16; ++g) s16[g] = 0;
+    return;
+  }
+  int j = 0;
+  while (std::fabs(x[j]) != amax) ++j;
+  const float iscale = -127.f / x[j];
+  const __m256 is = _mm256_set1_ps(iscale);
+  for (int g = 0; g < 16; ++g) {
+    __m256i q0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 16 * g), is));
+    __m256i q1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 16 * g + 8), is));
+    q0 = _mm256_min_epi32(q0, _mm256_set1_epi32(127));
+    q1 = _mm256_min_epi32(q1, _mm256_set1_epi32(127));
+    store8(qs + 16 * g, q0);
+    store8(qs + 16 * g + 8, q1);
+    s16[g] = int16_t(hsum_epi32(_mm256_add_epi32(q0, q1)));
+  }
+  for (int g = 0; g < 8; ++g) s32[g] = s16[2 * g] + s16[2 * g + 1];
+  *d_out = 1 / iscale;
+}
+
 }  // namespace
 
 bool jit_matmul_supported(QuantType type) {
@@ -53,6 +130,28 @@ ActLayout act_layout(QuantType weight_type, int64_t k) {
 
 void pack_activation(QuantType weight_type, Isa isa, const float* x, int64_t k, int64_t n,
                      uint8_t* dst) {
+  const ActLayout l = act_layout(weight_type, k);
+  const bool kq = is_k_format(weight_type);
+  const int mul = bias_mul(weight_type, isa);
+  for (int64_t t = 0; t < n; ++t) {
+    uint8_t* p = dst + size_t(t) * l.bytes;
+    const float* xt = x + t * k;
+    auto* qs = reinterpret_cast<int8_t*>(p + l.qs);
+    auto* d = reinterpret_cast<float*>(p + l.d);
+    auto* s32 = reinterpret_cast<int32_t*>(p + l.s32);
+    if (kq) {
+      auto* s16 = reinterpret_cast<int16_t*>(p + l.s16);
+      for (int64_t i = 0; i < k / kQK_K; ++i)
+        q8_k_block(xt + i * kQK_K, qs + i * kQK_K, d + i, s32 + 8 * i, s16 + 16 * i);
+    } else {
+      for (int64_t i = 0; i < k / kQK; ++i)
+        s32[i] = -mul * q8_0_block(xt + i * kQK, qs + i * kQK, d + i);
+    }
+  }
+}
+
+void pack_activation_reference(QuantType weight_type, Isa isa, const float* x, int64_t k,
+                               int64_t n, uint8_t* dst) {
   const ActLayout l = act_layout(weight_type, k);
   const bool kq = is_k_format(weight_type);
   const QuantType act_type = quant_traits(weight_type).vec_dot_type;
