@@ -25,6 +25,7 @@ struct EvalArgs {
   std::string logits_path;
   std::string kv_type = "f16";
   std::string kernels;
+  std::string devices = "cpu";
   int threads = 0;
   int64_t batch = 256;
 };
@@ -64,6 +65,7 @@ int run_eval(const EvalArgs& args) {
   options.kv_type = parse_kv_type(args.kv_type);
   options.n_batch = args.batch;
   options.kernels = args.kernels.empty() ? &default_cpu_kernels() : &cpu_kernels_by_name(args.kernels);
+  options.devices = args.devices;
   Engine engine(load_model_file(args.model), options);
   const int64_t n_vocab = engine.config().n_vocab;
   auto session = engine.new_session(std::max<int64_t>(engine.config().n_ctx_train, int64_t(ids.size())));
@@ -99,6 +101,7 @@ const RegisterCommand reg{Command{
       app.add_option("--logits", args->logits_path, "Write float32 [n_tokens, n_vocab] here");
       app.add_option("--kv-type", args->kv_type, "KV cache type: f16 (default) or f32");
       app.add_option("--kernels", args->kernels, "CPU kernels: jit or reference (default: $JITLLM_KERNELS or jit)");
+      app.add_option("--devices", args->devices, "where the model runs: cpu, cuda or cuda:N");
       app.add_option("-t,--threads", args->threads, "Threads (default: all cores)");
       app.add_option("-b,--batch", args->batch, "Prefill chunk in tokens (default 256)");
       return [args] { return run_eval(*args); };

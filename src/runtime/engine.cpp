@@ -6,6 +6,9 @@
 #include "core/error.h"
 #include "backend/cpu/jit_kernels.h"
 #include "model/cpu_ops.h"
+#ifdef JITLLM_HAVE_CUDA
+#include "backend/cuda/cuda_ops.h"
+#endif
 
 namespace jitllm {
 
@@ -29,6 +32,14 @@ Engine::Engine(std::shared_ptr<const ModelFile> file, EngineOptions options)
       kv_layout_(make_layout(model_->config(), options_)),
       pool_(kv_layout_, options.max_kv_pages) {
   if (options_.n_batch <= 0) throw_error("batch size must be positive, got {}", options_.n_batch);
+  if (!options_.devices.empty() && options_.devices != "cpu") {
+#ifdef JITLLM_HAVE_CUDA
+    ops_ = cuda::make_cuda_ops(options_.devices);
+#else
+    throw_error("-devices {}: this build has no CUDA backend (the CUDA toolkit was not found when "
+                "it was built); use -devices cpu", options_.devices);
+#endif
+  }
 }
 
 std::unique_ptr<Session> Engine::new_session(int64_t n_ctx) {

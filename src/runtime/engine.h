@@ -21,6 +21,7 @@ struct EngineOptions {
   int64_t n_batch = 256;               // prefill chunk (tokens per step)
   size_t max_kv_pages = 0;             // 0 = no cap
   const CpuKernels* kernels = nullptr; // null = reference kernels
+  std::string devices = "cpu";         // cpu, cuda (first card) or cuda:N: where the model runs
 };
 
 struct StepInput {

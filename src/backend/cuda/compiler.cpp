@@ -1,0 +1,144 @@
+// NVRTC compile + on-disk cubin cache (see compiler.h).
+#include "backend/cuda/compiler.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+#include "core/log.h"
+
+namespace jitllm::cuda {
+
+namespace {
+
+uint64_t fnv1a(const std::string& s, uint64_t h) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+bool read_file(const std::string& path, std::vector<char>* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  in.seekg(0, std::ios::end);
+  const std::streamoff n = in.tellg();
+  if (n <= 0) return false;
+  out->resize(size_t(n));
+  in.seekg(0);
+  return bool(in.read(out->data(), n));
+}
+
+}  // namespace
+
+std::string Compiler::default_cache_dir() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/jitllm/cuda";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/jitllm/cuda";
+  return {};
+}
+
+Compiler::Compiler(const Device& device, std::string cache_dir)
+    : device_(device), dir_(cache_dir.empty() ? default_cache_dir() : cache_dir) {
+  if (dir_ == "-") dir_.clear();
+  options_ = nvrtc_options(device_.arch());
+}
+
+std::string Compiler::key(const std::string& source) const {
+  const Nvrtc& n = nvrtc();
+  std::string ident = fmt::format("{}|driver {}|nvrtc {}.{}|gen {}", device_.uuid(),
+                                  driver().version, n.major, n.minor, kGeneratorVersion);
+  for (const std::string& o : options_) ident += "|" + o;
+  const std::string all = ident + "\n" + source;
+  return fmt::format("{:016x}{:016x}", fnv1a(all, 0xcbf29ce484222325ull),
+                     fnv1a(all, 0x84222325cbf29ce4ull));
+}
+
+std::vector<char> nvrtc_compile(const std::string& source, const std::string& what,
+                                const std::vector<std::string>& options) {
+  const Nvrtc& n = nvrtc();
+  nvrtcProgram prog = nullptr;
+  check_nvrtc(n.nvrtcCreateProgram(&prog, source.c_str(), "jitllm_kernel.cu", 0, nullptr, nullptr),
+              "nvrtcCreateProgram");
+  std::vector<const char*> opts;
+  for (const std::string& o : options) opts.push_back(o.c_str());
+  const nvrtcResult r = n.nvrtcCompileProgram(prog, int(opts.size()), opts.data());
+  size_t log_size = 0;
+  n.nvrtcGetProgramLogSize(prog, &log_size);
+  std::string log(log_size, '\0');
+  if (log_size) n.nvrtcGetProgramLog(prog, log.data());
+  if (r != NVRTC_SUCCESS) {
+    n.nvrtcDestroyProgram(&prog);
+    throw_error("NVRTC could not compile {} ({}): {}\n{}", what, options.front(),
+                n.nvrtcGetErrorString(r), log);
+  }
+  size_t size = 0;
+  check_nvrtc(n.nvrtcGetCUBINSize(prog, &size), "nvrtcGetCUBINSize");
+  std::vector<char> cubin(size);
+  check_nvrtc(n.nvrtcGetCUBIN(prog, cubin.data()), "nvrtcGetCUBIN");
+  n.nvrtcDestroyProgram(&prog);
+  return cubin;
+}
+
+std::vector<std::string> nvrtc_options(const std::string& arch) {
+  return {"--gpu-architecture=" + arch, "--std=c++17", "--device-as-default-execution-space"};
+}
+
+std::vector<char> Compiler::compile(const std::string& source, const std::string& what) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<char> cubin = nvrtc_compile(source, what, options_);
+  stats_.compiled++;
+  stats_.compile_ms +=
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return cubin;
+}
+
+namespace {
+
+void write_cache_file(const std::string& dir, const std::string& path, const std::vector<char>& cubin) {
+  // Written to a private name, then renamed: a concurrent process sees a whole file or none.
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  const std::string tmp = fmt::format("{}.tmp{}", path, ::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    if (!out || !out.write(cubin.data(), std::streamsize(cubin.size()))) ec = std::make_error_code(std::errc::io_error);
+  }
+  if (!ec) std::filesystem::rename(tmp, path, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+}
+
+}  // namespace
+
+const Module& Compiler::module(const std::string& source, const std::string& what) {
+  const std::string k = key(source);
+  if (auto it = loaded_.find(k); it != loaded_.end()) {
+    stats_.memory_hits++;
+    return *it->second;
+  }
+  const std::string path = dir_.empty() ? std::string() : dir_ + "/" + k + ".cubin";
+  std::vector<char> cubin;
+  std::unique_ptr<Module> m;
+  if (!path.empty() && read_file(path, &cubin)) {
+    try {
+      m = std::make_unique<Module>(cubin);
+      stats_.disk_hits++;
+    } catch (const Error&) {
+      m.reset();  // a damaged cache file: compiled afresh below and overwritten
+    }
+  }
+  if (!m) {
+    cubin = compile(source, what);
+    m = std::make_unique<Module>(cubin);
+    if (!path.empty()) write_cache_file(dir_, path, cubin);
+  }
+  const Module& ref = *m;
+  loaded_.emplace(k, std::move(m));
+  return ref;
+}
+
+}  // namespace jitllm::cuda

@@ -1,0 +1,83 @@
+// Host side of the generated kernels: compiles (through the cached Compiler) the variant a call
+// needs, on first use, and launches it on a stream. Pointers are device addresses. Used by
+// CudaOps and directly by the GPU kernel tests.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <tuple>
+
+#include "backend/cuda/compiler.h"
+#include "backend/cuda/device.h"
+#include "backend/cuda/packed_weight.h"
+
+namespace jitllm::cuda {
+
+// A weight matrix resident on the card.
+struct DeviceWeight {
+  WeightKind kind = WeightKind::F32;
+  int64_t rows = 0, k = 0;
+  DeviceBuffer buf;
+  size_t scale_offset = 0;
+  static DeviceWeight upload(const PackedWeight& p);
+};
+
+// Activation rows quantized for the dp4a kernels: int8 [n][k] and (d, d*sum) [n][k/32].
+struct Q8Buffers {
+  CUdeviceptr q = 0, ds = 0;
+};
+
+class CudaKernels {
+ public:
+  CudaKernels(const Device& device, Compiler& compiler);
+
+  // Activation tile (rows per matvec pass) used for a batch of n rows.
+  static int tile_for(int64_t n);
+  // Bytes the Q8 buffers need for n rows of k (n rounded up to the tile).
+  static size_t q8_bytes(int64_t n, int64_t k);
+  static size_t q8_ds_offset(int64_t n, int64_t k);
+
+  // out[t, r] = dot(w row r, x[t]); x: [n_pad][k] f32 where n_pad = n rounded up to the tile
+  // (rows past n are read and ignored); q8: scratch of q8_bytes(n, k) for quantized kinds.
+  // x_quantized: q8 already holds x quantized (several matrices reading the same activation).
+  void matmul(const DeviceWeight& w, CUdeviceptr x, int64_t n, CUdeviceptr out, Q8Buffers q8,
+              const Stream& s, bool x_quantized = false);
+  void quantize_q8(CUdeviceptr x, int64_t n, int64_t k, Q8Buffers q8, const Stream& s);
+  void rms_norm(CUdeviceptr x, CUdeviceptr w, CUdeviceptr out, int64_t n, int64_t dim, float eps,
+                const Stream& s);
+  // cache: [n][n_rot] (cos, sin) pairs.
+  void rope(CUdeviceptr x, CUdeviceptr cache, int64_t n, int n_heads, int head_dim, int n_rot,
+            bool neox, const Stream& s);
+  void swiglu(CUdeviceptr gate, CUdeviceptr up, CUdeviceptr out, int64_t count, const Stream& s);
+  void add(CUdeviceptr acc, CUdeviceptr x, int64_t count, const Stream& s);
+  // Row t of src [n][dim] to address rows[t] + offset (rows: device array of n u64).
+  void store_kv(CUdeviceptr src, CUdeviceptr rows, uint64_t offset, int64_t n, int dim, bool f16,
+                const Stream& s);
+  struct AttentionCall {
+    CUdeviceptr q = 0, out = 0;        // [n_rows][n_head * head_dim]
+    CUdeviceptr pages = 0;             // u64 device page addresses, every sequence's table
+    CUdeviceptr row_pt = 0, n_kv = 0;  // int [n_rows]: row's table start, keys to attend
+    uint64_t koff = 0, voff = 0;       // byte offset of this layer's K / V plane in a page
+    int page_tokens = 0, row_bytes = 0;
+    int64_t n_rows = 0;
+    int n_head = 0, n_head_kv = 0, head_dim = 0;
+    float scale = 1.0f;
+    bool kv_f16 = true;
+  };
+  void attention(const AttentionCall& a, const Stream& s);
+
+  const Compiler& compiler() const { return compiler_; }
+
+ private:
+  CUfunction matvec_fn(WeightKind kind, int64_t k, int nt);
+  CUfunction elementwise_fn(const char* name);
+
+  const Device& device_;
+  Compiler& compiler_;
+  const Module* elementwise_ = nullptr;
+  std::map<std::tuple<int, int64_t, int>, CUfunction> matvec_;
+  std::map<std::pair<int, bool>, CUfunction> attention_;
+  std::map<std::string, CUfunction> ew_;
+};
+
+}  // namespace jitllm::cuda

@@ -1,0 +1,378 @@
+// CudaOps: the llama graph's ops on one card (see cuda_ops.h).
+#include "backend/cuda/cuda_ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/error.h"
+#include "quant/quant.h"
+
+namespace jitllm::cuda {
+
+namespace {
+
+// Rows of every activation buffer are padded to the largest matvec tile, so a kernel pass may
+// read a whole tile of rows (the rows past the real ones are ignored).
+constexpr int64_t kRowPad = 8;
+
+// The same float recurrence and YaRN ramp as the CPU reference (ggml's rope cache), so the
+// angles agree to the last bit.
+void yarn_corr_dims(const RopeParams& p, float dims[2]) {
+  auto corr_dim = [&](float n_rot) {
+    return float(p.n_rot) * std::log(float(p.n_ctx_orig) / (n_rot * 2 * float(M_PI))) /
+           (2 * std::log(p.freq_base));
+  };
+  dims[0] = std::max(0.0f, std::floor(corr_dim(p.beta_fast)));
+  dims[1] = std::min(float(p.n_rot - 1), std::ceil(corr_dim(p.beta_slow)));
+}
+
+void rope_cache(float position, const RopeParams& p, const float corr[2], float* cache) {
+  const float theta_scale = std::pow(p.freq_base, -2.0f / float(p.n_rot));
+  float theta = position;
+  for (int i0 = 0; i0 < p.n_rot; i0 += 2) {
+    const float ff = p.freq_factors ? p.freq_factors[i0 / 2] : 1.0f;
+    const float theta_extrap = theta / ff;
+    float angle = p.freq_scale * theta_extrap;
+    float mscale = p.attn_factor;
+    if (p.ext_factor != 0.0f) {
+      const float y = (float(i0 / 2) - corr[0]) / std::max(0.001f, corr[1] - corr[0]);
+      const float ramp = (1 - std::min(1.0f, std::max(0.0f, y))) * p.ext_factor;
+      angle = angle * (1 - ramp) + theta_extrap * ramp;
+      mscale *= 1.0f + 0.1f * std::log(1.0f / p.freq_scale);
+    }
+    cache[i0] = std::cos(angle) * mscale;
+    cache[i0 + 1] = std::sin(angle) * mscale;
+    theta *= theta_scale;
+  }
+}
+
+bool same_rope(const RopeParams& a, const RopeParams& b) {
+  return a.n_rot == b.n_rot && a.mode == b.mode && a.freq_base == b.freq_base &&
+         a.freq_scale == b.freq_scale && a.freq_factors == b.freq_factors &&
+         a.ext_factor == b.ext_factor && a.attn_factor == b.attn_factor &&
+         a.beta_fast == b.beta_fast && a.beta_slow == b.beta_slow && a.n_ctx_orig == b.n_ctx_orig;
+}
+
+void upload_async(CUdeviceptr dst, const void* src, size_t bytes, const Stream& s) {
+  // From pageable memory the driver stages the bytes before returning, so `src` may be reused.
+  if (bytes) check(driver().cuMemcpyHtoDAsync(dst, src, bytes, s.get()), "cuMemcpyHtoDAsync");
+}
+
+}  // namespace
+
+CudaOps::CudaOps(int ordinal, std::string cache_dir)
+    : device_(ordinal), compiler_(device_, std::move(cache_dir)), kernels_(device_, compiler_) {
+  const char* g = std::getenv("JITLLM_CUDA_GRAPH");
+  // Dumping reads tensors in the middle of a step, which a replayed graph cannot serve.
+  graphs_enabled_ = !(g && std::string(g) == "0") && !std::getenv("JITLLM_DUMP");
+}
+
+void CudaOps::drop_graphs() {
+  for (auto& [rows, exec] : graphs_) driver().cuGraphExecDestroy(exec);
+  graphs_.clear();
+  last_direct_rows_ = -1;
+}
+
+void CudaOps::upload(CUdeviceptr dst, const void* src, size_t bytes) {
+  if (mode_ == Mode::Direct) {
+    upload_async(dst, src, bytes, stream_);
+  } else if (bytes) {
+    // Capture/replay: the graph runs after the step's ops, so inputs are copied now, outside
+    // the captured stream (the previous step finished in its read()).
+    check(driver().cuMemcpyHtoD(dst, src, bytes), "cuMemcpyHtoD");
+  }
+}
+
+CudaOps::~CudaOps() {
+  if (mode_ == Mode::Capture) {
+    CUgraph g = nullptr;
+    driver().cuStreamEndCapture(stream_.get(), &g);
+    if (g) driver().cuGraphDestroy(g);
+  }
+  drop_graphs();
+  if (std::getenv("JITLLM_CUDA_STATS")) {
+    const CompilerStats& c = compiler_.stats();
+    std::fprintf(stderr,
+                 "cuda: %s, kernels compiled %lld (%.0f ms), cubins from the disk cache %lld, "
+                 "weights %.1f MB, KV pages %zu, graph replays %lld\n",
+                 device_.name().c_str(), (long long)c.compiled, c.compile_ms,
+                 (long long)c.disk_hits, double(weight_bytes_) / 1e6, kv_pages_.size(),
+                 (long long)graph_replays_);
+  }
+  try {
+    stream_.sync();
+  } catch (const Error&) {
+    // Destruction must not throw; a failed card is reported by the call that hit it.
+  }
+}
+
+void CudaOps::ensure(DeviceBuffer& buf, size_t bytes) {
+  if (buf.bytes() >= bytes) return;
+  if (mode_ != Mode::Direct)
+    throw_error("CUDA: internal error: a buffer grew during a captured/replayed step");
+  stream_.sync();  // earlier work may still read the old buffer
+  grew_ = true;
+  drop_graphs();  // captured graphs hold the old addresses
+  buf = DeviceBuffer(std::max(bytes, buf.bytes() + buf.bytes() / 2));
+  q8_src_ = nullptr;  // a new buffer may reuse the address of the quantized one
+}
+
+CUdeviceptr CudaOps::kv_page(uint8_t* host_page) {
+  auto it = kv_pages_.find(host_page);
+  if (it == kv_pages_.end()) it = kv_pages_.emplace(host_page, DeviceBuffer(kv_.page_bytes())).first;
+  return it->second.get();
+}
+
+void CudaOps::begin(const Batch& batch, const KvLayout& kv) {
+  if (kv.type != QuantType::F16 && kv.type != QuantType::F32)
+    throw_error("CUDA: KV cache type {} is not supported (f16 or f32)", quant_name(kv.type));
+  if (!kv_pages_.empty() && kv.page_bytes() != kv_.page_bytes())
+    throw_error("CUDA: the KV page layout changed between steps");
+  if (mode_ == Mode::Capture) {  // the previous step threw while capturing
+    CUgraph g = nullptr;
+    driver().cuStreamEndCapture(stream_.get(), &g);
+    if (g) driver().cuGraphDestroy(g);
+  }
+  if (mode_ == Mode::Direct && !grew_ && graphs_enabled_)
+    last_direct_rows_ = batch_.n_rows() > 0 && batch_.out_rows.size() == batch_.n_rows()
+                            ? int64_t(batch_.n_rows()) : -1;
+  mode_ = Mode::Direct;
+  grew_ = false;
+  batch_ = batch;
+  kv_ = kv;
+  next_ = 0;
+  rope_valid_ = false;
+  q8_src_ = nullptr;
+  const size_t n = batch.n_rows();
+  // Blob: u64 pages[P] | u64 store_rows[n] | i32 row_pt[n] | i32 n_kv[n].
+  std::vector<uint64_t> pages;
+  std::vector<int32_t> table_start(batch.seqs.size());
+  for (size_t s = 0; s < batch.seqs.size(); ++s) {
+    table_start[s] = int32_t(pages.size());
+    for (int64_t p = 0; p < batch.seqs[s].n_pages; ++p)
+      pages.push_back(kv_page(batch.seqs[s].pages[p]));
+  }
+  // The page area has a fixed capacity, so the tables after it keep their addresses (which a
+  // captured graph holds) while sessions grow.
+  if (pages.size() > page_capacity_) page_capacity_ = std::max<size_t>(64, pages.size() * 2);
+  const size_t P = page_capacity_;
+  host_blob_.assign((P + n) * 8 + n * 8, 0);
+  auto* u = reinterpret_cast<uint64_t*>(host_blob_.data());
+  auto* ints = reinterpret_cast<int32_t*>(host_blob_.data() + (P + n) * 8);
+  std::copy(pages.begin(), pages.end(), u);
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t s = batch.seq[i], pos = batch.pos[i];
+    const int64_t page = pos / kv.page_tokens;
+    if (s < 0 || size_t(s) >= batch.seqs.size() || page >= batch.seqs[size_t(s)].n_pages)
+      throw_error("CUDA: batch row {} (sequence {}, position {}) has no KV page", i, s, pos);
+    u[P + i] = pages[size_t(table_start[size_t(s)] + page)] +
+               uint64_t(pos % kv.page_tokens) * kv.row_bytes();
+    ints[i] = table_start[size_t(s)];
+    ints[n + i] = pos + 1;
+  }
+  ensure(tables_, host_blob_.size());
+  pages_ = tables_.get();
+  store_rows_ = pages_ + P * 8;
+  row_pt_ = pages_ + (P + n) * 8;
+  n_kv_ = row_pt_ + n * 4;
+
+  // Decode steps: replay the graph of this row count, or capture it when the previous step had
+  // the same shape and ran without growing a buffer (so this one will not grow one either).
+  const bool decode = n <= 8 && batch.out_rows.size() == n;
+  if (graphs_enabled_ && decode && !grew_) {
+    if (auto it = graphs_.find(int64_t(n)); it != graphs_.end()) {
+      mode_ = Mode::Replay;
+      current_graph_ = it->second;
+    } else if (last_direct_rows_ == int64_t(n)) {
+      mode_ = Mode::Capture;
+    }
+  }
+  upload(tables_.get(), host_blob_.data(), host_blob_.size());
+  if (mode_ == Mode::Capture)
+    check(driver().cuStreamBeginCapture(stream_.get(), CU_STREAM_CAPTURE_MODE_RELAXED),
+          "cuStreamBeginCapture");
+}
+
+Act CudaOps::alloc(int64_t rows, int64_t cols) {
+  if (next_ == scratch_.size()) scratch_.emplace_back();
+  DeviceBuffer& buf = scratch_[next_++];
+  const int64_t padded = (rows + kRowPad - 1) / kRowPad * kRowPad;
+  ensure(buf, size_t(std::max<int64_t>(padded, kRowPad) * cols) * sizeof(float));
+  return Act{buf.as<float>(), rows, cols};
+}
+
+void CudaOps::embed(const TensorInfo& table, Act out) {
+  const int64_t n_vocab = table.rows(), k = table.row_length();
+  const size_t rb = row_bytes(table.type, k);
+  host_rows_.resize(batch_.tokens.size() * size_t(k));
+  for (size_t i = 0; i < batch_.tokens.size(); ++i) {
+    const int32_t id = batch_.tokens[i];
+    if (id < 0 || id >= n_vocab)
+      throw_error("token id {} is out of range (vocabulary of {})", id, n_vocab);
+    dequantize_row(table.type, table.data + size_t(id) * rb, host_rows_.data() + i * size_t(k), k);
+  }
+  upload(ptr(out), host_rows_.data(), host_rows_.size() * sizeof(float));
+  wrote(out);
+}
+
+void CudaOps::rms_norm(Act x, const std::vector<float>& w, float eps, Act out) {
+  auto it = norms_.find(w.data());
+  if (it == norms_.end()) {
+    DeviceBuffer b(w.size() * sizeof(float));
+    b.upload(w.data(), w.size() * sizeof(float));
+    it = norms_.emplace(w.data(), std::move(b)).first;
+  }
+  if (int64_t(w.size()) != x.cols)
+    throw_error("CUDA rms_norm: {} weights for rows of {}", w.size(), x.cols);
+  if (launching()) kernels_.rms_norm(ptr(x), it->second.get(), ptr(out), x.rows, x.cols, eps, stream_);
+  wrote(out);
+}
+
+const DeviceWeight& CudaOps::weight(const TensorInfo& w) {
+  auto it = weights_.find(w.data);
+  if (it != weights_.end()) return it->second;
+  if (w.slice_stride != 0)
+    throw_error("CUDA: tensor '{}' is stored in slices; sliced tensors are not supported yet", w.name);
+  const PackedWeight p = pack_weight(w.type, w.data, w.rows(), w.row_length());
+  DeviceWeight d = DeviceWeight::upload(p);
+  weight_bytes_ += d.buf.bytes();
+  return weights_.emplace(w.data, std::move(d)).first->second;
+}
+
+void CudaOps::matmul(const TensorInfo& w, Act x, Act out) {
+  const DeviceWeight& d = weight(w);
+  if (x.cols != d.k || out.cols != d.rows)
+    throw_error("CUDA matmul '{}': [{}, {}] x [{}, {}]^T does not fit an output of {} columns",
+                w.name, x.rows, x.cols, d.rows, d.k, out.cols);
+  Q8Buffers q8;
+  bool reuse = false;
+  if (uses_q8_activation(d.kind)) {
+    reuse = q8_src_ == x.data && q8_rows_ == x.rows && q8_k_ == d.k;
+    if (!reuse) ensure(q8_, CudaKernels::q8_bytes(x.rows, d.k));
+    q8.q = q8_.get();
+    q8.ds = q8_.get() + CudaKernels::q8_ds_offset(x.rows, d.k);
+  }
+  wrote(out);
+  if (launching()) kernels_.matmul(d, ptr(x), x.rows, ptr(out), q8, stream_, reuse);
+  if (uses_q8_activation(d.kind)) {
+    q8_src_ = x.data;
+    q8_rows_ = x.rows;
+    q8_k_ = d.k;
+  }
+}
+
+void CudaOps::rope(Act x, int n_heads, int head_dim, const RopeParams& p) {
+  if (p.n_rot <= 0 || p.n_rot > head_dim || p.n_rot % 2 != 0)
+    throw_error("rope: n_rot {} must be even and in (0, head_dim {}]", p.n_rot, head_dim);
+  const size_t n = batch_.n_rows();
+  if (!rope_valid_ || !same_rope(p, rope_params_)) {
+    float corr[2] = {0, 0};
+    if (p.ext_factor != 0.0f) yarn_corr_dims(p, corr);
+    host_rows_.resize(n * size_t(p.n_rot));
+    for (size_t t = 0; t < n; ++t)
+      rope_cache(float(batch_.pos[t]), p, corr, host_rows_.data() + t * size_t(p.n_rot));
+    ensure(rope_cache_, host_rows_.size() * sizeof(float));
+    upload(rope_cache_.get(), host_rows_.data(), host_rows_.size() * sizeof(float));
+    rope_params_ = p;
+    rope_valid_ = true;
+  }
+  if (launching())
+    kernels_.rope(ptr(x), rope_cache_.get(), x.rows, n_heads, head_dim, p.n_rot,
+                  p.mode == RopeMode::Neox, stream_);
+  wrote(x);
+}
+
+void CudaOps::attention(int il, Act q, Act k, Act v, Act out, int n_head, int n_head_kv,
+                        int head_dim, float scale) {
+  if (n_head_kv * head_dim != kv_.kv_dim)
+    throw_error("CUDA attention: {} KV heads of {} do not match the KV rows of {}", n_head_kv,
+                head_dim, kv_.kv_dim);
+  const size_t n = batch_.n_rows();
+  const bool f16 = kv_.type == QuantType::F16;
+  const uint64_t koff = kv_.plane_bytes() * uint64_t(2 * il);
+  const uint64_t voff = kv_.plane_bytes() * uint64_t(2 * il + 1);
+  wrote(out);
+  if (!launching()) return;
+  // K and V of every row first: rows of one sequence attend to each other causally.
+  kernels_.store_kv(ptr(k), store_rows_, koff, int64_t(n), kv_.kv_dim, f16, stream_);
+  kernels_.store_kv(ptr(v), store_rows_, voff, int64_t(n), kv_.kv_dim, f16, stream_);
+  CudaKernels::AttentionCall a;
+  a.q = ptr(q);
+  a.out = ptr(out);
+  a.pages = pages_;
+  a.row_pt = row_pt_;
+  a.n_kv = n_kv_;
+  a.koff = koff;
+  a.voff = voff;
+  a.page_tokens = int(kv_.page_tokens);
+  a.row_bytes = int(kv_.row_bytes());
+  a.n_rows = int64_t(n);
+  a.n_head = n_head;
+  a.n_head_kv = n_head_kv;
+  a.head_dim = head_dim;
+  a.scale = scale;
+  a.kv_f16 = f16;
+  kernels_.attention(a, stream_);
+}
+
+void CudaOps::swiglu(Act gate, Act up, Act out) {
+  if (launching()) kernels_.swiglu(ptr(gate), ptr(up), ptr(out), gate.rows * gate.cols, stream_);
+  wrote(out);
+}
+
+void CudaOps::add(Act acc, Act x) {
+  if (launching()) kernels_.add(ptr(acc), ptr(x), acc.rows * acc.cols, stream_);
+  wrote(acc);
+}
+
+void CudaOps::select_rows(Act x, std::span<const int32_t> rows, Act out) {
+  const size_t row = size_t(x.cols) * sizeof(float);
+  wrote(out);
+  if (!launching()) return;
+  for (size_t j = 0; j < rows.size(); ++j)
+    check(driver().cuMemcpyDtoDAsync(ptr(out) + j * row, ptr(x) + size_t(rows[j]) * row, row,
+                                     stream_.get()),
+          "cuMemcpyDtoDAsync");
+}
+
+void CudaOps::read(Act x, float* host) {
+  if (mode_ == Mode::Capture) {
+    CUgraph g = nullptr;
+    mode_ = Mode::Direct;  // whatever happens next, the stream is no longer capturing
+    check(driver().cuStreamEndCapture(stream_.get(), &g), "cuStreamEndCapture");
+    CUgraphExec exec = nullptr;
+    const CUresult r = driver().cuGraphInstantiateWithFlags(&exec, g, 0);
+    driver().cuGraphDestroy(g);
+    check(r, "cuGraphInstantiateWithFlags");
+    graphs_[int64_t(batch_.n_rows())] = exec;
+    current_graph_ = exec;
+    mode_ = Mode::Replay;
+  }
+  if (mode_ == Mode::Replay) {
+    check(driver().cuGraphLaunch(current_graph_, stream_.get()), "cuGraphLaunch");
+    ++graph_replays_;
+  }  check(driver().cuMemcpyDtoHAsync(host, ptr(x), size_t(x.rows * x.cols) * sizeof(float),
+                                   stream_.get()),
+        "cuMemcpyDtoHAsync");
+  stream_.sync();
+}
+
+std::unique_ptr<Ops> make_cuda_ops(const std::string& devices) {
+  int ordinal = 0;
+  if (devices == "cuda") {
+    ordinal = 0;
+  } else if (devices.rfind("cuda:", 0) == 0 && devices.size() > 5 &&
+             devices.find_first_not_of("0123456789", 5) == std::string::npos && devices.size() < 9) {
+    ordinal = std::stoi(devices.substr(5));
+  } else {
+    throw_error("-devices {}: unknown device (use cpu, cuda or cuda:N)", devices);
+  }
+  std::string why;
+  if (!available(&why)) throw_error("-devices {}: no usable CUDA device: {}", devices, why);
+  return std::make_unique<CudaOps>(ordinal);
+}
+
+}  // namespace jitllm::cuda

@@ -1,0 +1,106 @@
+// CudaOps: the backend-neutral Ops (model/ops.h) on one NVIDIA card. Activations, weights and
+// the KV cache live in device memory; the llama graph runs unchanged on top.
+//  - Weights are packed (packed_weight.h) and uploaded the first time a matrix is used, once.
+//  - KV pages: the runtime's KvPagePool hands out host pages; each host page is shadowed by a
+//    device page of the same layout (created on first sight, reused while the host page lives
+//    in the pool), so the runtime's paging (sessions, recycling, ragged steps) carries over
+//    without a device-aware pool. The host pages themselves are never written.
+//  - The embedding lookup is done on the host (one row per token) and uploaded; RoPE's cos/sin
+//    table per position is made on the host with the CPU reference's float recurrence.
+//  - Decode steps (every row wants logits, at most 8 rows) are captured into a CUDA graph the
+//    second time a row count is seen and replayed after that: on a replayed step the ops only do
+//    their host parts (page tables, embedding rows, RoPE table: synchronous uploads into buffers
+//    whose addresses the graph holds) and read() launches the graph. Any buffer growth drops the
+//    graphs. JITLLM_CUDA_GRAPH=0 turns this off.
+// Kernels are compiled on first use through the on-disk cubin cache (compiler.h).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/cuda/cuda_kernels.h"
+#include "model/ops.h"
+
+namespace jitllm::cuda {
+
+class CudaOps final : public Ops {
+ public:
+  explicit CudaOps(int ordinal = 0, std::string cache_dir = {});
+  ~CudaOps() override;
+
+  void begin(const Batch& batch, const KvLayout& kv) override;
+  Act alloc(int64_t rows, int64_t cols) override;
+  void embed(const TensorInfo& table, Act out) override;
+  void rms_norm(Act x, const std::vector<float>& w, float eps, Act out) override;
+  void matmul(const TensorInfo& w, Act x, Act out) override;
+  void rope(Act x, int n_heads, int head_dim, const RopeParams& params) override;
+  void attention(int il, Act q, Act k, Act v, Act out, int n_head, int n_head_kv, int head_dim,
+                 float scale) override;
+  void swiglu(Act gate, Act up, Act out) override;
+  void add(Act acc, Act x) override;
+  void select_rows(Act x, std::span<const int32_t> rows, Act out) override;
+  void read(Act x, float* host) override;
+
+  const Device& device() const { return device_; }
+  int64_t graph_replays() const { return graph_replays_; }
+  const CompilerStats& compiler_stats() const { return compiler_.stats(); }
+  size_t weight_bytes() const { return weight_bytes_; }
+  size_t kv_pages() const { return kv_pages_.size(); }
+
+ private:
+  const DeviceWeight& weight(const TensorInfo& w);
+  CUdeviceptr kv_page(uint8_t* host_page);
+  static CUdeviceptr ptr(Act a) { return CUdeviceptr(reinterpret_cast<uintptr_t>(a.data)); }
+  void ensure(DeviceBuffer& buf, size_t bytes);
+  void upload(CUdeviceptr dst, const void* src, size_t bytes);
+  bool launching() const { return mode_ != Mode::Replay; }
+  void drop_graphs();
+  // Called by every op for the activation it writes: drops the quantized copy of that buffer.
+  void wrote(Act a) {
+    if (a.data == q8_src_) q8_src_ = nullptr;
+  }
+
+  Device device_;
+  Compiler compiler_;
+  CudaKernels kernels_;
+  Stream stream_;
+  std::unordered_map<const uint8_t*, DeviceWeight> weights_;  // by the tensor's host bytes
+  std::unordered_map<const float*, DeviceBuffer> norms_;       // by the norm vector's data
+  std::unordered_map<uint8_t*, DeviceBuffer> kv_pages_;        // host page -> device page
+  size_t weight_bytes_ = 0;
+
+  Batch batch_;
+  KvLayout kv_;
+  std::vector<DeviceBuffer> scratch_;  // i-th alloc() of a step, reused across steps
+  size_t next_ = 0;
+  DeviceBuffer q8_;      // quantized activation for the dp4a kernels
+  // q8_ holds q8_src_ ([q8_rows, q8_k]) quantized: Q, K and V (gate and up) read one activation,
+  // which is quantized once for the three (two) matrices.
+  const float* q8_src_ = nullptr;
+  int64_t q8_rows_ = 0, q8_k_ = 0;
+  DeviceBuffer tables_;  // per step: page tables, KV store rows, row -> table, n_kv
+  CUdeviceptr pages_ = 0, store_rows_ = 0, row_pt_ = 0, n_kv_ = 0;
+  DeviceBuffer rope_cache_;
+  bool rope_valid_ = false;
+  RopeParams rope_params_;
+  std::vector<uint8_t> host_blob_;
+  size_t page_capacity_ = 0;  // u64 slots for page addresses at the start of tables_
+
+  enum class Mode { Direct, Capture, Replay };
+  Mode mode_ = Mode::Direct;
+  bool graphs_enabled_ = true;
+  bool grew_ = false;            // a buffer was reallocated during this step
+  int64_t last_direct_rows_ = -1;  // row count of the last direct decode step without growth
+  std::unordered_map<int64_t, CUgraphExec> graphs_;  // by row count
+  CUgraphExec current_graph_ = nullptr;
+  int64_t graph_replays_ = 0;
+  std::vector<float> host_rows_;
+};
+
+// "cuda" (the first card) or "cuda:N". Throws jitllm::Error naming the spec when there is no
+// usable card or driver.
+std::unique_ptr<Ops> make_cuda_ops(const std::string& devices);
+
+}  // namespace jitllm::cuda

@@ -1,0 +1,199 @@
+// The whole llama graph on the card (Engine with devices = "cuda") against llama.cpp's logits
+// for the oracle fixtures and against the CPU engine: the same greedy tokens, logits within the
+// per-format tolerance; a ragged step of 3 sessions equals their solo runs; a prompt that spans
+// KV pages; and a second compiler over the same cache directory compiles nothing. Label gpu.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "backend/cpu/reference_kernels.h"
+#include "backend/cuda/cuda_ops.h"
+#include "cuda_test_util.h"
+#include "runtime/engine.h"
+#include "runtime/model_loader.h"
+#include "testutil/shared_data.h"
+
+namespace jitllm::cuda::test {
+namespace {
+
+using jitllm::testing::oracle_path;
+using jitllm::testing::read_f32;
+using jitllm::testing::read_text;
+
+// The CPU oracle test's tolerances vs llama.cpp (tests/runtime/llama_oracle_test.cpp).
+float tolerance(const std::string& format) {
+  if (format == "F32" || format == "F16") return 2e-3f;
+  if (format == "BF16") return 6e-3f;
+  return 0.03f;
+}
+
+float max_abs_diff(const float* a, const float* b, size_t n) {
+  float m = 0;
+  for (size_t i = 0; i < n; ++i) m = std::max(m, std::isfinite(a[i]) ? std::fabs(a[i] - b[i]) : INFINITY);
+  return m;
+}
+
+int argmax(const float* row, int64_t n) { return int(std::max_element(row, row + n) - row); }
+
+EngineOptions on(const char* devices) {
+  EngineOptions o;
+  o.kernels = &reference_kernels();
+  o.devices = devices;
+  return o;
+}
+
+class CudaFixture : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(CudaFixture, SameGreedyTokensAsCpuAndLogitsWithinTolerance) {
+  JITLLM_REQUIRE_GPU();
+  const std::string format = GetParam();
+  const float tol = tolerance(format);
+  const auto file = load_model_file(oracle_path("models/synth-llama." + format + ".gguf"));
+  Engine cpu(file, on("cpu")), gpu_engine(file, on("cuda"));
+  float worst_prompt = 0, worst_gen = 0;
+  int compared = 0;
+  for (const char* prompt : {"fox", "rand64", "bos"}) {
+    const std::string ref = std::string("logits/synth-llama.") + format + "." + prompt;
+    const auto meta = nlohmann::json::parse(read_text(oracle_path(ref + ".json")));
+    const auto ids = meta["prompt_ids"].get<std::vector<int32_t>>();
+    const auto greedy = meta["greedy_ids"].get<std::vector<int32_t>>();
+    const int64_t nv = meta["n_vocab"].get<int64_t>();
+    const auto ref_logits = read_f32(oracle_path(ref + ".logits.f32"));
+    const auto ref_gen = read_f32(oracle_path(ref + ".gen_logits.f32"));
+
+    auto sc = cpu.new_session(256), sg = gpu_engine.new_session(256);
+    const auto lc = cpu.prefill(*sc, ids, true), lg = gpu_engine.prefill(*sg, ids, true);
+    ASSERT_EQ(lg.size(), ref_logits.size());
+    worst_prompt = std::max(worst_prompt, max_abs_diff(lg.data(), ref_logits.data(), lg.size()));
+    // Decode llama.cpp's greedy continuation on both; where the CPU's choice is not a near tie,
+    // the card must choose the same token.
+    std::vector<float> rc(lc.end() - nv, lc.end()), rg(lg.end() - nv, lg.end());
+    for (size_t i = 0; i < greedy.size(); ++i) {
+      std::vector<float> sorted = rc;
+      std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
+      if (sorted[0] - sorted[1] > 2 * tol) {
+        EXPECT_EQ(argmax(rg.data(), nv), argmax(rc.data(), nv)) << ref << " step " << i;
+        ++compared;
+      }
+      rc = cpu.decode(*sc, greedy[i]);
+      rg = gpu_engine.decode(*sg, greedy[i]);
+      worst_gen = std::max(worst_gen, max_abs_diff(rg.data(), ref_gen.data() + i * size_t(nv), size_t(nv)));
+    }
+  }
+  EXPECT_LE(worst_prompt, tol) << format;
+  EXPECT_LE(worst_gen, tol) << format;
+  EXPECT_GT(compared, 10) << "too few non-tied greedy steps to compare";
+  std::printf("[ cuda     ] %-7s vs llama.cpp max |diff| prompt %.3g gen %.3g (tol %.3g); greedy "
+              "steps compared with CPU: %d\n", format.c_str(), worst_prompt, worst_gen, tol, compared);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, CudaFixture,
+                         ::testing::Values("F32", "F16", "BF16", "Q8_0", "Q6_K", "Q4_K_M", "Q4_0",
+                                           "Q5_K_M", "IQ4_NL", "Q3_K_M", "Q2_K", "MXFP4"),
+                         [](const auto& info) { return std::string(info.param); });
+
+TEST(CudaEngine, RaggedStepEqualsSoloRuns) {
+  JITLLM_REQUIRE_GPU();
+  const auto file = load_model_file(oracle_path("models/synth-llama.Q4_K_M.gguf"));
+  Engine e(file, on("cuda"));
+  const int64_t nv = e.config().n_vocab;
+  const std::vector<std::vector<int32_t>> prompts = {{1, 5, 9, 200, 31}, {1, 7}, {1, 400, 3, 8, 99, 12, 77}};
+  // Solo: prompt then 4 decode steps each.
+  std::vector<std::vector<float>> solo(3);
+  std::vector<std::vector<int32_t>> next(3);
+  for (size_t s = 0; s < 3; ++s) {
+    auto ses = e.new_session(64);
+    std::vector<float> l = e.prefill(*ses, prompts[s], false);
+    for (int i = 0; i < 4; ++i) {
+      const int32_t t = argmax(l.data(), nv);
+      next[s].push_back(t);
+      l = e.decode(*ses, t);
+      solo[s].insert(solo[s].end(), l.begin(), l.end());
+    }
+  }
+  // Together: one ragged prefill step of all three, then decode steps of all three.
+  std::vector<std::unique_ptr<Session>> ses;
+  for (int s = 0; s < 3; ++s) ses.push_back(e.new_session(64));
+  std::vector<StepInput> in;
+  for (size_t s = 0; s < 3; ++s) in.push_back({ses[s].get(), prompts[s], false});
+  e.step(in);
+  for (int i = 0; i < 4; ++i) {
+    std::vector<StepInput> step;
+    for (size_t s = 0; s < 3; ++s) step.push_back({ses[s].get(), std::span<const int32_t>(&next[s][size_t(i)], 1), false});
+    const std::vector<float> l = e.step(step);
+    for (size_t s = 0; s < 3; ++s)
+      EXPECT_LE(max_abs_diff(l.data() + s * size_t(nv), solo[s].data() + size_t(i) * size_t(nv), size_t(nv)), 1e-4f)
+          << "session " << s << " step " << i;
+  }
+}
+
+TEST(CudaEngine, LongPromptAcrossKvPagesMatchesCpu) {
+  JITLLM_REQUIRE_GPU();
+  const auto file = load_model_file(oracle_path("models/synth-llama.Q8_0.gguf"));
+  EngineOptions oc = on("cpu"), og = on("cuda");
+  oc.kv_page_tokens = og.kv_page_tokens = 64;  // 300 tokens span 5 pages
+  Engine cpu(file, oc), gpu_engine(file, og);
+  std::mt19937 rng(3);
+  std::vector<int32_t> ids(300);
+  for (auto& t : ids) t = int32_t(rng() % 500) + 1;
+  auto sc = cpu.new_session(512), sg = gpu_engine.new_session(512);
+  // Chunks of 100: later chunks attend to KV written by earlier steps.
+  const auto lc = cpu.prefill(*sc, ids, true, 100), lg = gpu_engine.prefill(*sg, ids, true, 100);
+  const float d = max_abs_diff(lg.data(), lc.data(), lc.size());
+  EXPECT_LE(d, 0.03f);
+  std::printf("[ cuda     ] 300-token prompt (5 KV pages, chunks of 100) vs CPU max |diff| %.3g\n", d);
+}
+
+TEST(CudaEngine, GraphReplayEqualsDirectLaunches) {
+  JITLLM_REQUIRE_GPU();
+  const auto file = load_model_file(oracle_path("models/synth-llama.Q4_K_M.gguf"));
+  auto run = [&](const char* graph) {
+    setenv("JITLLM_CUDA_GRAPH", graph, 1);
+    Engine e(file, on("cuda"));
+    unsetenv("JITLLM_CUDA_GRAPH");
+    auto s = e.new_session(300);
+    std::vector<float> l = e.prefill(*s, std::vector<int32_t>{1, 22, 333, 44}, false), all;
+    // 280 steps: the session crosses a 256-token KV page while graphs are being replayed.
+    for (int i = 0; i < 280; ++i) {
+      l = e.decode(*s, int32_t(std::max_element(l.begin(), l.end()) - l.begin()));
+      all.insert(all.end(), l.begin(), l.end());
+    }
+    return all;
+  };
+  const std::vector<float> direct = run("0"), graphs = run("1");
+  ASSERT_EQ(direct.size(), graphs.size());
+  EXPECT_EQ(max_abs_diff(graphs.data(), direct.data(), direct.size()), 0.0f);
+}
+
+TEST(CudaCache, SecondCompilerOverTheSameDirectoryCompilesNothing) {
+  JITLLM_REQUIRE_GPU();
+  const std::string dir = std::filesystem::temp_directory_path().string() + "/jitllm-cuda-cache-" +
+                          std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  const std::string sources[] = {matvec_source(WeightKind::Q4_K, 2048, 1), elementwise_source(),
+                                 attention_source(64, true)};
+  {
+    Compiler first(*G->device, dir);
+    for (const auto& s : sources) first.module(s, "test");
+    EXPECT_EQ(first.stats().compiled, 3);
+    for (const auto& s : sources) first.module(s, "test");
+    EXPECT_EQ(first.stats().memory_hits, 3);
+  }
+  Compiler second(*G->device, dir);
+  for (const auto& s : sources) second.module(s, "test").function(&s == &sources[0] ? "matvec" : &s == &sources[1] ? "rms_norm" : "attention");
+  EXPECT_EQ(second.stats().compiled, 0);
+  EXPECT_EQ(second.stats().disk_hits, 3);
+  // A damaged cache file is compiled afresh, not a failure.
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::ofstream(entry.path(), std::ios::binary | std::ios::trunc) << "garbage";
+  }
+  Compiler third(*G->device, dir);
+  for (const auto& s : sources) third.module(s, "test");
+  EXPECT_EQ(third.stats().compiled, 3);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace jitllm::cuda::test

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Packs what one device-tool call needs into build/cuda-carry (ignored by git; carry it with
+# `carry: ["build/cuda-carry"]`): the stripped, gzipped jitllm and GPU test binaries from
+# build/cuda, the shared libraries the GPU machine's image lacks (ICU 72, sentencepiece,
+# cpp-httplib, brotli; everything xz-compressed), and the oracle subset the GPU tests read (the
+# ../shared folder does not travel).
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+B=build/cuda
+C=build/cuda-carry
+S=${JITLLM_SHARED:-../shared}
+rm -rf $C && mkdir -p $C/bin $C/lib $C/shared/oracle/models $C/shared/oracle/logits
+for b in $B/jitllm $B/tests/test_backend_cuda $B/tests/test_backend_cuda_nogpu; do
+  strip -o $C/bin/$(basename $b) $b && xz -9 $C/bin/$(basename $b)
+done
+for lib in $(ldd $B/jitllm $B/tests/test_backend_cuda | awk '/=>/ {print $3}' | sort -u |
+             grep -E 'libicu|libsentencepiece|libcpp-httplib|libbrotli'); do
+  xz -9 -c "$lib" > $C/lib/$(basename "$lib").xz
+done
+for f in F16 Q8_0 Q6_K Q4_K_M Q4_0 Q5_K_M IQ4_NL Q3_K_M Q2_K MXFP4 ${EXTRA_FIXTURES:-}; do
+  cp $S/oracle/models/synth-llama.$f.gguf $C/shared/oracle/models/
+  cp $S/oracle/logits/synth-llama.$f.* $C/shared/oracle/logits/
+done
+du -sh $C
