@@ -2,6 +2,7 @@
 // out). Internal to src/tokenizer/: the public entry point is Tokenizer (tokenizer.h).
 #pragma once
 
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -24,5 +25,14 @@ void bpe_tokenize(const Vocab& vocab, const PreTokenizer& pre, std::string_view 
 // WordPiece: lowercase, strip accents, split on whitespace/punctuation/CJK, then greedy
 // longest-match per word with the "▁" word prefix; an unmatchable word becomes [UNK].
 void wpm_tokenize(const Vocab& vocab, std::string_view text, std::vector<TokenId>& out);
+
+// Unigram (T5, SentencePiece "unigram"): charsmap normalization, then the Viterbi best path over
+// the vocab trie by summed scores (user-defined pieces score 0; an uncovered character is the
+// unknown token at min score - 10, consecutive unknowns merged). The model (tries, parsed
+// charsmap) is built once per vocabulary; a bad charsmap is a jitllm::Error.
+struct UgmModel;
+std::shared_ptr<const UgmModel> make_ugm_model(const Vocab& vocab);
+void ugm_tokenize(const Vocab& vocab, const UgmModel& model, std::string_view text,
+                  std::vector<TokenId>& out);
 
 }  // namespace jitllm

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "core/error.h"
+#include "tokenizer/sentencepiece_proto.h"
 #include "tokenizer/vocab.h"
 
 namespace jitllm {
@@ -294,6 +295,30 @@ Metadata sentencepiece_metadata(const std::string& model_path) {
   return md;
 }
 
+Metadata sentencepiece_t5_metadata(const std::string& model_path) {
+  Metadata md = sentencepiece_metadata(model_path);
+  std::ifstream in(model_path, std::ios::binary);
+  if (!in) throw_error("{}: cannot open", model_path);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const SentencePieceSpec spec = read_sentencepiece_spec(bytes, model_path);
+  if (spec.model_type != 1)
+    throw_error("{}: SentencePiece model type {} is not unigram", model_path, spec.model_type);
+  md.set("tokenizer.ggml.model", Value::string("t5"));
+  md.set("tokenizer.ggml.add_space_prefix", Value::boolean(spec.add_dummy_prefix));
+  md.set("tokenizer.ggml.remove_extra_whitespaces", Value::boolean(spec.remove_extra_whitespaces));
+  if (!spec.precompiled_charsmap.empty()) {
+    std::vector<Value> charsmap;
+    charsmap.reserve(spec.precompiled_charsmap.size());
+    for (char c : spec.precompiled_charsmap) charsmap.push_back(Value::u8(uint8_t(c)));
+    md.set("tokenizer.ggml.precompiled_charsmap", Value::array(ValueType::U8, std::move(charsmap)));
+  }
+  // T5 adds EOS, not BOS.
+  md.erase("tokenizer.ggml.bos_token_id");
+  md.set("tokenizer.ggml.add_bos_token", Value::boolean(false));
+  md.set("tokenizer.ggml.add_eos_token", Value::boolean(true));
+  return md;
+}
+
 Metadata hf_tokenizer_metadata(const std::string& folder_str) {
   const fs::path folder(folder_str);
   if (!fs::is_directory(folder)) throw_error("{}: not a folder", folder_str);
@@ -309,8 +334,14 @@ Metadata hf_tokenizer_metadata(const std::string& folder_str) {
       throw_error("{}: model type '{}'{} is not supported without tokenizer.model", path, type,
                   byte_fallback ? " with byte_fallback" : "");
   }
-  if (fs::is_regular_file(folder / "tokenizer.model"))
-    return sentencepiece_metadata((folder / "tokenizer.model").string());
+  if (fs::is_regular_file(folder / "tokenizer.model")) {
+    const std::string model = (folder / "tokenizer.model").string();
+    if (const auto cfg = read_json(folder / "config.json")) {
+      const std::string type = cfg->value("model_type", "");
+      if (type == "t5" || type == "mt5" || type == "umt5") return sentencepiece_t5_metadata(model);
+    }
+    return sentencepiece_metadata(model);
+  }
   throw_error("{}: no tokenizer.json or tokenizer.model", folder_str);
 }
 

@@ -81,6 +81,7 @@ Tokenizer::Tokenizer(const Metadata& metadata) : vocab_(load_vocab(metadata)) {
     encode_fragment("\n", false, ids);
     vocab_.linefeed = ids.empty() ? vocab_.pad : ids[0];
   }
+  if (vocab_.type == VocabType::Ugm) ugm_ = make_ugm_model(vocab_);
   piece_cache_.reserve(vocab_.size());
   for (size_t id = 0; id < vocab_.size(); ++id) piece_cache_.push_back(render_piece(TokenId(id)));
 }
@@ -110,6 +111,9 @@ void Tokenizer::encode_fragment(std::string_view text, bool prev_special,
       break;
     case VocabType::Wpm:
       wpm_tokenize(vocab_, text, out);
+      break;
+    case VocabType::Ugm:
+      ugm_tokenize(vocab_, *ugm_, text, out);
       break;
   }
 }
@@ -164,6 +168,7 @@ std::string Tokenizer::render_piece(TokenId id) const {
   switch (vocab_.type) {
     case VocabType::Spm:
     case VocabType::Wpm:
+    case VocabType::Ugm:
       if (attr & kAttrNormal) {
         std::string out;
         for (size_t i = 0; i < data.text.size(); ++i) {

@@ -1,5 +1,5 @@
 // Text <-> token ids for every vocabulary the engine reads (SentencePiece "llama", byte-level BPE
-// "gpt2", WordPiece "bert"), matching llama.cpp's llama_tokenize / llama_detokenize /
+// "gpt2", WordPiece "bert", Unigram "t5"), matching llama.cpp's llama_tokenize / llama_detokenize /
 // llama_token_to_piece id for id and byte for byte.
 //
 // encode(): special-token texts are cut out of the input first (user-defined tokens always,
@@ -19,6 +19,7 @@
 namespace jitllm {
 
 class PreTokenizer;
+struct UgmModel;
 
 class Tokenizer {
  public:
@@ -55,6 +56,7 @@ class Tokenizer {
 
   Vocab vocab_;
   std::unique_ptr<PreTokenizer> pre_;       // BPE only
+  std::shared_ptr<const UgmModel> ugm_;     // Unigram only
   std::vector<std::string> piece_cache_;    // [n_vocab] piece(id, special = true)
 };
 

@@ -117,12 +117,23 @@ Vocab load_vocab(const Metadata& md) {
     v.ignore_merges = pre_spec.ignore_merges;
     v.add_bos = pre_spec.add_bos;
     if (pre_spec.no_bos) v.bos = kNoToken;
+  } else if (v.model == "t5") {
+    v.type = VocabType::Ugm;
+    v.eos = 1, v.unk = 2, v.pad = 0;
+    v.add_eos = true;
+    if (md.has("tokenizer.ggml.precompiled_charsmap")) {
+      const std::vector<int64_t> bytes = read_array(md, "tokenizer.ggml.precompiled_charsmap",
+                                                    [](const Value& x) { return x.as_i64_vector(); });
+      for (int64_t b : bytes) v.precompiled_charsmap.push_back(char(uint8_t(b)));
+    }
   } else if (v.model == "no_vocab" || v.model == "none") {
     throw_error("tokenizer.ggml.model = '{}': the model has no vocabulary", v.model);
   } else {
-    throw_error("tokenizer.ggml.model = '{}' is not supported (llama, gpt2, bert)", v.model);
+    throw_error("tokenizer.ggml.model = '{}' is not supported (llama, gpt2, bert, t5)", v.model);
   }
+  if (v.type == VocabType::Bpe) v.escape_whitespaces = false;
   v.add_space_prefix = md.get_bool_or("tokenizer.ggml.add_space_prefix", v.add_space_prefix);
+  v.remove_extra_whitespaces = md.get_bool_or("tokenizer.ggml.remove_extra_whitespaces", false);
 
   // Tokens, scores, types.
   const std::vector<std::string> texts = read_array(

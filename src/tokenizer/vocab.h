@@ -16,7 +16,7 @@ namespace jitllm {
 using TokenId = int32_t;
 constexpr TokenId kNoToken = -1;
 
-enum class VocabType { Spm, Bpe, Wpm };
+enum class VocabType { Spm, Bpe, Wpm, Ugm };
 
 // GGUF's tokenizer.ggml.token_type values (stored in files; do not renumber).
 enum class TokenType : int32_t {
@@ -68,6 +68,10 @@ struct Vocab {
   bool add_space_prefix = false;
   bool ignore_merges = false;  // BPE: a whole pre-token found in the vocab skips merging
   bool clean_spaces = false;   // detokenize: " ." -> "." etc. (HF clean_up_tokenization_spaces)
+  // Unigram (T5) normalization: SentencePiece's precompiled charsmap (XCDA + replacements).
+  std::string precompiled_charsmap;
+  bool remove_extra_whitespaces = false;
+  bool escape_whitespaces = true;
   // WordPiece normalizer (tokenizer.ggml.normalizer.*; BERT's defaults).
   bool wpm_lowercase = true;
   bool wpm_strip_accents = true;

@@ -36,7 +36,9 @@ TEST(Detokenize, SpmRoundTripsOracleInputsAndRandomText) {
   for (const std::string& text : oracle_inputs()) {
     EXPECT_EQ(tok.decode(tok.encode(text, false)), text);
     // llama.cpp: cutting the BOS (remove_special) also keeps the dummy-prefix space.
-    if (!text.empty()) EXPECT_EQ(tok.decode(tok.encode(text, true), true), " " + text);
+    if (!text.empty()) {
+      EXPECT_EQ(tok.decode(tok.encode(text, true), true), " " + text);
+    }
   }
   std::mt19937 rng(1234);
   for (int i = 0; i < 200; ++i) {

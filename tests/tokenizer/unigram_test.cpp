@@ -1,0 +1,111 @@
+// Unigram (T5-style) tokenizer against libsentencepiece itself: a unigram model is trained here
+// with SentencePiece's trainer (NFKC normalization, so the precompiled charsmap is exercised) on
+// the oracle's README texts, converted to "t5" metadata, and our ids must equal
+// SentencePieceProcessor::Encode's for prose lines, NFKC-sensitive text, runs of spaces and
+// characters the model has never seen.
+#include <gtest/gtest.h>
+#include <sentencepiece_processor.h>
+#include <sentencepiece_trainer.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "core/error.h"
+#include "tokenizer/hf_tokenizer.h"
+#include "tokenizer/unicode.h"
+#include "vocab_cache.h"
+
+namespace jitllm {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TrainedModel {
+  fs::path dir;
+  std::string model_path;
+  std::vector<std::string> lines;
+  TrainedModel() {
+    dir = fs::temp_directory_path() / ("jitllm-ugm-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    std::string corpus;
+    for (const char* f : {"README.md", "tokenizer/README.md", "pydoc-llama/README.md",
+                          "templates/README.md"})
+      corpus += testing::read_text(testing::oracle_path(f)) + "\n";
+    std::istringstream in(corpus);
+    for (std::string line; std::getline(in, line);)
+      if (line.size() > 3) lines.push_back(line);
+    std::ofstream(dir / "corpus.txt") << corpus;
+    model_path = (dir / "ugm.model").string();
+    const auto status = sentencepiece::SentencePieceTrainer::Train(
+        "--input=" + (dir / "corpus.txt").string() + " --model_prefix=" + (dir / "ugm").string() +
+        " --model_type=unigram --vocab_size=600 --character_coverage=0.9995"
+        " --normalization_rule_name=nmt_nfkc --minloglevel=2 --num_threads=1");
+    if (!status.ok()) throw std::runtime_error("sentencepiece training failed: " + status.ToString());
+  }
+  ~TrainedModel() { fs::remove_all(dir); }
+};
+
+const TrainedModel& trained() {
+  static TrainedModel model;
+  return model;
+}
+
+TEST(Unigram, MatchesSentencePieceEncode) {
+  const TrainedModel& m = trained();
+  sentencepiece::SentencePieceProcessor sp;
+  ASSERT_TRUE(sp.Load(m.model_path).ok());
+  const Metadata md = sentencepiece_t5_metadata(m.model_path);
+  ASSERT_EQ(md.get_string("tokenizer.ggml.model"), "t5");
+  ASSERT_TRUE(md.has("tokenizer.ggml.precompiled_charsmap"));
+  const Tokenizer tok(md);
+  ASSERT_EQ(tok.vocab().type, VocabType::Ugm);
+
+  std::vector<std::string> texts(m.lines.begin(), m.lines.end());
+  // NFKC folds these (fullwidth letters, ligatures, compatibility digits, no-break space).
+  texts.push_back("\xEF\xBC\xA1\xEF\xBC\xA2\xEF\xBC\xA3 \xEF\xAC\x81le \xE2\x91\xA0\xC2\xB2 a\xC2\xA0" "b");
+  texts.push_back("   leading and   inner   spaces   ");
+  texts.push_back("unseen: \xE0\xA4\xA8\xE0\xA4\xAE \xE4\xBD\xA0\xE5\xA5\xBD \xF0\x9F\xA6\x99 Z\xCC\x81");
+  texts.push_back("tabs\tand\nnewlines\r\n");
+  std::mt19937 rng(3);
+  for (int i = 0; i < 200; ++i) {
+    std::string s;
+    for (int k = 0, n = 1 + int(rng() % 30); k < n; ++k) {
+      static const uint32_t pool[] = {'a', 'e', 't', ' ', ' ', '.', 'T', '7', 0xE9, 0x301,
+                                      0xFF21, 0x2460, 0x4E2D, 0x1F999, '\t', 0xA0, 0xFB01};
+      unicode::append_utf8(s, pool[rng() % std::size(pool)]);
+    }
+    texts.push_back(s);
+  }
+  int failed = 0;
+  for (const std::string& text : texts) {
+    std::vector<int> want;
+    ASSERT_TRUE(sp.Encode(text, &want).ok());
+    const std::vector<TokenId> got = tok.encode(text, false);
+    if (std::vector<TokenId>(want.begin(), want.end()) != got && ++failed <= 10) {
+      std::string w, g;
+      for (int id : want) w += " " + std::to_string(id);
+      for (TokenId id : got) g += " " + std::to_string(id);
+      ADD_FAILURE() << "'" << text << "'\n  sentencepiece:" << w << "\n  ours:         " << g;
+    }
+  }
+  EXPECT_EQ(failed, 0) << failed << " of " << texts.size() << " differ";
+  // T5 conventions: EOS appended, no BOS; decode drops the dummy-prefix space.
+  const auto with_eos = tok.encode("Hello world", true);
+  ASSERT_FALSE(with_eos.empty());
+  EXPECT_EQ(with_eos.back(), tok.vocab().eos);
+  EXPECT_EQ(tok.decode(tok.encode("Hello world", false)), "Hello world");
+}
+
+TEST(Unigram, CorruptCharsmapIsAnError) {
+  Metadata md = sentencepiece_t5_metadata(trained().model_path);
+  md.set("tokenizer.ggml.precompiled_charsmap",
+         Value::array(ValueType::U8, {Value::u8(0xFF), Value::u8(0xFF), Value::u8(0), Value::u8(0),
+                                      Value::u8(1)}));
+  EXPECT_THROW(Tokenizer{md}, Error);
+}
+
+}  // namespace
+}  // namespace jitllm
