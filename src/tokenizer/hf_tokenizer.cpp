@@ -210,6 +210,120 @@ Metadata bpe_json_metadata(const fs::path& folder, const json& tok) {
   return md;
 }
 
+std::string base64_decode(const std::string& in, const std::string& what) {
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    int v;
+    if (c >= 'A' && c <= 'Z') v = c - 'A';
+    else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
+    else if (c >= '0' && c <= '9') v = c - '0' + 52;
+    else if (c == '+' || c == '-') v = 62;
+    else if (c == '/' || c == '_') v = 63;
+    else if (c == '=' || c == '\n' || c == '\r') continue;
+    else throw_error("{}: invalid base64 character 0x{:02x}", what, uint8_t(c));
+    acc = (acc << 6) | uint32_t(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += char((acc >> bits) & 0xFF);
+    }
+  }
+  return out;
+}
+
+// HF Unigram tokenizer.json -> "t5" metadata: vocab [[piece, score], ...], unk_id, the
+// Precompiled normalizer's charsmap and the Metaspace pre-tokenizer's prefix rule.
+Metadata unigram_json_metadata(const fs::path& folder, const json& tok) {
+  const std::string path = (folder / "tokenizer.json").string();
+  const json& model = tok["model"];
+  if (!model.contains("vocab") || !model["vocab"].is_array())
+    throw_error("{}: model.vocab of a Unigram model must be an array", path);
+  const json& vocab = model["vocab"];
+  const size_t n = vocab.size();
+  if (n == 0 || n > (size_t(1) << 24)) throw_error("{}: bad vocabulary size {}", path, n);
+  std::vector<std::string> tokens(n);
+  std::vector<float> scores(n);
+  std::vector<int32_t> types(n, int32_t(TokenType::Normal));
+  for (size_t i = 0; i < n; ++i) {
+    const json& e = vocab[i];
+    if (!e.is_array() || e.size() != 2 || !e[0].is_string() || !e[1].is_number())
+      throw_error("{}: model.vocab[{}] is not [piece, score]", path, i);
+    tokens[i] = e[0].get<std::string>();
+    scores[i] = e[1].get<float>();
+  }
+  const int64_t unk = model.value("unk_id", int64_t(-1));
+  if (unk >= 0 && size_t(unk) < n) types[size_t(unk)] = int32_t(TokenType::Unknown);
+  if (tok.contains("added_tokens")) {
+    for (const json& a : tok["added_tokens"]) {
+      const int64_t id = a.value("id", int64_t(-1));
+      if (id < 0 || size_t(id) >= n || id == unk) continue;
+      const bool special = a.value("special", false) || looks_special(a.value("content", ""));
+      types[size_t(id)] = int32_t(special ? TokenType::Control : TokenType::UserDefined);
+    }
+  }
+  // Normalizer: a Precompiled step (maybe inside a Sequence) carries the charsmap.
+  std::string charsmap;
+  std::function<void(const json&)> find_charsmap = [&](const json& norm) {
+    if (!norm.is_object()) return;
+    if (norm.value("type", "") == "Precompiled" && norm.contains("precompiled_charsmap") &&
+        norm["precompiled_charsmap"].is_string())
+      charsmap = base64_decode(norm["precompiled_charsmap"].get<std::string>(),
+                               path + ": normalizer.precompiled_charsmap");
+    if (norm.contains("normalizers"))
+      for (const json& sub : norm["normalizers"]) find_charsmap(sub);
+  };
+  if (tok.contains("normalizer")) find_charsmap(tok["normalizer"]);
+  // Metaspace: the dummy prefix ("add_prefix_space" or prepend_scheme != "never");
+  // WhitespaceSplit (or a " {2,}" -> " " Replace): SentencePiece's remove_extra_whitespaces.
+  bool add_prefix = true, merge_spaces = false;
+  std::function<void(const json&)> find_replace = [&](const json& norm) {
+    if (!norm.is_object()) return;
+    if (norm.value("type", "") == "Replace" && norm.contains("pattern") &&
+        norm["pattern"].value("Regex", "") == " {2,}")
+      merge_spaces = true;
+    if (norm.contains("normalizers"))
+      for (const json& sub : norm["normalizers"]) find_replace(sub);
+  };
+  if (tok.contains("normalizer")) find_replace(tok["normalizer"]);
+  std::function<void(const json&)> find_metaspace = [&](const json& pre) {
+    if (!pre.is_object()) return;
+    if (pre.value("type", "") == "WhitespaceSplit") merge_spaces = true;
+    if (pre.value("type", "") == "Metaspace") {
+      if (pre.contains("add_prefix_space")) add_prefix = pre.value("add_prefix_space", true);
+      if (pre.contains("prepend_scheme")) add_prefix = pre.value("prepend_scheme", "always") != "never";
+    }
+    if (pre.contains("pretokenizers"))
+      for (const json& sub : pre["pretokenizers"]) find_metaspace(sub);
+  };
+  if (tok.contains("pre_tokenizer")) find_metaspace(tok["pre_tokenizer"]);
+
+  Metadata md;
+  md.set("tokenizer.ggml.model", Value::string("t5"));
+  md.set("tokenizer.ggml.pre", Value::string("default"));
+  md.set("tokenizer.ggml.tokens", Value::string_array(tokens));
+  md.set("tokenizer.ggml.scores", Value::f32_array(scores));
+  md.set("tokenizer.ggml.token_type", Value::i32_array(types));
+  md.set("tokenizer.ggml.add_space_prefix", Value::boolean(add_prefix));
+  md.set("tokenizer.ggml.remove_extra_whitespaces", Value::boolean(merge_spaces));
+  if (!charsmap.empty()) {
+    std::vector<Value> bytes;
+    bytes.reserve(charsmap.size());
+    for (char c : charsmap) bytes.push_back(Value::u8(uint8_t(c)));
+    md.set("tokenizer.ggml.precompiled_charsmap", Value::array(ValueType::U8, std::move(bytes)));
+  }
+  std::map<std::string, int64_t> text_to_id;
+  for (size_t i = 0; i < n; ++i) text_to_id.emplace(tokens[i], int64_t(i));
+  const json* added = tok.contains("added_tokens") ? &tok["added_tokens"] : nullptr;
+  SpecialIds special = special_ids(folder, added, n, text_to_id);
+  if (!special.ids.count("unk") && unk >= 0) special.ids["unk"] = unk;
+  if (!special.add.count("bos")) special.add["bos"] = false;
+  if (!special.add.count("eos")) special.add["eos"] = true;
+  write_special(md, special);
+  return md;
+}
+
 }  // namespace
 
 Metadata sentencepiece_metadata(const std::string& model_path) {
@@ -329,6 +443,7 @@ Metadata hf_tokenizer_metadata(const std::string& folder_str) {
     const std::string type = (*tok)["model"].value("type", "");
     const bool byte_fallback = (*tok)["model"].value("byte_fallback", false);
     if (type == "BPE" && !byte_fallback) return bpe_json_metadata(folder, *tok);
+    if (type == "Unigram") return unigram_json_metadata(folder, *tok);
     // SentencePiece-derived tokenizer.json files: use the .model next to them when present.
     if (!fs::is_regular_file(folder / "tokenizer.model"))
       throw_error("{}: model type '{}'{} is not supported without tokenizer.model", path, type,

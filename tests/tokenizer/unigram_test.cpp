@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -97,6 +98,59 @@ TEST(Unigram, MatchesSentencePieceEncode) {
   ASSERT_FALSE(with_eos.empty());
   EXPECT_EQ(with_eos.back(), tok.vocab().eos);
   EXPECT_EQ(tok.decode(tok.encode("Hello world", false)), "Hello world");
+}
+
+std::string base64(const std::string& bytes) {
+  static const char* abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (unsigned char c : bytes) {
+    acc = (acc << 8) | c;
+    bits += 8;
+    while (bits >= 6) out += abc[(acc >> (bits -= 6)) & 63];
+  }
+  if (bits > 0) out += abc[(acc << (6 - bits)) & 63];
+  while (out.size() % 4) out += '=';
+  return out;
+}
+
+TEST(Unigram, HfTokenizerJsonMatchesSentencePiece) {
+  // The trained model written as a T5-style tokenizer.json (Precompiled normalizer,
+  // WhitespaceSplit + Metaspace), imported back: ids must equal SentencePiece's.
+  const TrainedModel& m = trained();
+  sentencepiece::SentencePieceProcessor sp;
+  ASSERT_TRUE(sp.Load(m.model_path).ok());
+  const Metadata from_model = sentencepiece_t5_metadata(m.model_path);
+  std::string charsmap;
+  for (int64_t b : from_model.at("tokenizer.ggml.precompiled_charsmap").as_i64_vector())
+    charsmap += char(uint8_t(b));
+  nlohmann::json vocab = nlohmann::json::array(), added = nlohmann::json::array();
+  for (int id = 0; id < sp.GetPieceSize(); ++id) {
+    vocab.push_back({sp.IdToPiece(id), sp.GetScore(id)});
+    if (sp.IsControl(id)) added.push_back({{"id", id}, {"content", sp.IdToPiece(id)}, {"special", true}});
+  }
+  const nlohmann::json tok = {
+      {"model", {{"type", "Unigram"}, {"unk_id", sp.unk_id()}, {"vocab", vocab}}},
+      {"normalizer", {{"type", "Sequence"}, {"normalizers", {{{"type", "Precompiled"},
+                                                              {"precompiled_charsmap", base64(charsmap)}}}}}},
+      {"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", {{{"type", "WhitespaceSplit"}},
+                                                                  {{"type", "Metaspace"}, {"replacement", "\u2581"},
+                                                                   {"prepend_scheme", "always"}}}}}},
+      {"added_tokens", added}};
+  const fs::path dir = m.dir / "hf";
+  fs::create_directories(dir);
+  std::ofstream(dir / "tokenizer.json") << tok.dump();
+  const Tokenizer t(hf_tokenizer_metadata(dir.string()));
+  ASSERT_EQ(t.vocab().type, VocabType::Ugm);
+  int failed = 0;
+  for (const std::string& text : m.lines) {
+    std::vector<int> want;
+    ASSERT_TRUE(sp.Encode(text + "   two  spaces ", &want).ok());
+    if (std::vector<TokenId>(want.begin(), want.end()) != t.encode(text + "   two  spaces ", false))
+      ++failed;
+  }
+  EXPECT_EQ(failed, 0);
 }
 
 TEST(Unigram, CorruptCharsmapIsAnError) {
