@@ -12,7 +12,7 @@ void Candidates::assign(std::span<const float> logits) {
   data.resize(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) {
     if (std::isnan(logits[i])) throw_error("sampling: logits[{}] is NaN", i);
-    data[i] = TokenData{int32_t(i), logits[i], 0.0f};
+    data[i] = Candidate{int32_t(i), logits[i], 0.0f};
   }
   sorted = false;
 }

@@ -10,7 +10,7 @@
 
 namespace jitllm {
 
-struct TokenData {
+struct Candidate {
   int32_t id;
   float logit;
   float p;  // probability among the current candidates; valid only after softmax_candidates
@@ -19,12 +19,12 @@ struct TokenData {
 // Higher logit first, lower id first among equal logits. A strict total order (ids are unique),
 // so std::sort and std::partial_sort give the same result on every standard library, which keeps
 // seeded sampling reproducible across platforms.
-inline bool logit_before(const TokenData& a, const TokenData& b) {
+inline bool logit_before(const Candidate& a, const Candidate& b) {
   return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
 }
 
 struct Candidates {
-  std::vector<TokenData> data;  // [size] in chain order
+  std::vector<Candidate> data;  // [size] in chain order
   bool sorted = false;          // data is in logit_before order
 
   // Fills one candidate per vocabulary entry (id = index), unsorted. Throws jitllm::Error if a

@@ -55,7 +55,7 @@ void apply_min_p(Candidates& cur, float p, size_t min_keep) {
   if (n_pass >= std::max<size_t>(min_keep, 1)) {
     // Filter in place, keeping the current order (and so `sorted`).
     auto end = std::remove_if(cur.data.begin(), cur.data.end(),
-                              [&](const TokenData& c) { return c.logit < min_logit; });
+                              [&](const Candidate& c) { return c.logit < min_logit; });
     cur.data.erase(end, cur.data.end());
     return;
   }
@@ -94,7 +94,7 @@ void apply_typical(Candidates& cur, float p, size_t min_keep) {
       break;
     }
   }
-  std::vector<TokenData> kept(keep);
+  std::vector<Candidate> kept(keep);
   for (size_t i = 0; i < keep; ++i) kept[i] = cur.data[order[i]];
   cur.data = std::move(kept);
   cur.sorted = false;

@@ -93,7 +93,7 @@ int32_t SamplerChain::sample(std::span<const float> logits) {
     for (SamplerStage stage : params_.order) {
       if (stage == SamplerStage::Penalties) apply_stage(stage, cur_);
     }
-    const TokenData& best = cur_.data[argmax_candidate(cur_)];
+    const Candidate& best = cur_.data[argmax_candidate(cur_)];
     if (best.logit == -INFINITY) throw_error("sampling: every token is banned (logit -inf)");
     probs_.push_back({best.id, 1.0f});
     return best.id;
