@@ -1,6 +1,16 @@
 // Pre-tokenizer regex table and the PCRE2 split (see pretokenizer.h). The regex strings are the
 // ones llama.cpp runs for each pre-tokenizer name (HF's tokenizer.json patterns, with `(?i:'s|...)`
 // spelled out as `'[sS]|...` so that only ASCII letters fold, as in llama.cpp).
+//
+// llama.cpp matches a regex in one of three ways, and the split differs on non-ASCII text, so
+// each regex is run the same way here (with PCRE2 in place of its code / std::regex):
+//  - its hand-written matchers (GPT-2, Llama 3, Qwen 2/3.5, line split): full Unicode
+//    properties -> PCRE2 UTF + UCP on the text itself;
+//  - regexes with \p{..}: the text is "collapsed" to one byte per codepoint (ASCII kept,
+//    non-ASCII whitespace -> \v, other codepoints -> a byte per category L/N/P/M/S, else 0xD0)
+//    and \p{X} becomes [<byte>+ASCII members of X] -> PCRE2 in byte mode on that;
+//  - other regexes: codepoints with non-ASCII whitespace replaced by \v, ASCII-only \s\d\w
+//    -> PCRE2 UTF without UCP.
 #include "tokenizer/pretokenizer.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -158,19 +168,112 @@ std::vector<std::string> known_pre_tokenizers() {
   return names;
 }
 
+enum class MatchMode { Unicode, Collapsed, Plain };
+
 struct PreTokenizer::Compiled {
   pcre2_code* code = nullptr;
+  MatchMode mode = MatchMode::Unicode;
   ~Compiled() { pcre2_code_free(code); }
 };
+
+namespace {
+
+// Byte a non-ASCII codepoint collapses to (llama.cpp's category codes).
+constexpr char kCollapsedNumber = char(0xD1), kCollapsedLetter = char(0xD2),
+               kCollapsedPunct = char(0xD3), kCollapsedMark = char(0xD4),
+               kCollapsedSymbol = char(0xD5), kCollapsedOther = char(0xD0);
+
+struct CategoryClass {
+  const char* name;
+  char code;
+  const char* ascii;  // ASCII members, as a bracket-expression fragment
+};
+// \p{Lu} etc. collapse to "letter" like \p{L}: llama.cpp keeps one category per codepoint.
+const CategoryClass kCategories[] = {
+    {"\\p{N}", kCollapsedNumber, "0-9"},
+    {"\\p{L}", kCollapsedLetter, "A-Za-z"},
+    {"\\p{P}", kCollapsedPunct, "!-#%-*,-/:-;?-@\\[-\\]_\\{\\}"},
+    {"\\p{M}", kCollapsedMark, ""},
+    {"\\p{S}", kCollapsedSymbol, "\\$\\+<->\\^`\\|"},
+    {"\\p{Lu}", kCollapsedLetter, "A-Za-z"}, {"\\p{Ll}", kCollapsedLetter, "A-Za-z"},
+    {"\\p{Lt}", kCollapsedLetter, "A-Za-z"}, {"\\p{Lm}", kCollapsedLetter, "A-Za-z"},
+    {"\\p{Lo}", kCollapsedLetter, "A-Za-z"},
+};
+
+// The regexes llama.cpp runs with its own Unicode-aware code instead of std::regex.
+bool has_custom_matcher(const std::string& re) {
+  static const std::string qwen35 = JL_CONTRACTIONS
+      R"(|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+  static const std::string llama3_original =
+      R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+  return re == kGpt2 || re == kLlama3 || re == llama3_original || re == kQwen2 || re == qwen35 ||
+         re == R"([^\n]+|[\n]+)";
+}
+
+bool uses_categories(const std::string& re) {
+  for (const CategoryClass& c : kCategories)
+    if (re.find(c.name) != std::string::npos) return true;
+  return false;
+}
+
+// llama.cpp's regex rewrite for collapsed text: \p{X} -> [code + ASCII members] (inside a
+// bracket expression, without the brackets).
+std::string collapse_regex(const std::string& re) {
+  std::string out;
+  bool inside = false;
+  for (size_t i = 0; i < re.size(); ++i) {
+    if (re[i] == '[' && (i == 0 || re[i - 1] != '\\')) {
+      out += '[';
+      inside = true;
+      continue;
+    }
+    if (inside && re[i] == ']' && re[i - 1] != '\\') {
+      out += ']';
+      inside = false;
+      continue;
+    }
+    if (re[i] == '\\' && i + 3 < re.size() && re[i + 1] == 'p' && re[i + 2] == '{') {
+      const size_t close = re.find('}', i + 3);
+      if (close != std::string::npos && close <= i + 10) {
+        const std::string pat = re.substr(i, close - i + 1);
+        for (const CategoryClass& c : kCategories) {
+          if (pat != c.name) continue;
+          if (!inside) out += '[';
+          out += c.code;
+          out += c.ascii;
+          if (!inside) out += ']';
+          i = close;
+          goto next;
+        }
+      }
+    }
+    out += re[i];
+  next:;
+  }
+  return out;
+}
+
+}  // namespace
 
 PreTokenizer::PreTokenizer(const std::vector<std::string>& regexes) {
   for (const std::string& re : regexes) {
     auto c = std::make_unique<Compiled>();
     int err = 0;
     PCRE2_SIZE err_off = 0;
-    // UTF + UCP: \s \d \w and \p{..} use Unicode properties; `$` only at the very end.
-    c->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(re.data()), re.size(),
-                            PCRE2_UTF | PCRE2_UCP | PCRE2_DOLLAR_ENDONLY | PCRE2_NO_UTF_CHECK,
+    // `$` only at the very end (ECMAScript), in every mode.
+    std::string pattern = re;
+    uint32_t options = PCRE2_DOLLAR_ENDONLY;
+    if (has_custom_matcher(re)) {
+      c->mode = MatchMode::Unicode;
+      options |= PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK;
+    } else if (uses_categories(re)) {
+      c->mode = MatchMode::Collapsed;
+      pattern = collapse_regex(re);  // byte mode: one byte per codepoint
+    } else {
+      c->mode = MatchMode::Plain;
+      options |= PCRE2_UTF | PCRE2_NO_UTF_CHECK;
+    }
+    c->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options,
                             &err, &err_off, nullptr);
     if (!c->code) {
       PCRE2_UCHAR msg[256];
@@ -207,8 +310,43 @@ struct MatchScratch {
 
 }  // namespace
 
+// The string PCRE2 sees for `piece` in `mode`, and for each of its byte offsets at a codepoint
+// boundary the matching offset in `piece` (`map` is empty when the two are the same).
+static void make_proxy(MatchMode mode, std::string_view piece, std::string& proxy,
+                std::vector<uint32_t>& map) {
+  proxy.clear();
+  map.clear();
+  if (mode == MatchMode::Unicode) return;
+  map.reserve(piece.size() + 1);
+  for (size_t offset = 0; offset < piece.size();) {
+    const size_t start = offset;
+    const uint32_t cpt = unicode::decode_one(piece, offset);
+    const size_t proxy_start = proxy.size();
+    if (cpt < 0x80) {
+      proxy += char(cpt);
+    } else {
+      const unicode::CodepointFlags f = unicode::flags(cpt);
+      if (f.whitespace) {
+        proxy += '\v';
+      } else if (mode == MatchMode::Plain) {
+        proxy.append(piece.substr(start, offset - start));
+      } else {
+        proxy += f.number ? kCollapsedNumber : f.letter ? kCollapsedLetter
+               : f.punctuation ? kCollapsedPunct : f.accent_mark ? kCollapsedMark
+               : f.symbol ? kCollapsedSymbol : kCollapsedOther;
+      }
+    }
+    map.resize(proxy.size() + 1, UINT32_MAX);
+    map[proxy_start] = uint32_t(start);
+  }
+  map.resize(proxy.size() + 1, UINT32_MAX);
+  map[proxy.size()] = uint32_t(piece.size());
+}
+
 std::vector<std::string_view> PreTokenizer::split(std::string_view text) const {
   thread_local MatchScratch scratch;
+  thread_local std::string proxy;
+  thread_local std::vector<uint32_t> map;
   std::vector<std::string_view> pieces;
   if (text.empty()) return pieces;
   pieces.push_back(text);
@@ -216,18 +354,23 @@ std::vector<std::string_view> PreTokenizer::split(std::string_view text) const {
   for (const auto& compiled : compiled_) {
     next.clear();
     for (std::string_view piece : pieces) {
-      const auto* subject = reinterpret_cast<PCRE2_SPTR>(piece.data());
+      make_proxy(compiled->mode, piece, proxy, map);
+      const std::string_view subject_text = compiled->mode == MatchMode::Unicode ? piece : proxy;
+      const auto* subject = reinterpret_cast<PCRE2_SPTR>(subject_text.data());
+      const auto to_piece = [&](size_t o) { return map.empty() ? o : size_t(map[o]); };
       size_t last_end = 0, pos = 0;
       uint32_t options = 0;
       while (pos <= piece.size()) {
-        const int rc = pcre2_match(compiled->code, subject, piece.size(), pos,
+        const int rc = pcre2_match(compiled->code, subject, subject_text.size(), pos,
                                    options | PCRE2_NO_UTF_CHECK, scratch.data, scratch.context);
         if (rc == PCRE2_ERROR_NOMATCH) {
           if (options == 0) break;
           // No non-empty match right after an empty one: step one character and search on.
           options = 0;
-          if (pos >= piece.size()) break;
-          pos += unicode::utf8_seq_len(uint8_t(piece[pos]));
+          if (pos >= subject_text.size()) break;
+          pos += compiled->mode == MatchMode::Collapsed
+                     ? 1
+                     : unicode::utf8_seq_len(uint8_t(subject_text[pos]));
           continue;
         }
         if (rc < 0) {
@@ -237,13 +380,13 @@ std::vector<std::string_view> PreTokenizer::split(std::string_view text) const {
                       reinterpret_cast<const char*>(msg));
         }
         const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(scratch.data);
-        const size_t start = ov[0], end = ov[1];
+        pos = ov[1];
+        const size_t start = to_piece(ov[0]), end = to_piece(ov[1]);
         if (start > last_end) next.push_back(piece.substr(last_end, start - last_end));
         if (end > start) next.push_back(piece.substr(start, end - start));
         last_end = end;
-        pos = end;
         // After an empty match, look for a non-empty one at the same place first.
-        options = end == start ? (PCRE2_NOTEMPTY_ATSTART | PCRE2_ANCHORED) : 0;
+        options = ov[1] == ov[0] ? (PCRE2_NOTEMPTY_ATSTART | PCRE2_ANCHORED) : 0;
       }
       if (last_end < piece.size()) next.push_back(piece.substr(last_end));
     }

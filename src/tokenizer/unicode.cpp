@@ -132,7 +132,7 @@ const ByteMap& byte_map() {
 class Classifier {
  public:
   Classifier() {
-    const char* pattern = R"((\s)|(\p{Cc}|\p{Cf}|\p{Co}|\p{Cs})|(\p{P})|(\p{S})|(\p{M}))";
+    const char* pattern = R"((\s)|(\p{Cc}|\p{Cf}|\p{Co}|\p{Cs})|(\p{P})|(\p{S})|(\p{M})|(\p{L})|(\p{N}))";
     int err = 0;
     PCRE2_SIZE err_off = 0;
     code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern), PCRE2_ZERO_TERMINATED,
@@ -155,6 +155,8 @@ class Classifier {
       f.punctuation = group(3);
       f.symbol = group(4);
       f.accent_mark = group(5);
+      f.letter = group(6);
+      f.number = group(7);
     }
     pcre2_match_data_free(md);
     return f;

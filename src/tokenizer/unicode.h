@@ -45,6 +45,8 @@ struct CodepointFlags {
   bool punctuation = false;  // P*
   bool symbol = false;       // S*
   bool accent_mark = false;  // M*
+  bool letter = false;       // L*
+  bool number = false;       // N*
 };
 CodepointFlags flags(uint32_t cpt);
 // Simple lowercase mapping (one codepoint to one codepoint).
