@@ -159,14 +159,45 @@ Value Value::from_json(const nlohmann::json& j) { return value_from_json(j); }
 
 // ---- accessors ----
 
+[[noreturn]] static void wrong_kind(const char* expected, const Value& v) {
+  throw_error("expected {}, got {}", expected, v.is_undefined() ? std::string("an undefined value") : v.type_name());
+}
+
+bool Value::as_bool() const {
+  if (kind_ != Kind::Bool) wrong_kind("a boolean", *this);
+  return std::get<bool>(data_);
+}
+
 int64_t Value::as_int() const {
   if (kind_ == Kind::Bool) return std::get<bool>(data_) ? 1 : 0;
+  if (kind_ != Kind::Int) wrong_kind("an integer", *this);
   return std::get<int64_t>(data_);
 }
 
 double Value::as_double() const {
   if (kind_ == Kind::Float) return std::get<double>(data_);
+  if (kind_ != Kind::Int && kind_ != Kind::Bool) wrong_kind("a number", *this);
   return double(as_int());
+}
+
+const std::string& Value::as_string() const {
+  if (kind_ != Kind::String) wrong_kind("a string", *this);
+  return *std::get<std::shared_ptr<const std::string>>(data_);
+}
+
+ValueList& Value::list_ref() const {
+  if (kind_ != Kind::List) wrong_kind("a list", *this);
+  return *std::get<std::shared_ptr<ValueList>>(data_);
+}
+
+ValueDict& Value::dict_ref() const {
+  if (kind_ != Kind::Dict) wrong_kind("a dict", *this);
+  return *std::get<std::shared_ptr<ValueDict>>(data_);
+}
+
+const Callable& Value::callable_ref() const {
+  if (kind_ != Kind::Callable) wrong_kind("a callable", *this);
+  return *std::get<std::shared_ptr<Callable>>(data_);
 }
 
 const std::string& Value::undefined_hint() const {

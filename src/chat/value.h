@@ -108,14 +108,16 @@ class Value {
   bool is_tuple() const { return is_list() && list_ref().is_tuple; }
   bool is_markup() const { return markup_; }
 
-  bool as_bool() const { return std::get<bool>(data_); }
+  // Checked accessors: the wrong kind throws jitllm::Error ("expected an integer, got str
+  // object"), so a filter argument of the wrong type is a template error, never a crash.
+  bool as_bool() const;
   int64_t as_int() const;       // Int or Bool
   double as_double() const;     // any number
-  const std::string& as_string() const { return *std::get<std::shared_ptr<const std::string>>(data_); }
+  const std::string& as_string() const;
   const std::string& undefined_hint() const;
-  ValueList& list_ref() const { return *std::get<std::shared_ptr<ValueList>>(data_); }
-  ValueDict& dict_ref() const { return *std::get<std::shared_ptr<ValueDict>>(data_); }
-  const Callable& callable_ref() const { return *std::get<std::shared_ptr<Callable>>(data_); }
+  ValueList& list_ref() const;
+  ValueDict& dict_ref() const;
+  const Callable& callable_ref() const;
   const void* identity() const;  // the shared object of a list/dict/callable, else null
 
   // Python truthiness (undefined is false).

@@ -149,6 +149,11 @@ TEST(ChatHostile, RuntimeErrorsAreClear) {
   EXPECT_THAT(error_of("{{ 1 is notatest }}"), HasSubstr("no test named 'notatest'"));
   EXPECT_THAT(error_of("{% set x = 1 %}{% set x.y = 2 %}"), HasSubstr("not a namespace object"));
   EXPECT_THAT(error_of("{% for a, b in [1] %}{% endfor %}"), HasSubstr("not iterable"));
+  // Arguments of the wrong type (found by chat_template_fuzz: batch(undefined) aborted).
+  for (const char* bad : {"{{ [1, 2, 3]|batch(A2)|list }}", "{{ 'a'|center('x') }}", "{{ [1]|batch('2') }}",
+                          "{{ [1, 2].pop('a') }}", "{{ 1.5|round('x') }}", "{{ 'x'|int(0, 'a') }}",
+                          "{{ 'ab'.split(1) }}", "{{ 'a'|replace('a', 'b', 'c') }}", "{{ [1].insert('x', 2) }}"})
+    EXPECT_THAT(error_of(bad), ::testing::StartsWith("template line 1: ")) << bad;
 }
 
 TEST(ChatHostile, RaiseExceptionIsATemplateRaised) {
