@@ -161,7 +161,6 @@ void JitKernels::store_rows(QuantType type, const float* src, int64_t n, int64_t
   ref_.store_rows(type, src, n, dim, dst);
 }
 
-void JitKernels::attention(const AttentionArgs& args) const { ref_.attention(args); }
 
 const CpuKernels& jit_kernels() {
   static const JitKernels kernels(jit::selected_isa());
