@@ -36,6 +36,11 @@ prompt="$(tr -d '\n' < "$ORACLE/pydoc-llama/llamacpp/F32.thread.json" | grep -o 
 got="$("$JITLLM" tokenize -m "$ORACLE/pydoc-llama/hf" -p "$prompt")"
 [ "$got" = "$want" ] || fail "pydoc hf '$prompt': got '$got', want '$want'"
 
+# 3b. The same model as a .jlm container (written by `jitllm convert`) keeps its tokenizer.
+"$JITLLM" convert -q "$ORACLE/pydoc-llama/pydoc-llama.F32.gguf" "$TMP/pydoc.jlm"
+got="$("$JITLLM" tokenize -m "$TMP/pydoc.jlm" -p "$prompt")"
+[ "$got" = "$want" ] || fail "pydoc .jlm '$prompt': got '$got', want '$want'"
+
 # 4. --pieces: one line per token, the BOS shown as its text.
 "$JITLLM" tokenize -m "$ORACLE/pydoc-llama/hf" -p "$prompt" --pieces > "$TMP/pieces"
 [ "$(wc -l < "$TMP/pieces")" -eq "$(echo "$want" | wc -w)" ] || fail "--pieces line count"
