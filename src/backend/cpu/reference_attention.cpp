@@ -117,12 +117,13 @@ void attend_tiled(const AttentionArgs& a, int64_t r, int h, std::vector<float>& 
       S *= ms;
     }
     M = m_new;
-    // ggml_vec_soft_max_f32: exponentials summed per 16 in float (pairwise), then in double.
+    // ggml_vec_soft_max_f32 over the whole tile of 64 (keys past the tile are masked to 0):
+    // ggml's SIMD expf, exponentials summed per 16 in float (pairwise), then in double.
     double sum = 0.0;
     for (int64_t t0 = 0; t0 < tile; t0 += 16) {
       float lanes[16] = {};
       for (int64_t t = t0; t < std::min(tile, t0 + 16); ++t) {
-        scores[t] = std::exp(scores[t] - M);
+        scores[t] = ggml_vec_expf(scores[t] - M);
         lanes[t - t0] = scores[t];
       }
       for (int width = 8; width > 0; width /= 2)

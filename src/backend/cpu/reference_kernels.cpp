@@ -101,6 +101,35 @@ float dot_gemm_order(LA la, LB lb, int64_t n) {
   return sum;
 }
 
+// ggml's Q8_0 x Q8_0 dot on x86 (AVX2/AVX-512: ggml_vec_dot_q8_0_q8_0 for one activation row
+// and tinyBLAS_Q0_AVX for several, which sum in the same order): 8 float lanes; per block, lane
+// l takes the integer sum of elements 4l..4l+3, scaled by d_w * d_a with a fused multiply-add;
+// the lanes are then reduced as (l, l + 4), (0, 2) + (1, 3), 0 + 1. The scalar order (one float
+// per block) differs in the last bit, which a later Q8_0 rounding can turn into a quant step.
+float dot_q8_0_q8_0_ggml(const uint8_t* w, const uint8_t* a, int64_t nb) {
+  constexpr size_t kBlock = 2 + 32;  // fp16 scale, 32 int8
+  float acc[8] = {};
+  for (int64_t i = 0; i < nb; ++i) {
+    const uint8_t* bw = w + size_t(i) * kBlock;
+    const uint8_t* ba = a + size_t(i) * kBlock;
+    uint16_t hw, ha;
+    std::memcpy(&hw, bw, 2);
+    std::memcpy(&ha, ba, 2);
+    const float d = fp16_to_f32(hw) * fp16_to_f32(ha);
+    const auto* qw = reinterpret_cast<const int8_t*>(bw + 2);
+    const auto* qa = reinterpret_cast<const int8_t*>(ba + 2);
+    for (int l = 0; l < 8; ++l) {
+      int isum = 0;
+      for (int j = 4 * l; j < 4 * l + 4; ++j) isum += int(qw[j]) * int(qa[j]);
+      acc[l] = std::fma(d, float(isum), acc[l]);
+    }
+  }
+  for (int l = 0; l < 4; ++l) acc[l] += acc[l + 4];
+  acc[0] += acc[2];
+  acc[1] += acc[3];
+  return acc[0] + acc[1];
+}
+
 auto f32_at(const float* p) {
   return [p](int64_t i) { return p[i]; };
 }
@@ -134,7 +163,9 @@ void ReferenceKernels::matmul(QuantType type, const uint8_t* weights, int64_t ro
   // llama.cpp computes float matmuls of one activation row with ggml_vec_dot_* and those of
   // several rows with tinyBLAS (when k is a multiple of 16); the two sum in different orders,
   // and reproducing the order keeps the results bit-identical.
-  const bool gemm_order = n >= 2 && k % kLanes == 0;
+  // tinyBLAS also needs the weight rows to split in tiles of 4; otherwise ggml falls back to
+  // vec_dot.
+  const bool gemm_order = n >= 2 && k % kLanes == 0 && rows % 4 == 0;
   if (type == QuantType::F32) {
     pool.parallel_for(rows, grain, [&](int64_t r0, int64_t r1) {
       for (int64_t t = 0; t < n; ++t)
@@ -172,6 +203,8 @@ void ReferenceKernels::matmul(QuantType type, const uint8_t* weights, int64_t ro
           const auto* w16 = reinterpret_cast<const uint16_t*>(w);
           const auto* a16 = reinterpret_cast<const uint16_t*>(a);
           out[t * rows + r] = gemm_order ? dot_f16_f16(w16, a16, k) : dot_f16_f16_vec(w16, a16, k);
+        } else if (type == QuantType::Q8_0) {
+          out[t * rows + r] = dot_q8_0_q8_0_ggml(w, a, k / 32);
         } else {
           out[t * rows + r] = vec_dot(type, k, w, a);
         }
@@ -231,12 +264,30 @@ void ReferenceKernels::rope(float* x, int64_t n, int n_heads, int head_dim, cons
   }
 }
 
+float ggml_vec_expf(float x) {
+  if (std::isnan(x)) return x;
+  // exp(x) = 2^n * exp(b), n = round(x / ln 2) by the 1.5 * 2^23 shifter, b = x - n ln 2 in two
+  // parts, exp(b) by a degree-5 polynomial; out of range (|n| > 192) saturates to 0 or inf.
+  const float shifter = 0x1.8p23f;
+  const float z = std::fma(x, 0x1.715476p+0f, shifter);
+  const float n = z - shifter;
+  const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
+  if (std::fabs(n) > 192.0f) return n <= 0.0f ? 0.0f : INFINITY;
+  const float u = b * b;
+  const float j = std::fma(std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
+                                    std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
+                           u, std::fma(0x1.ffffecp-1f, b, 1.0f));
+  return std::ldexp(j, int(n));  // scalef: exact scaling, rounded only when subnormal
+}
+
+float ggml_vec_silu(float x) { return x / (1.0f + ggml_vec_expf(0.0f - x)); }
+
 void ReferenceKernels::swiglu(const float* gate, const float* up, float* out,
                               int64_t count) const {
-  for (int64_t i = 0; i < count; ++i) {
-    const float g = gate[i];
-    out[i] = g / (1.0f + std::exp(-g)) * up[i];
-  }
+  // ggml's SIMD silu, not libm's expf: the two differ by an ulp on some inputs, and on rows with
+  // large activations (a trained model's BOS row) that ulp can move a Q8_0/F16 rounding of the
+  // next matmul's activation, which costs ~0.04 in the logits.
+  for (int64_t i = 0; i < count; ++i) out[i] = ggml_vec_silu(gate[i]) * up[i];
 }
 
 void ReferenceKernels::add(float* acc, const float* x, int64_t count) const {

@@ -129,4 +129,12 @@ float dot_f16_f16(const uint16_t* a, const uint16_t* b, int64_t n);
 float dot_f32_vec(const float* a, const float* b, int64_t n);
 float dot_f16_f16_vec(const uint16_t* a, const uint16_t* b, int64_t n);
 
+// ggml's vectorised expf and silu (ggml_v_expf / ggml_v_silu of ggml-cpu's vec.h in an AVX-512
+// build, max error ~1.5 ulp; the AVX2 build evaluates the same polynomial as k + k*p, which can
+// differ in the last bit), one element at a time. llama.cpp's SwiGLU uses them for every element
+// of rows whose length is a multiple of 16 (libm's expf only for a row's tail), so the reference
+// and generated kernels use them too.
+float ggml_vec_expf(float x);
+float ggml_vec_silu(float x);  // x / (1 + ggml_vec_expf(-x))
+
 }  // namespace jitllm
