@@ -1,7 +1,7 @@
 // The trained pydoc-llama against llama.cpp b10472 (/work/shared/oracle/pydoc-llama/llamacpp/):
 // from each GGUF (F32, F16, Q8_0) and every prompt, jitllm's 32 greedy ids equal llama.cpp's and
-// the prompt logits are close; from the HF folder (converted through the cache), the greedy ids
-// equal transformers' (hf_reference.json). Also checks that the tokenizer gives the same prompt ids.
+// the prompt logits agree to the last bits; from the HF folder (converted through the cache), the
+// greedy ids equal transformers' (hf_reference.json). Also checks that the tokenizer gives the same prompt ids.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -57,10 +57,12 @@ TEST_P(PydocGguf, GreedyIdsEqualLlamaCpp) {
   Engine engine(load_model_file(oracle_path("pydoc-llama/pydoc-llama." + fmt + ".gguf")),
                 reference());
   const Tokenizer tok(engine.model().file().metadata);
-  // Trained logits are O(10). F32/F16 agree to f16-KV rounding noise; with Q8_0 activations
-  // the prompt logits differ by up to ~0.2 (measured 0.19; see the report), so the tolerance is
-  // per format.
-  const float tol = fmt == "F32" ? 5e-3f : fmt == "F16" ? 2e-2f : 0.25f;
+  // Trained logits are O(10). The reference kernels follow ggml's summation orders (tinyBLAS /
+  // vec_dot, ggml's Q8_0 lane order, ggml's SIMD expf in SwiGLU), so the prompt logits agree to
+  // the last bits for every format (measured 0). Before, a 1-ulp difference in result_norm
+  // moved one Q8_0 activation rounding of the BOS row and cost 0.043 in its logits; the greedy
+  // paths have top-2 margins down to 0.005, so every one of the 32 ids is compared.
+  const float tol = 1e-5f;
   float worst = 0;
   int matched = 0;
   for (const char* prompt : kPrompts) {
@@ -71,13 +73,8 @@ TEST_P(PydocGguf, GreedyIdsEqualLlamaCpp) {
     std::vector<float> logits;
     const auto ours = greedy(engine, ids, 32, &logits);
     const auto want = ref["greedy_ids"].get<std::vector<int32_t>>();
-    const auto margin = ref["greedy_top2_margin"].get<std::vector<float>>();
-    // Ids are compared up to the first step where llama.cpp's top-2 margin is within the logit
-    // tolerance (a near tie either engine may break either way), as for the fixtures.
-    size_t compared = 0;
-    while (compared < want.size() && margin[compared] > tol) ++compared;
-    EXPECT_EQ(std::vector<int32_t>(ours.begin(), ours.begin() + compared),
-              std::vector<int32_t>(want.begin(), want.begin() + compared)) << base;
+    ASSERT_EQ(want.size(), 32u) << base;
+    EXPECT_EQ(ours, want) << base;
     const bool all_equal = ours == want;
     matched += all_equal;
     const auto ref_logits = read_f32(oracle_path(base + ".logits.f32"));
