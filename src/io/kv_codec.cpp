@@ -1,8 +1,7 @@
-// GGUF binary key/value encoding (see kv_codec.h): encoder, bounds-checked decoder, byte cursor.
+// GGUF binary key/value encoding (see kv_codec.h): byte cursor, encoder, hardened decoder.
 #include "io/kv_codec.h"
 
 #include <bit>
-#include <cstring>
 
 #include "core/error.h"
 
@@ -10,44 +9,53 @@ namespace jitllm {
 
 static_assert(std::endian::native == std::endian::little, "GGUF and .jlm are little-endian");
 
-// ---- ByteCursor --------------------------------------------------------------------------------
+// ---- FieldName, ByteCursor ---------------------------------------------------------------------
 
-void ByteCursor::fail(const std::string& message) const {
-  throw_error("{} at offset {}: {}", name_, base_ + pos_, message);
+std::string FieldName::str() const {
+  std::string s = parent ? parent->str() : std::string();
+  if (item != kNoItem) s += fmt::format(" item {}", item);
+  s += text;
+  return s;
 }
 
-const uint8_t* ByteCursor::take(size_t n, const char* what) {
+void ByteCursor::raise(size_t position, const std::string* field, std::string_view message) const {
+  const std::string where = whole_file_
+                                ? fmt::format("{}: offset {}: ", name_, base_ + position)
+                                : fmt::format("{} at offset {}: ", name_, base_ + position);
+  if (field && !field->empty()) throw Error(fmt::format("{}{}: {}", where, *field, message));
+  throw Error(where + std::string(message));
+}
+
+void ByteCursor::fail(size_t position, const FieldName& field, std::string_view message) const {
+  const std::string text = field.str();
+  raise(position, &text, message);
+}
+
+void ByteCursor::fail(const std::string& message) const { raise(pos_, nullptr, message); }
+
+void ByteCursor::fail_short(size_t n, const FieldName& field) const {
+  fail(pos_, field, fmt::format("{}-byte value runs past the end of {} (size {})", n, extent(),
+                                size_));
+}
+
+const uint8_t* ByteCursor::take(size_t n, const FieldName& field) {
   if (n > remaining())
-    fail(fmt::format("{} needs {} bytes but only {} remain", what, n, remaining()));
+    fail(pos_, field,
+         fmt::format("{} bytes run past the end of {} (size {})", n, extent(), size_));
   const uint8_t* p = bytes_ + pos_;
   pos_ += n;
   return p;
 }
 
-uint8_t ByteCursor::u8(const char* what) { return *take(1, what); }
-
-uint32_t ByteCursor::u32(const char* what) {
-  uint32_t v;
-  std::memcpy(&v, take(4, what), 4);
-  return v;
-}
-
-uint64_t ByteCursor::u64(const char* what) {
-  uint64_t v;
-  std::memcpy(&v, take(8, what), 8);
-  return v;
-}
-
-std::string ByteCursor::string(const char* what) {
+std::string ByteCursor::string(const FieldName& field) {
   const size_t at = pos_;
-  const uint64_t n = u64(what);
-  if (n > remaining()) {
-    pos_ = at;
-    fail(fmt::format("{}: string length {} runs past the end ({} bytes remain)", what, n,
-                     remaining() - 8));
-  }
-  const uint8_t* p = take(size_t(n), what);
-  return std::string(reinterpret_cast<const char*>(p), size_t(n));
+  const uint64_t n = u64(field);
+  if (n > remaining())
+    fail(at, field,
+         fmt::format("string length {} runs past the end of {} (size {})", n, extent(), size_));
+  std::string s(reinterpret_cast<const char*>(bytes_ + pos_), size_t(n));
+  pos_ += size_t(n);
+  return s;
 }
 
 void put_u32(std::vector<uint8_t>& out, uint32_t v) {
@@ -65,9 +73,9 @@ void put_string(std::vector<uint8_t>& out, const std::string& s) {
   out.insert(out.end(), s.begin(), s.end());
 }
 
-// ---- encoding ----------------------------------------------------------------------------------
-
 namespace {
+
+// ---- encoding ----------------------------------------------------------------------------------
 
 template <typename T>
 void put_raw(std::vector<uint8_t>& out, T v) {
@@ -75,7 +83,7 @@ void put_raw(std::vector<uint8_t>& out, T v) {
   out.insert(out.end(), p, p + sizeof(T));
 }
 
-void put_scalar(std::vector<uint8_t>& out, const Value& v) {
+void put_value(std::vector<uint8_t>& out, const Value& v) {
   switch (v.type()) {
     case ValueType::U8: put_raw(out, uint8_t(v.as_u64())); break;
     case ValueType::I8: put_raw(out, int8_t(v.as_i64())); break;
@@ -93,69 +101,83 @@ void put_scalar(std::vector<uint8_t>& out, const Value& v) {
       const ValueArray& a = v.as_array();
       put_u32(out, uint32_t(a.element_type));
       put_u64(out, a.items.size());
-      for (const Value& item : a.items) put_scalar(out, item);
+      for (const Value& item : a.items) put_value(out, item);
       break;
     }
   }
 }
 
-// Smallest encoded size of one element of `type` (0 for unknown), to bound array counts before
-// allocating: a hostile count can never make us reserve more than the input could hold.
+// ---- decoding ----------------------------------------------------------------------------------
+
+bool is_value_type(uint32_t t) { return t <= uint32_t(ValueType::F64); }
+
+// Smallest encoded size of one value of `type` (its exact size for fixed-size types), to bound
+// counts by the bytes that remain before allocating.
 size_t min_encoded_bytes(ValueType type) {
   switch (type) {
     case ValueType::U8: case ValueType::I8: case ValueType::Bool: return 1;
     case ValueType::U16: case ValueType::I16: return 2;
     case ValueType::U32: case ValueType::I32: case ValueType::F32: return 4;
     case ValueType::U64: case ValueType::I64: case ValueType::F64: return 8;
-    case ValueType::String: return 8;
-    case ValueType::Array: return 12;
+    case ValueType::String: return 8;   // length
+    case ValueType::Array: return 12;   // element type + length
   }
-  return 0;
+  return 1;
 }
 
-template <typename T>
-T get_raw(ByteCursor& c, const char* what) {
-  T v;
-  std::memcpy(&v, c.take(sizeof(T), what), sizeof(T));
-  return v;
+Value read_value(ByteCursor& c, ValueType type, const FieldName& field, int depth);
+
+Value read_array(ByteCursor& c, const FieldName& field, int depth) {
+  const size_t at = c.position();
+  // Checked before reading on, so a million-deep chain fails here instead of on the stack.
+  if (depth >= kKvMaxArrayDepth)
+    c.fail(at, field, fmt::format("arrays nested deeper than {} levels", kKvMaxArrayDepth));
+  const uint32_t elem = c.u32(FieldName(" element type", &field));
+  if (!is_value_type(elem)) c.fail(at, field, fmt::format("unknown array element type {}", elem));
+  const size_t count_at = c.position();
+  const uint64_t count = c.u64(FieldName(" length", &field));
+  const size_t min_bytes = min_encoded_bytes(ValueType(elem));
+  if (count > c.remaining() / min_bytes)
+    c.fail(count_at, field,
+           fmt::format("array length {} of {} runs past the end of {} (size {}): items of at "
+                       "least {} bytes cannot fit in the {} bytes left",
+                       count, value_type_name(ValueType(elem)), c.extent(), c.size(), min_bytes,
+                       c.remaining()));
+  // Each item becomes a 48-byte Value, so the input's bytes alone do not bound the memory.
+  if (count > c.array_items_left)
+    c.fail(count_at, field,
+           fmt::format("array length {} takes the file past {} array items in all", count,
+                       kKvMaxArrayItems));
+  c.array_items_left -= count;
+  std::vector<Value> items;
+  items.reserve(size_t(count));
+  for (uint64_t i = 0; i < count; ++i)
+    items.push_back(read_value(c, ValueType(elem), FieldName("", &field, i), depth + 1));
+  return Value::array(ValueType(elem), std::move(items));
 }
 
-Value read_value(ByteCursor& c, ValueType type, const std::string& key, int depth) {
+Value read_value(ByteCursor& c, ValueType type, const FieldName& field, int depth) {
   switch (type) {
-    case ValueType::U8: return Value::u8(get_raw<uint8_t>(c, "u8 value"));
-    case ValueType::I8: return Value::i8(get_raw<int8_t>(c, "i8 value"));
-    case ValueType::U16: return Value::u16(get_raw<uint16_t>(c, "u16 value"));
-    case ValueType::I16: return Value::i16(get_raw<int16_t>(c, "i16 value"));
-    case ValueType::U32: return Value::u32(get_raw<uint32_t>(c, "u32 value"));
-    case ValueType::I32: return Value::i32(get_raw<int32_t>(c, "i32 value"));
-    case ValueType::U64: return Value::u64(get_raw<uint64_t>(c, "u64 value"));
-    case ValueType::I64: return Value::i64(get_raw<int64_t>(c, "i64 value"));
-    case ValueType::F32: return Value::f32(get_raw<float>(c, "f32 value"));
-    case ValueType::F64: return Value::f64(get_raw<double>(c, "f64 value"));
+    case ValueType::U8: return Value::u8(c.read<uint8_t>(field));
+    case ValueType::I8: return Value::i8(c.read<int8_t>(field));
+    case ValueType::U16: return Value::u16(c.read<uint16_t>(field));
+    case ValueType::I16: return Value::i16(c.read<int16_t>(field));
+    case ValueType::U32: return Value::u32(c.read<uint32_t>(field));
+    case ValueType::I32: return Value::i32(c.read<int32_t>(field));
+    case ValueType::U64: return Value::u64(c.read<uint64_t>(field));
+    case ValueType::I64: return Value::i64(c.read<int64_t>(field));
+    case ValueType::F32: return Value::f32(c.read<float>(field));
+    case ValueType::F64: return Value::f64(c.read<double>(field));
     case ValueType::Bool: {
-      const uint8_t b = get_raw<uint8_t>(c, "bool value");
-      if (b > 1) c.fail(fmt::format("key '{}': bool value {} is neither 0 nor 1", key, b));
+      const size_t at = c.position();
+      const uint8_t b = c.read<uint8_t>(field);
+      if (b > 1) c.fail(at, field, fmt::format("bool value {} is neither 0 nor 1", b));
       return Value::boolean(b != 0);
     }
-    case ValueType::String: return Value::string(c.string("string value"));
-    case ValueType::Array: {
-      if (depth > 4) c.fail(fmt::format("key '{}': arrays nested deeper than 4", key));
-      const uint32_t raw_element = c.u32("array element type");
-      const size_t min_bytes = min_encoded_bytes(ValueType(raw_element));
-      if (raw_element > uint32_t(ValueType::F64) || min_bytes == 0)
-        c.fail(fmt::format("key '{}': unknown array element type {}", key, raw_element));
-      const uint64_t count = c.u64("array count");
-      if (count > c.remaining() / min_bytes)
-        c.fail(fmt::format("key '{}': array of {} {} elements cannot fit in the {} bytes left",
-                           key, count, value_type_name(ValueType(raw_element)), c.remaining()));
-      std::vector<Value> items;
-      items.reserve(size_t(count));
-      for (uint64_t i = 0; i < count; ++i)
-        items.push_back(read_value(c, ValueType(raw_element), key, depth + 1));
-      return Value::array(ValueType(raw_element), std::move(items));
-    }
+    case ValueType::String: return Value::string(c.string(field));
+    case ValueType::Array: return read_array(c, field, depth);
   }
-  c.fail(fmt::format("key '{}': unknown value type {}", key, uint32_t(type)));
+  c.fail(c.position(), field, fmt::format("unknown value type {}", uint32_t(type)));
 }
 
 }  // namespace
@@ -163,25 +185,35 @@ Value read_value(ByteCursor& c, ValueType type, const std::string& key, int dept
 void encode_metadata(const Metadata& metadata, std::vector<uint8_t>& out) {
   put_u64(out, metadata.size());
   for (const auto& [key, value] : metadata.entries()) {
+    // The decoder (like llama.cpp's) refuses empty keys: never write a file that cannot be read.
+    if (key.empty()) throw_error("metadata has an empty key, which GGUF and .jlm cannot store");
     put_string(out, key);
     put_u32(out, uint32_t(value.type()));
-    put_scalar(out, value);
+    put_value(out, value);
   }
 }
 
-Metadata decode_kv_pairs(ByteCursor& c, uint64_t count) {
-  // Each pair takes at least 8 (key length) + 4 (type) + 1 bytes.
-  if (count > c.remaining() / 13)
+Metadata decode_kv_pairs(ByteCursor& c, uint64_t count, KvLocate* locate) {
+  if (count > c.remaining() / kKvMinPairBytes)
     c.fail(fmt::format("{} key/value pairs cannot fit in the {} bytes left", count, c.remaining()));
   Metadata metadata;
   for (uint64_t i = 0; i < count; ++i) {
-    const std::string key = c.string("metadata key");
-    if (key.empty()) c.fail(fmt::format("metadata pair {} has an empty key", i));
-    const uint32_t raw_type = c.u32("value type");
-    if (raw_type > uint32_t(ValueType::F64))
-      c.fail(fmt::format("key '{}': unknown value type {}", key, raw_type));
-    if (metadata.has(key)) c.fail(fmt::format("key '{}' appears twice", key));
-    metadata.set(key, read_value(c, ValueType(raw_type), key, 0));
+    const size_t at = c.position();
+    // A few dozen keys per file: formatting their names eagerly is cheap (items are lazy).
+    const std::string key_field = fmt::format("metadata key {}", i);
+    const std::string key = c.string(key_field);
+    if (key.empty()) c.fail(at, key_field, "empty key");  // llama.cpp refuses these too
+    const std::string root_text = fmt::format("metadata key {} ('{}')", i, key);
+    const FieldName root(root_text);
+    if (metadata.has(key)) c.fail(at, root, "duplicate key");
+    const size_t type_at = c.position();
+    const uint32_t type = c.u32(FieldName(" type", &root));
+    if (!is_value_type(type)) c.fail(type_at, root, fmt::format("unknown value type {}", type));
+    if (locate && key == locate->key) {
+      locate->at = at;
+      locate->found = true;
+    }
+    metadata.set(key, read_value(c, ValueType(type), root, 0));
   }
   return metadata;
 }
@@ -191,7 +223,8 @@ Metadata decode_metadata(const uint8_t* bytes, size_t size, const std::string& n
   ByteCursor c(bytes, size, name, base_offset);
   const uint64_t count = c.u64("pair count");
   Metadata metadata = decode_kv_pairs(c, count);
-  if (c.remaining() != 0) c.fail(fmt::format("{} unexpected bytes after the last pair", c.remaining()));
+  if (c.remaining() != 0)
+    c.fail(fmt::format("{} unexpected bytes after the last pair", c.remaining()));
   return metadata;
 }
 
