@@ -1,6 +1,7 @@
-// write_gguf: serializes metadata and tensors as GGUF v3 (the layout parse_gguf reads). Tensor
-// offsets are assigned here, in the order given, each padded to the alignment. The file is
-// written next to its destination and renamed into place, so a failed write leaves no half file.
+// write_gguf: serializes metadata and tensors as GGUF v3 (the layout parse_gguf reads; the KV
+// block through the shared encoder in kv_codec.h). Tensor offsets are assigned here, in the
+// order given, each padded to the alignment. The file is written next to its destination and
+// renamed into place, so a failed write leaves no half file.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include "core/error.h"
 #include "io/gguf.h"
 #include "io/gguf_format.h"
+#include "io/kv_codec.h"
 
 namespace jitllm {
 
@@ -22,17 +24,9 @@ class Writer {
     if (!out_) throw_error("{}: cannot open for writing", path);
   }
 
-  template <typename T>
-  void put(T v) {
-    bytes(&v, sizeof(T));
-  }
   void bytes(const void* p, size_t n) {
     out_.write(static_cast<const char*>(p), std::streamsize(n));
     pos_ += n;
-  }
-  void string(const std::string& s) {
-    put<uint64_t>(s.size());
-    bytes(s.data(), s.size());
   }
   void pad_to(size_t alignment) {
     static const char zeros[64] = {};
@@ -54,30 +48,6 @@ class Writer {
   std::ofstream out_;
   size_t pos_ = 0;
 };
-
-void put_value(Writer& w, const Value& v) {
-  switch (v.type()) {
-    case ValueType::U8: w.put<uint8_t>(uint8_t(v.as_u64())); break;
-    case ValueType::I8: w.put<int8_t>(int8_t(v.as_i64())); break;
-    case ValueType::U16: w.put<uint16_t>(uint16_t(v.as_u64())); break;
-    case ValueType::I16: w.put<int16_t>(int16_t(v.as_i64())); break;
-    case ValueType::U32: w.put<uint32_t>(uint32_t(v.as_u64())); break;
-    case ValueType::I32: w.put<int32_t>(int32_t(v.as_i64())); break;
-    case ValueType::U64: w.put<uint64_t>(v.as_u64()); break;
-    case ValueType::I64: w.put<int64_t>(v.as_i64()); break;
-    case ValueType::F32: w.put<float>(float(v.as_f64())); break;
-    case ValueType::F64: w.put<double>(v.as_f64()); break;
-    case ValueType::Bool: w.put<uint8_t>(v.as_bool() ? 1 : 0); break;
-    case ValueType::String: w.string(v.as_string()); break;
-    case ValueType::Array: {
-      const ValueArray& arr = v.as_array();
-      w.put<uint32_t>(uint32_t(arr.element_type));
-      w.put<uint64_t>(arr.items.size());
-      for (const Value& item : arr.items) put_value(w, item);
-      break;
-    }
-  }
-}
 
 // Bytes of `t` computed from its type and shape; a caller-set `bytes` must agree.
 size_t tensor_bytes(const TensorInfo& t, const std::string& path) {
@@ -135,24 +105,22 @@ void write_gguf(const std::string& path, const Metadata& metadata,
 
   const std::string tmp = path + ".tmp";
   try {
-    Writer w(tmp);
-    w.bytes(gguf::kMagic, 4);
-    w.put<uint32_t>(gguf::kWriteVersion);
-    w.put<uint64_t>(tensors.size());
-    w.put<uint64_t>(md.size());
-    for (const auto& [key, value] : md.entries()) {
-      w.string(key);
-      w.put<uint32_t>(uint32_t(value.type()));
-      put_value(w, value);
-    }
+    // The header (magic .. tensor infos) is built in memory with the shared KV encoder: the key
+    // count and the pairs are exactly encode_metadata's output.
+    std::vector<uint8_t> head(gguf::kMagic, gguf::kMagic + 4);
+    put_u32(head, gguf::kWriteVersion);
+    put_u64(head, tensors.size());
+    encode_metadata(md, head);
     for (size_t i = 0; i < tensors.size(); ++i) {
       const TensorInfo& t = tensors[i];
-      w.string(t.name);
-      w.put<uint32_t>(uint32_t(t.shape.size()));
-      for (int64_t ne : t.shape) w.put<int64_t>(ne);
-      w.put<uint32_t>(uint32_t(t.type));
-      w.put<uint64_t>(offsets[i]);
+      put_string(head, t.name);
+      put_u32(head, uint32_t(t.shape.size()));
+      for (int64_t ne : t.shape) put_u64(head, uint64_t(ne));
+      put_u32(head, uint32_t(t.type));
+      put_u64(head, offsets[i]);
     }
+    Writer w(tmp);
+    w.bytes(head.data(), head.size());
     w.pad_to(alignment);
     for (size_t i = 0; i < tensors.size(); ++i) {
       if (sizes[i] != 0) w.bytes(tensors[i].data, sizes[i]);
