@@ -56,11 +56,6 @@ bool same_rope(const RopeParams& a, const RopeParams& b) {
          a.beta_fast == b.beta_fast && a.beta_slow == b.beta_slow && a.n_ctx_orig == b.n_ctx_orig;
 }
 
-void upload_async(CUdeviceptr dst, const void* src, size_t bytes, const Stream& s) {
-  // From pageable memory the driver stages the bytes before returning, so `src` may be reused.
-  if (bytes) check(driver().cuMemcpyHtoDAsync(dst, src, bytes, s.get()), "cuMemcpyHtoDAsync");
-}
-
 }  // namespace
 
 CudaOps::CudaOps(int ordinal, std::string cache_dir)
@@ -77,13 +72,15 @@ void CudaOps::drop_graphs() {
 }
 
 void CudaOps::upload(CUdeviceptr dst, const void* src, size_t bytes) {
-  if (mode_ == Mode::Direct) {
-    upload_async(dst, src, bytes, stream_);
-  } else if (bytes) {
-    // Capture/replay: the graph runs after the step's ops, so inputs are copied now, outside
-    // the captured stream (the previous step finished in its read()).
-    check(driver().cuMemcpyHtoD(dst, src, bytes), "cuMemcpyHtoD");
-  }
+  // Synchronous copies. The first GPU run used cuMemcpyHtoDAsync from pageable memory here and
+  // refilled the same host buffer (embedding rows, then the RoPE table) right after; its prompt
+  // rows were off by up to 0.5 (F32 fixture) while steps of a few rows matched exactly, which
+  // fits the driver still reading `src` after returning. (Not yet re-run on a GPU with this
+  // change.) In capture/replay the inputs must be in place before the graph runs anyway. Safe without ordering against
+  // the stream: begin() waited for the previous step, and within a step each destination
+  // (page tables, the embedding rows, the RoPE table) is written before any kernel reading it
+  // is launched.
+  if (bytes) check(driver().cuMemcpyHtoD(dst, src, bytes), "cuMemcpyHtoD");
 }
 
 CudaOps::~CudaOps() {
@@ -141,6 +138,9 @@ void CudaOps::begin(const Batch& batch, const KvLayout& kv) {
                             ? int64_t(batch_.n_rows()) : -1;
   mode_ = Mode::Direct;
   grew_ = false;
+  // The previous step may have ended without read() (a prefill chunk without logits): its
+  // kernels must be done before this step's inputs overwrite the buffers they read.
+  stream_.sync();
   batch_ = batch;
   kv_ = kv;
   next_ = 0;
@@ -157,7 +157,10 @@ void CudaOps::begin(const Batch& batch, const KvLayout& kv) {
   }
   // The page area has a fixed capacity, so the tables after it keep their addresses (which a
   // captured graph holds) while sessions grow.
-  if (pages.size() > page_capacity_) page_capacity_ = std::max<size_t>(64, pages.size() * 2);
+  if (pages.size() > page_capacity_) {
+    page_capacity_ = std::max<size_t>(64, pages.size() * 2);
+    drop_graphs();  // the tables after the page area move
+  }
   const size_t P = page_capacity_;
   host_blob_.assign((P + n) * 8 + n * 8, 0);
   auto* u = reinterpret_cast<uint64_t*>(host_blob_.data());

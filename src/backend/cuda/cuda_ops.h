@@ -12,6 +12,8 @@
 //    their host parts (page tables, embedding rows, RoPE table: synchronous uploads into buffers
 //    whose addresses the graph holds) and read() launches the graph. Any buffer growth drops the
 //    graphs. JITLLM_CUDA_GRAPH=0 turns this off.
+//  - Host-to-device inputs are always synchronous copies after begin() has waited for the
+//    previous step (see upload() for why).
 // Kernels are compiled on first use through the on-disk cubin cache (compiler.h).
 #pragma once
 

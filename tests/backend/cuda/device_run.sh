@@ -25,7 +25,7 @@ for s in $stages; do
       M=$C/shared/oracle/models/synth-llama.Q4_K_M.gguf
       rm -rf /tmp/xdg-cache
       for i in 1 2; do
-        XDG_CACHE_HOME=/tmp/xdg-cache JITLLM_CUDA_STATS=1 /tmp/bin/jitllm run -m $M --ids -p "1 5 9" -n 8 --devices cuda 2>&1 | tail -n 3 | tee -a $OUT/cache.log
+        XDG_CACHE_HOME=/tmp/xdg-cache JITLLM_CUDA_STATS=1 /tmp/bin/jitllm run -m $M --ids -p "1 5 9" -n 8 --temp 0 --devices cuda 2>&1 | tail -n 3 | tee -a $OUT/cache.log
       done
       ;;
     speed)
