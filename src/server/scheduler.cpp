@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <optional>
 
 #include "core/error.h"
@@ -56,7 +57,8 @@ Scheduler::Scheduler(Engine& engine, const Tokenizer& tokenizer, Metrics& metric
     : engine_(engine), tokenizer_(tokenizer), metrics_(metrics), options_(std::move(options)),
       cache_(options_.cache_sessions) {
   if (options_.parallel <= 0) throw_error("-parallel must be positive, got {}", options_.parallel);
-  if (options_.step_tokens <= 0) options_.step_tokens = engine.options().n_batch;
+  if (options_.prefill_chunk <= 0) throw_error("prefill chunk must be positive");
+  if (options_.mixed_step_rows <= 0) options_.mixed_step_rows = 1;
   if (options_.n_ctx <= 0 || options_.n_ctx > engine.config().n_ctx_train)
     options_.n_ctx = engine.config().n_ctx_train;
   thread_ = std::thread([this] { loop(); });
@@ -150,8 +152,11 @@ void Scheduler::admit() {
       PrefixCache::Match hit = cache_.take_longest(job->prompt, options_.min_reuse_tokens);
       int64_t keep = 0;
       if (hit.session) {
-        // The last prompt token always runs again: its logits choose the first new token.
+        // The last prompt token always runs again: its logits choose the first new token. The
+        // cut is at a chunk boundary so the rest runs in the chunks a cold run would use.
         keep = std::min<int64_t>(hit.common, int64_t(job->prompt.size()) - 1);
+        keep -= keep % options_.prefill_chunk;
+        if (keep < options_.min_reuse_tokens) keep = 0;
         hit.session->truncate(keep);
         seq->session = std::move(hit.session);
         if (keep > 0) {
@@ -166,7 +171,10 @@ void Scheduler::admit() {
       SamplingParams sp = job->sampling;
       seq->sampler.emplace(sp, int32_t(engine_.config().n_vocab));
       for (int32_t t : job->prompt) seq->sampler->accept(t);
+      // The decoder sees the prompt first (its text dropped), so the first generated token
+      // keeps its leading space as a continuation of the prompt (as `jitllm run` prints it).
       seq->decoder.emplace(tokenizer_);
+      for (int32_t t : job->prompt) seq->decoder->push(t);
       seq->stop.emplace(job->stop);
       metrics_.add_counter("prompt_tokens_total", double(job->prompt.size() - size_t(keep)));
       active_.push_back(std::move(seq));
@@ -191,29 +199,60 @@ void Scheduler::drop_cancelled() {
 }
 
 void Scheduler::run_step() {
-  // Decoding rows first (one token each), then prefill chunks from what the budget leaves, so a
-  // long prompt joining the batch does not stall the streams already running.
-  std::vector<StepInput> inputs;
-  std::vector<Sequence*> owners;
-  int64_t budget = options_.step_tokens;
-  for (auto& s : active_) {
-    if (s->done || s->next < 0) continue;
-    inputs.push_back({s->session.get(), std::span<const int32_t>(&s->next, 1), false});
-    owners.push_back(s.get());
-    --budget;
-  }
+  // Groups of sequences, each one Engine::step. Decoding rows (one token each) and small prefill
+  // chunks share steps of at most mixed_step_rows rows; a full prefill chunk bigger than that
+  // runs alone (one per iteration, so decoding streams keep flowing while a long prompt loads).
+  std::vector<std::vector<Sequence*>> groups(1);
+  int64_t rows = 0;
+  auto add = [&](Sequence* s, int64_t n) {
+    if (rows + n > options_.mixed_step_rows && !groups.back().empty()) {
+      groups.emplace_back();
+      rows = 0;
+    }
+    groups.back().push_back(s);
+    rows += n;
+  };
+  for (auto& s : active_)
+    if (!s->done && s->next >= 0) add(s.get(), 1);
+  Sequence* big = nullptr;
   for (auto& s : active_) {
     if (s->done || s->next >= 0) continue;
-    const size_t left = s->pending.size() - s->pending_off;
-    s->chunk = std::min<size_t>(left, size_t(std::max<int64_t>(budget, owners.empty() ? 1 : 0)));
-    if (s->chunk == 0) continue;
-    budget -= int64_t(s->chunk);
-    inputs.push_back({s->session.get(),
-                      std::span<const int32_t>(s->pending.data() + s->pending_off, s->chunk),
-                      false});
-    owners.push_back(s.get());
+    const int64_t pos = s->session->position();
+    const int64_t to_boundary = options_.prefill_chunk - pos % options_.prefill_chunk;
+    s->chunk = size_t(std::min<int64_t>(to_boundary, int64_t(s->pending.size() - s->pending_off)));
+    if (int64_t(s->chunk) > options_.mixed_step_rows) {
+      if (!big) big = s.get();
+      else s->chunk = 0;  // next iteration
+      continue;
+    }
+    add(s.get(), int64_t(s->chunk));
   }
-  if (inputs.empty()) return;
+  if (big) groups.push_back({big});
+  // JITLLM_SCHED_DEBUG=1 prints every step's groups: [choice:rows@position].
+  static const bool debug = std::getenv("JITLLM_SCHED_DEBUG") != nullptr;
+  if (debug) {
+    for (const auto& g : groups) {
+      std::string line;
+      for (Sequence* q : g)
+        line += fmt::format(" [{}:{}@{}]", q->index, q->next >= 0 ? 1 : int64_t(q->chunk),
+                            q->session->position());
+      fmt::print(stderr, "group{}\n", line);
+    }
+  }
+  for (const auto& g : groups)
+    if (!g.empty()) run_group(g);
+}
+
+void Scheduler::run_group(const std::vector<Sequence*>& owners) {
+  std::vector<StepInput> inputs;
+  for (Sequence* s : owners) {
+    if (s->next >= 0)
+      inputs.push_back({s->session.get(), std::span<const int32_t>(&s->next, 1), false});
+    else
+      inputs.push_back({s->session.get(),
+                        std::span<const int32_t>(s->pending.data() + s->pending_off, s->chunk),
+                        false});
+  }
   metrics_.observe("batch_size", double(inputs.size()));
   std::vector<float> logits;
   try {
@@ -259,6 +298,7 @@ void Scheduler::on_logits(Sequence& seq, std::span<const float> logits) {
       other->sampler.emplace(sp, int32_t(engine_.config().n_vocab));
       for (int32_t t : run.job->prompt) other->sampler->accept(t);
       other->decoder.emplace(tokenizer_);
+      for (int32_t t : run.job->prompt) other->decoder->push(t);
       other->stop.emplace(run.job->stop);
       ++run.live;
       emit_token(*other, logits);

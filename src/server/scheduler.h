@@ -30,9 +30,16 @@ namespace jitllm::server {
 struct SchedulerOptions {
   int parallel = 4;                 // sequences in the running batch at most
   int64_t n_ctx = 0;                // per-session context (0: the model's)
-  int64_t step_tokens = 256;        // tokens per step at most (decode rows + prefill chunks)
+  // Prompts are prefilled in chunks starting at multiples of prefill_chunk, and reused prefixes
+  // are cut at such a multiple, so a prompt always meets the same chunks: a warm (cached) run
+  // computes exactly what a cold one does.
+  int64_t prefill_chunk = 64;
+  // Rows a mixed step may hold. The CPU attention switches arithmetic (F16 one-chunk -> f32 tiles)
+  // at 64 rows per step, like llama.cpp's ubatch rule; staying below it keeps every sequence's
+  // numbers independent of what it is batched with. A bigger prefill chunk runs in a step alone.
+  int64_t mixed_step_rows = 63;
   size_t cache_sessions = 8;        // finished sessions kept for prefix reuse
-  int64_t min_reuse_tokens = 2;     // a shorter common prefix (e.g. only BOS) is not a hit
+  int64_t min_reuse_tokens = 2;     // a shorter reused prefix (e.g. only BOS) is not a hit
   std::string model_id;             // label of this model's gauges in /metrics
 };
 
@@ -61,6 +68,7 @@ class Scheduler {
   void admit();
   void drop_cancelled();
   void run_step();
+  void run_group(const std::vector<Sequence*>& group);
   void on_logits(Sequence& seq, std::span<const float> logits);
   void emit_token(Sequence& seq, std::span<const float> logits);
   void finish_sequence(Sequence& seq, const char* reason, std::string tail);

@@ -66,11 +66,12 @@ Result wait(Job& job) {
   return r;
 }
 
-// Greedy continuation straight on the engine: one session, prefill then decode, argmax (ties to
-// the lowest id), no scheduler involved.
+// Greedy continuation straight on the engine: one session, prefill (in the server's 64-token
+// chunks) then decode, argmax (ties to the lowest id), no scheduler involved.
 std::string solo_greedy(Engine& engine, const Tokenizer& tok, const std::string& prompt, int n) {
   auto s = engine.new_session();
-  std::vector<float> logits = engine.prefill(*s, tok.encode(prompt, true), false);
+  const std::vector<int32_t> ids = tok.encode(prompt, true);
+  std::vector<float> logits = engine.prefill(*s, ids, false, 64);
   std::vector<int32_t> out;
   for (int i = 0; i < n; ++i) {
     const int32_t t = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
@@ -78,7 +79,9 @@ std::string solo_greedy(Engine& engine, const Tokenizer& tok, const std::string&
     out.push_back(t);
     logits = engine.decode(*s, t);
   }
+  // The text as a continuation of the prompt (the prompt's own text dropped).
   StreamDecoder d(tok);
+  for (int32_t t : ids) d.push(t);
   std::string text;
   for (int32_t t : out) text += d.push(t);
   return text + d.finish();
@@ -90,6 +93,9 @@ const std::vector<std::string> kPrompts = {
 
 TEST(Scheduler, BatchedSequencesEqualTheirSoloRuns) {
   Fixture f(8);
+  // References first: the engine is single-threaded (the scheduler thread owns it while jobs run).
+  std::vector<std::string> solo;
+  for (const auto& p : kPrompts) solo.push_back(solo_greedy(*f.engine, *f.tok, p, 24));
   std::vector<std::shared_ptr<Job>> jobs;
   for (const auto& p : kPrompts) {
     jobs.push_back(greedy_job(*f.tok, p, 24));
@@ -97,41 +103,75 @@ TEST(Scheduler, BatchedSequencesEqualTheirSoloRuns) {
   }
   for (size_t i = 0; i < jobs.size(); ++i) {
     const Result r = wait(*jobs[i]);
-    EXPECT_EQ(r.text[0], solo_greedy(*f.engine, *f.tok, kPrompts[i], 24)) << kPrompts[i];
+    EXPECT_EQ(r.text[0], solo[i]) << kPrompts[i];
     EXPECT_EQ(r.finish[0], "length");
     EXPECT_EQ(r.usage.completion_tokens, 24);
   }
   EXPECT_GE(f.metrics.histogram_count("batch_size"), 24u);
 }
 
+// A prompt of more than one prefill chunk (64 tokens), so that its cold run uses the f32-tiled
+// attention for the first chunk: the warm run must reproduce it exactly.
+const std::string kLongPrompt =
+    "The open() function returns a file object. Files should be closed with close() after use, "
+    "or used in a with statement so that they are closed when the block ends. The mode argument "
+    "selects reading or writing, text or binary, and the encoding argument names the codec used "
+    "to decode or encode the file. The function returns";
+
 TEST(Scheduler, PrefixReuseGivesTheSameTextWithLessWork) {
   Fixture f(2);
-  auto a = greedy_job(*f.tok, "The function returns a tuple of the same type", 16);
+  const std::string longer = kLongPrompt + " a list of the lines";
+  const std::string solo_a = solo_greedy(*f.engine, *f.tok, kLongPrompt, 24);
+  const std::string solo_c = solo_greedy(*f.engine, *f.tok, longer, 16);
+  auto a = greedy_job(*f.tok, kLongPrompt, 24);
+  ASSERT_GT(a->prompt.size(), 64u);
   f.sched->submit(a);
   const Result ra = wait(*a);
+  EXPECT_EQ(ra.text[0], solo_a);
   EXPECT_EQ(f.metrics.counter("prefix_cache_hits_total"), 0);
-  auto b = greedy_job(*f.tok, "The function returns a tuple of the same type", 16);
+  auto b = greedy_job(*f.tok, kLongPrompt, 24);
   f.sched->submit(b);
   const Result rb = wait(*b);
   EXPECT_EQ(ra.text, rb.text);
   EXPECT_EQ(f.metrics.counter("prefix_cache_hits_total"), 1);
-  EXPECT_EQ(rb.usage.cached_tokens, int64_t(b->prompt.size()) - 1);
+  // Reuse stops at the last chunk boundary before the final prompt token.
+  const int64_t n = int64_t(b->prompt.size());
+  EXPECT_EQ(rb.usage.cached_tokens, (n - 1) / 64 * 64);
   // A longer prompt sharing the start reuses it too and answers like a cold run.
-  auto c = greedy_job(*f.tok, "The function returns a tuple of the same type, and", 12);
+  auto c = greedy_job(*f.tok, longer, 16);
   f.sched->submit(c);
   const Result rc = wait(*c);
-  EXPECT_EQ(rc.text[0], solo_greedy(*f.engine, *f.tok,
-                                    "The function returns a tuple of the same type, and", 12));
+  EXPECT_EQ(rc.text[0], solo_c);
   EXPECT_EQ(f.metrics.counter("prefix_cache_hits_total"), 2);
+  // A short prompt shares less than one chunk: no reuse, no hit.
+  auto d = greedy_job(*f.tok, "The open() function", 4);
+  f.sched->submit(d);
+  EXPECT_EQ(wait(*d).usage.cached_tokens, 0);
+  EXPECT_EQ(f.metrics.counter("prefix_cache_hits_total"), 2);
+}
+
+TEST(Scheduler, LongAndShortPromptsTogetherEqualTheirSoloRuns) {
+  // Long prompts (full chunks run alone) joining while short ones decode.
+  Fixture f(4);
+  const std::vector<std::string> prompts = {kLongPrompt, "A list is", kLongPrompt + " the",
+                                            "To open a file"};
+  std::vector<std::string> solo;
+  for (const auto& p : prompts) solo.push_back(solo_greedy(*f.engine, *f.tok, p, 12));
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (const auto& p : prompts) {
+    jobs.push_back(greedy_job(*f.tok, p, 12));
+    f.sched->submit(jobs.back());
+  }
+  for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(wait(*jobs[i]).text[0], solo[i]) << i;
 }
 
 TEST(Scheduler, ChoicesForkOnePrefill) {
   Fixture f(4);
+  const std::string solo = solo_greedy(*f.engine, *f.tok, "A list is", 10);
   auto job = greedy_job(*f.tok, "A list is", 10);
   job->n = 3;
   f.sched->submit(job);
   const Result r = wait(*job);
-  const std::string solo = solo_greedy(*f.engine, *f.tok, "A list is", 10);
   for (const auto& t : r.text) EXPECT_EQ(t, solo);
   EXPECT_EQ(r.usage.completion_tokens, 30);
   // Sampled choices with a seed are reproducible.

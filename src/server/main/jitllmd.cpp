@@ -33,7 +33,7 @@ const char* const kUsage = R"(usage: jitllmd serve [options]
   -parallel N         sequences decoded together per model (default 4)
   -max-seq N          context per sequence in tokens (default: the model's)
   -cache N            finished sessions kept for prefix reuse per model (default 8)
-  -step-tokens N      tokens per step at most (prefill chunks + decode rows; default 256)
+  -prefill-chunk N    prompt tokens per step; prefixes are reused in multiples of it (default 64)
   -api-key KEY        require "Authorization: Bearer KEY" (also $JITLLM_API_KEY)
   -max-body BYTES     largest request body accepted (default 4194304)
   -threads N          compute threads (default: all cores)
@@ -68,7 +68,7 @@ int serve(const std::map<std::string, std::string>& args) {
     else if (k == "parallel") mo.scheduler.parallel = int(to_int(k, v, 1, 256));
     else if (k == "max-seq") mo.scheduler.n_ctx = to_int(k, v, 1, 1L << 24);
     else if (k == "cache") mo.scheduler.cache_sessions = size_t(to_int(k, v, 0, 4096));
-    else if (k == "step-tokens") mo.scheduler.step_tokens = to_int(k, v, 1, 1 << 16);
+    else if (k == "prefill-chunk") mo.scheduler.prefill_chunk = to_int(k, v, 1, 1 << 16);
     else if (k == "api-key") so.api_key = v;
     else if (k == "max-body") so.max_body_bytes = size_t(to_int(k, v, 1, 1L << 30));
     else if (k == "threads") threads = int(to_int(k, v, 1, 1024));
