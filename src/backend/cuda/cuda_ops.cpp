@@ -128,6 +128,7 @@ void CudaOps::begin(const Batch& batch, const KvLayout& kv) {
     throw_error("CUDA: KV cache type {} is not supported (f16 or f32)", quant_name(kv.type));
   if (!kv_pages_.empty() && kv.page_bytes() != kv_.page_bytes())
     throw_error("CUDA: the KV page layout changed between steps");
+  device_.make_current();  // steps may come from another thread than the constructor's
   if (mode_ == Mode::Capture) {  // the previous step threw while capturing
     CUgraph g = nullptr;
     driver().cuStreamEndCapture(stream_.get(), &g);
