@@ -142,10 +142,13 @@ TEST_P(NoRepackOracle, MatchesPlainKernelReference) {
   const std::string format = GetParam();
   Engine engine(load_model_file(oracle_path("models/synth-llama." + format + ".gguf")),
                 reference());
+  // Q4_0's plain kernels (vec_dot / tinyBLAS) sum in ggml's 8-lane order, which the reference
+  // reproduces (measured 2.2e-7); the others keep the quantized tolerance.
+  const float tol = format == "Q4_0" ? 1e-5f : 0.03f;
   Observed worst;
   for (const char* prompt : kPrompts) {
     const Observed o = check_case(
-        engine, "logits/variants/synth-llama." + format + "." + prompt + ".no_repack", 0.03f);
+        engine, "logits/variants/synth-llama." + format + "." + prompt + ".no_repack", tol);
     worst.merge(o);
   }
   std::printf("[ oracle   ] %-9s no_repack max |diff|: prompt %.3g, generated %.3g; rows within "

@@ -101,22 +101,24 @@ float dot_gemm_order(LA la, LB lb, int64_t n) {
   return sum;
 }
 
-// ggml's Q8_0 x Q8_0 dot on x86 (AVX2/AVX-512: ggml_vec_dot_q8_0_q8_0 for one activation row
-// and tinyBLAS_Q0_AVX for several, which sum in the same order): 8 float lanes; per block, lane
-// l takes the integer sum of elements 4l..4l+3, scaled by d_w * d_a with a fused multiply-add;
-// the lanes are then reduced as (l, l + 4), (0, 2) + (1, 3), 0 + 1. The scalar order (one float
-// per block) differs in the last bit, which a later Q8_0 rounding can turn into a quant step.
-float dot_q8_0_q8_0_ggml(const uint8_t* w, const uint8_t* a, int64_t nb) {
-  constexpr size_t kBlock = 2 + 32;  // fp16 scale, 32 int8
+// ggml's dot of a 32-weight block format with a Q8_0 activation on x86 (AVX2/AVX-512:
+// ggml_vec_dot_{q8_0,q4_0}_q8_0 for one activation row and tinyBLAS_Q0_AVX for several, which sum
+// in the same order): 8 float lanes; per block, lane l takes the integer sum of elements
+// 4l..4l+3, scaled by d_w * d_a with a fused multiply-add; the lanes are then reduced as
+// (l, l + 4), (0, 2) + (1, 3), 0 + 1. The scalar order (one float per block) differs in the last
+// bit, which a later Q8_0 rounding can turn into a whole quant step.
+// `unpack(block, q)` writes a weight block's 32 int8 levels and returns its fp16 scale bits.
+template <size_t kBlockBytes, typename Unpack>
+float dot_block32_q8_0_ggml(const uint8_t* w, const uint8_t* a, int64_t nb, Unpack unpack) {
+  constexpr size_t kActBlock = 2 + 32;  // Q8_0: fp16 scale, 32 int8
   float acc[8] = {};
+  int8_t qw[32];
   for (int64_t i = 0; i < nb; ++i) {
-    const uint8_t* bw = w + size_t(i) * kBlock;
-    const uint8_t* ba = a + size_t(i) * kBlock;
-    uint16_t hw, ha;
-    std::memcpy(&hw, bw, 2);
+    const uint8_t* ba = a + size_t(i) * kActBlock;
+    const uint16_t hw = unpack(w + size_t(i) * kBlockBytes, qw);
+    uint16_t ha;
     std::memcpy(&ha, ba, 2);
     const float d = fp16_to_f32(hw) * fp16_to_f32(ha);
-    const auto* qw = reinterpret_cast<const int8_t*>(bw + 2);
     const auto* qa = reinterpret_cast<const int8_t*>(ba + 2);
     for (int l = 0; l < 8; ++l) {
       int isum = 0;
@@ -128,6 +130,23 @@ float dot_q8_0_q8_0_ggml(const uint8_t* w, const uint8_t* a, int64_t nb) {
   acc[0] += acc[2];
   acc[1] += acc[3];
   return acc[0] + acc[1];
+}
+
+uint16_t unpack_q8_0(const uint8_t* b, int8_t* q) {  // fp16 d, 32 int8
+  uint16_t h;
+  std::memcpy(&h, b, 2);
+  std::memcpy(q, b + 2, 32);
+  return h;
+}
+
+uint16_t unpack_q4_0(const uint8_t* b, int8_t* q) {  // fp16 d, 16 bytes: j low, j + 16 high
+  uint16_t h;
+  std::memcpy(&h, b, 2);
+  for (int j = 0; j < 16; ++j) {
+    q[j] = int8_t((b[2 + j] & 0x0F) - 8);
+    q[j + 16] = int8_t((b[2 + j] >> 4) - 8);
+  }
+  return h;
 }
 
 auto f32_at(const float* p) {
@@ -204,7 +223,9 @@ void ReferenceKernels::matmul(QuantType type, const uint8_t* weights, int64_t ro
           const auto* a16 = reinterpret_cast<const uint16_t*>(a);
           out[t * rows + r] = gemm_order ? dot_f16_f16(w16, a16, k) : dot_f16_f16_vec(w16, a16, k);
         } else if (type == QuantType::Q8_0) {
-          out[t * rows + r] = dot_q8_0_q8_0_ggml(w, a, k / 32);
+          out[t * rows + r] = dot_block32_q8_0_ggml<34>(w, a, k / 32, unpack_q8_0);
+        } else if (type == QuantType::Q4_0) {
+          out[t * rows + r] = dot_block32_q8_0_ggml<18>(w, a, k / 32, unpack_q4_0);
         } else {
           out[t * rows + r] = vec_dot(type, k, w, a);
         }
