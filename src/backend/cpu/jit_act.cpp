@@ -26,11 +26,11 @@ bool is_k_format(QuantType t) {
 }
 
 // The constant folded into each 32-block's integer sum: weights stored with an offset (Q4_0's
-// q - 8, Q8_0's w ^ 0x80 on VNNI) contribute offset * sum(activation quants), subtracted here.
+// q - 8) contribute offset * sum(activation quants), subtracted here.
 int bias_mul(QuantType type, Isa isa) {
   switch (type) {
     case QuantType::Q4_0: return 8;
-    case QuantType::Q8_0: return isa == Isa::Avx2 ? 0 : 128;
+    case QuantType::Q8_0: return 0;  // |w| . sign(a, w): no offset
     default: return 0;
   }
 }

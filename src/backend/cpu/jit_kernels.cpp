@@ -106,7 +106,7 @@ void JitKernels::matmul(QuantType type, const uint8_t* weights, int64_t rows, in
   const int64_t out_stride = rows * int64_t(sizeof(float));
 
   if (n == 1) {
-    const jit::TileShape ts = jit::decode_tile(type, isa_);
+    const jit::TileShape ts = jit::decode_tile(type, isa_, k);
     const jit::MatFn fn = mat_kernel({type, k, ts.rows, 1, isa_}).fn();
     pool.parallel_for(rows, kRowChunk, [&](int64_t r0, int64_t r1) {
       const jit::MatArgs a{weights + size_t(r0) * stride, int64_t(stride), r1 - r0, act, out + r0,
@@ -116,7 +116,7 @@ void JitKernels::matmul(QuantType type, const uint8_t* weights, int64_t rows, in
     return;
   }
 
-  const jit::TileShape ts = jit::gemm_tile(type, isa_);
+  const jit::TileShape ts = jit::gemm_tile(type, isa_, k);
   std::vector<jit::MatFn> fns(size_t(ts.tokens) + 1);  // fns[T]: kernel for T tokens
   for (int t = 1; t <= ts.tokens; ++t) fns[size_t(t)] = mat_kernel({type, k, ts.rows, t, isa_}).fn();
   pool.parallel_for(rows, kRowChunk, [&](int64_t r0, int64_t r1) {

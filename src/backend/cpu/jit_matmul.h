@@ -86,7 +86,7 @@ class MatKernel {
 struct TileShape {
   int rows, tokens;
 };
-TileShape decode_tile(QuantType type, Isa isa);
-TileShape gemm_tile(QuantType type, Isa isa);
+TileShape decode_tile(QuantType type, Isa isa, int64_t k);
+TileShape gemm_tile(QuantType type, Isa isa, int64_t k);
 
 }  // namespace jitllm::jit

@@ -105,52 +105,41 @@ class Emitter : public CodeGenerator {
 
   // ---------------------------------------------------------------- formats
   void unit_q8_0(int R, const std::vector<std::vector<Ymm>>& acc, Pool& pool) {
+    // |w| . sign(a, w): every lane is a true partial dot (no offset to cancel), so the float
+    // rounding per lane stays at the size of the dot itself, as in ggml.
     const int T = key_.tokens;
     std::vector<Ymm> u(R), wr(R), dw(R);
     for (int r = 0; r < R; ++r) {
       u[r] = pool.take();
       dw[r] = pool.take();
-      if (vnni()) {
-        // w ^ 0x80 = w + 128 as unsigned; the activation's bias (-128 * sum) removes the offset.
-        vmovdqu(u[r], W(r, 2));
-        vpxor(u[r], u[r], ptr[rip + c80_]);
-      } else {
-        wr[r] = pool.take();
-        vmovdqu(wr[r], W(r, 2));
-        vpabsb(u[r], wr[r]);
-      }
+      wr[r] = pool.take();
+      vmovdqu(wr[r], W(r, 2));
+      vpabsb(u[r], wr[r]);
       load_half(dw[r], W(r, 0));
     }
-    const Ymm da = pool.take(), yi = pool.take();
-    const Ymm a = vnni() ? Ymm(0) : pool.take();
-    const Ymm s = vnni() ? Ymm(0) : pool.take();
+    const Ymm da = pool.take(), yi = pool.take(), a = pool.take(), s = pool.take();
     for (int t = 0; t < T; ++t) {
       vbroadcastss(da, ptr[dp + t * P()]);
-      if (!vnni()) vmovdqu(a, A(t, 0));
+      vmovdqu(a, A(t, 0));
       for (int r = 0; r < R; ++r) {
+        vpsignb(s, a, wr[r]);  // sign of w moved onto the activation
         if (vnni()) {
-          vmovd(Xmm(yi.getIdx()), ptr[s32p + t * P()]);  // bias in lane 0, zeros above
-          dot(yi, u[r], A(t, 0), pool);
+          vpxor(yi, yi, yi);
+          dot(yi, u[r], s, pool);
         } else {
-          vpsignb(s, a, wr[r]);  // sign of w moved onto the activation
           vpmaddubsw(yi, u[r], s);
           vpmaddwd(yi, yi, ptr[rip + ones16_]);
         }
         vcvtdq2ps(yi, yi);
-        vmulps(yi, yi, da);
-        vfmadd231ps(acc[r][t], yi, dw[r]);
+        vmulps(s, dw[r], da);  // d_w * d_a once, then one rounding per lane (ggml's order)
+        vfmadd231ps(acc[r][t], yi, s);
       }
     }
-    pool.give(da);
-    pool.give(yi);
-    if (!vnni()) {
-      pool.give(a);
-      pool.give(s);
-    }
+    for (const Ymm& y : {da, yi, a, s}) pool.give(y);
     for (int r = 0; r < R; ++r) {
       pool.give(u[r]);
       pool.give(dw[r]);
-      if (!vnni()) pool.give(wr[r]);
+      pool.give(wr[r]);
     }
   }
 
@@ -316,17 +305,21 @@ class Emitter : public CodeGenerator {
   // four Q6_K groups or two Q8_0 blocks), group scales come from one vpermd of the 16 unpacked
   // scales. Only EVEX-encodable instructions, so all 32 registers are usable.
   void unit_q8_0_wide(int R, const std::vector<std::vector<Ymm>>& acc, Pool& pool) {
+    // As unit_q8_0 on two blocks per zmm; the sign moves onto the activation with a byte mask
+    // (AVX-512 has no vpsignb): a is negated where w < 0 (where w == 0, |w| = 0 anyway).
     const int T = key_.tokens;
     std::vector<Zmm> u(R), dw(R);
-    const Zmm y(pool.take().getIdx()), da(pool.take().getIdx()), bias(pool.take().getIdx()),
-        t1(pool.take().getIdx());
+    const Zmm y(pool.take().getIdx()), da(pool.take().getIdx()), sc(pool.take().getIdx()),
+        t1(pool.take().getIdx()), zs(pool.take().getIdx()), zero(pool.take().getIdx());
+    const Opmask neg[4] = {k1, k2, k3, k4};
+    vpxord(zero, zero, zero);
     for (int r = 0; r < R; ++r) {
       u[r] = Zmm(pool.take().getIdx());
       dw[r] = Zmm(pool.take().getIdx());
-      // blocks b (low half) and b + 1 (high half), w ^ 0x80 as unsigned
-      vmovdqu8(Ymm(u[r].getIdx()), W(r, 2));
-      vinserti64x4(u[r], u[r], W(r, 36), 1);
-      vpxord(u[r], u[r], ptr_b[rip + c80_]);
+      vmovdqu8(Ymm(u[r].getIdx()), W(r, 2));       // block b
+      vinserti64x4(u[r], u[r], W(r, 36), 1);       // block b + 1
+      vpmovb2m(neg[r], u[r]);
+      vpabsb(u[r], u[r]);
       // [d_b x8, d_b+1 x8]
       vpbroadcastw(Ymm(dw[r].getIdx()), W(r, 0));
       vpbroadcastw(Xmm(t1.getIdx()), W(r, 34));
@@ -337,18 +330,17 @@ class Emitter : public CodeGenerator {
       vbroadcastss(Ymm(da.getIdx()), ptr[dp + t * P()]);
       vbroadcastss(Ymm(t1.getIdx()), ptr[dp + t * P() + 4]);
       vinsertf64x4(da, da, Ymm(t1.getIdx()), 1);
-      vmovd(Xmm(bias.getIdx()), ptr[s32p + t * P()]);
-      vmovd(Xmm(t1.getIdx()), ptr[s32p + t * P() + 4]);
-      vinserti64x4(bias, bias, Ymm(t1.getIdx()), 1);  // lane 0: bias_b, lane 8: bias_b+1
       for (int r = 0; r < R; ++r) {
-        vmovdqa32(y, bias);
-        vpdpbusd(y, u[r], A(t, 0), EvexEncoding);
+        vmovdqu8(zs, A(t, 0));
+        vpsubb(zs | neg[r], zero, A(t, 0));
+        vpxord(y, y, y);
+        vpdpbusd(y, u[r], zs, EvexEncoding);
         vcvtdq2ps(y, y);
-        vmulps(y, y, da);
-        vfmadd231ps(Zmm(acc[r][t].getIdx()), y, dw[r]);
+        vmulps(sc, dw[r], da);
+        vfmadd231ps(Zmm(acc[r][t].getIdx()), y, sc);
       }
     }
-    for (const Zmm& z : {y, da, bias, t1}) pool.give(Ymm(z.getIdx()));
+    for (const Zmm& z : {y, da, sc, t1, zs, zero}) pool.give(Ymm(z.getIdx()));
     for (int r = 0; r < R; ++r) {
       pool.give(Ymm(u[r].getIdx()));
       pool.give(Ymm(dw[r].getIdx()));
@@ -668,14 +660,15 @@ std::vector<uint8_t> MatKernel::code() const {
   return std::vector<uint8_t>(p, p + impl_->gen.getSize());
 }
 
-TileShape decode_tile(QuantType type, Isa isa) {
-  if (type == QuantType::Q8_0 && isa == Isa::Avx2) return {2, 1};
+TileShape decode_tile(QuantType type, Isa isa, int64_t k) {
+  if (type == QuantType::Q8_0 && !(isa == Isa::Avx512Vnni && k % 64 == 0)) return {2, 1};
   return {4, 1};
 }
 
-TileShape gemm_tile(QuantType type, Isa isa) {
+TileShape gemm_tile(QuantType type, Isa isa, int64_t k) {
   switch (type) {
-    case QuantType::Q8_0: return isa == Isa::Avx2 ? TileShape{2, 2} : TileShape{2, 4};
+    case QuantType::Q8_0:
+      return isa == Isa::Avx512Vnni && k % 64 == 0 ? TileShape{2, 4} : TileShape{2, 2};
     case QuantType::Q4_0: return {2, 4};
     case QuantType::Q4_K: return isa == Isa::Avx512Vnni ? TileShape{2, 6} : TileShape{2, 3};
     case QuantType::Q6_K: return isa == Isa::Avx512Vnni ? TileShape{2, 6} : TileShape{2, 2};

@@ -128,6 +128,8 @@ TEST(JitMatmul, PrefillTilesAndRaggedTails) {
     for (int64_t n : {2, 3, 5, 7, 67}) check(t, 2048 + 13, 512, n, true, uint32_t(10 + n));
   for (QuantType t : kFormats) check(t, 1, 256, 1, true, 20);
   for (QuantType t : kFormats) check(t, 3, 256, 9, true, 21);
+  check(QuantType::Q8_0, 37, 96, 1, true, 22);  // k not a multiple of 64: the ymm Q8_0 kernel
+  check(QuantType::Q8_0, 37, 96, 5, true, 23);
 }
 
 TEST(JitMatmul, ZeroBlocksAndZeroActivations) {
@@ -175,11 +177,11 @@ TEST(JitMatmul, TwoCallsIntoOneBufferOverwrite) {
 TEST(JitMatmul, EmissionIsDeterministic) {
   for (QuantType t : kFormats)
     for (Isa isa : isas()) {
-      const jit::TileShape d = jit::decode_tile(t, isa);
+      const jit::TileShape d = jit::decode_tile(t, isa, 2048);
       const jit::MatKey key{t, 2048, d.rows, d.tokens, isa};
       const jit::MatKernel a(key), b(key);
       EXPECT_EQ(a.code(), b.code()) << quant_name(t) << " " << jit::isa_name(isa);
-      const jit::TileShape g = jit::gemm_tile(t, isa);
+      const jit::TileShape g = jit::gemm_tile(t, isa, 4096);
       const jit::MatKey key2{t, 4096, g.rows, g.tokens, isa};
       EXPECT_NE(a.code(), jit::MatKernel(key2).code());
     }
