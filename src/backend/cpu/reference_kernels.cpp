@@ -149,6 +149,38 @@ uint16_t unpack_q4_0(const uint8_t* b, int8_t* q) {  // fp16 d, 16 bytes: j low,
   return h;
 }
 
+// ggml's BF16 x BF16 dots in an AVX512_BF16 build. Both are built on VDPBF16PS, whose lane j
+// adds the product of elements 2j+1, then that of 2j, each addition rounded (the products of two
+// bf16 are exact in f32). tinyBLAS (2+ activation rows, k % 32 == 0): one 16-lane accumulator
+// over steps of 32, lanes reduced pairwise. ggml_vec_dot_bf16 (one row): two accumulators over
+// steps of 64 (elements i..i+31 and i+32..i+63), each reduced pairwise and added in double, the
+// tail (n % 64) in double.
+void dpbf16_step(float* acc, const uint16_t* a, const uint16_t* b) {  // 32 elements, 16 lanes
+  for (int l = 0; l < kLanes; ++l) {
+    acc[l] += bf16_to_f32(a[2 * l + 1]) * bf16_to_f32(b[2 * l + 1]);
+    acc[l] += bf16_to_f32(a[2 * l]) * bf16_to_f32(b[2 * l]);
+  }
+}
+
+float dot_bf16_gemm_order(const uint16_t* a, const uint16_t* b, int64_t n) {
+  float acc[kLanes] = {};
+  for (int64_t i = 0; i + 32 <= n; i += 32) dpbf16_step(acc, a + i, b + i);
+  return reduce_lanes(acc);
+}
+
+float dot_bf16_vec_order(const uint16_t* a, const uint16_t* b, int64_t n) {
+  float c1[kLanes] = {}, c2[kLanes] = {};
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    dpbf16_step(c1, a + i, b + i);
+    dpbf16_step(c2, a + i + 32, b + i + 32);
+  }
+  double sum = double(reduce_lanes(c1));
+  sum += double(reduce_lanes(c2));
+  for (; i < n; ++i) sum += double(bf16_to_f32(a[i]) * bf16_to_f32(b[i]));
+  return float(sum);
+}
+
 auto f32_at(const float* p) {
   return [p](int64_t i) { return p[i]; };
 }
@@ -185,6 +217,7 @@ void ReferenceKernels::matmul(QuantType type, const uint8_t* weights, int64_t ro
   // tinyBLAS also needs the weight rows to split in tiles of 4; otherwise ggml falls back to
   // vec_dot.
   const bool gemm_order = n >= 2 && k % kLanes == 0 && rows % 4 == 0;
+  const bool bf16_gemm = n >= 2 && k % 32 == 0 && rows % 4 == 0;  // tinyBLAS<32> for BF16
   if (type == QuantType::F32) {
     pool.parallel_for(rows, grain, [&](int64_t r0, int64_t r1) {
       for (int64_t t = 0; t < n; ++t)
@@ -222,6 +255,11 @@ void ReferenceKernels::matmul(QuantType type, const uint8_t* weights, int64_t ro
           const auto* w16 = reinterpret_cast<const uint16_t*>(w);
           const auto* a16 = reinterpret_cast<const uint16_t*>(a);
           out[t * rows + r] = gemm_order ? dot_f16_f16(w16, a16, k) : dot_f16_f16_vec(w16, a16, k);
+        } else if (type == QuantType::BF16) {
+          const auto* w16 = reinterpret_cast<const uint16_t*>(w);
+          const auto* a16 = reinterpret_cast<const uint16_t*>(a);
+          out[t * rows + r] = bf16_gemm ? dot_bf16_gemm_order(w16, a16, k)
+                                        : dot_bf16_vec_order(w16, a16, k);
         } else if (type == QuantType::Q8_0) {
           out[t * rows + r] = dot_block32_q8_0_ggml<34>(w, a, k / 32, unpack_q8_0);
         } else if (type == QuantType::Q4_0) {
