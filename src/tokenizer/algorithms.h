@@ -16,6 +16,10 @@ class PreTokenizer;
 // leftmost), pieces not in the vocab fall back to <0xXX> byte tokens. `text` already has spaces
 // escaped to U+2581 and the optional leading space added.
 void spm_tokenize(const Vocab& vocab, std::string_view text, std::vector<TokenId>& out);
+// True when `text`, walked by UTF-8 lead bytes, has a U+2581 character right after a character
+// that is not U+2581: a token like that could be merged across a word start (see
+// Vocab::spm_words_independent).
+bool spm_has_inner_word_start(std::string_view text);
 
 // Byte-level BPE: pre-tokenize `text` (valid UTF-8), map each piece's bytes to GPT-2's printable
 // codepoints, merge by rank (lowest first, ties leftmost).

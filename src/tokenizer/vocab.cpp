@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "core/error.h"
+#include "tokenizer/algorithms.h"
 #include "tokenizer/pretokenizer.h"
 
 namespace jitllm {
@@ -166,6 +167,15 @@ Vocab load_vocab(const Metadata& md) {
     t.attr = types.empty() ? kAttrNormal : attr_from_type(types[i]);
     v.text_to_id[t.text] = TokenId(i);
     v.max_token_bytes = std::max(v.max_token_bytes, t.text.size());
+  }
+
+  if (v.type == VocabType::Spm) {
+    v.spm_words_independent = true;
+    for (const TokenData& t : v.tokens)
+      if (spm_has_inner_word_start(t.text)) {
+        v.spm_words_independent = false;
+        break;
+      }
   }
 
   if (v.type == VocabType::Bpe) {

@@ -59,6 +59,10 @@ struct Vocab {
   // BPE merges: key = left + '\xFF' + right (0xFF never occurs in UTF-8), value = rank.
   std::unordered_map<std::string, int32_t, TextHash, std::equal_to<>> merge_ranks;
   size_t max_token_bytes = 0;
+  // SPM: true when no token text has a U+2581 character right after a character that is not
+  // U+2581 (walking characters by lead byte, as spm.cpp does). Then no merge can join the text
+  // before a word start ("x" | "\u2581...") with the word, so words can be tokenized apart.
+  bool spm_words_independent = false;
 
   TokenId bos = kNoToken, eos = kNoToken, eot = kNoToken, eom = kNoToken, unk = kNoToken;
   TokenId sep = kNoToken, pad = kNoToken, mask = kNoToken, linefeed = kNoToken;
