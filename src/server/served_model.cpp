@@ -128,9 +128,9 @@ SystemOneResult ServedModel::run_systemone(const SystemOneRequest& r) {
   const SystemOnePlan plan = plan_systemone(r, prompt_of, tokenize);
   SystemOneResult result;
   const int64_t ctx = n_ctx();
-  const int64_t min_reuse = scheduler_->options().min_reuse_tokens;
+  const int64_t chunk = scheduler_->options().prefill_chunk;
   scheduler_->run_exclusive([&](Engine& engine, PrefixCache& cache) {
-    result = evaluate_systemone(plan, engine, &cache, ctx, min_reuse);
+    result = evaluate_systemone(plan, engine, &cache, ctx, chunk);
   });
   return result;
 }

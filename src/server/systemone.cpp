@@ -206,7 +206,8 @@ SystemOnePlan plan_systemone(const SystemOneRequest& request,
 }
 
 SystemOneResult evaluate_systemone(const SystemOnePlan& plan, Engine& engine, PrefixCache* cache,
-                                   int64_t n_ctx, int64_t min_reuse_tokens) {
+                                   int64_t n_ctx, int64_t chunk) {
+  if (chunk <= 0) throw_error("systemone: chunk must be positive");
   SystemOneResult res;
   const size_t n_vocab = size_t(engine.config().n_vocab);
   // G: the prefix every candidate of every question shares (the state), one token short of the
@@ -229,9 +230,10 @@ SystemOneResult evaluate_systemone(const SystemOnePlan& plan, Engine& engine, Pr
 
   std::unique_ptr<Session> base;
   if (cache) {
-    PrefixCache::Match hit = cache->take_longest(state, min_reuse_tokens);
+    PrefixCache::Match hit = cache->take_longest(state, chunk);
     if (hit.session) {
-      const int64_t keep = std::min<int64_t>(hit.common, int64_t(shared));
+      int64_t keep = std::min<int64_t>(hit.common, int64_t(shared));
+      keep -= keep % chunk;
       hit.session->truncate(keep);
       res.tokens_cached = keep;
       base = std::move(hit.session);
@@ -240,7 +242,7 @@ SystemOneResult evaluate_systemone(const SystemOnePlan& plan, Engine& engine, Pr
   if (!base) base = engine.new_session(n_ctx);
   if (base->position() < int64_t(shared)) {
     const auto rest = state.subspan(size_t(base->position()));
-    engine.prefill(*base, rest, false);
+    engine.prefill(*base, rest, false, chunk);
     res.tokens_run += int64_t(rest.size());
   }
 

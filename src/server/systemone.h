@@ -72,9 +72,10 @@ struct SystemOneResult {
 };
 
 // Runs the plan on `engine`. `cache` may be null; when given, the shared state is looked up in
-// and returned to it. n_ctx: the context of the sessions it makes.
+// and returned to it, reused in multiples of `chunk` tokens (the state is prefilled in chunks at
+// those offsets, so a warm answer equals a cold one bitwise). n_ctx: the sessions' context.
 SystemOneResult evaluate_systemone(const SystemOnePlan& plan, Engine& engine, PrefixCache* cache,
-                                   int64_t n_ctx, int64_t min_reuse_tokens = 2);
+                                   int64_t n_ctx, int64_t chunk = 64);
 
 // {"model", "answers": {name: {...}}, "usage"}.
 nlohmann::json systemone_response(const SystemOneRequest& request, const SystemOneResult& result,

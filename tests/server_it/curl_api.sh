@@ -85,11 +85,15 @@ echo "$BODY" | jq -e '.model == "pydoc" and (.answers.file.p_yes >= 0 and .answe
   and ((.answers.kind.distribution | add) - 1 | fabs < 1e-6)
   and ((.answers.sure.distribution | add) - 1 | fabs < 1e-6) and .usage.prompt_tokens > 0' \
   >/dev/null || fail "systemone answer: $BODY"
-# The same state again reuses its prefilled prefix.
+# A long state asked twice: the second time its prefill is reused (in 64-token chunks) and the
+# answer is the same.
+STATE="The open() function returns a file object. Files should be closed with close() after use, or used in a with statement so that they are closed when the block ends. The mode argument selects reading or writing, text or binary, and the encoding argument names the codec."
+SO=$(jq -nc --arg s "$STATE" '{state:$s,questions:{closed:{type:"noul",instructions:"Should files be closed?"}}}')
+post "$U" /v1/systemone "$SO"
+FIRST=$(echo "$BODY" | jq '.answers.closed.p_yes')
 HITS=$(metric "$U" prefix_cache_hits_total)
-post "$U" /v1/systemone '{"state":"The open() function returns a file object.",
-  "questions":{"again":{"type":"noul","instructions":"Is it a function?"}}}'
-echo "$BODY" | jq -e '.usage.cached_tokens > 5' >/dev/null || fail "systemone prefix reuse: $BODY"
+post "$U" /v1/systemone "$SO"
+echo "$BODY" | jq -e --argjson p "$FIRST" '.usage.cached_tokens >= 64 and .answers.closed.p_yes == $p'   >/dev/null || fail "systemone prefix reuse (first p_yes $FIRST): $BODY"
 [ "$(metric "$U" prefix_cache_hits_total)" -gt "$HITS" ] || fail "prefix hit not counted"
 
 # Metrics in Prometheus text.
