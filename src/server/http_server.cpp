@@ -413,7 +413,8 @@ int HttpServer::run() {
     std::rename(tmp.c_str(), options_.port_file.c_str());
   }
   loader_ = std::thread([this] { load_models(); });
-  http_->listen_after_bind();
+  // A stop() that came before the socket existed could not stop it; do not start listening then.
+  if (!draining_) http_->listen_after_bind();
   if (loader_.joinable()) loader_.join();
   std::lock_guard lock(models_mutex_);
   for (auto& m : models_) m->scheduler().stop(true);
