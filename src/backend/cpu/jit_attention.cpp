@@ -112,19 +112,24 @@ void attend_one_chunk(const AttentionArgs& a, int64_t r, int h, uint16_t* q16, u
     _mm256_storeu_ps(out + d, _mm256_mul_ps(f16 ? load8(acc16 + d) : _mm256_loadu_ps(acc32 + d), vi));
 }
 
-// kt: [head_dim][64] keys of the tile transposed to floats.
-void attend_tiled(const AttentionArgs& a, int64_t r, int h, float* acc32, float* scores,
-                  float* kt, float* krow_f) {
+// All query heads of KV head `kvh` for row r (they read the same keys, so each tile of keys is
+// transposed once for the group). kt: [head_dim][64] keys of the tile as floats; acc32, S, M per
+// head of the group.
+void attend_tiled_group(const AttentionArgs& a, int64_t r, int kvh, float* acc32_all,
+                        float* scores, float* kt, float* krow_f) {
   const int hd = a.head_dim;
-  const int kvh = h / (a.n_head / a.n_head_kv);
-  const float* q = a.q + (r * a.n_head + h) * hd;
+  const int group = a.n_head / a.n_head_kv;
   const bool f16 = a.kv_type == QuantType::F16;
   const size_t head_off = size_t(kvh) * hd * (f16 ? 2 : 4);
   const PagedRows& K = a.k[r];
   const PagedRows& V = a.v[r];
   const int64_t n_kv = a.n_kv[r];
-  std::memset(acc32, 0, size_t(hd) * 4);
-  float S = 0.0f, M = -std::numeric_limits<float>::infinity();
+  std::memset(acc32_all, 0, size_t(hd) * size_t(group) * 4);
+  float S[64], M[64];
+  for (int g = 0; g < group; ++g) {
+    S[g] = 0.0f;
+    M[g] = -std::numeric_limits<float>::infinity();
+  }
   for (int64_t j0 = 0; j0 < n_kv; j0 += kKvTile) {
     const int64_t tile = std::min(kKvTile, n_kv - j0);
     const int groups = int((tile + 7) / 8);
@@ -139,51 +144,63 @@ void attend_tiled(const AttentionArgs& a, int64_t r, int h, float* acc32, float*
         for (int d = 0; d < hd; ++d) kt[d * kKvTile + t] = 0.0f;
       }
     }
-    // One FMA chain per key over d = 0..hd-1 (the reference's order), eight keys per ymm.
-    __m256 acc[8];
-    for (int g = 0; g < groups; ++g) acc[g] = _mm256_setzero_ps();
-    for (int d = 0; d < hd; ++d) {
-      const __m256 qd = _mm256_set1_ps(q[d]);
-      const float* kd = kt + d * kKvTile;
-      for (int g = 0; g < groups; ++g) acc[g] = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kd + 8 * g), acc[g]);
-    }
-    const __m256 vsc = _mm256_set1_ps(a.scale);
-    for (int g = 0; g < groups; ++g) _mm256_storeu_ps(scores + 8 * g, _mm256_mul_ps(acc[g], vsc));
-    float tile_max = -std::numeric_limits<float>::infinity();
-    for (int64_t t = 0; t < tile; ++t) tile_max = std::max(tile_max, scores[t]);
-    const float m_new = std::max(M, tile_max);
-    if (m_new > M) {
-      const __m256 ms = _mm256_set1_ps(std::exp(M - m_new));
-      for (int d = 0; d < hd; d += 8) _mm256_storeu_ps(acc32 + d, _mm256_mul_ps(_mm256_loadu_ps(acc32 + d), ms));
-      S *= std::exp(M - m_new);
-    }
-    M = m_new;
-    double sum = 0.0;
-    for (int64_t t0 = 0; t0 < tile; t0 += 16) {
-      float lanes[16] = {};
-      for (int64_t t = t0; t < std::min(tile, t0 + 16); ++t) {
-        scores[t] = ggml_vec_expf(scores[t] - M);
-        lanes[t - t0] = scores[t];
+    for (int hg = 0; hg < group; ++hg) {
+      const int h = kvh * group + hg;
+      const float* q = a.q + (r * a.n_head + h) * hd;
+      float* acc32 = acc32_all + size_t(hg) * size_t(hd);
+      // One FMA chain per key over d = 0..hd-1 (the reference's order), eight keys per ymm.
+      __m256 acc[8];
+      for (int g = 0; g < groups; ++g) acc[g] = _mm256_setzero_ps();
+      for (int d = 0; d < hd; ++d) {
+        const __m256 qd = _mm256_set1_ps(q[d]);
+        const float* kd = kt + d * kKvTile;
+        for (int g = 0; g < groups; ++g) acc[g] = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kd + 8 * g), acc[g]);
       }
-      for (int width = 8; width > 0; width /= 2)
-        for (int i = 0; i < width; ++i) lanes[i] += lanes[i + width];
-      sum += double(lanes[0]);
-    }
-    S = float(double(S) + sum);
-    for (int64_t t = 0; t < tile; ++t) {
-      const uint8_t* vr = V.row(j0 + t) + head_off;
-      const __m256 p = _mm256_set1_ps(scores[t]);
-      for (int d = 0; d < hd; d += 8) {
-        const __m256 v = f16 ? load8(reinterpret_cast<const uint16_t*>(vr) + d)
-                             : load8(reinterpret_cast<const float*>(vr) + d);
-        _mm256_storeu_ps(acc32 + d, _mm256_fmadd_ps(p, v, _mm256_loadu_ps(acc32 + d)));
+      const __m256 vsc = _mm256_set1_ps(a.scale);
+      for (int g = 0; g < groups; ++g) _mm256_storeu_ps(scores + 8 * g, _mm256_mul_ps(acc[g], vsc));
+      float tile_max = -std::numeric_limits<float>::infinity();
+      for (int64_t t = 0; t < tile; ++t) tile_max = std::max(tile_max, scores[t]);
+      const float m_new = std::max(M[hg], tile_max);
+      if (m_new > M[hg]) {
+        const float msf = std::exp(M[hg] - m_new);
+        const __m256 ms = _mm256_set1_ps(msf);
+        for (int d = 0; d < hd; d += 8)
+          _mm256_storeu_ps(acc32 + d, _mm256_mul_ps(_mm256_loadu_ps(acc32 + d), ms));
+        S[hg] *= msf;
+      }
+      M[hg] = m_new;
+      double sum = 0.0;
+      for (int64_t t0 = 0; t0 < tile; t0 += 16) {
+        float lanes[16] = {};
+        for (int64_t t = t0; t < std::min(tile, t0 + 16); ++t) {
+          scores[t] = ggml_vec_expf(scores[t] - M[hg]);
+          lanes[t - t0] = scores[t];
+        }
+        for (int width = 8; width > 0; width /= 2)
+          for (int i = 0; i < width; ++i) lanes[i] += lanes[i + width];
+        sum += double(lanes[0]);
+      }
+      S[hg] = float(double(S[hg]) + sum);
+      for (int64_t t = 0; t < tile; ++t) {
+        const uint8_t* vr = V.row(j0 + t) + head_off;
+        const __m256 p = _mm256_set1_ps(scores[t]);
+        for (int d = 0; d < hd; d += 8) {
+          const __m256 v = f16 ? load8(reinterpret_cast<const uint16_t*>(vr) + d)
+                               : load8(reinterpret_cast<const float*>(vr) + d);
+          _mm256_storeu_ps(acc32 + d, _mm256_fmadd_ps(p, v, _mm256_loadu_ps(acc32 + d)));
+        }
       }
     }
   }
-  const float s_inv = S == 0.0f ? 0.0f : 1.0f / S;
-  float* out = a.out + (r * a.n_head + h) * hd;
-  const __m256 vi = _mm256_set1_ps(s_inv);
-  for (int d = 0; d < hd; d += 8) _mm256_storeu_ps(out + d, _mm256_mul_ps(_mm256_loadu_ps(acc32 + d), vi));
+  for (int hg = 0; hg < group; ++hg) {
+    const int h = kvh * group + hg;
+    const float s_inv = S[hg] == 0.0f ? 0.0f : 1.0f / S[hg];
+    float* out = a.out + (r * a.n_head + h) * hd;
+    const float* acc32 = acc32_all + size_t(hg) * size_t(hd);
+    const __m256 vi = _mm256_set1_ps(s_inv);
+    for (int d = 0; d < hd; d += 8)
+      _mm256_storeu_ps(out + d, _mm256_mul_ps(_mm256_loadu_ps(acc32 + d), vi));
+  }
 }
 
 }  // namespace
@@ -193,19 +210,27 @@ void JitKernels::attention(const AttentionArgs& a) const {
       a.n_head % a.n_head_kv != 0 ||
       (a.kv_type != QuantType::F16 && a.kv_type != QuantType::F32))
     return ref_.attention(a);  // the reference validates and names what is wrong
+  const int group = a.n_head / a.n_head_kv;
+  if (a.f32_tiles && group <= 64) {
+    // Tiled path: (row, KV head) pairs, each transposing its key tiles once for its query heads.
+    const int64_t pairs = a.n_rows * a.n_head_kv;
+    ThreadPool::global().parallel_for(pairs, 1, [&](int64_t p0, int64_t p1) {
+      const size_t hd = size_t(a.head_dim);
+      std::vector<float> acc32(hd * size_t(group)), scores(kKvTile), kt(hd * kKvTile), krow(hd);
+      for (int64_t p = p0; p < p1; ++p)
+        attend_tiled_group(a, p / a.n_head_kv, int(p % a.n_head_kv), acc32.data(), scores.data(),
+                           kt.data(), krow.data());
+    });
+    return;
+  }
+  if (a.f32_tiles) return ref_.attention(a);
   const int64_t pairs = a.n_rows * a.n_head;
   ThreadPool::global().parallel_for(pairs, 1, [&](int64_t p0, int64_t p1) {
     const size_t hd = size_t(a.head_dim);
     std::vector<uint16_t> q16(hd), acc16(hd);
-    std::vector<float> acc32(hd), scores(kKvTile), kt(hd * kKvTile), krow(hd);
-    for (int64_t p = p0; p < p1; ++p) {
-      const int64_t r = p / a.n_head;
-      const int h = int(p % a.n_head);
-      if (a.f32_tiles)
-        attend_tiled(a, r, h, acc32.data(), scores.data(), kt.data(), krow.data());
-      else
-        attend_one_chunk(a, r, h, q16.data(), acc16.data(), acc32.data());
-    }
+    std::vector<float> acc32(hd);
+    for (int64_t p = p0; p < p1; ++p)
+      attend_one_chunk(a, p / a.n_head, int(p % a.n_head), q16.data(), acc16.data(), acc32.data());
   });
 }
 
