@@ -72,15 +72,14 @@ void CudaOps::drop_graphs() {
 }
 
 void CudaOps::upload(CUdeviceptr dst, const void* src, size_t bytes) {
-  // Synchronous copies. The first GPU run used cuMemcpyHtoDAsync from pageable memory here and
-  // refilled the same host buffer (embedding rows, then the RoPE table) right after; its prompt
-  // rows were off by up to 0.5 (F32 fixture) while steps of a few rows matched exactly, which
-  // fits the driver still reading `src` after returning. (Not yet re-run on a GPU with this
-  // change.) In capture/replay the inputs must be in place before the graph runs anyway. Safe without ordering against
-  // the stream: begin() waited for the previous step, and within a step each destination
-  // (page tables, the embedding rows, the RoPE table) is written before any kernel reading it
-  // is launched.
-  if (bytes) check(driver().cuMemcpyHtoD(dst, src, bytes), "cuMemcpyHtoD");
+  // Complete on the card when this returns (copy_to_device: async on copy_stream_, then its
+  // sync). Plain cuMemcpyHtoD is not enough: from pageable memory it returns before the DMA
+  // lands and is ordered only on the legacy stream, which stream_ (non-blocking) does not wait
+  // for. copy_stream_ is never captured, so this also serves capture and replay, where the
+  // inputs must be in place before the graph runs. Safe without ordering against stream_:
+  // begin() waited for the previous step, and within a step each destination (page tables,
+  // the embedding rows, the RoPE table) is written before any kernel reading it is launched.
+  copy_to_device(dst, src, bytes, copy_stream_);
 }
 
 CudaOps::~CudaOps() {

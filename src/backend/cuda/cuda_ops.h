@@ -12,8 +12,8 @@
 //    their host parts (page tables, embedding rows, RoPE table: synchronous uploads into buffers
 //    whose addresses the graph holds) and read() launches the graph. Any buffer growth drops the
 //    graphs. JITLLM_CUDA_GRAPH=0 turns this off.
-//  - Host-to-device inputs are always synchronous copies after begin() has waited for the
-//    previous step (see upload() for why).
+//  - Host-to-device inputs (and weights) are copies that are complete on the card when the call
+//    returns, made after begin() has waited for the previous step (see upload() for why).
 // Kernels are compiled on first use through the on-disk cubin cache (compiler.h).
 #pragma once
 
@@ -68,6 +68,7 @@ class CudaOps final : public Ops {
   Compiler compiler_;
   CudaKernels kernels_;
   Stream stream_;
+  Stream copy_stream_;  // host-to-device inputs (upload()); never captured
   std::unordered_map<const uint8_t*, DeviceWeight> weights_;  // by the tensor's host bytes
   std::unordered_map<const float*, DeviceBuffer> norms_;       // by the norm vector's data
   std::unordered_map<uint8_t*, DeviceBuffer> kv_pages_;        // host page -> device page

@@ -76,7 +76,20 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
 void DeviceBuffer::upload(const void* host, size_t bytes, size_t offset) {
   if (offset + bytes > bytes_)
     throw_error("upload of {} bytes at {} overruns a device buffer of {}", bytes, offset, bytes_);
-  if (bytes) check(driver().cuMemcpyHtoD(ptr_ + offset, host, bytes), "cuMemcpyHtoD");
+  if (!bytes) return;
+  // Not cuMemcpyHtoD: from pageable memory it returns once the bytes are staged, before the DMA
+  // lands, and it is ordered only on the legacy stream, which our CU_STREAM_NON_BLOCKING streams
+  // do not wait for; a kernel launched right after could read the buffer half written (that
+  // was the fixtures' prompt-row error: weights uploaded on first use, read at once). A
+  // synchronized stream of our own guarantees the bytes are on the card when this returns.
+  Stream s;
+  copy_to_device(ptr_ + offset, host, bytes, s);
+}
+
+void copy_to_device(CUdeviceptr dst, const void* host, size_t bytes, const Stream& s) {
+  if (!bytes) return;
+  check(driver().cuMemcpyHtoDAsync(dst, host, bytes, s.get()), "cuMemcpyHtoDAsync");
+  s.sync();
 }
 
 void DeviceBuffer::download(void* host, size_t bytes, size_t offset) const {

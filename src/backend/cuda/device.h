@@ -57,6 +57,8 @@ class DeviceBuffer {
   size_t bytes() const { return bytes_; }
   template <typename T>
   T* as() const { return reinterpret_cast<T*>(ptr_); }
+  // Complete on the card when it returns (see copy_to_device), so a kernel launched next on any
+  // stream reads these bytes.
   void upload(const void* host, size_t bytes, size_t offset = 0);
   void download(void* host, size_t bytes, size_t offset = 0) const;
 
@@ -93,6 +95,11 @@ class Stream {
  private:
   CUstream s_ = nullptr;
 };
+
+// Host bytes to device memory, complete on the card when this returns: an async copy on `s`
+// (not on the legacy stream, which the other non-blocking streams do not wait for), then a sync
+// of `s`. Use a stream that is not being captured into a graph.
+void copy_to_device(CUdeviceptr dst, const void* host, size_t bytes, const Stream& s);
 
 class Event {
  public:

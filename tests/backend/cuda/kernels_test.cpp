@@ -80,6 +80,31 @@ TEST(CudaKernels, MatmulOddRowLengths) {
   check_matmul({QuantType::F32, 77, 66, 1e-5}, {2, 9}, 0);      // 66: not a multiple of 4
 }
 
+TEST(CudaKernels, UploadedWeightsAreOnTheCardForTheNextLaunch) {
+  // A 64 MB weight uploaded and read by a kernel launched at once, with no host work between
+  // (the engine uploads each weight on first use, then launches). Each round frees the previous
+  // buffer and uploads different values into a new one of the same size, so a kernel that ran
+  // before the copy landed would read the previous round's (or unwritten) bytes. A plain
+  // cuMemcpyHtoD from pageable memory is not ordered with our non-blocking streams.
+  JITLLM_REQUIRE_GPU();
+  std::mt19937 rng(23);
+  const int64_t rows = 8192, k = 2048, n = 2;
+  const std::vector<float> x = random_floats(size_t(n * k), rng);
+  DeviceBuffer dx = to_device(x, size_t(8 * k));
+  DeviceBuffer dout(size_t(n * rows) * sizeof(float));
+  for (int round = 0; round < 3; ++round) {
+    std::vector<float> w = random_floats(size_t(rows * k), rng);
+    std::vector<float> ref(size_t(n * rows));
+    reference_kernels().matmul(QuantType::F32, reinterpret_cast<const uint8_t*>(w.data()), rows, k,
+                               x.data(), n, ref.data());
+    const DeviceWeight dw = DeviceWeight::upload(
+        pack_weight(QuantType::F32, reinterpret_cast<const uint8_t*>(w.data()), rows, k));
+    G->kernels->matmul(dw, dx.get(), n, dout.get(), Q8Buffers{}, *G->stream);
+    G->stream->sync();
+    EXPECT_LT(rel_error(from_device(dout, size_t(n * rows)), ref), 1e-5) << "round " << round;
+  }
+}
+
 TEST(CudaKernels, RmsNormSwigluAdd) {
   JITLLM_REQUIRE_GPU();
   std::mt19937 rng(7);
