@@ -1,3 +1,4 @@
+// Metrics: counters, gauges and fixed-bucket histograms rendered as Prometheus text.
 #include "server/metrics.h"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// OpenAI request parsing and validation (see request.h); every refusal names its parameter.
 #include "server/request.h"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// StopMatcher: hold back what could still become a stop string, release the rest.
 #include "server/stop_matcher.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// Metrics: the Prometheus text has HELP/TYPE lines, labelled series and cumulative buckets.
 #include "server/metrics.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,5 @@
+// Request parsing: every option read, nulls mean unset, every bad value refused naming its
+// parameter, malformed JSON named by byte offset.
 #include "server/request.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,5 @@
+// StopMatcher: stops inside one piece and across pieces, false starts released, earliest stop
+// wins, held text flushed at the end.
 #include "server/stop_matcher.h"
 
 #include <gtest/gtest.h>
