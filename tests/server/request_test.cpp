@@ -23,7 +23,9 @@ void expect_rejected(Parse parse, const std::string& body, const std::string& pa
     EXPECT_EQ(e.status(), 400) << body;
     const json b = e.body();
     EXPECT_EQ(b["error"]["type"], "invalid_request_error");
-    if (!param.empty()) EXPECT_EQ(b["error"]["param"], param) << body;
+    if (!param.empty()) {
+      EXPECT_EQ(b["error"]["param"], param) << body;
+    }
     EXPECT_NE(std::string(e.what()).find(text), std::string::npos)
         << "message '" << e.what() << "' lacks '" << text << "'";
   }
