@@ -20,7 +20,7 @@
 #include "core/thread_pool.h"
 #include "runtime/engine.h"
 #include "runtime/model_loader.h"
-#include "runtime/token_sampler.h"
+#include "sample/sampler_chain.h"
 #include "tokenizer/tokenizer.h"
 
 namespace jitllm::cli {
@@ -60,7 +60,7 @@ struct Stats {
 // to n_predict tokens, streams their text to stdout. Returns the generated ids (without the
 // end-of-generation token that stopped it).
 std::vector<int32_t> generate(Engine& engine, Session& session, const Tokenizer& tok,
-                              TokenSampler& sampler, const std::vector<int32_t>& tokens,
+                              SamplerChain& sampler, const std::vector<int32_t>& tokens,
                               int n_predict, Stats& stats) {
   size_t common = 0;
   const auto& have = session.tokens();
@@ -105,7 +105,7 @@ std::vector<int32_t> generate(Engine& engine, Session& session, const Tokenizer&
 }
 
 int run_chat(const RunArgs& args, Engine& engine, Session& session, const Tokenizer& tok,
-             TokenSampler& sampler) {
+             SamplerChain& sampler) {
   const ModelFile& file = engine.model().file();
   if (!file.metadata.has("tokenizer.chat_template"))
     throw_error("{}: the model has no chat template (tokenizer.chat_template); use -p instead",
@@ -182,7 +182,7 @@ int run_run(RunArgs args) {
                 engine.config().n_vocab);
   auto session = engine.new_session(args.n_ctx);
   args.sampling.seed = args.seed;
-  TokenSampler sampler(args.sampling, int32_t(engine.config().n_vocab));
+  SamplerChain sampler(args.sampling, int32_t(engine.config().n_vocab));
 
   struct sigaction action {};
   action.sa_handler = on_sigint;  // no SA_RESTART: a blocked read returns at Ctrl-C

@@ -14,7 +14,7 @@
 #include "runtime/session_fork.h"
 #include "sample/logprobs.h"
 #include "server/stop_matcher.h"
-#include "server/token_sampler.h"
+#include "sample/sampler_chain.h"
 #include "tokenizer/tokenizer.h"
 
 namespace jitllm::server {
@@ -40,7 +40,7 @@ struct Scheduler::Sequence {
   std::shared_ptr<JobRun> run;
   int index = 0;
   std::unique_ptr<Session> session;
-  std::optional<TokenSampler> sampler;
+  std::optional<SamplerChain> sampler;
   std::optional<StreamDecoder> decoder;
   std::optional<StopMatcher> stop;
   std::vector<int32_t> pending;  // prompt tokens still to prefill

@@ -47,6 +47,7 @@ std::string token_text(const Tokenizer& tok, int32_t id) {
 ServedModel::ServedModel(ModelOptions options, Metrics& metrics)
     : id_(options.id.empty() ? stem_of(options.path) : options.id) {
   EngineOptions eo;
+  eo.devices = options.devices;
   eo.kernels = options.kernels.empty() ? &default_cpu_kernels() : &cpu_kernels_by_name(options.kernels);
   engine_ = std::make_unique<Engine>(load_model_file(options.path), eo);
   const Metadata& md = engine_->model().file().metadata;

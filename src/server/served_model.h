@@ -30,6 +30,7 @@ struct ModelOptions {
   std::string id;                  // name clients use ("" = the file's stem)
   std::string chat_template_file;  // overrides the model's template
   std::string kernels;             // "" = the fastest CPU kernels, or "reference"
+  std::string devices = "cpu";     // cpu, cuda or cuda:N (EngineOptions::devices)
   SchedulerOptions scheduler;
 };
 

@@ -26,7 +26,7 @@ const char* const kUsage = R"(usage: jitllmd serve [options]
   -id NAME            the name clients use for it (default: the file name without extension)
   -models DIR         also serve every .gguf / .jlm in DIR (named by file stem)
   -chat-template FILE Jinja chat template for -load (default: the model's; ChatML-like if none)
-  -devices LIST       cpu (default; the CUDA backend is not in this build yet)
+  -devices DEV        cpu (default), cuda (the first card) or cuda:N
   -host ADDR          address to bind (default 127.0.0.1)
   -port N             port (default 8080; 0 = any free port, see -port-file)
   -port-file FILE     write the bound port here once listening
@@ -60,9 +60,8 @@ int serve(const std::map<std::string, std::string>& args) {
     else if (k == "id") mo.id = v;
     else if (k == "models") models_dir = v;
     else if (k == "chat-template") mo.chat_template_file = v;
-    else if (k == "devices") {
-      if (v != "cpu") jitllm::throw_error("-devices {}: only 'cpu' is available in this build", v);
-    } else if (k == "host") so.host = v;
+    else if (k == "devices") mo.devices = v;
+    else if (k == "host") so.host = v;
     else if (k == "port") so.port = int(to_int(k, v, 0, 65535));
     else if (k == "port-file") so.port_file = v;
     else if (k == "parallel") mo.scheduler.parallel = int(to_int(k, v, 1, 256));
