@@ -7,13 +7,6 @@
 
 #include "quant/ref_kernels.h"
 
-// ggml's reference math is unfused (see ref_kernels.h): no multiply-add contraction here.
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
-
 namespace jitllm::quant_ref {
 
 namespace {

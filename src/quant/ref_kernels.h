@@ -3,8 +3,8 @@
 //
 // Bit-exactness with ggml depends on the order and kind of every float operation. ggml's
 // reference quantizers and dequantizers live in ggml-base, which is built without -march flags,
-// so no multiply-add is fused there; our .cpp files under src/quant disable contraction with
-// a per-file pragma (GCC optimize / clang fp contract) for the same reason (we build with -mfma).
+// so no multiply-add is fused there; the quant layer is compiled with -ffp-contract=off
+// (top-level CMakeLists.txt) for the same reason (we build with -mfma).
 #pragma once
 
 #include <cstdint>

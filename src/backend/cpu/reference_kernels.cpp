@@ -25,10 +25,15 @@ float reduce_lanes(float* acc) {
   return acc[0];
 }
 
+
+}  // namespace
+
 // YaRN correction range (the dimensions where interpolation blends into extrapolation), as
 // ggml computes it: dims where the wavelength crosses n_ctx_orig / beta.
-void yarn_corr_dims(int n_dims, int n_ctx_orig, float freq_base, float beta_fast, float beta_slow,
-                    float dims[2]) {
+void yarn_corr_dims(const RopeParams& p, float dims[2]) {
+  const int n_dims = p.n_rot;
+  const int n_ctx_orig = p.n_ctx_orig;
+  const float freq_base = p.freq_base, beta_fast = p.beta_fast, beta_slow = p.beta_slow;
   auto corr_dim = [&](float n_rot) {
     return n_dims * std::log(float(n_ctx_orig) / (n_rot * 2 * float(M_PI))) /
            (2 * std::log(freq_base));
@@ -60,8 +65,6 @@ void rope_cache(float position, const RopeParams& p, const float corr[2], float*
     theta *= theta_scale;
   }
 }
-
-}  // namespace
 
 namespace {
 
@@ -304,7 +307,7 @@ void ReferenceKernels::rope(float* x, int64_t n, int n_heads, int head_dim, cons
     throw_error("rope: n_rot {} must be even and in (0, head_dim {}]", p.n_rot, head_dim);
   float corr[2] = {0, 0};
   if (p.ext_factor != 0.0f)
-    yarn_corr_dims(p.n_rot, p.n_ctx_orig, p.freq_base, p.beta_fast, p.beta_slow, corr);
+    yarn_corr_dims(p, corr);
   std::vector<float> cache(size_t(p.n_rot));
   for (int64_t t = 0; t < n; ++t) {
     rope_cache(float(pos[t]), p, corr, cache.data());

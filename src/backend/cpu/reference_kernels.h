@@ -44,6 +44,13 @@ struct PagedRows {
   }
 };
 
+// RoPE tables shared by every backend (the card gets them from the host): the YaRN correction
+// range of `p` (dims where interpolation blends into extrapolation, as ggml computes it), and the
+// cos/sin of each rotated pair at `position` (cache: [n_rot], cos at 2i, sin at 2i+1), advanced by
+// repeated float multiplication as ggml's rope cache is, so angles agree to the last bit.
+void yarn_corr_dims(const RopeParams& p, float dims[2]);
+void rope_cache(float position, const RopeParams& p, const float corr[2], float* cache);
+
 // One attention call over a ragged batch: query row r (one token of some sequence) attends the
 // first n_kv[r] positions of its sequence's K and V (causal: n_kv[r] = its position + 1).
 struct AttentionArgs {

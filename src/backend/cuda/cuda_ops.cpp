@@ -18,37 +18,6 @@ namespace {
 // read a whole tile of rows (the rows past the real ones are ignored).
 constexpr int64_t kRowPad = 8;
 
-// The same float recurrence and YaRN ramp as the CPU reference (ggml's rope cache), so the
-// angles agree to the last bit.
-void yarn_corr_dims(const RopeParams& p, float dims[2]) {
-  auto corr_dim = [&](float n_rot) {
-    return float(p.n_rot) * std::log(float(p.n_ctx_orig) / (n_rot * 2 * float(M_PI))) /
-           (2 * std::log(p.freq_base));
-  };
-  dims[0] = std::max(0.0f, std::floor(corr_dim(p.beta_fast)));
-  dims[1] = std::min(float(p.n_rot - 1), std::ceil(corr_dim(p.beta_slow)));
-}
-
-void rope_cache(float position, const RopeParams& p, const float corr[2], float* cache) {
-  const float theta_scale = std::pow(p.freq_base, -2.0f / float(p.n_rot));
-  float theta = position;
-  for (int i0 = 0; i0 < p.n_rot; i0 += 2) {
-    const float ff = p.freq_factors ? p.freq_factors[i0 / 2] : 1.0f;
-    const float theta_extrap = theta / ff;
-    float angle = p.freq_scale * theta_extrap;
-    float mscale = p.attn_factor;
-    if (p.ext_factor != 0.0f) {
-      const float y = (float(i0 / 2) - corr[0]) / std::max(0.001f, corr[1] - corr[0]);
-      const float ramp = (1 - std::min(1.0f, std::max(0.0f, y))) * p.ext_factor;
-      angle = angle * (1 - ramp) + theta_extrap * ramp;
-      mscale *= 1.0f + 0.1f * std::log(1.0f / p.freq_scale);
-    }
-    cache[i0] = std::cos(angle) * mscale;
-    cache[i0 + 1] = std::sin(angle) * mscale;
-    theta *= theta_scale;
-  }
-}
-
 bool same_rope(const RopeParams& a, const RopeParams& b) {
   return a.n_rot == b.n_rot && a.mode == b.mode && a.freq_base == b.freq_base &&
          a.freq_scale == b.freq_scale && a.freq_factors == b.freq_factors &&
