@@ -40,6 +40,19 @@ grep -q "generation: 32 tokens" "$TMP/run.err" || fail "no speed line: $(cat "$T
 grep -q "tok/s" "$TMP/run.err" || fail "no tok/s"
 
 # 3. Errors: one line, non-zero exit.
+# 3. The default kernels (generated for this CPU) give llama.cpp's greedy ids for every pydoc-llama
+#    format and prompt: near-ties (Q8_0 parts from F32 at token 2 of "function") expose any
+#    kernel whose float order differs from llama.cpp's.
+for fmt in F32 F16 Q8_0; do
+  for p in function list module thread; do
+    REF="$ORACLE/pydoc-llama/llamacpp/$fmt.$p.json"
+    got=$("$JITLLM" run -m "$ORACLE/pydoc-llama/pydoc-llama.$fmt.gguf" -p "$(jq -r .prompt "$REF")" \
+      -n 32 --temp 0 --ids -t 2 2> /dev/null | tail -n 1)
+    want=$(jq -r '.greedy_ids | map(tostring) | join(" ")' "$REF")
+    [ "$got" = "$want" ] || fail "$fmt $p: default-kernel ids $got, llama.cpp $want"
+  done
+done
+
 expect_error() {  # expect_error PATTERN ARGS...
   local pattern="$1"; shift
   if "$JITLLM" "$@" > "$TMP/err.out" 2> "$TMP/err.err"; then fail "succeeded: $*"; fi

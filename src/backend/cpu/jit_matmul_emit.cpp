@@ -22,6 +22,15 @@
 
 namespace jitllm::jit {
 
+// The zmm Q8_0 unit sums blocks b and b+1 in the two halves of one accumulator, which is not
+// ggml's 8-lane order: its logits are ~2.4e-7 off the reference, enough to flip a near-tie (the
+// pydoc-llama Q8_0 "function" prompt changes at its second token). Until it keeps ggml's order,
+// AVX-512 machines run the exact ymm unit (EVEX-encoded) for Q8_0.
+constexpr bool kQ8_0WideMatchesReference = false;
+bool q8_0_wide(Isa isa, int64_t k) {
+  return kQ8_0WideMatchesReference && isa == Isa::Avx512Vnni && k % 64 == 0;
+}
+
 namespace {
 
 using namespace Xbyak;
@@ -63,11 +72,11 @@ class Emitter : public CodeGenerator {
   Label c0F_, c30_, c80_, ones16_, ctrlX_, ctrlY_, maskA_, maskN_, q6ctrl_, k4idx_, k6idx_;
 
   bool vnni() const { return key_.isa != Isa::Avx2; }
-  // zmm kernels (AVX-512): Q4_K and Q6_K always, Q8_0 two blocks at a time when k allows.
+  // zmm kernels (AVX-512): Q4_K and Q6_K always; Q8_0 only when q8_0_wide() allows.
   bool wide() const {
     if (key_.isa != Isa::Avx512Vnni) return false;
     return key_.type == QuantType::Q4_K || key_.type == QuantType::Q6_K ||
-           (key_.type == QuantType::Q8_0 && key_.k % 64 == 0);
+           (key_.type == QuantType::Q8_0 && q8_0_wide(key_.isa, key_.k));
   }
   int P() const { return int(al_.bytes); }
 
@@ -661,14 +670,14 @@ std::vector<uint8_t> MatKernel::code() const {
 }
 
 TileShape decode_tile(QuantType type, Isa isa, int64_t k) {
-  if (type == QuantType::Q8_0 && !(isa == Isa::Avx512Vnni && k % 64 == 0)) return {2, 1};
+  if (type == QuantType::Q8_0 && !q8_0_wide(isa, k)) return {2, 1};
   return {4, 1};
 }
 
 TileShape gemm_tile(QuantType type, Isa isa, int64_t k) {
   switch (type) {
     case QuantType::Q8_0:
-      return isa == Isa::Avx512Vnni && k % 64 == 0 ? TileShape{2, 4} : TileShape{2, 2};
+      return q8_0_wide(isa, k) ? TileShape{2, 4} : TileShape{2, 2};
     case QuantType::Q4_0: return {2, 4};
     case QuantType::Q4_K: return isa == Isa::Avx512Vnni ? TileShape{2, 6} : TileShape{2, 3};
     case QuantType::Q6_K: return isa == Isa::Avx512Vnni ? TileShape{2, 6} : TileShape{2, 2};
