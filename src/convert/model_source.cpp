@@ -30,8 +30,10 @@ Metadata make_provenance(const std::string& path, const std::string& format,
   namespace fs = std::filesystem;
   Metadata p;
   std::error_code ec;
-  const fs::path abs = fs::absolute(path, ec);
-  p.set("source.path", Value::string(ec ? path : abs.lexically_normal().string()));
+  // The real file (links resolved), so one source has one recorded path however it was named.
+  fs::path real = fs::absolute(path, ec);
+  if (!ec) real = fs::weakly_canonical(real, ec);
+  p.set("source.path", Value::string(ec ? path : real.string()));
   p.set("source.format", Value::string(format));
   uint64_t total = 0;
   int64_t newest_mtime_ns = 0;
