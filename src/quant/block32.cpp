@@ -392,30 +392,34 @@ float dot_q8_0_q8_0(const BlockQ8_0* x, const BlockQ8_0* y, int64_t nb) {
   return sum;
 }
 
-float dot_iq4_nl_q8_0(const BlockIQ4_NL* x, const BlockQ8_0* y, int64_t nb) {
+namespace {
+
+// IQ4_NL and MXFP4 share one layout: 16 bytes of 4-bit indices into a table of int8 levels (low
+// nibbles are elements 0..15, high nibbles 16..31) and one scale per block.
+template <typename Block, typename Scale>
+float dot_table4_q8_0(const Block* x, const BlockQ8_0* y, int64_t nb, const int8_t* levels,
+                      Scale block_scale) {
   float sum = 0;
   for (int64_t i = 0; i < nb; ++i) {
     int isum = 0;
     for (int j = 0; j < kQK / 2; ++j) {
-      isum += y[i].qs[j] * kValuesIQ4NL[low_nibble(x[i].qs[j])];
-      isum += y[i].qs[j + kQK / 2] * kValuesIQ4NL[high_nibble(x[i].qs[j])];
+      isum += y[i].qs[j] * levels[low_nibble(x[i].qs[j])];
+      isum += y[i].qs[j + kQK / 2] * levels[high_nibble(x[i].qs[j])];
     }
-    sum += (h2f(y[i].d) * h2f(x[i].d)) * float(isum);
+    sum += (h2f(y[i].d) * block_scale(x[i])) * float(isum);
   }
   return sum;
 }
 
+}  // namespace
+
+float dot_iq4_nl_q8_0(const BlockIQ4_NL* x, const BlockQ8_0* y, int64_t nb) {
+  return dot_table4_q8_0(x, y, nb, kValuesIQ4NL, [](const BlockIQ4_NL& b) { return h2f(b.d); });
+}
+
 float dot_mxfp4_q8_0(const BlockMXFP4* x, const BlockQ8_0* y, int64_t nb) {
-  float sum = 0;
-  for (int64_t i = 0; i < nb; ++i) {
-    int isum = 0;
-    for (int j = 0; j < kQK / 2; ++j) {
-      isum += y[i].qs[j] * kValuesMXFP4[low_nibble(x[i].qs[j])];
-      isum += y[i].qs[j + kQK / 2] * kValuesMXFP4[high_nibble(x[i].qs[j])];
-    }
-    sum += (h2f(y[i].d) * e8m0_half(x[i].e)) * float(isum);
-  }
-  return sum;
+  return dot_table4_q8_0(x, y, nb, kValuesMXFP4,
+                         [](const BlockMXFP4& b) { return e8m0_half(b.e); });
 }
 
 }  // namespace jitllm::quant_ref

@@ -16,9 +16,9 @@ constexpr float kGroupMaxEps = 1e-15f;  // groups whose |x| stays below this qua
 
 inline int clamp(int v, int lo, int hi) { return std::max(lo, std::min(hi, v)); }
 
-// Symmetric scale for a group (Q6_K: nmax 32, levels -32..31 stored as L + 32), searching 19
-// candidate scales around -nmax/max with weights x^2 (ggml's make_qx_quants, rmse_type 1).
-float search_symmetric_scale(int n, int nmax, const float* x, int8_t* L) {
+// The element of x[0..n) with the largest |value|, sign kept (the first one on ties), as ggml's
+// scale searches pick it.
+float largest_magnitude(const float* x, int n) {
   float max = 0, amax = 0;
   for (int i = 0; i < n; ++i) {
     if (std::fabs(x[i]) > amax) {
@@ -26,7 +26,14 @@ float search_symmetric_scale(int n, int nmax, const float* x, int8_t* L) {
       max = x[i];
     }
   }
-  if (amax < kGroupMaxEps) {
+  return max;
+}
+
+// Symmetric scale for a group (Q6_K: nmax 32, levels -32..31 stored as L + 32), searching 19
+// candidate scales around -nmax/max with weights x^2 (ggml's make_qx_quants, rmse_type 1).
+float search_symmetric_scale(int n, int nmax, const float* x, int8_t* L) {
+  const float max = largest_magnitude(x, n);
+  if (std::fabs(max) < kGroupMaxEps) {
     for (int i = 0; i < n; ++i) L[i] = 0;
     return 0.f;
   }
@@ -66,14 +73,8 @@ float search_symmetric_scale(int n, int nmax, const float* x, int8_t* L) {
 // Q3_K's group scale (ggml's make_q3_quants with do_rmse): start from -nmax/max, then up to 5
 // passes of coordinate descent moving one level at a time while the weighted fit improves.
 float search_q3_scale(int n, int nmax, const float* x, int8_t* L) {
-  float max = 0, amax = 0;
-  for (int i = 0; i < n; ++i) {
-    if (std::fabs(x[i]) > amax) {
-      amax = std::fabs(x[i]);
-      max = x[i];
-    }
-  }
-  if (amax < kGroupMaxEps) {
+  const float max = largest_magnitude(x, n);
+  if (std::fabs(max) < kGroupMaxEps) {
     for (int i = 0; i < n; ++i) L[i] = 0;
     return 0.f;
   }
@@ -511,14 +512,8 @@ void quantize_q6_k(const float* x, BlockQ6_K* y, int64_t nb) {
 
 void quantize_q8_k(const float* x, BlockQ8_K* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i, x += kQK_K) {
-    float max = 0, amax = 0;
-    for (int j = 0; j < kQK_K; ++j) {
-      if (std::fabs(x[j]) > amax) {
-        amax = std::fabs(x[j]);
-        max = x[j];
-      }
-    }
-    if (amax == 0.0f) {
+    const float max = largest_magnitude(x, kQK_K);
+    if (max == 0.0f) {
       // ggml leaves bsums untouched here; zero is their true value and keeps output deterministic.
       std::memset(&y[i], 0, sizeof y[i]);
       continue;
