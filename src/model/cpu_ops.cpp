@@ -38,6 +38,17 @@ void CpuOps::matmul(const TensorInfo& w, Act x, Act out) {
   k_.matmul(w.type, w.data, w.rows(), w.row_length(), x.data, x.rows, out.data);
 }
 
+void CpuOps::matmul_group(Act x, std::span<const MatmulOut> outs) {
+  group_.clear();
+  for (const MatmulOut& o : outs) {
+    if (o.w->row_length() != x.cols)
+      throw_error("{}: row length {} does not match the input's {}", o.w->name, o.w->row_length(),
+                  x.cols);
+    group_.push_back({o.w->type, o.w->data, o.w->rows(), o.out.data});
+  }
+  k_.matmul_group(group_, x.cols, x.data, x.rows);
+}
+
 void CpuOps::rope(Act x, int n_heads, int head_dim, const RopeParams& params) {
   k_.rope(x.data, x.rows, n_heads, head_dim, batch_.pos.data(), params);
 }

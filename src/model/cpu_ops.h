@@ -19,6 +19,7 @@ class CpuOps final : public Ops {
   void embed(const TensorInfo& table, Act out) override;
   void rms_norm(Act x, const std::vector<float>& w, float eps, Act out) override;
   void matmul(const TensorInfo& w, Act x, Act out) override;
+  void matmul_group(Act x, std::span<const MatmulOut> outs) override;
   void rope(Act x, int n_heads, int head_dim, const RopeParams& params) override;
   void attention(int il, Act q, Act k, Act v, Act out, int n_head, int n_head_kv, int head_dim,
                  float scale) override;
@@ -38,6 +39,7 @@ class CpuOps final : public Ops {
   std::vector<PagedRows> k_rows_, v_rows_;  // [n_rows] per attention call
   std::vector<int64_t> n_kv_;               // [n_rows]
   std::vector<uint8_t*> dst_;               // [n_rows]
+  std::vector<CpuKernels::MatmulTarget> group_;  // matmul_group's matrices
 };
 
 }  // namespace jitllm

@@ -41,9 +41,8 @@ void LlamaModel::forward(Ops& ops, const Batch& batch, const KvLayout& kv, float
     ops.rms_norm(x, l.attn_norm, c.rms_eps, cur);
     dump_(ops, cur, "attn_norm", il);
 
-    ops.matmul(*l.wq, cur, q);
-    ops.matmul(*l.wk, cur, k);
-    ops.matmul(*l.wv, cur, v);
+    const Ops::MatmulOut qkv[] = {{l.wq, q}, {l.wk, k}, {l.wv, v}};
+    ops.matmul_group(cur, qkv);
     ops.rope(q, c.n_head, c.head_dim, rope);
     ops.rope(k, c.n_head_kv, c.head_dim, rope);
     dump_(ops, q, "Qcur", il);
@@ -70,8 +69,8 @@ void LlamaModel::forward(Ops& ops, const Batch& batch, const KvLayout& kv, float
 
     ops.rms_norm(x, l.ffn_norm, c.rms_eps, cur);
     dump_(ops, cur, "ffn_norm", il);
-    ops.matmul(*l.ffn_gate, cur, gate);
-    ops.matmul(*l.ffn_up, cur, up);
+    const Ops::MatmulOut gate_up[] = {{l.ffn_gate, gate}, {l.ffn_up, up}};
+    ops.matmul_group(cur, gate_up);
     ops.swiglu(gate, up, gate);
     dump_(ops, gate, "ffn_swiglu", il);
     ops.matmul(*l.ffn_down, gate, cur);

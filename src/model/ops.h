@@ -69,6 +69,16 @@ class Ops {
   virtual void rms_norm(Act x, const std::vector<float>& w, float eps, Act out) = 0;
   // out = x . w^T : x [n, k], w [k, rows] (ne order), out [n, rows].
   virtual void matmul(const TensorInfo& w, Act x, Act out) = 0;
+  // out_i = x . w_i^T for matrices that share their input (q/k/v, gate/up). One call lets a
+  // backend quantize x once and run the matrices as one pass (one dispatch, no idle tail per
+  // matrix); the default runs them one by one.
+  struct MatmulOut {
+    const TensorInfo* w;
+    Act out;
+  };
+  virtual void matmul_group(Act x, std::span<const MatmulOut> outs) {
+    for (const MatmulOut& o : outs) matmul(*o.w, x, o.out);
+  }
   // In place, x: [n, n_heads * head_dim], positions from the batch.
   virtual void rope(Act x, int n_heads, int head_dim, const RopeParams& params) = 0;
   // Stores k, v ([n, kv_dim]) at the batch rows' positions in layer `il` of their sequences, then

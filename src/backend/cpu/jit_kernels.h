@@ -21,6 +21,8 @@ class JitKernels final : public CpuKernels {
 
   void matmul(QuantType type, const uint8_t* weights, int64_t rows, int64_t k, const float* x,
               int64_t n, float* out) const override;
+  void matmul_group(std::span<const MatmulTarget> mats, int64_t k, const float* x,
+                    int64_t n) const override;
   void get_rows(QuantType type, const uint8_t* table, int64_t k, const int32_t* ids, int64_t n,
                 float* out) const override;
   void rms_norm(const float* x, const float* w, int64_t n, int64_t dim, float eps,

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "quant/types.h"
 
@@ -80,6 +81,19 @@ class CpuKernels {
   // bytes in GGUF block layout; x: [n, k] floats; out: [n, rows].
   virtual void matmul(QuantType type, const uint8_t* weights, int64_t rows, int64_t k,
                       const float* x, int64_t n, float* out) const = 0;
+
+  // Several matmuls over one input x ([n, k]): q/k/v, gate/up. A backend may quantize x once and
+  // spread all rows of all matrices over the pool in one dispatch; the default runs them in turn.
+  struct MatmulTarget {
+    QuantType type;
+    const uint8_t* weights;
+    int64_t rows;
+    float* out;  // [n, rows]
+  };
+  virtual void matmul_group(std::span<const MatmulTarget> mats, int64_t k, const float* x,
+                            int64_t n) const {
+    for (const MatmulTarget& m : mats) matmul(m.type, m.weights, m.rows, k, x, n, m.out);
+  }
 
   // out[t] = table row ids[t] as floats. table: rows of row_bytes(type, k) bytes; out: [n, k].
   virtual void get_rows(QuantType type, const uint8_t* table, int64_t k, const int32_t* ids,

@@ -4,7 +4,7 @@
 # by tests/backend/cuda/make_carry.sh at build/cuda-carry (binaries + the oracle subset).
 # Usage: bash tests/backend/cuda/device_run.sh [stage...]   stages: tests cache speed (default all)
 set -u -o pipefail
-C=build/cuda-carry
+C=${C:-build/cuda-carry}
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT" /tmp/bin /tmp/lib
 for f in $C/bin/*.xz; do xz -dc "$f" > /tmp/bin/$(basename "$f" .xz); chmod +x /tmp/bin/$(basename "$f" .xz); done

@@ -6,8 +6,8 @@
 # ../shared folder does not travel).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-B=build/cuda
-C=build/cuda-carry
+B=${B:-build/cuda}
+C=${C:-build/cuda-carry}
 S=${JITLLM_SHARED:-../shared}
 rm -rf $C && mkdir -p $C/bin $C/lib $C/shared/oracle/models $C/shared/oracle/logits
 for b in $B/jitllm $B/tests/test_backend_cuda $B/tests/test_backend_cuda_nogpu; do

@@ -1,0 +1,136 @@
+// JitKernels::matmul: dispatch of matmuls to generated decode/GEMM kernels: activation packing
+// (cached per thread, so q/k/v and gate/up quantize their shared input once), rows split across
+// the pool in chunks of 16-row multiples so threads never share an output cache line, and cache
+// blocking of the prefill GEMM. Formats without an emitter fall back to the reference.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#include "backend/cpu/jit_kernels.h"
+#include "core/aligned_buffer.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+
+namespace jitllm {
+
+namespace {
+
+constexpr int64_t kRowChunk = 16;    // rows per kernel call in the GEMM (weights stay in L1)
+constexpr int64_t kTokenBlock = 64;  // tokens per pass over a thread's rows (activations in L2)
+
+// The last packed activation of this thread, reused when the next matmul gets the same floats
+// for a format with the same packing (q/k/v share their input, so do gate/up): comparing the
+// floats costs less than quantizing them again.
+struct PackCache {
+  int family = -1;
+  int64_t k = 0, n = 0;
+  std::vector<float> x;
+  AlignedPtr<uint8_t> buf;
+  size_t cap = 0;
+};
+
+int pack_family(QuantType t) {
+  // K formats share one packing (Q8_K quants + both sum planes); 32-block formats differ in bias.
+  return t == QuantType::Q4_K || t == QuantType::Q6_K ? 1000 : int(t);
+}
+
+const uint8_t* packed_activation(QuantType type, jit::Isa isa, const float* x, int64_t k,
+                                 int64_t n, const jit::ActLayout& al, ThreadPool& pool) {
+  thread_local PackCache c;
+  const size_t floats = size_t(n) * size_t(k);
+  const int family = pack_family(type) * 8 + int(isa);  // Q8_0's bias depends on the ISA
+  if (c.family == family && c.k == k && c.n == n &&
+      std::memcmp(c.x.data(), x, floats * sizeof(float)) == 0)
+    return c.buf.get();
+  const size_t bytes = al.bytes * size_t(n);
+  if (bytes > c.cap) {
+    c.cap = std::max(bytes, c.cap * 2);
+    c.buf = make_aligned<uint8_t>(c.cap, 64);
+  }
+  c.family = -1;  // invalid until packed
+  uint8_t* dst = c.buf.get();
+  pool.parallel_for(n, 1, [&](int64_t t0, int64_t t1) {
+    jit::pack_activation(type, isa, x + t0 * k, k, t1 - t0, dst + size_t(t0) * al.bytes);
+  });
+  c.x.assign(x, x + floats);
+  c.family = family;
+  c.k = k;
+  c.n = n;
+  return dst;
+}
+
+// Rows handed out in chunks (multiples of 16 rows, so no output cache line is shared) from an
+// atomic counter: a thread slowed down by anything else on its core takes fewer chunks instead
+// of holding up the others at the end of a static split.
+void dynamic_rows(ThreadPool& pool, int64_t rows, int64_t chunk,
+                  const std::function<void(int64_t, int64_t)>& fn) {
+  const int64_t n_chunks = (rows + chunk - 1) / chunk;
+  if (pool.size() == 1 || n_chunks == 1) return fn(0, rows);
+  std::atomic<int64_t> next{0};
+  pool.run([&](int, int) {
+    for (int64_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < n_chunks;)
+      fn(c * chunk, std::min(rows, (c + 1) * chunk));
+  });
+}
+
+int64_t row_chunk(int64_t rows, int threads, int64_t per_thread) {
+  const int64_t c = rows / (int64_t(threads) * per_thread) / 16 * 16;
+  return std::max<int64_t>(16, c);
+}
+
+}  // namespace
+
+void JitKernels::matmul(QuantType type, const uint8_t* weights, int64_t rows, int64_t k,
+                        const float* x, int64_t n, float* out) const {
+  if (n <= 0 || rows <= 0) return;
+  if (!jit::jit_matmul_supported(type) || k % quant_traits(type).block_elems != 0 ||
+      (type != QuantType::Q8_0 && type != QuantType::Q4_0 && k % 256 != 0))
+    return ref_.matmul(type, weights, rows, k, x, n, out);
+
+  const jit::ActLayout al = jit::act_layout(type, k);
+  ThreadPool& pool = ThreadPool::global();
+  const uint8_t* act = packed_activation(type, isa_, x, k, n, al, pool);
+  const size_t stride = row_bytes(type, k);
+  const int64_t out_stride = rows * int64_t(sizeof(float));
+
+  if (n == 1) {
+    const jit::TileShape ts = jit::decode_tile(type, isa_, k);
+    const jit::MatFn fn = mat_kernel({type, k, ts.rows, 1, isa_}).fn();
+    dynamic_rows(pool, rows, row_chunk(rows, pool.size(), 8), [&](int64_t r0, int64_t r1) {
+      const jit::MatArgs a{weights + size_t(r0) * stride, int64_t(stride), r1 - r0, act, out + r0,
+                           out_stride};
+      fn(&a);
+    });
+    return;
+  }
+
+  const jit::TileShape ts = jit::gemm_tile(type, isa_, k);
+  std::vector<jit::MatFn> fns(size_t(ts.tokens) + 1);  // fns[T]: kernel for T tokens
+  for (int t = 1; t <= ts.tokens; ++t) fns[size_t(t)] = mat_kernel({type, k, ts.rows, t, isa_}).fn();
+  dynamic_rows(pool, rows, row_chunk(rows, pool.size(), 4), [&](int64_t r0, int64_t r1) {
+    for (int64_t tb = 0; tb < n; tb += kTokenBlock) {
+      const int64_t te = std::min(n, tb + kTokenBlock);
+      for (int64_t rc = r0; rc < r1; rc += kRowChunk) {
+        const int64_t nr = std::min(kRowChunk, r1 - rc);
+        for (int64_t t = tb; t < te; t += ts.tokens) {
+          const int64_t nt = std::min<int64_t>(ts.tokens, te - t);
+          const jit::MatArgs a{weights + size_t(rc) * stride, int64_t(stride), nr,
+                               act + size_t(t) * al.bytes, out + t * rows + rc, out_stride};
+          fns[size_t(nt)](&a);
+        }
+      }
+    }
+  });
+}
+
+void JitKernels::matmul_group(std::span<const MatmulTarget> mats, int64_t k, const float* x,
+                              int64_t n) const {
+  // The packed input is cached per thread, so the matrices after the first reuse it.
+  for (const MatmulTarget& m : mats) matmul(m.type, m.weights, m.rows, k, x, n, m.out);
+}
+
+}  // namespace jitllm
