@@ -10,7 +10,9 @@
 #include <functional>
 #include <vector>
 
+#include "backend/cpu/jit_formats.h"
 #include "backend/cpu/jit_kernels.h"
+#include "backend/cpu/jit_kquant_matmul.h"
 #include "core/aligned_buffer.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
@@ -87,6 +89,8 @@ int64_t row_chunk(int64_t rows, int threads, int64_t per_thread) {
 void JitKernels::matmul(QuantType type, const uint8_t* weights, int64_t rows, int64_t k,
                         const float* x, int64_t n, float* out) const {
   if (n <= 0 || rows <= 0) return;
+  if (jit::matmul_k_quants(isa_, type, weights, rows, k, x, n, out)) return;  // Q2_K, Q3_K, Q5_K
+  if (jit::matmul_other_formats(isa_, type, weights, rows, k, x, n, out)) return;  // jit_formats.h
   if (!jit::jit_matmul_supported(type) || k % quant_traits(type).block_elems != 0 ||
       (type != QuantType::Q8_0 && type != QuantType::Q4_0 && k % 256 != 0))
     return ref_.matmul(type, weights, rows, k, x, n, out);

@@ -1,0 +1,510 @@
+// Xbyak emitter of the Q2_K / Q3_K / Q5_K matmul kernels declared in jit_kquant_matmul.h, on
+// AVX2 (ymm, vpmaddwd), AVX-VNNI (ymm, VEX vpdpwssd) and AVX-512 VNNI (zmm: 64 weights per
+// instruction, all 32 registers), and the tile shapes per format and ISA.
+//
+// Kernel structure (loop counts and activation offsets are constants of the emission):
+//   for each group of R rows (then the tail one row at a time):
+//     float acc[r][t] = 0
+//     for each super-block:  for each row r:
+//       16 int16 sub-group scales S and offset coefficients M from the block's packed scales;
+//       the 8 scales of a 128-bit lane are broadcast to every lane (tables lo/hi), so one
+//       vpshufb per chunk gives each int16 position its sub-group's scale
+//       int32 isum[t] = (Q3_K: M . bsums[t]; else 0)
+//       for each chunk of V weights (V = 32 ymm / 64 zmm): unpack to u8 once, then per token
+//         isum[t] += scale16 . (u8 weights x s8 quants)        (vpmaddubsw, vpdpwssd)
+//       acc[r][t] += float(isum[t]) * (d * d_act)   (Q2_K/Q5_K: - float(M . bsums) * dmin * d_act)
+//     horizontal sums -> out[t][r]
+// Register budgets are checked at emission (throws on overflow).
+#include <xbyak/xbyak.h>
+
+#include <cstring>
+
+#include "backend/cpu/jit_kquant_matmul.h"
+#include "core/error.h"
+#include "quant/formats.h"
+
+namespace jitllm::jit {
+
+namespace {
+
+using namespace Xbyak;
+
+// Byte offsets inside the blocks (quant/formats.h).
+struct Fields {
+  int bytes, d, dmin;
+};
+Fields fields(QuantType t) {
+  switch (t) {
+    case QuantType::Q2_K: return {int(sizeof(BlockQ2_K)), 80, 82};
+    case QuantType::Q3_K: return {int(sizeof(BlockQ3_K)), 108, -1};
+    case QuantType::Q5_K: return {int(sizeof(BlockQ5_K)), 0, 2};
+    default: throw_error("jit k-quant matmul: no emitter for {}", quant_name(t));
+  }
+}
+
+class KqEmitter : public CodeGenerator {
+ public:
+  explicit KqEmitter(const KqKey& key)
+      : CodeGenerator(4096, AutoGrow), key_(key), f_(fields(key.type)), al_(kq_act_layout(key.k)) {
+    if (key.rows < 1 || key.rows > 4 || key.tokens < 1 || key.tokens > 8)
+      throw_error("jit k-quant matmul: tile {}x{} out of range", key.rows, key.tokens);
+    if (key.k <= 0 || key.k % kQK_K != 0)
+      throw_error("jit k-quant matmul: k {} is not a multiple of 256", key.k);
+    emit();
+    ready();
+  }
+
+ private:
+  const Reg64 wrow = rsi, stride = rdx, stride3 = rcx, nrows = r8, act = r9, out = r10,
+              ostride = r11, wp = rax, ap = rbx, dp = rbp, s16p = r12, cnt = r14, tmp = r15;
+
+  KqKey key_;
+  Fields f_;
+  KqActLayout al_;
+  Label c03_, c04_, c0F_, c10_, c20_, c30_, neg4_, ones16_, sh3_, ctrlX_, ctrlY_, maskA_, maskN_,
+      dupLo_, dupHi_, chunkCtrl_;
+  uint32_t used_ = 0;
+
+  bool wide() const { return key_.isa == Isa::Avx512Vnni; }
+  int V() const { return wide() ? 64 : 32; }  // weights per chunk
+  int P() const { return int(al_.bytes); }
+
+  // ---------------------------------------------------------------- registers
+  // Accumulators take registers from the top (`high`), scratch from the bottom, so the xmm
+  // scratch of the scale unpacking stays in 0..15 (VEX-only instructions such as vpand).
+  int take(bool high = false) {
+    const int n = wide() ? 32 : 16;
+    for (int j = 0; j < n; ++j) {
+      const int i = high ? n - 1 - j : j;
+      if (!(used_ & (1u << i))) {
+        used_ |= 1u << i;
+        return i;
+      }
+    }
+    throw_error("jit k-quant matmul: tile {}x{} needs more than {} vector registers", key_.rows,
+                key_.tokens, n);
+  }
+  void give(int i) { used_ &= ~(1u << i); }
+  // A full-width vector (zmm when wide, else ymm), the ymm and the xmm of register i.
+  Xmm vec(int i) const { return wide() ? Xmm(Zmm(i)) : Xmm(Ymm(i)); }
+  static Ymm ymm(int i) { return Ymm(i); }
+  static Xmm xmm(int i) { return Xmm(i); }
+
+  // Width-neutral logic ops: EVEX needs the d/q forms (also for registers 16..31).
+  void vand(const Xmm& d, const Xmm& a, const Operand& b) {
+    if (wide()) vpandd(d, a, b); else vpand(d, a, b);
+  }
+  void vor(const Xmm& d, const Xmm& a, const Operand& b) {
+    if (wide()) vpord(d, a, b); else vpor(d, a, b);
+  }
+  void vzero(const Xmm& d) {
+    if (wide()) vpxord(d, d, d); else vpxor(d, d, d);
+  }
+  void vload(const Xmm& d, const Address& a) {
+    if (wide()) vmovdqu8(d, a); else vmovdqu(d, a);
+  }
+  // Constant as a memory operand of the vector's width (constants are 64 bytes long).
+  Address C(const Label& l) { return ptr[rip + l]; }
+
+  Address W(int r, int disp) {
+    switch (r) {
+      case 0: return ptr[wp + disp];
+      case 1: return ptr[wp + stride + disp];
+      case 2: return ptr[wp + stride * 2 + disp];
+      default: return ptr[wp + stride3 + disp];
+    }
+  }
+  Address A(int t, int disp) { return ptr[ap + t * P() + disp]; }
+
+  // Moves bit `from` of every byte to bit `to` (other bits are garbage; callers mask). Word
+  // shifts are exact here: a byte's bit `to` comes from its own bit `from` while from <= 7.
+  void move_bit(const Xmm& d, const Xmm& s, int from, int to) {
+    if (from > to) vpsrlw(d, s, uint8_t(from - to));
+    else if (from < to) vpsllw(d, s, uint8_t(to - from));
+    else if (wide()) vmovdqa64(d, s);
+    else vmovdqa(d, s);
+  }
+
+  // fp16 at `a` broadcast to every float lane.
+  void load_half(int i, const Address& a) {
+    if (wide()) {
+      vpbroadcastw(ymm(i), a);  // 16 halves -> 16 floats
+      vcvtph2ps(Zmm(i), ymm(i));
+    } else {
+      vpbroadcastw(xmm(i), a);
+      vcvtph2ps(ymm(i), xmm(i));
+    }
+  }
+
+  // ---------------------------------------------------------------- scales
+  // 16 int16 sub-group scales -> ymm S; 16 int16 offset coefficients -> ymm M. X is scratch.
+  void scales_q2_k(int r, int S, int M, int X) {
+    vmovdqu(xmm(X), W(r, 0));
+    vpand(xmm(S), xmm(X), C(c0F_));
+    vpmovzxbw(ymm(S), xmm(S));
+    vpsrlw(xmm(X), xmm(X), 4);
+    vpand(xmm(X), xmm(X), C(c0F_));
+    vpmovzxbw(ymm(M), xmm(X));  // mins
+  }
+  void scales_q3_k(int r, int S, int M, int X) {
+    // low 4 bits: bytes 0..7 (scales 0..7) and their high nibbles (8..15); high 2 bits: byte
+    // 8 + j % 4 >> 2 * (j / 4), i.e. dword lane j / 4 of (bytes 8..11 x4) >> (0, 2, 4, 6).
+    vmovq(xmm(X), W(r, 96));
+    vpsrlw(xmm(S), xmm(X), 4);
+    vpunpcklqdq(xmm(X), xmm(X), xmm(S));
+    vpand(xmm(X), xmm(X), C(c0F_));
+    vmovd(xmm(S), W(r, 104));
+    vpshufd(xmm(S), xmm(S), 0);
+    vpsrlvd(xmm(S), xmm(S), C(sh3_));
+    vpand(xmm(S), xmm(S), C(c03_));
+    vpsllw(xmm(S), xmm(S), 4);
+    vpor(xmm(X), xmm(X), xmm(S));
+    vpsubb(xmm(X), xmm(X), C(c20_));  // stored scales are offset by 32
+    vpmovsxbw(ymm(S), xmm(X));
+    vpmullw(ymm(M), ymm(S), C(neg4_));  // levels are q - 4: -4 * scale * bsum
+  }
+  void scales_q5_k(int r, int S, int M, int X) {
+    // 12 packed bytes -> [sc0..7, m0..7] (k4_scale_min): X = bytes 0-3,8-11,4-7,8-11; positions
+    // 4-7 / 12-15 take their high bits from bytes 0-3 / 4-7 (shuffled into S first).
+    vmovdqu(xmm(X), W(r, 4));
+    vpshufb(xmm(S), xmm(X), C(ctrlY_));
+    vpshufb(xmm(X), xmm(X), C(ctrlX_));
+    vpsrlw(xmm(M), xmm(X), 4);
+    vpand(xmm(M), xmm(M), C(maskN_));
+    vpand(xmm(X), xmm(X), C(maskA_));
+    vpor(xmm(X), xmm(X), xmm(M));
+    vpsrlw(xmm(S), xmm(S), 2);
+    vpand(xmm(S), xmm(S), C(c30_));
+    vpor(xmm(X), xmm(X), xmm(S));
+    // per 32-element group -> per 16-element sub-group (each value twice)
+    vpshufb(xmm(S), xmm(X), C(dupLo_));
+    vpshufb(xmm(M), xmm(X), C(dupHi_));
+    vpmovzxbw(ymm(S), xmm(S));
+    vpmovzxbw(ymm(M), xmm(M));
+  }
+
+  // ---------------------------------------------------------------- weights
+  // Registers holding a row's super-block bytes between chunks.
+  struct RowRegs {
+    int ql = -1, qh = -1;
+  };
+
+  // Chunk c of the super-block as unsigned levels in q (t2: scratch).
+  void unpack(int r, int c, const RowRegs& rr, int q, int t2) {
+    const Xmm Q = vec(q), T2 = vec(t2), L = vec(rr.ql), H = rr.qh >= 0 ? vec(rr.qh) : Xmm();
+    switch (key_.type) {
+      case QuantType::Q2_K:
+      case QuantType::Q3_K: {
+        const int qs = key_.type == QuantType::Q2_K ? 16 : 32;
+        // ymm chunk c: elements 32c.. = bits 2j..2j+1 of qs[32h + l], h = c / 4, j = c % 4.
+        // zmm chunk c: [qs | qs >> 2] of half h = c / 2, shifted by 4p (p = c % 2).
+        const int per_load = wide() ? 2 : 4;
+        const int h = c / per_load, s = wide() ? 4 * (c % 2) : 2 * (c % 4);
+        if (c % per_load == 0) {
+          if (wide()) {
+            vmovdqu8(ymm(rr.ql), W(r, qs + 32 * h));
+            vpsrlw(ymm(t2), ymm(rr.ql), 2);
+            vinserti64x4(Zmm(rr.ql), Zmm(rr.ql), ymm(t2), 1);
+          } else {
+            vmovdqu(ymm(rr.ql), W(r, qs + 32 * h));
+          }
+        }
+        if (s) {
+          vpsrlw(Q, L, uint8_t(s));
+          vand(Q, Q, C(c03_));
+        } else {
+          vand(Q, L, C(c03_));
+        }
+        if (key_.type == QuantType::Q3_K) {
+          // bit 2 of the level: bit (4h + j) of hmask[l]; zmm: [hm | hm >> 1] so the chunk's
+          // pair j = 2p, 2p + 1 reads bit 4h + 2p of both halves.
+          const int bit = wide() ? 4 * h + 2 * (c % 2) : 4 * h + c % 4;
+          move_bit(T2, H, bit, 2);
+          vand(T2, T2, C(c04_));
+          vor(Q, Q, T2);
+        }
+        break;
+      }
+      case QuantType::Q5_K: {
+        // ymm chunk c: nibble c % 2 of qs[32 (c / 2) + l] | bit c of qh[l] at bit 4.
+        // zmm chunk c: [low | high nibbles of qs[32c..]] | bits 2c / 2c + 1 of qh.
+        if (wide()) {
+          vmovdqu8(ymm(rr.ql), W(r, 48 + 32 * c));
+          vpsrlw(ymm(t2), ymm(rr.ql), 4);
+          vinserti64x4(Zmm(rr.ql), Zmm(rr.ql), ymm(t2), 1);
+          vand(Q, L, C(c0F_));
+          move_bit(T2, H, 2 * c, 4);
+        } else {
+          if (c % 2 == 0) {
+            vmovdqu(ymm(rr.ql), W(r, 48 + 16 * c));
+            vand(Q, L, C(c0F_));
+          } else {
+            vpsrlw(Q, L, 4);
+            vand(Q, Q, C(c0F_));
+          }
+          move_bit(T2, H, c, 4);
+        }
+        vand(T2, T2, C(c10_));
+        vor(Q, Q, T2);
+        break;
+      }
+      default: break;
+    }
+  }
+
+  // Per super-block, once per row: the high-bit plane (Q3_K hmask, Q5_K qh), doubled for zmm.
+  void load_high_bits(int r, int qh, int t2) {
+    const int off = key_.type == QuantType::Q3_K ? 0 : 16;
+    if (wide()) {
+      vmovdqu8(ymm(qh), W(r, off));
+      vpsrlw(ymm(t2), ymm(qh), 1);
+      vinserti64x4(Zmm(qh), Zmm(qh), ymm(t2), 1);
+    } else {
+      vmovdqu(ymm(qh), W(r, off));
+    }
+  }
+
+  // ---------------------------------------------------------------- one super-block
+  void unit(int R, const std::vector<std::vector<int>>& acc) {
+    const int T = key_.tokens;
+    const bool has_min = key_.type != QuantType::Q3_K;
+    std::vector<int> iacc(size_t(T), 0);
+    for (int& i : iacc) i = take(true);
+    const int tlo = take(), thi = take(), q = take(), t2 = take(), sc = take(), prod = take();
+    RowRegs rr;
+    rr.ql = take();
+    if (key_.type != QuantType::Q2_K) rr.qh = take();
+    const int n_chunks = kQK_K / V();
+    for (int r = 0; r < R; ++r) {
+      // S in tlo's ymm, M in sc's ymm (scratch: q).
+      switch (key_.type) {
+        case QuantType::Q2_K: scales_q2_k(r, tlo, sc, q); break;
+        case QuantType::Q3_K: scales_q3_k(r, tlo, sc, q); break;
+        default: scales_q5_k(r, tlo, sc, q); break;
+      }
+      if (has_min) {
+        // acc -= float(M . bsums) * (dmin * d_act)
+        load_half(q, W(r, f_.dmin));
+        for (int t = 0; t < T; ++t) {
+          vpmaddwd(ymm(prod), ymm(sc), ptr[s16p + t * P()]);  // upper zmm lanes zeroed
+          vcvtdq2ps(vec(prod), vec(prod));
+          vbroadcastss(vec(t2), ptr[dp + t * P()]);
+          vmulps(vec(t2), vec(t2), vec(q));
+          vfnmadd231ps(vec(acc[size_t(r)][size_t(t)]), vec(prod), vec(t2));
+          vzero(vec(iacc[size_t(t)]));
+        }
+      } else {
+        for (int t = 0; t < T; ++t)
+          vpmaddwd(ymm(iacc[size_t(t)]), ymm(sc), ptr[s16p + t * P()]);
+      }
+      // scale tables: sub-groups 0..7 / 8..15 in every 128-bit lane
+      if (wide()) {
+        vshufi32x4(Zmm(thi), Zmm(tlo), Zmm(tlo), 0x55);
+        vshufi32x4(Zmm(tlo), Zmm(tlo), Zmm(tlo), 0x00);
+      } else {
+        vpermq(ymm(thi), ymm(tlo), 0xEE);
+        vpermq(ymm(tlo), ymm(tlo), 0x44);
+      }
+      if (rr.qh >= 0) load_high_bits(r, rr.qh, t2);
+      for (int c = 0; c < n_chunks; ++c) {
+        unpack(r, c, rr, q, t2);
+        // chunk c covers sub-groups (V / 16) c .. (V / 16) (c + 1) - 1, all in one table
+        const bool lo = c < n_chunks / 2;
+        vpshufb(vec(sc), vec(lo ? tlo : thi), ptr[rip + chunkCtrl_ + 64 * c]);
+        for (int t = 0; t < T; ++t) {
+          const Xmm ia = vec(iacc[size_t(t)]), pr = vec(prod);
+          vpmaddubsw(pr, vec(q), A(t, V() * c));
+          if (key_.isa == Isa::Avx2) {
+            vpmaddwd(pr, pr, vec(sc));
+            vpaddd(ia, ia, pr);
+          } else {
+            vpdpwssd(ia, pr, vec(sc), wide() ? EvexEncoding : VexEncoding);
+          }
+        }
+      }
+      // acc += float(isum) * (d * d_act)
+      load_half(q, W(r, f_.d));
+      for (int t = 0; t < T; ++t) {
+        vbroadcastss(vec(t2), ptr[dp + t * P()]);
+        vmulps(vec(t2), vec(t2), vec(q));
+        vcvtdq2ps(vec(iacc[size_t(t)]), vec(iacc[size_t(t)]));
+        vfmadd231ps(vec(acc[size_t(r)][size_t(t)]), vec(iacc[size_t(t)]), vec(t2));
+      }
+    }
+    for (int i : {tlo, thi, q, t2, sc, prod, rr.ql}) give(i);
+    if (rr.qh >= 0) give(rr.qh);
+    for (int i : iacc) give(i);
+  }
+
+  // ---------------------------------------------------------------- structure
+  void hsum_store(int y, const Address& dst) {
+    const int t = take();
+    const Xmm x(y), xt(t);
+    if (wide()) {
+      vextractf64x4(ymm(t), Zmm(y), 1);
+      vaddps(ymm(y), ymm(y), ymm(t));
+    }
+    if (wide()) vextractf32x4(xt, ymm(y), 1);
+    else vextractf128(xt, ymm(y), 1);
+    vaddps(x, x, xt);
+    vmovhlps(xt, xt, x);
+    vaddps(x, x, xt);
+    vmovshdup(xt, x);
+    vaddss(x, x, xt);
+    vmovss(dst, x);
+    give(t);
+  }
+
+  void body(int R) {
+    const int T = key_.tokens;
+    std::vector<std::vector<int>> acc(static_cast<size_t>(R), std::vector<int>(static_cast<size_t>(T)));
+    for (auto& row : acc)
+      for (int& a : row) {
+        a = take(true);
+        vzero(vec(a));
+      }
+    mov(wp, wrow);
+    lea(ap, ptr[act + int(al_.qs)]);
+    lea(dp, ptr[act + int(al_.d)]);
+    lea(s16p, ptr[act + int(al_.s16)]);
+    mov(cnt, key_.k / kQK_K);
+    Label loop;
+    L(loop);
+    unit(R, acc);
+    add(wp, f_.bytes);
+    add(ap, kQK_K);
+    add(dp, 4);
+    add(s16p, 32);
+    dec(cnt);
+    jnz(loop, T_NEAR);
+    mov(tmp, out);
+    for (int t = 0; t < T; ++t) {
+      for (int r = 0; r < R; ++r) hsum_store(acc[size_t(r)][size_t(t)], ptr[tmp + 4 * r]);
+      if (t + 1 < T) add(tmp, ostride);
+    }
+    for (auto& row : acc)
+      for (int a : row) give(a);
+  }
+
+  void advance_rows(int R) {
+    switch (R) {
+      case 1: add(wrow, stride); break;
+      case 2: lea(wrow, ptr[wrow + stride * 2]); break;
+      case 3: add(wrow, stride3); break;
+      default: lea(wrow, ptr[wrow + stride * 4]); break;
+    }
+    add(out, 4 * R);
+    sub(nrows, R);
+  }
+
+  void emit() {
+    const int R = key_.rows;
+    for (const Reg64& r : {rbx, rbp, r12, r13, r14, r15}) push(r);
+    mov(wrow, ptr[rdi + offsetof(KqArgs, w)]);
+    mov(stride, ptr[rdi + offsetof(KqArgs, w_stride)]);
+    mov(nrows, ptr[rdi + offsetof(KqArgs, n_rows)]);
+    mov(act, ptr[rdi + offsetof(KqArgs, act)]);
+    mov(out, ptr[rdi + offsetof(KqArgs, out)]);
+    mov(ostride, ptr[rdi + offsetof(KqArgs, out_stride)]);
+    lea(stride3, ptr[stride + stride * 2]);
+
+    Label main_loop, tail_loop, done;
+    L(main_loop);
+    cmp(nrows, R);
+    jl(tail_loop, T_NEAR);
+    body(R);
+    advance_rows(R);
+    jmp(main_loop, T_NEAR);
+    L(tail_loop);
+    if (R > 1) {
+      test(nrows, nrows);
+      jz(done, T_NEAR);
+      body(1);
+      advance_rows(1);
+      jmp(tail_loop, T_NEAR);
+    }
+    L(done);
+    vzeroupper();
+    for (const Reg64& r : {r15, r14, r13, r12, rbp, rbx}) pop(r);
+    ret();
+    constants();
+  }
+
+  // ---------------------------------------------------------------- constants (64 bytes each)
+  void bytes64(Label& l, const uint8_t* b) {
+    align(64);
+    L(l);
+    for (int i = 0; i < 64; ++i) db(b[i]);
+  }
+  void splat(Label& l, uint8_t v) {
+    uint8_t b[64];
+    std::memset(b, v, 64);
+    bytes64(l, b);
+  }
+  void lane16(Label& l, const uint8_t (&b)[16]) {  // 16 bytes repeated in every 128-bit lane
+    uint8_t x[64];
+    for (int i = 0; i < 64; ++i) x[i] = b[i % 16];
+    bytes64(l, x);
+  }
+
+  void constants() {
+    splat(c03_, 0x03);
+    splat(c04_, 0x04);
+    splat(c0F_, 0x0F);
+    splat(c10_, 0x10);
+    splat(c20_, 0x20);
+    splat(c30_, 0x30);
+    uint8_t b[64];
+    for (int i = 0; i < 64; ++i) b[i] = i % 2 == 0 ? 0xFC : 0xFF;  // int16 -4
+    bytes64(neg4_, b);
+    for (int i = 0; i < 64; ++i) b[i] = i % 4 == 0 ? uint8_t(2 * ((i / 4) % 4)) : 0;  // dwords 0,2,4,6
+    bytes64(sh3_, b);
+    lane16(ctrlX_, {0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11});
+    lane16(ctrlY_, {0x80, 0x80, 0x80, 0x80, 0, 1, 2, 3, 0x80, 0x80, 0x80, 0x80, 4, 5, 6, 7});
+    lane16(maskA_, {0x3F, 0x3F, 0x3F, 0x3F, 0x0F, 0x0F, 0x0F, 0x0F, 0x3F, 0x3F, 0x3F, 0x3F, 0, 0,
+                    0, 0});
+    lane16(maskN_, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0F, 0x0F, 0x0F, 0x0F});
+    lane16(dupLo_, {0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7});
+    lane16(dupHi_, {8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15});
+    // Per chunk: 128-bit lane L holds sub-group g = (V / 16) c + L; its int16 scale is word
+    // g % 8 of the (lo or hi) table, replicated over the lane.
+    const int per = V() / 16;
+    for (int c = 0; c < kQK_K / V(); ++c) {
+      for (int i = 0; i < 64; ++i) {
+        const int g = (per * c + (i / 16) % per) % 8;
+        b[i] = uint8_t(2 * g + i % 2);
+      }
+      if (c == 0) {
+        align(64);
+        L(chunkCtrl_);
+      }
+      for (int i = 0; i < 64; ++i) db(b[i]);
+    }
+  }
+};
+
+}  // namespace
+
+struct KqKernel::Impl {
+  explicit Impl(const KqKey& key) : gen(key) {}
+  KqEmitter gen;
+};
+
+KqKernel::KqKernel(const KqKey& key) : key_(key), impl_(std::make_unique<Impl>(key)) {
+  fn_ = impl_->gen.getCode<KqFn>();
+}
+
+KqKernel::~KqKernel() = default;
+
+std::vector<uint8_t> KqKernel::code() const {
+  const uint8_t* p = impl_->gen.getCode();
+  return std::vector<uint8_t>(p, p + impl_->gen.getSize());
+}
+
+KqTile kq_decode_tile(QuantType, Isa) { return {4, 1}; }
+
+KqTile kq_gemm_tile(QuantType, Isa isa) {
+  return isa == Isa::Avx512Vnni ? KqTile{2, 6} : KqTile{1, 4};  // ymm: 16 registers
+}
+
+}  // namespace jitllm::jit

@@ -1,0 +1,214 @@
+// The Q8_K activation packer of the K-quant kernels (jit_kquant_matmul.h), their process-wide
+// kernel cache, and matmul_k_quants: activation packing cached per thread (q/k/v and gate/up
+// quantize their shared input once), rows handed out in 16-row multiples (threads never share an
+// output cache line), and the prefill GEMM blocked so a thread's weight rows stay in L1 while a
+// block of tokens stays in L2.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/cpu/jit_kquant_matmul.h"
+#include "core/aligned_buffer.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "quant/formats.h"
+
+namespace jitllm::jit {
+
+namespace {
+
+size_t pad64(size_t n) { return (n + 63) / 64 * 64; }
+
+float hmax(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+
+// quantize_q8_k for one super-block: the scale comes from the first element of largest
+// magnitude (its sign included), q = min(127, round-half-even(x * -127 / max)), d = 1 / iscale.
+void pack_block(const float* x, int8_t* qs, float* d, int16_t* s16) {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  __m256 m = _mm256_setzero_ps();
+  for (int i = 0; i < kQK_K; i += 8) m = _mm256_max_ps(m, _mm256_and_ps(abs_mask, _mm256_loadu_ps(x + i)));
+  const float amax = hmax(m);
+  if (amax == 0.0f) {
+    std::memset(qs, 0, kQK_K);
+    std::memset(s16, 0, 16 * sizeof(int16_t));
+    *d = 0.0f;
+    return;
+  }
+  int j = 0;
+  while (j < kQK_K - 1 && std::fabs(x[j]) != amax) ++j;  // bounded: NaN input
+  const float iscale = -127.f / x[j];
+  const __m256 is = _mm256_set1_ps(iscale);
+  const __m256i hi = _mm256_set1_epi32(127);
+  for (int g = 0; g < 16; ++g) {
+    // 16 quants: round half to even (MXCSR default), clamp above, narrow to int8 in order.
+    const __m256i a = _mm256_min_epi32(hi, _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 16 * g), is)));
+    const __m256i b = _mm256_min_epi32(hi, _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 16 * g + 8), is)));
+    const __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(a, b), 0xD8);  // 16 int16
+    const __m128i w0 = _mm256_castsi256_si128(w), w1 = _mm256_extracti128_si256(w, 1);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 16 * g), _mm_packs_epi16(w0, w1));
+    __m128i s = _mm_add_epi16(w0, w1);
+    s = _mm_add_epi16(s, _mm_shuffle_epi32(s, 0x4E));
+    s = _mm_add_epi16(s, _mm_shuffle_epi32(s, 0xB1));
+    s = _mm_add_epi16(s, _mm_srli_epi32(s, 16));
+    s16[g] = int16_t(_mm_cvtsi128_si32(s));
+  }
+  *d = 1 / iscale;
+}
+
+// The last packed activation of this thread, reused when the next matmul gets the same floats.
+struct PackCache {
+  int64_t k = 0, n = 0;
+  bool valid = false;
+  std::vector<float> x;
+  AlignedPtr<uint8_t> buf;
+  size_t cap = 0;
+};
+
+const uint8_t* packed_activation(const float* x, int64_t k, int64_t n, const KqActLayout& al,
+                                 ThreadPool& pool) {
+  thread_local PackCache c;
+  const size_t floats = size_t(n) * size_t(k);
+  if (c.valid && c.k == k && c.n == n && std::memcmp(c.x.data(), x, floats * sizeof(float)) == 0)
+    return c.buf.get();
+  const size_t bytes = al.bytes * size_t(n);
+  if (bytes > c.cap) {
+    c.cap = std::max(bytes, c.cap * 2);
+    c.buf = make_aligned<uint8_t>(c.cap, 64);
+  }
+  c.valid = false;
+  uint8_t* dst = c.buf.get();
+  if (n == 1) {
+    kq_pack_activation(x, k, 1, dst);
+  } else {
+    pool.parallel_for(n, 1, [&](int64_t t0, int64_t t1) {
+      kq_pack_activation(x + t0 * k, k, t1 - t0, dst + size_t(t0) * al.bytes);
+    });
+  }
+  c.x.assign(x, x + floats);
+  c.k = k;
+  c.n = n;
+  c.valid = true;
+  return dst;
+}
+
+// Rows handed out in chunks (multiples of 16) from an atomic counter, so a thread slowed by other
+// load takes fewer chunks.
+void dynamic_rows(ThreadPool& pool, int64_t rows, int64_t chunk,
+                  const std::function<void(int64_t, int64_t)>& fn) {
+  const int64_t n_chunks = (rows + chunk - 1) / chunk;
+  if (pool.size() == 1 || n_chunks == 1) return fn(0, rows);
+  std::atomic<int64_t> next{0};
+  pool.run([&](int, int) {
+    for (int64_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < n_chunks;)
+      fn(c * chunk, std::min(rows, (c + 1) * chunk));
+  });
+}
+
+int64_t row_chunk(int64_t rows, int threads, int64_t per_thread) {
+  const int64_t c = rows / (int64_t(threads) * per_thread) / 16 * 16;
+  return std::max<int64_t>(16, c);
+}
+
+struct KeyHash {
+  size_t operator()(const KqKey& k) const {
+    size_t h = size_t(k.type);
+    h = h * 1000003u ^ size_t(k.k);
+    h = h * 1000003u ^ size_t(k.rows * 64 + k.tokens);
+    return h * 1000003u ^ size_t(k.isa);
+  }
+};
+
+constexpr int64_t kRowChunk = 16;    // rows per GEMM kernel call (their weights stay in L1)
+constexpr int64_t kTokenBlock = 64;  // tokens per pass over a thread's rows (activations in L2)
+
+}  // namespace
+
+bool kq_supported(QuantType type) {
+  return type == QuantType::Q2_K || type == QuantType::Q3_K || type == QuantType::Q5_K;
+}
+
+KqActLayout kq_act_layout(int64_t k) {
+  KqActLayout l;
+  l.k = k;
+  l.qs = 0;
+  l.d = pad64(size_t(k));
+  l.s16 = l.d + pad64(size_t(k / kQK_K) * 4);
+  l.bytes = l.s16 + pad64(size_t(k / 16) * 2);
+  return l;
+}
+
+void kq_pack_activation(const float* x, int64_t k, int64_t n, uint8_t* dst) {
+  if (k % kQK_K != 0) throw_error("k-quant activation: k {} is not a multiple of 256", k);
+  const KqActLayout l = kq_act_layout(k);
+  for (int64_t t = 0; t < n; ++t) {
+    uint8_t* p = dst + size_t(t) * l.bytes;
+    auto* qs = reinterpret_cast<int8_t*>(p + l.qs);
+    auto* d = reinterpret_cast<float*>(p + l.d);
+    auto* s16 = reinterpret_cast<int16_t*>(p + l.s16);
+    for (int64_t i = 0; i < k / kQK_K; ++i)
+      pack_block(x + t * k + i * kQK_K, qs + i * kQK_K, d + i, s16 + 16 * i);
+  }
+}
+
+const KqKernel& kq_kernel(const KqKey& key) {
+  static std::mutex mutex;
+  static std::unordered_map<KqKey, std::unique_ptr<KqKernel>, KeyHash> cache;
+  std::lock_guard lock(mutex);
+  auto& slot = cache[key];
+  if (!slot) slot = std::make_unique<KqKernel>(key);
+  return *slot;
+}
+
+bool matmul_k_quants(Isa isa, QuantType type, const uint8_t* weights, int64_t rows, int64_t k,
+                     const float* x, int64_t n, float* out) {
+  if (!kq_supported(type) || k <= 0 || k % kQK_K != 0) return false;
+  if (n <= 0 || rows <= 0) return true;
+  const KqActLayout al = kq_act_layout(k);
+  ThreadPool& pool = ThreadPool::global();
+  const uint8_t* act = packed_activation(x, k, n, al, pool);
+  const int64_t stride = int64_t(row_bytes(type, k));
+  const int64_t out_stride = rows * int64_t(sizeof(float));
+
+  if (n == 1) {
+    const KqTile ts = kq_decode_tile(type, isa);
+    const KqFn fn = kq_kernel({type, k, ts.rows, 1, isa}).fn();
+    dynamic_rows(pool, rows, row_chunk(rows, pool.size(), 8), [&](int64_t r0, int64_t r1) {
+      const KqArgs a{weights + r0 * stride, stride, r1 - r0, act, out + r0, out_stride};
+      fn(&a);
+    });
+    return true;
+  }
+
+  const KqTile ts = kq_gemm_tile(type, isa);
+  std::vector<KqFn> fns(size_t(ts.tokens) + 1);  // fns[T]: the kernel for T tokens
+  for (int t = 1; t <= ts.tokens; ++t) fns[size_t(t)] = kq_kernel({type, k, ts.rows, t, isa}).fn();
+  dynamic_rows(pool, rows, row_chunk(rows, pool.size(), 4), [&](int64_t r0, int64_t r1) {
+    for (int64_t tb = 0; tb < n; tb += kTokenBlock) {
+      const int64_t te = std::min(n, tb + kTokenBlock);
+      for (int64_t rc = r0; rc < r1; rc += kRowChunk) {
+        const int64_t nr = std::min(kRowChunk, r1 - rc);
+        for (int64_t t = tb; t < te; t += ts.tokens) {
+          const int64_t nt = std::min<int64_t>(ts.tokens, te - t);
+          const KqArgs a{weights + rc * stride, stride, nr, act + size_t(t) * al.bytes,
+                         out + t * rows + rc, out_stride};
+          fns[size_t(nt)](&a);
+        }
+      }
+    }
+  });
+  return true;
+}
+
+}  // namespace jitllm::jit

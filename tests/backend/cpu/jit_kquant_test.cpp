@@ -1,0 +1,254 @@
+// Generated Q2_K / Q3_K / Q5_K matmul kernels (jit_kquant_matmul.h) against the reference matmul
+// (quantize_activation + vec_dot): each format x each ISA level this CPU runs, at real model shapes
+// (2048x2048, 5632x2048, 2048x5632, 128256x2048 decode; prefill with ragged token counts up to
+// 300), ragged rows, all-zero blocks and activations, two calls into one buffer, the packed
+// activation's bytes against quantize_activation's, and byte-identical emission.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fmt/format.h>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/jit_kernels.h"
+#include "backend/cpu/jit_kquant_matmul.h"
+#include "core/error.h"
+#include "core/fp16.h"
+#include "quant/formats.h"
+#include "quant/quant.h"
+
+namespace jitllm {
+namespace {
+
+using jit::Isa;
+
+const QuantType kFormats[] = {QuantType::Q2_K, QuantType::Q3_K, QuantType::Q5_K};
+
+std::vector<Isa> isas() {
+  std::vector<Isa> out;
+  for (Isa i : {Isa::Avx2, Isa::AvxVnni, Isa::Avx512Vnni})
+    if (jit::cpu_supports(i)) out.push_back(i);
+  return out;
+}
+
+// Valid weights: random floats through the reference quantizer (small shapes), or random bytes
+// with finite modest fp16 scales (large shapes, where quantizing would be slow). Random bytes
+// reach every level, scale and min, including the extremes.
+std::vector<uint8_t> make_weights(QuantType type, int64_t rows, int64_t k, uint32_t seed,
+                                  bool quantize) {
+  std::mt19937 rng(seed);
+  const size_t rb = row_bytes(type, k);
+  std::vector<uint8_t> w(rb * size_t(rows));
+  if (quantize) {
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> x(static_cast<size_t>(k));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (float& v : x) v = nd(rng);
+      quantize_row(type, x.data(), w.data() + size_t(r) * rb, k);
+    }
+    return w;
+  }
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (auto& b : w) b = uint8_t(byte(rng));
+  std::uniform_real_distribution<float> sd(0.001f, 0.02f);
+  const size_t bb = quant_traits(type).block_bytes;
+  for (size_t off = 0; off < w.size(); off += bb) {
+    auto put = [&](size_t at) {
+      const uint16_t h = f32_to_fp16(sd(rng));
+      std::memcpy(w.data() + off + at, &h, 2);
+    };
+    switch (type) {
+      case QuantType::Q2_K: put(80); put(82); break;
+      case QuantType::Q3_K: put(108); break;
+      case QuantType::Q5_K: put(0); put(2); break;
+      default: break;
+    }
+  }
+  return w;
+}
+
+std::vector<float> make_x(int64_t n, int64_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(n * k));
+  for (float& v : x) v = nd(rng);
+  return x;
+}
+
+// Same tolerance as the other generated matmuls: the integer sums are exact, only the float
+// accumulation order differs.
+void expect_close(const std::vector<float>& ref, const std::vector<float>& got,
+                  const std::string& what) {
+  ASSERT_EQ(ref.size(), got.size());
+  float scale = 0;
+  for (float v : ref) scale = std::max(scale, std::fabs(v));
+  size_t bad = 0;
+  float worst = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const float diff = std::fabs(ref[i] - got[i]);
+    worst = std::max(worst, diff / std::max(scale, 1e-30f));
+    if (!(diff <= 2e-6f * scale + 2e-6f * std::fabs(ref[i]))) ++bad;
+  }
+  EXPECT_EQ(bad, 0u) << what << ": worst |diff| / max|ref| = " << worst;
+}
+
+void check(QuantType type, int64_t rows, int64_t k, int64_t n, bool quantize, uint32_t seed) {
+  const auto w = make_weights(type, rows, k, seed, quantize);
+  const auto x = make_x(n, k, seed + 1);
+  std::vector<float> ref(size_t(rows * n));
+  reference_kernels().matmul(type, w.data(), rows, k, x.data(), n, ref.data());
+  for (Isa isa : isas()) {
+    const JitKernels jk(isa);
+    std::vector<float> got(size_t(rows * n), 12345.0f);
+    jk.matmul(type, w.data(), rows, k, x.data(), n, got.data());
+    expect_close(ref, got,
+                 fmt::format("{} {}x{} n={} {}", quant_name(type), rows, k, n, jit::isa_name(isa)));
+  }
+}
+
+TEST(JitKQuant, PackedActivationBytesEqualQuantizeActivation) {
+  const int64_t k = 2048, n = 3;
+  auto x = make_x(n, k, 1);
+  std::fill(x.begin() + 256, x.begin() + 512, 0.0f);  // an all-zero super-block
+  x[7] = -9.0f;                                         // a negative largest element
+  x[600] = 9.0f;
+  x[601] = -9.0f;  // a tie in magnitude: the first one gives the sign
+  const jit::KqActLayout al = jit::kq_act_layout(k);
+  std::vector<uint8_t> packed(al.bytes * n);
+  jit::kq_pack_activation(x.data(), k, n, packed.data());
+  std::vector<BlockQ8_K> ref(k / kQK_K);
+  for (int64_t t = 0; t < n; ++t) {
+    quantize_activation(QuantType::Q2_K, x.data() + t * k, ref.data(), k);
+    const uint8_t* p = packed.data() + t * al.bytes;
+    for (int64_t i = 0; i < k / kQK_K; ++i) {
+      EXPECT_EQ(std::memcmp(p + al.qs + i * kQK_K, ref[size_t(i)].qs, kQK_K), 0) << t << " " << i;
+      float d;
+      std::memcpy(&d, p + al.d + 4 * i, 4);
+      EXPECT_EQ(d, ref[size_t(i)].d) << t << " " << i;
+      EXPECT_EQ(std::memcmp(p + al.s16 + 32 * i, ref[size_t(i)].bsums, 32), 0) << t << " " << i;
+    }
+  }
+}
+
+TEST(JitKQuant, DecodeModelShapes) {
+  for (QuantType t : kFormats) {
+    check(t, 2048, 2048, 1, true, 1);
+    check(t, 5632, 2048, 1, false, 2);
+    check(t, 2048, 5632, 1, false, 3);
+  }
+}
+
+TEST(JitKQuant, DecodeVocabShape) {
+  for (QuantType t : kFormats) check(t, 128256, 2048, 1, false, 4);
+}
+
+TEST(JitKQuant, PrefillTilesAndRaggedTails) {
+  // Rows not a multiple of the row tile or of 16, tokens not a multiple of the token tile.
+  for (QuantType t : kFormats)
+    for (int64_t n : {2, 3, 5, 7, 64, 67}) check(t, 256 + 13, 512, n, true, uint32_t(10 + n));
+  for (QuantType t : kFormats) check(t, 96 + 3, 2048, 300, false, 19);  // 4 token blocks, ragged
+  for (QuantType t : kFormats) check(t, 1, 256, 1, true, 20);
+  for (QuantType t : kFormats) check(t, 3, 256, 9, true, 21);
+}
+
+TEST(JitKQuant, ZeroBlocksAndZeroActivations) {
+  for (QuantType t : kFormats) {
+    auto w = make_weights(t, 64, 1024, 30, true);
+    const size_t rb = row_bytes(t, 1024);
+    // First row entirely zero bytes; the second row's first super-block zero.
+    std::fill(w.begin(), w.begin() + ptrdiff_t(rb), uint8_t(0));
+    std::fill(w.begin() + ptrdiff_t(rb), w.begin() + ptrdiff_t(rb + quant_traits(t).block_bytes),
+              uint8_t(0));
+    auto x = make_x(3, 1024, 31);
+    std::fill(x.begin() + 1024, x.begin() + 2048, 0.0f);  // token 1: all zero
+    std::fill(x.begin() + 2048, x.begin() + 2048 + 256, 0.0f);  // token 2: first block zero
+    std::vector<float> ref(64 * 3);
+    reference_kernels().matmul(t, w.data(), 64, 1024, x.data(), 3, ref.data());
+    for (Isa isa : isas()) {
+      std::vector<float> got(64 * 3, -1.0f);
+      JitKernels(isa).matmul(t, w.data(), 64, 1024, x.data(), 3, got.data());
+      expect_close(ref, got, fmt::format("zeros {} {}", quant_name(t), jit::isa_name(isa)));
+      EXPECT_EQ(got[0], 0.0f);
+      for (int r = 0; r < 64; ++r) EXPECT_EQ(got[64 + r], 0.0f);
+    }
+  }
+}
+
+TEST(JitKQuant, TwoCallsIntoOneBufferOverwrite) {
+  for (QuantType t : kFormats) {
+    const auto w = make_weights(t, 100, 512, 40, true);
+    const auto x1 = make_x(4, 512, 41), x2 = make_x(4, 512, 42);
+    std::vector<float> ref(400);
+    reference_kernels().matmul(t, w.data(), 100, 512, x2.data(), 4, ref.data());
+    for (Isa isa : isas()) {
+      const JitKernels jk(isa);
+      std::vector<float> got(400);
+      jk.matmul(t, w.data(), 100, 512, x1.data(), 4, got.data());
+      jk.matmul(t, w.data(), 100, 512, x2.data(), 4, got.data());
+      expect_close(ref, got, fmt::format("second call {} {}", quant_name(t), jit::isa_name(isa)));
+      std::vector<float> one(100);
+      jk.matmul(t, w.data(), 100, 512, x2.data() + 512, 1, one.data());
+      jk.matmul(t, w.data(), 100, 512, x2.data() + 512, 1, one.data());
+      expect_close(std::vector<float>(ref.begin() + 100, ref.begin() + 200), one,
+                   fmt::format("decode twice {} {}", quant_name(t), jit::isa_name(isa)));
+    }
+  }
+}
+
+TEST(JitKQuant, EveryTileAgainstTheReferenceDot) {
+  // The kernels themselves (not the dispatch): every T up to the GEMM tile, R = 1..4, ragged rows.
+  const int64_t k = 512, rows = 11;
+  for (QuantType t : kFormats) {
+    const auto w = make_weights(t, rows, k, 50, true);
+    const auto x = make_x(8, k, 51);
+    const jit::KqActLayout al = jit::kq_act_layout(k);
+    std::vector<uint8_t> act(al.bytes * 8 + 64);
+    uint8_t* a = act.data() + (64 - reinterpret_cast<uintptr_t>(act.data()) % 64) % 64;
+    jit::kq_pack_activation(x.data(), k, 8, a);
+    std::vector<float> ref(size_t(8 * rows));
+    reference_kernels().matmul(t, w.data(), rows, k, x.data(), 8, ref.data());
+    for (Isa isa : isas())
+      for (auto [R, T] : {std::pair{1, 1}, {4, 1}, {3, 1}, {2, 2}, {1, 3},
+                          {jit::kq_gemm_tile(t, isa).rows, jit::kq_gemm_tile(t, isa).tokens}}) {
+          const jit::KqKernel kern({t, k, R, T, isa});
+          std::vector<float> got(size_t(8 * rows), 7.0f), want(size_t(T * rows));
+          const jit::KqArgs args{w.data(), int64_t(row_bytes(t, k)), rows, a, got.data(),
+                                 int64_t(rows * 4)};
+          kern.fn()(&args);
+          got.resize(size_t(T * rows));
+          std::copy(ref.begin(), ref.begin() + T * rows, want.begin());
+          expect_close(want, got,
+                       fmt::format("{} R={} T={} {}", quant_name(t), R, T, jit::isa_name(isa)));
+        }
+  }
+}
+
+TEST(JitKQuant, EmissionIsDeterministic) {
+  for (QuantType t : kFormats)
+    for (Isa isa : isas()) {
+      const jit::KqTile d = jit::kq_decode_tile(t, isa);
+      const jit::KqKey key{t, 2048, d.rows, d.tokens, isa};
+      const jit::KqKernel a(key), b(key);
+      EXPECT_EQ(a.code(), b.code()) << quant_name(t) << " " << jit::isa_name(isa);
+      const jit::KqTile g = jit::kq_gemm_tile(t, isa);
+      EXPECT_NE(a.code(), jit::KqKernel(jit::KqKey{t, 4096, g.rows, g.tokens, isa}).code());
+    }
+}
+
+TEST(JitKQuant, BadShapesAreErrorsOrFallBack) {
+  const Isa isa = jit::cpu_best_isa();
+  EXPECT_THROW(jit::KqKernel(jit::KqKey{QuantType::Q2_K, 300, 1, 1, isa}), Error);
+  EXPECT_THROW(jit::KqKernel(jit::KqKey{QuantType::Q5_K, 256, 5, 1, isa}), Error);
+  EXPECT_THROW(jit::KqKernel(jit::KqKey{QuantType::Q4_K, 256, 1, 1, isa}), Error);
+  // Too many accumulators for the registers: a clear error, not bad code.
+  EXPECT_THROW(jit::KqKernel(jit::KqKey{QuantType::Q5_K, 256, 4, 8, Isa::Avx2}), Error);
+  float out = 0, x[256] = {};
+  const uint8_t w[256] = {};
+  EXPECT_FALSE(jit::matmul_k_quants(isa, QuantType::Q4_K, w, 1, 256, x, 1, &out));
+  EXPECT_FALSE(jit::matmul_k_quants(isa, QuantType::Q2_K, w, 1, 128, x, 1, &out));
+}
+
+}  // namespace
+}  // namespace jitllm
