@@ -1,0 +1,374 @@
+// Xbyak emitter of the Q4_1, Q5_0, Q5_1, IQ4_NL and MXFP4 matmul kernels (jit_formats.h) and the
+// activation packing they read.
+//
+// Packed activation, per token: one record per 32-block, `rec` bytes apart:
+//   [0, 32)   int8 quants, bit-identical to quantize_activation's Q8_0 / Q8_1 quants
+//   [32, 64)  (formats with a bias) int32 x 8: -bias * (sum of quants 4l..4l+3), lane l
+//   then      float d (the fp16 scale as float), and for Q8_1 float s (the fp16 d * sum as float)
+// The weight levels are turned into unsigned bytes u = level + bias (Q5_0: q, bias 16; MXFP4:
+// table + 12; IQ4_NL: table + 128 with VNNI), so each lane's u8 x s8 dot plus the bias lane is
+// the exact signed 4-element dot. Q4_1 / Q5_1 levels are unsigned already (bias 0); their
+// min term m * s goes into lane 0. IQ4_NL without VNNI keeps signed levels and moves their sign
+// onto the activation (vpsignb), because table + 128 would saturate vpmaddubsw's int16 pairs.
+//
+// Kernel: for each group of R rows (then single rows), per block and row: unpack the 32 levels
+// once, then for each of the T tokens: 8 int32 lanes -> float -> acc[r][t] += lanes * (d_w * d_a)
+// (one fused multiply-add per lane, as ggml's AVX2 dots), finally a pairwise horizontal sum.
+// Only ymm0..15 (VEX, plus the EVEX vpdpbusd at the avx512 level).
+#include <immintrin.h>
+#include <xbyak/xbyak.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "backend/cpu/jit_formats.h"
+#include "core/error.h"
+#include "core/fp16.h"
+#include "quant/formats.h"
+
+namespace jitllm::jit {
+
+namespace {
+
+using namespace Xbyak;
+using Q = QuantType;
+
+struct Fmt {
+  size_t block;    // weight block bytes
+  int d_off;       // fp16 d (MXFP4: E8M0 byte)
+  int m_off;       // fp16 m, or -1
+  int qh_off;      // 32 high bits, or -1
+  int qs_off;      // 16 bytes of nibbles
+  int bias;        // u = level + bias
+  bool table;      // nibbles index a level table
+  bool sign_trick;  // signed levels, sign moved onto the activation (IQ4_NL without VNNI)
+  bool q8_1;       // activation has s
+};
+
+Fmt fmt_of(QuantType type, Isa isa) {
+  switch (type) {
+    case Q::Q4_1: return {20, 0, 2, -1, 4, 0, false, false, true};
+    case Q::Q5_1: return {24, 0, 2, 4, 8, 0, false, false, true};
+    case Q::Q5_0: return {22, 0, -1, 2, 6, 16, false, false, false};
+    case Q::MXFP4: return {17, 0, -1, -1, 1, 12, true, false, false};
+    case Q::IQ4_NL:
+      if (isa == Isa::Avx2) return {18, 0, -1, -1, 2, 0, true, true, false};
+      return {18, 0, -1, -1, 2, 128, true, false, false};
+    default: throw_error("jit block32 matmul: {} is not a 32-block format", quant_name(type));
+  }
+}
+
+// Bytes of one block's activation record.
+int record_bytes(const Fmt& f) {
+  const int b = 32 + (f.bias ? 32 : 0) + 4 + (f.q8_1 ? 4 : 0);
+  return (b + 7) / 8 * 8;
+}
+int corr_off() { return 32; }
+int d_rec_off(const Fmt& f) { return 32 + (f.bias ? 32 : 0); }
+int s_rec_off(const Fmt& f) { return d_rec_off(f) + 4; }
+
+// 2^(e-128) as MXFP4's doubled-level table needs (ggml's E8M0 half), for every exponent byte.
+float e8m0_half(int e) {
+  const uint32_t bits = e < 2 ? (0x00200000u << e) : (uint32_t(e) - 1) << 23;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+class Block32Emitter : public CodeGenerator {
+ public:
+  explicit Block32Emitter(const FmtKey& key)
+      : CodeGenerator(8192, AutoGrow),
+        key_(key),
+        f_(fmt_of(key.type, key.isa)),
+        rec_(record_bytes(f_)),
+        tok_bytes_(int64_t(block32_act_bytes(key.type, key.isa, key.k))) {
+    if (key.k % 32 != 0) throw_error("jit block32 matmul: k {} is not a multiple of 32", key.k);
+    if (key.rows < 1 || key.rows > 4 || key.tokens < 1 || key.tokens > 8 ||
+        key.rows * key.tokens > 8)
+      throw_error("jit block32 matmul: tile {}x{} out of range", key.rows, key.tokens);
+    emit();
+    ready();
+  }
+
+ private:
+  const Reg64 wrow = rsi, stride = rdx, stride3 = rcx, nrows = r8, act = r9, out = r10,
+              ostride = r11, wp = rax, ap = rbx, cnt = rbp, tmp = r12, e8 = r13, lut = r14;
+  // Registers: acc 0..7 (r * T + t), then the temporaries.
+  const Ymm u{8}, v{9}, dws{10}, m{11}, yi{12}, s{13}, a{14}, t15{15};
+
+  FmtKey key_;
+  Fmt f_;
+  int rec_;
+  int64_t tok_bytes_;
+  Label c0F_, c10_, ones16_, qhshuf_, bitsel_, table_, e8lut_;
+
+  bool vnni() const { return key_.isa != Isa::Avx2; }
+  Ymm acc(int r, int t) const { return Ymm(r * key_.tokens + t); }
+  Address Wm(int r, int disp) {
+    switch (r) {
+      case 0: return ptr[wp + disp];
+      case 1: return ptr[wp + stride + disp];
+      case 2: return ptr[wp + stride * 2 + disp];
+      default: return ptr[wp + stride3 + disp];
+    }
+  }
+  Address Am(int t, int disp) { return ptr[ap + int(t * tok_bytes_ + disp)]; }
+
+  void emit() {
+    push(rbx);
+    push(rbp);
+    push(r12);
+    push(r13);
+    push(r14);
+    mov(wrow, ptr[rdi + offsetof(MatArgs, w)]);
+    mov(stride, ptr[rdi + offsetof(MatArgs, w_stride)]);
+    mov(nrows, ptr[rdi + offsetof(MatArgs, n_rows)]);
+    mov(act, ptr[rdi + offsetof(MatArgs, act)]);
+    mov(out, ptr[rdi + offsetof(MatArgs, out)]);
+    mov(ostride, ptr[rdi + offsetof(MatArgs, out_stride)]);
+    lea(stride3, ptr[stride + stride * 2]);
+    if (key_.type == Q::MXFP4) lea(lut, ptr[rip + e8lut_]);
+
+    const int R = key_.rows;
+    Label group, tail, done;
+    if (R > 1) {
+      L(group);
+      cmp(nrows, R);
+      jl(tail, T_NEAR);
+      emit_group(R);
+      for (int r = 0; r < R; ++r) add(wrow, stride);
+      add(out, 4 * R);
+      sub(nrows, R);
+      jmp(group, T_NEAR);
+    }
+    L(tail);
+    test(nrows, nrows);
+    jz(done, T_NEAR);
+    emit_group(1);
+    add(wrow, stride);
+    add(out, 4);
+    dec(nrows);
+    jmp(tail, T_NEAR);
+    L(done);
+    vzeroupper();
+    pop(r14);
+    pop(r13);
+    pop(r12);
+    pop(rbp);
+    pop(rbx);
+    ret();
+    emit_constants();
+  }
+
+  void emit_constants() {
+    align(64);
+    L(c0F_);
+    for (int i = 0; i < 32; ++i) db(0x0F);
+    L(c10_);
+    for (int i = 0; i < 32; ++i) db(0x10);
+    L(ones16_);
+    for (int i = 0; i < 16; ++i) dw(1);
+    L(qhshuf_);  // byte j <- byte j / 8 of the broadcast qh dword (per 128-bit lane: j % 16)
+    for (int j = 0; j < 32; ++j) db(uint8_t(j / 8 % 2 + (j >= 16 ? 2 : 0)));
+    L(bitsel_);
+    for (int j = 0; j < 32; ++j) db(uint8_t(1u << (j % 8)));
+    L(table_);
+    for (int half = 0; half < 2; ++half)
+      for (int i = 0; i < 16; ++i) {
+        const int level = key_.type == Q::IQ4_NL ? kValuesIQ4NL[i] : kValuesMXFP4[i];
+        db(uint8_t(int8_t(level + f_.bias)));
+      }
+    if (key_.type == Q::MXFP4) {
+      align(64);
+      L(e8lut_);
+      for (int e = 0; e < 256; ++e) {
+        const float x = e8m0_half(e);
+        uint32_t bits;
+        std::memcpy(&bits, &x, 4);
+        dd(bits);
+      }
+    }
+  }
+
+  void emit_group(int R) {
+    const int T = key_.tokens;
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) vxorps(acc(r, t), acc(r, t), acc(r, t));
+    mov(wp, wrow);
+    mov(ap, act);
+    mov(cnt, key_.k / 32);
+    Label loop;
+    L(loop);
+    for (int r = 0; r < R; ++r) {
+      unpack(r);
+      for (int t = 0; t < T; ++t) token(r, t);
+    }
+    add(wp, int(f_.block));
+    add(ap, rec_);
+    dec(cnt);
+    jnz(loop, T_NEAR);
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) {
+        const Xmm x0(s.getIdx()), x1(a.getIdx());
+        vextractf128(x1, acc(r, t), 1);
+        vaddps(x0, Xmm(acc(r, t).getIdx()), x1);
+        vmovhlps(x1, x0, x0);
+        vaddps(x0, x0, x1);
+        vmovshdup(x1, x0);
+        vaddss(x0, x0, x1);
+        mov(tmp, out);
+        for (int i = 0; i < t; ++i) add(tmp, ostride);
+        vmovss(ptr[tmp + 4 * r], x0);
+      }
+  }
+
+  // Row r's block at wp: levels into u (unsigned, or |level| with the signed levels in v for
+  // the sign trick), the scale into dws (8 lanes), the min into m.
+  void unpack(int r) {
+    const Xmm ux(u.getIdx()), tx(t15.getIdx());
+    vmovdqu(ux, Wm(r, f_.qs_off));
+    vpsrlw(tx, ux, 4);
+    vinserti128(u, u, tx, 1);
+    vpand(u, u, ptr[rip + c0F_]);  // byte j < 16: low nibble j; byte 16 + j: high nibble j
+    if (f_.qh_off >= 0) {
+      vpbroadcastd(t15, Wm(r, f_.qh_off));
+      vpshufb(t15, t15, ptr[rip + qhshuf_]);
+      vpand(t15, t15, ptr[rip + bitsel_]);
+      vpcmpeqb(t15, t15, ptr[rip + bitsel_]);
+      vpand(t15, t15, ptr[rip + c10_]);
+      vpor(u, u, t15);
+    }
+    if (f_.table) {
+      vmovdqu(t15, ptr[rip + table_]);
+      if (f_.sign_trick) {
+        vpshufb(v, t15, u);
+        vpabsb(u, v);
+      } else {
+        vpshufb(u, t15, u);
+      }
+    }
+    if (key_.type == Q::MXFP4) {
+      movzx(e8.cvt32(), byte_row(r));
+      vbroadcastss(dws, ptr[lut + e8 * 4]);
+    } else {
+      load_half(dws, Wm(r, f_.d_off));
+    }
+    if (f_.m_off >= 0) load_half(m, Wm(r, f_.m_off));
+  }
+
+  Address byte_row(int r) {
+    switch (r) {
+      case 0: return byte[wp];
+      case 1: return byte[wp + stride];
+      case 2: return byte[wp + stride * 2];
+      default: return byte[wp + stride3];
+    }
+  }
+
+  void load_half(const Ymm& y, const Address& at) {
+    vpbroadcastw(Xmm(y.getIdx()), at);
+    vcvtph2ps(y, Xmm(y.getIdx()));
+  }
+
+  void token(int r, int t) {
+    const Address qa = Am(t, 0);
+    if (f_.sign_trick) {
+      vmovdqu(a, qa);
+      vpsignb(a, a, v);  // a * sign(level)
+      vpmaddubsw(yi, u, a);
+      vpmaddwd(yi, yi, ptr[rip + ones16_]);
+    } else if (vnni()) {
+      if (f_.bias) vmovdqu(yi, Am(t, corr_off()));
+      else vpxor(yi, yi, yi);
+      vpdpbusd(yi, u, qa, key_.isa == Isa::Avx512Vnni ? EvexEncoding : VexEncoding);
+    } else {
+      vpmaddubsw(yi, u, qa);  // u <= 31 (or 24): pair sums fit int16
+      vpmaddwd(yi, yi, ptr[rip + ones16_]);
+      if (f_.bias) vpaddd(yi, yi, Am(t, corr_off()));
+    }
+    vcvtdq2ps(yi, yi);
+    vbroadcastss(s, Am(t, d_rec_off(f_)));
+    vmulps(s, s, dws);  // d_w * d_a, then one rounding per lane
+    vfmadd231ps(acc(r, t), yi, s);
+    if (f_.q8_1) {
+      vmovss(Xmm(s.getIdx()), Am(t, s_rec_off(f_)));  // [s, 0, ..., 0]
+      vfmadd231ps(acc(r, t), s, m);
+    }
+  }
+};
+
+// One block of 32 as activation_q8_0 / activation_q8_1 (ggml-cpu's AVX2 from_float): quants
+// round(x * 127 / amax) half to even, d = amax / 127 (stored as fp16), s = fp16(d * sum).
+void quantize_block(const float* x, int8_t* qs, float& d_out, float& s_out) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 v[4];
+  __m256 mx = _mm256_setzero_ps();
+  for (int i = 0; i < 4; ++i) {
+    v[i] = _mm256_loadu_ps(x + 8 * i);
+    mx = _mm256_max_ps(mx, _mm256_andnot_ps(sign, v[i]));
+  }
+  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+  m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+  const float amax = _mm_cvtss_f32(m4);
+  const float d = amax / 127.f;
+  const float id = amax != 0.0f ? 127.f / amax : 0.0f;
+  const __m256 vid = _mm256_set1_ps(id);
+  __m256i q[4];
+  for (int i = 0; i < 4; ++i) q[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], vid));  // RNE
+  __m256i sum = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+  __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+  const int isum = _mm_cvtsi128_si32(s4);
+  // Saturating packs (as the reference's clamp), then undo the lane interleave of the packs.
+  const __m256i p16a = _mm256_packs_epi32(q[0], q[1]), p16b = _mm256_packs_epi32(q[2], q[3]);
+  __m256i p8 = _mm256_packs_epi16(p16a, p16b);
+  p8 = _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs), p8);
+  d_out = fp16_to_f32(f32_to_fp16(d));
+  s_out = fp16_to_f32(f32_to_fp16(d * float(isum)));
+}
+
+}  // namespace
+
+size_t block32_act_bytes(QuantType type, Isa isa, int64_t k) {
+  const size_t b = size_t(k / 32) * size_t(record_bytes(fmt_of(type, isa)));
+  return (b + 63) / 64 * 64;
+}
+
+void block32_pack_activation(QuantType type, Isa isa, const float* x, int64_t k, int64_t n,
+                             uint8_t* dst) {
+  const Fmt f = fmt_of(type, isa);
+  const int rec = record_bytes(f);
+  const size_t tb = block32_act_bytes(type, isa, k);
+  for (int64_t t = 0; t < n; ++t) {
+    uint8_t* base = dst + size_t(t) * tb;
+    for (int64_t b = 0; b < k / 32; ++b) {
+      uint8_t* r = base + b * rec;
+      auto* qs = reinterpret_cast<int8_t*>(r);
+      float d, s;
+      quantize_block(x + t * k + b * 32, qs, d, s);
+      std::memcpy(r + d_rec_off(f), &d, 4);
+      if (f.q8_1) std::memcpy(r + s_rec_off(f), &s, 4);
+      if (f.bias) {
+        int32_t corr[8];
+        for (int l = 0; l < 8; ++l)
+          corr[l] = -f.bias * (qs[4 * l] + qs[4 * l + 1] + qs[4 * l + 2] + qs[4 * l + 3]);
+        std::memcpy(r + corr_off(), corr, sizeof corr);
+      }
+    }
+  }
+}
+
+EmittedCode emit_block32_kernel(const FmtKey& key) {
+  auto gen = std::make_shared<Block32Emitter>(key);
+  EmittedCode c;
+  c.fn = gen->getCode<MatFn>();
+  c.bytes.assign(gen->getCode(), gen->getCode() + gen->getSize());
+  c.owner = gen;
+  return c;
+}
+
+}  // namespace jitllm::jit

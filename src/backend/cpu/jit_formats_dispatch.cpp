@@ -1,0 +1,207 @@
+// Dispatch of the F16 / BF16 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 matmuls to their generated
+// kernels (jit_formats.h): the kernel cache, the packed-activation cache, and the split of rows
+// over the global pool (16-row-aligned chunks from an atomic counter, so threads never share an
+// output cache line and a thread slowed by other load takes fewer chunks).
+#include <xbyak/xbyak_util.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <unordered_map>
+
+#include "backend/cpu/jit_formats.h"
+#include "core/aligned_buffer.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+
+namespace jitllm::jit {
+
+namespace {
+
+bool is_float(QuantType t) { return t == QuantType::F16 || t == QuantType::BF16; }
+
+constexpr int64_t kRowChunk = 16;    // rows per kernel call in the GEMM (weights stay in L1)
+constexpr int64_t kTokenBlock = 64;  // tokens per pass over a thread's rows (activations in L2)
+
+struct KeyHash {
+  size_t operator()(const FmtKey& k) const {
+    size_t h = size_t(k.type);
+    h = h * 1000003u ^ size_t(k.k);
+    h = h * 1000003u ^ size_t(k.rows * 64 + k.tokens);
+    h = h * 1000003u ^ size_t(int(k.isa) * 2 + int(k.order));
+    return h;
+  }
+};
+
+MatFn kernel(const FmtKey& key) {
+  static std::mutex mutex;
+  static std::unordered_map<FmtKey, std::unique_ptr<FmtKernel>, KeyHash> cache;
+  std::lock_guard lock(mutex);
+  auto& slot = cache[key];
+  if (!slot) slot = std::make_unique<FmtKernel>(key);
+  return slot->fn();
+}
+
+// The last packed activation of this thread, reused when the next matmul packs the same floats
+// the same way (q/k/v share their input, so do gate/up).
+const uint8_t* packed(QuantType type, Isa isa, const float* x, int64_t k, int64_t n,
+                      size_t tok_bytes, ThreadPool& pool) {
+  struct Cache {
+    int family = -1;
+    int64_t k = 0, n = 0;
+    std::vector<float> x;
+    AlignedPtr<uint8_t> buf;
+    size_t cap = 0;
+  };
+  thread_local Cache c;
+  // Q5_0 / IQ4_NL / MXFP4 differ in the activation's bias sums, so each type is its own family.
+  const int family = int(type) * 8 + int(isa);
+  const size_t floats = size_t(n) * size_t(k);
+  if (c.family == family && c.k == k && c.n == n &&
+      std::memcmp(c.x.data(), x, floats * sizeof(float)) == 0)
+    return c.buf.get();
+  const size_t bytes = tok_bytes * size_t(n);
+  if (bytes > c.cap) {
+    c.cap = std::max(bytes, c.cap * 2);
+    c.buf = make_aligned<uint8_t>(c.cap, 64);
+  }
+  c.family = -1;
+  uint8_t* dst = c.buf.get();
+  pool.parallel_for(n, 1, [&](int64_t t0, int64_t t1) {
+    fmt_pack_activation(type, isa, x + t0 * k, k, t1 - t0, dst + size_t(t0) * tok_bytes);
+  });
+  c.x.assign(x, x + floats);
+  c.family = family;
+  c.k = k;
+  c.n = n;
+  return dst;
+}
+
+void dynamic_rows(ThreadPool& pool, int64_t rows, int64_t chunk,
+                  const std::function<void(int64_t, int64_t)>& fn) {
+  const int64_t n_chunks = (rows + chunk - 1) / chunk;
+  if (pool.size() == 1 || n_chunks == 1) return fn(0, rows);
+  std::atomic<int64_t> next{0};
+  pool.run([&](int, int) {
+    for (int64_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < n_chunks;)
+      fn(c * chunk, std::min(rows, (c + 1) * chunk));
+  });
+}
+
+int64_t row_chunk(int64_t rows, int threads, int64_t per_thread) {
+  const int64_t c = rows / (int64_t(threads) * per_thread) / 16 * 16;
+  return std::max<int64_t>(16, c);
+}
+
+}  // namespace
+
+bool other_format_supported(QuantType t) {
+  switch (t) {
+    case QuantType::F16:
+    case QuantType::BF16:
+    case QuantType::Q4_1:
+    case QuantType::Q5_0:
+    case QuantType::Q5_1:
+    case QuantType::IQ4_NL:
+    case QuantType::MXFP4: return true;
+    default: return false;
+  }
+}
+
+bool cpu_has_avx512_bf16() {
+  static const bool has = [] {
+    const Xbyak::util::Cpu cpu;
+    return cpu.has(Xbyak::util::Cpu::tAVX512_BF16);
+  }();
+  return has;
+}
+
+struct FmtKernel::Impl {
+  EmittedCode code;
+};
+
+FmtKernel::FmtKernel(const FmtKey& key) : impl_(std::make_unique<Impl>()) {
+  impl_->code = is_float(key.type) ? emit_float_kernel(key) : emit_block32_kernel(key);
+  fn_ = impl_->code.fn;
+}
+FmtKernel::~FmtKernel() = default;
+std::vector<uint8_t> FmtKernel::code() const { return impl_->code.bytes; }
+
+size_t fmt_act_bytes(QuantType type, Isa isa, int64_t k) {
+  return is_float(type) ? float_act_bytes(type, isa, k) : block32_act_bytes(type, isa, k);
+}
+
+void fmt_pack_activation(QuantType type, Isa isa, const float* x, int64_t k, int64_t n,
+                         uint8_t* dst) {
+  if (is_float(type)) return float_pack_activation(type, isa, x, k, n, dst);
+  block32_pack_activation(type, isa, x, k, n, dst);
+}
+
+TileShape fmt_decode_tile(QuantType type, Isa isa) {
+  const bool wide = isa == Isa::Avx512Vnni;
+  if (type == QuantType::F16) return {wide ? 4 : 1, 1};  // 4 (zmm) or 8 (ymm) accumulators a row
+  if (type == QuantType::BF16) return {wide ? 4 : 2, 1};
+  return {4, 1};
+}
+
+TileShape fmt_gemm_tile(QuantType type, Isa isa) {
+  if (is_float(type)) return isa == Isa::Avx512Vnni ? TileShape{4, 6} : TileShape{2, 3};
+  return {2, 4};  // 8 accumulators + 8 temporaries in ymm0..15
+}
+
+bool matmul_other_formats(Isa isa, QuantType type, const uint8_t* weights, int64_t rows,
+                          int64_t k, const float* x, int64_t n, float* out) {
+  if (!other_format_supported(type) || n <= 0 || rows <= 0) return false;
+  // The reference's order: tinyBLAS when it applies (2+ tokens, k a multiple of its step, rows in
+  // tiles of 4), else ggml_vec_dot, whose k % 64 tail our kernels do not emit.
+  FloatOrder order = FloatOrder::Vec;
+  if (is_float(type)) {
+    const int64_t gemm_step = type == QuantType::F16 ? 16 : 32;
+    if (n >= 2 && k % gemm_step == 0 && rows % 4 == 0) order = FloatOrder::Gemm;
+    else if (k % 64 != 0) return false;
+  } else if (k % 32 != 0) {
+    return false;
+  }
+
+  ThreadPool& pool = ThreadPool::global();
+  const size_t tok_bytes = fmt_act_bytes(type, isa, k);
+  const uint8_t* act = packed(type, isa, x, k, n, tok_bytes, pool);
+  const size_t stride = row_bytes(type, k);
+  const int64_t out_stride = rows * int64_t(sizeof(float));
+
+  if (n == 1 || (is_float(type) && order == FloatOrder::Vec)) {
+    const TileShape ts = fmt_decode_tile(type, isa);
+    const MatFn fn = kernel({type, k, ts.rows, 1, isa, FloatOrder::Vec});
+    dynamic_rows(pool, rows, row_chunk(rows, pool.size(), 8), [&](int64_t r0, int64_t r1) {
+      for (int64_t t = 0; t < n; ++t) {
+        const MatArgs a{weights + size_t(r0) * stride, int64_t(stride), r1 - r0,
+                        act + size_t(t) * tok_bytes, out + t * rows + r0, out_stride};
+        fn(&a);
+      }
+    });
+    return true;
+  }
+
+  const TileShape ts = fmt_gemm_tile(type, isa);
+  std::vector<MatFn> fns(size_t(ts.tokens) + 1);  // fns[T]: kernel for T tokens
+  for (int t = 1; t <= ts.tokens; ++t) fns[size_t(t)] = kernel({type, k, ts.rows, t, isa, order});
+  dynamic_rows(pool, rows, row_chunk(rows, pool.size(), 4), [&](int64_t r0, int64_t r1) {
+    for (int64_t tb = 0; tb < n; tb += kTokenBlock) {
+      const int64_t te = std::min(n, tb + kTokenBlock);
+      for (int64_t rc = r0; rc < r1; rc += kRowChunk) {
+        const int64_t nr = std::min(kRowChunk, r1 - rc);
+        for (int64_t t = tb; t < te; t += ts.tokens) {
+          const int64_t nt = std::min<int64_t>(ts.tokens, te - t);
+          const MatArgs a{weights + size_t(rc) * stride, int64_t(stride), nr,
+                          act + size_t(t) * tok_bytes, out + t * rows + rc, out_stride};
+          fns[size_t(nt)](&a);
+        }
+      }
+    }
+  });
+  return true;
+}
+
+}  // namespace jitllm::jit

@@ -1,0 +1,285 @@
+// Generated F16 / BF16 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 matmul kernels (jit_formats.h)
+// against the reference matmul, for every ISA level this CPU runs: real model shapes (2048x2048,
+// 5632x2048, 2048x5632, 128256x2048), prefill token counts with ragged row and token tails,
+// all-zero blocks, repeated calls into one output buffer, the packed activation against
+// quantize_activation, and byte-identical emission. F16 and BF16 must match bit for bit.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "backend/cpu/jit_formats.h"
+#include "backend/cpu/jit_kernels.h"
+#include "core/error.h"
+#include "core/fp16.h"
+#include "quant/formats.h"
+#include "quant/quant.h"
+
+namespace jitllm {
+namespace {
+
+using jit::Isa;
+using Q = QuantType;
+
+const Q kFloat[] = {Q::F16, Q::BF16};
+const Q kBlock[] = {Q::Q4_1, Q::Q5_0, Q::Q5_1, Q::IQ4_NL, Q::MXFP4};
+const Q kAll[] = {Q::F16, Q::BF16, Q::Q4_1, Q::Q5_0, Q::Q5_1, Q::IQ4_NL, Q::MXFP4};
+
+bool is_float(Q t) { return t == Q::F16 || t == Q::BF16; }
+
+std::vector<Isa> isas() {
+  std::vector<Isa> out;
+  for (Isa i : {Isa::Avx2, Isa::AvxVnni, Isa::Avx512Vnni})
+    if (jit::cpu_supports(i)) out.push_back(i);
+  return out;
+}
+
+// Valid weights: random floats converted / quantized by the reference (small shapes, and always
+// for the float formats), or random bytes with each format's scales made finite and modest.
+std::vector<uint8_t> make_weights(Q type, int64_t rows, int64_t k, uint32_t seed, bool quantize) {
+  std::mt19937 rng(seed);
+  const size_t rb = row_bytes(type, k);
+  std::vector<uint8_t> w(rb * size_t(rows));
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  if (is_float(type)) {
+    for (size_t i = 0; i < w.size(); i += 2) {
+      const float v = nd(rng);
+      const uint16_t h = type == Q::F16 ? f32_to_fp16(v) : f32_to_bf16(v);
+      std::memcpy(&w[i], &h, 2);
+    }
+    return w;
+  }
+  if (quantize) {
+    std::vector<float> x(static_cast<size_t>(k));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (float& v : x) v = nd(rng);
+      quantize_row(type, x.data(), w.data() + size_t(r) * rb, k);
+    }
+    return w;
+  }
+  std::uniform_int_distribution<int> byte(0, 255), expo(118, 126);
+  for (auto& b : w) b = uint8_t(byte(rng));
+  std::uniform_real_distribution<float> sd(0.001f, 0.02f);
+  const size_t bb = quant_traits(type).block_bytes;
+  for (size_t off = 0; off < w.size(); off += bb) {
+    uint8_t* b = w.data() + off;
+    auto put = [&](size_t at, float v) {
+      const uint16_t h = f32_to_fp16(v);
+      std::memcpy(b + at, &h, 2);
+    };
+    if (type == Q::MXFP4) b[0] = uint8_t(expo(rng));
+    else put(0, sd(rng));
+    if (type == Q::Q4_1 || type == Q::Q5_1) put(2, -8 * sd(rng));
+  }
+  return w;
+}
+
+std::vector<float> make_x(int64_t n, int64_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(n * k));
+  for (float& v : x) v = nd(rng);
+  return x;
+}
+
+// Float formats: identical bits. Block formats: the lane-wise float accumulation differs from the
+// reference's one float per block by ~1e-7 relative per block.
+void expect_match(Q type, const std::vector<float>& ref, const std::vector<float>& got,
+                  const std::string& what) {
+  ASSERT_EQ(ref.size(), got.size());
+  if (is_float(type)) {
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < ref.size(); ++i)
+      if (std::memcmp(&ref[i], &got[i], 4) != 0 && bad++ == 0) first = i;
+    EXPECT_EQ(bad, 0u) << what << ": first at " << first << ": " << ref[first] << " vs "
+                       << got[first];
+    return;
+  }
+  float scale = 0;
+  for (float v : ref) scale = std::max(scale, std::fabs(v));
+  size_t bad = 0;
+  float worst = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const float diff = std::fabs(ref[i] - got[i]);
+    worst = std::max(worst, diff / std::max(scale, 1e-30f));
+    if (!(diff <= 2e-6f * scale + 2e-6f * std::fabs(ref[i]))) ++bad;
+  }
+  EXPECT_EQ(bad, 0u) << what << ": worst |diff| / max|ref| = " << worst;
+}
+
+void check(Q type, int64_t rows, int64_t k, int64_t n, bool quantize, uint32_t seed,
+           const std::vector<Isa>& levels = isas()) {
+  const auto w = make_weights(type, rows, k, seed, quantize);
+  const auto x = make_x(n, k, seed + 1);
+  std::vector<float> ref(size_t(rows * n));
+  reference_kernels().matmul(type, w.data(), rows, k, x.data(), n, ref.data());
+  for (Isa isa : levels) {
+    std::vector<float> got(size_t(rows * n), 12345.0f);
+    ASSERT_TRUE(jit::matmul_other_formats(isa, type, w.data(), rows, k, x.data(), n, got.data()));
+    expect_match(type, ref, got,
+                 fmt::format("{} {}x{} n={} {}", quant_name(type), rows, k, n, jit::isa_name(isa)));
+  }
+}
+
+TEST(JitFormats, PackedActivationEqualsQuantizeActivation) {
+  auto x = make_x(3, 1024, 5);
+  std::fill(x.begin() + 64, x.begin() + 96, 0.0f);  // an all-zero block
+  x[200] = 1e30f;                                    // one huge value among small ones
+  x[300] = -3e-30f;
+  for (Q type : kBlock)
+    for (Isa isa : isas()) {
+      const size_t tb = jit::fmt_act_bytes(type, isa, 1024);
+      std::vector<uint8_t> packed(tb * 3);
+      jit::fmt_pack_activation(type, isa, x.data(), 1024, 3, packed.data());
+      const bool q81 = quant_traits(type).vec_dot_type == Q::Q8_1;
+      const size_t ab = q81 ? sizeof(BlockQ8_1) : sizeof(BlockQ8_0);
+      std::vector<uint8_t> want(ab * 32);
+      for (int t = 0; t < 3; ++t) {
+        quantize_activation(type, x.data() + t * 1024, want.data(), 1024);
+        // Records are equally spaced; find the stride from the quants of block 1.
+        const uint8_t* p = packed.data() + size_t(t) * tb;
+        size_t stride = 0;
+        for (size_t s = 32; s <= 128 && !stride; s += 8)
+          if (std::memcmp(p + s, want.data() + ab + (q81 ? 4 : 2), 32) == 0) stride = s;
+        ASSERT_NE(stride, 0u) << quant_name(type);
+        for (int b = 0; b < 32; ++b) {
+          const uint8_t* blk = want.data() + size_t(b) * ab;
+          const uint8_t* rec_p = p + size_t(b) * stride;
+          EXPECT_EQ(std::memcmp(rec_p, blk + (q81 ? 4 : 2), 32), 0) << quant_name(type) << b;
+          uint16_t d16, s16;
+          std::memcpy(&d16, blk, 2);
+          std::memcpy(&s16, blk + 2, 2);
+          // d follows the quants (and the 32 bias bytes when the format has a bias), s follows d.
+          const size_t d_at = stride >= 72 ? 64 : 32;
+          float d, s;
+          std::memcpy(&d, rec_p + d_at, 4);
+          EXPECT_EQ(d, fp16_to_f32(d16)) << quant_name(type) << " block " << b;
+          if (q81) {
+            std::memcpy(&s, rec_p + d_at + 4, 4);
+            EXPECT_EQ(s, fp16_to_f32(s16)) << quant_name(type) << " block " << b;
+          }
+        }
+      }
+    }
+}
+
+TEST(JitFormats, DecodeModelShapes) {
+  for (Q t : kAll) {
+    check(t, 2048, 2048, 1, true, 1);
+    check(t, 5632, 2048, 1, false, 2);
+    check(t, 2048, 5632, 1, false, 3);
+  }
+}
+
+TEST(JitFormats, DecodeVocabShape) {
+  // 128256 x 2048 (Llama 3 output head) for the formats whose weights stay small, best ISA only.
+  for (Q t : {Q::Q4_1, Q::IQ4_NL, Q::MXFP4})
+    check(t, 128256, 2048, 1, false, 4, {jit::cpu_best_isa()});
+}
+
+TEST(JitFormats, PrefillTilesAndRaggedTails) {
+  // Rows not a multiple of 4 (floats then keep ggml_vec_dot's order per token) or of 16, rows a
+  // multiple of 4 (tinyBLAS order), tokens not a multiple of the token tile.
+  for (Q t : kAll)
+    for (int64_t n : {2, 3, 5, 7, 67}) {
+      check(t, 2048 + 13, 512, n, true, uint32_t(10 + n));
+      check(t, 2048 + 12, 512, n, true, uint32_t(20 + n));
+    }
+  for (Q t : kAll) {
+    check(t, 1, 256, 1, true, 30);
+    check(t, 3, 256, 9, true, 31);
+    check(t, 128, 1024, 515, false, 32);  // a 512+-token prompt
+  }
+  // k a multiple of 16/32 but not of 64: tinyBLAS order only (several tokens, rows % 4 == 0).
+  check(Q::F16, 36, 80, 5, true, 33);
+  check(Q::BF16, 36, 96, 5, true, 34);
+  for (Q t : kBlock) check(t, 37, 96, 3, true, 35);
+}
+
+TEST(JitFormats, ShapesWithoutKernelFallBack) {
+  // One token with k % 64 != 0: ggml_vec_dot's tail is not emitted; JitKernels still matches.
+  for (Q t : kFloat) {
+    const auto w = make_weights(t, 8, 96, 40, true);
+    const auto x = make_x(1, 96, 41);
+    std::vector<float> ref(8), got(8);
+    EXPECT_FALSE(jit::matmul_other_formats(jit::cpu_best_isa(), t, w.data(), 8, 96, x.data(), 1,
+                                           got.data()));
+    reference_kernels().matmul(t, w.data(), 8, 96, x.data(), 1, ref.data());
+    JitKernels(jit::cpu_best_isa()).matmul(t, w.data(), 8, 96, x.data(), 1, got.data());
+    expect_match(t, ref, got, fmt::format("fallback {}", quant_name(t)));
+  }
+  EXPECT_FALSE(jit::matmul_other_formats(jit::cpu_best_isa(), Q::Q4_K, nullptr, 1, 256, nullptr,
+                                         1, nullptr));
+}
+
+TEST(JitFormats, ZeroBlocksAndZeroActivations) {
+  for (Q t : kAll) {
+    auto w = make_weights(t, 64, 1024, 50, true);
+    const size_t rb = row_bytes(t, 1024);
+    std::fill(w.begin(), w.begin() + ptrdiff_t(rb), uint8_t(0));  // row 0: zero bytes
+    std::fill(w.begin() + ptrdiff_t(rb), w.begin() + ptrdiff_t(rb + 64), uint8_t(0));
+    auto x = make_x(3, 1024, 51);
+    std::fill(x.begin() + 1024, x.begin() + 2048, 0.0f);  // token 1: all zero
+    std::fill(x.begin(), x.begin() + 64, 0.0f);           // token 0: two zero blocks
+    std::vector<float> ref(64 * 3);
+    reference_kernels().matmul(t, w.data(), 64, 1024, x.data(), 3, ref.data());
+    for (Isa isa : isas()) {
+      std::vector<float> got(64 * 3, -1.0f);
+      ASSERT_TRUE(jit::matmul_other_formats(isa, t, w.data(), 64, 1024, x.data(), 3, got.data()));
+      expect_match(t, ref, got, fmt::format("zeros {} {}", quant_name(t), jit::isa_name(isa)));
+      // Zero bytes are a zero row: scale 0 (MXFP4: level 0 at any scale).
+      EXPECT_EQ(got[0], 0.0f) << quant_name(t);
+      for (int r = 0; r < 64; ++r) EXPECT_EQ(got[64 + r], 0.0f) << quant_name(t);
+    }
+  }
+}
+
+TEST(JitFormats, TwoCallsIntoOneBufferOverwrite) {
+  for (Q t : kAll) {
+    const auto w = make_weights(t, 100, 512, 60, true);
+    const auto x1 = make_x(4, 512, 61), x2 = make_x(4, 512, 62);
+    std::vector<float> ref(400), ref1(100);
+    reference_kernels().matmul(t, w.data(), 100, 512, x2.data(), 4, ref.data());
+    reference_kernels().matmul(t, w.data(), 100, 512, x2.data() + 512, 1, ref1.data());
+    for (Isa isa : isas()) {
+      const JitKernels jk(isa);
+      std::vector<float> got(400);
+      jk.matmul(t, w.data(), 100, 512, x1.data(), 4, got.data());
+      jk.matmul(t, w.data(), 100, 512, x2.data(), 4, got.data());
+      expect_match(t, ref, got, fmt::format("second call {} {}", quant_name(t), jit::isa_name(isa)));
+      std::vector<float> one(100);
+      jk.matmul(t, w.data(), 100, 512, x2.data() + 512, 1, one.data());
+      jk.matmul(t, w.data(), 100, 512, x2.data() + 512, 1, one.data());
+      expect_match(t, ref1, one, fmt::format("decode twice {} {}", quant_name(t), jit::isa_name(isa)));
+    }
+  }
+}
+
+TEST(JitFormats, EmissionIsDeterministic) {
+  for (Q t : kAll)
+    for (Isa isa : isas()) {
+      const jit::TileShape d = jit::fmt_decode_tile(t, isa);
+      const jit::FmtKey key{t, 2048, d.rows, d.tokens, isa, jit::FloatOrder::Vec};
+      const jit::FmtKernel a(key), b(key);
+      EXPECT_EQ(a.code(), b.code()) << quant_name(t) << " " << jit::isa_name(isa);
+      const jit::TileShape g = jit::fmt_gemm_tile(t, isa);
+      const jit::FmtKey key2{t, 4096, g.rows, g.tokens, isa, jit::FloatOrder::Gemm};
+      EXPECT_NE(a.code(), jit::FmtKernel(key2).code());
+    }
+}
+
+TEST(JitFormats, BadShapesAreErrors) {
+  const Isa isa = jit::cpu_best_isa();
+  EXPECT_THROW(jit::FmtKernel(jit::FmtKey{Q::F16, 96, 1, 1, isa, jit::FloatOrder::Vec}), Error);
+  EXPECT_THROW(jit::FmtKernel(jit::FmtKey{Q::Q5_0, 100, 1, 1, isa, jit::FloatOrder::Vec}), Error);
+  EXPECT_THROW(jit::FmtKernel(jit::FmtKey{Q::Q4_1, 256, 9, 1, isa, jit::FloatOrder::Vec}), Error);
+  EXPECT_THROW(jit::FmtKernel(jit::FmtKey{Q::Q4_K, 256, 1, 1, isa, jit::FloatOrder::Vec}), Error);
+}
+
+}  // namespace
+}  // namespace jitllm
