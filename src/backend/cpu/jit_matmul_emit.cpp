@@ -14,6 +14,7 @@
 // EVEX vpdpbusd. Register budgets per tile are checked at emission (throws on overflow).
 #include <xbyak/xbyak.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "backend/cpu/jit_matmul.h"
@@ -480,6 +481,96 @@ class Emitter : public CodeGenerator {
     for (int t = 0; t < T; ++t) pool.give(Ymm(iacc[t].getIdx()));
   }
 
+  // ---------------------------------------------------------------- Q8_0 GEMM, token pairs
+  // AVX-512 prefill Q8_0 with ggml's exact float order: a zmm holds two tokens of one block
+  // (lanes 0-7: token t, 8-15: token t+1), so each 8-lane half is exactly the ymm unit's
+  // accumulator (per lane: acc = fma(float(isum), d_w * d_a, acc), blocks in order) and halves
+  // are reduced separately. The signed x signed dot runs as (w + 128) . a - 128 * sum4(a): the
+  // correction is computed once per token pair and block and shared by the R rows, the weight
+  // block is broadcast to both halves once and shared by the T tokens. Integer lanes are exact,
+  // so the result is bit-identical to the sign-trick ymm unit.
+  void body_q8_0_pairs(int R) {
+    const int T = key_.tokens, TP = (T + 1) / 2;
+    Pool pool;
+    pool.size = 32;
+    auto z = [&] { return Zmm(pool.take().getIdx()); };
+    std::vector<std::vector<Zmm>> acc(R, std::vector<Zmm>(TP));
+    for (int r = 0; r < R; ++r)
+      for (int p = 0; p < TP; ++p) {
+        acc[r][p] = z();
+        vpxord(acc[r][p], acc[r][p], acc[r][p]);
+      }
+    std::vector<Zmm> wu(R), dw(R);
+    for (int r = 0; r < R; ++r) {
+      wu[r] = z();
+      dw[r] = z();
+    }
+    const Zmm c80 = z(), a = z(), c = z(), dap = z(), y = z(), s = z();
+    vpbroadcastd(c80, ptr[rip + c80_]);
+    mov(wp, wrow);
+    lea(ap, ptr[act + int(al_.qs)]);
+    lea(dp, ptr[act + int(al_.d)]);
+    mov(cnt, key_.k / 32);
+    Label loop;
+    L(loop);
+    for (int r = 0; r < R; ++r) {
+      vbroadcasti64x4(wu[r], W(r, 2));
+      vpxord(wu[r], wu[r], c80);  // w + 128 as unsigned bytes
+      vpbroadcastw(Ymm(dw[r].getIdx()), W(r, 0));
+      vcvtph2ps(dw[r], Ymm(dw[r].getIdx()));
+    }
+    for (int p = 0; p < TP; ++p) {
+      const int t0 = 2 * p, t1 = std::min(2 * p + 1, T - 1);  // an odd tail repeats t0
+      vmovdqu8(Ymm(a.getIdx()), A(t0, 0));
+      vinserti64x4(a, a, A(t1, 0), 1);
+      vpxord(c, c, c);
+      vpdpbusd(c, c80, a, EvexEncoding);  // 128 * sum4(a) per lane
+      vbroadcastss(Ymm(dap.getIdx()), ptr[dp + t0 * P()]);
+      vbroadcastss(Ymm(s.getIdx()), ptr[dp + t1 * P()]);
+      vinsertf32x8(dap, dap, Ymm(s.getIdx()), 1);
+      for (int r = 0; r < R; ++r) {
+        vpxord(y, y, y);
+        vpdpbusd(y, wu[r], a, EvexEncoding);
+        vpsubd(y, y, c);
+        vcvtdq2ps(y, y);
+        vmulps(s, dw[r], dap);  // d_w * d_a, rounded once as in ggml
+        vfmadd231ps(acc[r][p], y, s);
+      }
+    }
+    add(wp, 34);
+    add(ap, 32);
+    add(dp, 4);
+    dec(cnt);
+    jnz(loop, T_NEAR);
+    // Each half reduced as ggml's hsum_float_8 (high 128 + low 128, then pairs).
+    auto hsum8 = [&](const Ymm& v, const Address& dst) {
+      const Xmm x(v.getIdx()), xt(s.getIdx());
+      vextractf32x4(xt, v, 1);
+      vaddps(x, x, xt);
+      vmovhlps(xt, xt, x);
+      vaddps(x, x, xt);
+      vmovshdup(xt, x);
+      vaddss(x, x, xt);
+      vmovss(dst, x);
+    };
+    for (int p = 0; p < TP; ++p) {
+      const int t0 = 2 * p, t1 = 2 * p + 1;
+      for (int r = 0; r < R; ++r) {
+        if (t1 < T) {
+          vextractf64x4(Ymm(y.getIdx()), acc[r][p], 1);
+          mov(tmp, ostride);
+          imul(tmp, tmp, t1);
+          add(tmp, out);
+          hsum8(Ymm(y.getIdx()), ptr[tmp + 4 * r]);
+        }
+        mov(tmp, ostride);
+        imul(tmp, tmp, t0);
+        add(tmp, out);
+        hsum8(Ymm(acc[r][p].getIdx()), ptr[tmp + 4 * r]);
+      }
+    }
+  }
+
   // ---------------------------------------------------------------- structure
   struct Geometry {
     int block_bytes, unit_elems, d_step, s32_step, s16_step;
@@ -511,7 +602,15 @@ class Emitter : public CodeGenerator {
     pool.give(t);
   }
 
+  bool q8_0_pairs() const {
+    // The GEMM tiles (4 rows; T = 1 is the tail of a token count 8n + 1); the decode tile
+    // (2 x 1) keeps the ymm unit.
+    return key_.type == QuantType::Q8_0 && key_.isa == Isa::Avx512Vnni &&
+           (key_.tokens > 1 || key_.rows > 2);
+  }
+
   void body(int R) {
+    if (q8_0_pairs()) return body_q8_0_pairs(R);
     const Geometry g = geometry();
     const int T = key_.tokens;
     Pool pool;
@@ -677,7 +776,8 @@ TileShape decode_tile(QuantType type, Isa isa, int64_t k) {
 TileShape gemm_tile(QuantType type, Isa isa, int64_t k) {
   switch (type) {
     case QuantType::Q8_0:
-      return q8_0_wide(isa, k) ? TileShape{2, 4} : TileShape{2, 2};
+      if (isa == Isa::Avx512Vnni) return {4, 8};  // body_q8_0_pairs: 4 rows x 4 token pairs
+      return TileShape{2, 2};
     case QuantType::Q4_0: return {2, 4};
     case QuantType::Q4_K: return isa == Isa::Avx512Vnni ? TileShape{2, 6} : TileShape{2, 3};
     case QuantType::Q6_K: return isa == Isa::Avx512Vnni ? TileShape{2, 6} : TileShape{2, 2};

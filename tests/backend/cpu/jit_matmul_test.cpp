@@ -132,6 +132,28 @@ TEST(JitMatmul, PrefillTilesAndRaggedTails) {
   check(QuantType::Q8_0, 37, 96, 5, true, 23);
 }
 
+TEST(JitMatmul, Q8_0PrefillIsBitIdenticalToDecode) {
+  // Q8_0 must keep ggml's float order (a near-tie in pydoc-llama flips otherwise): the GEMM
+  // tiles (token pairs on AVX-512) give exactly the floats of the one-token kernel, for token
+  // counts that leave every tail (odd pair, n = 8m + 1) and rows that leave a row tail.
+  const int64_t rows = 2048 + 3, k = 2048;
+  const auto w = make_weights(QuantType::Q8_0, rows, k, 50, false);
+  for (int64_t n : {2, 9, 13, 67}) {
+    const auto x = make_x(n, k, uint32_t(51 + n));
+    for (Isa isa : isas()) {
+      const JitKernels jk(isa);
+      std::vector<float> gemm(static_cast<size_t>(rows * n)), one(static_cast<size_t>(rows));
+      jk.matmul(QuantType::Q8_0, w.data(), rows, k, x.data(), n, gemm.data());
+      size_t differ = 0;
+      for (int64_t t = 0; t < n; ++t) {
+        jk.matmul(QuantType::Q8_0, w.data(), rows, k, x.data() + t * k, 1, one.data());
+        differ += size_t(std::memcmp(one.data(), gemm.data() + t * rows, rows * 4) != 0);
+      }
+      EXPECT_EQ(differ, 0u) << "n=" << n << " " << jit::isa_name(isa);
+    }
+  }
+}
+
 TEST(JitMatmul, ZeroBlocksAndZeroActivations) {
   for (QuantType t : kFormats) {
     auto w = make_weights(t, 64, 1024, 30, true);
