@@ -62,8 +62,11 @@ std::vector<uint8_t> make_weights(Q type, int64_t rows, int64_t k, uint32_t seed
     }
     return w;
   }
-  std::uniform_int_distribution<int> byte(0, 255), expo(118, 126);
-  for (auto& b : w) b = uint8_t(byte(rng));
+  std::uniform_int_distribution<int> expo(118, 126);
+  for (size_t i = 0; i + 4 <= w.size(); i += 4) {  // 4 random bytes per draw
+    const uint32_t r = rng();
+    std::memcpy(&w[i], &r, 4);
+  }
   std::uniform_real_distribution<float> sd(0.001f, 0.02f);
   const size_t bb = quant_traits(type).block_bytes;
   for (size_t off = 0; off < w.size(); off += bb) {
@@ -170,16 +173,15 @@ TEST(JitFormats, PackedActivationEqualsQuantizeActivation) {
 
 TEST(JitFormats, DecodeModelShapes) {
   for (Q t : kAll) {
-    check(t, 2048, 2048, 1, true, 1);
+    check(t, 2048, 2048, 1, t != Q::IQ4_NL, 1);  // IQ4_NL's quantizer search is slow
     check(t, 5632, 2048, 1, false, 2);
     check(t, 2048, 5632, 1, false, 3);
   }
 }
 
 TEST(JitFormats, DecodeVocabShape) {
-  // 128256 x 2048 (Llama 3 output head) for the formats whose weights stay small, best ISA only.
-  for (Q t : {Q::Q4_1, Q::IQ4_NL, Q::MXFP4})
-    check(t, 128256, 2048, 1, false, 4, {jit::cpu_best_isa()});
+  // 128256 x 2048 (Llama 3 output head), best ISA only: the other shapes cover every level.
+  for (Q t : {Q::Q5_1, Q::IQ4_NL}) check(t, 128256, 2048, 1, false, 4, {jit::cpu_best_isa()});
 }
 
 TEST(JitFormats, PrefillTilesAndRaggedTails) {
@@ -187,8 +189,9 @@ TEST(JitFormats, PrefillTilesAndRaggedTails) {
   // multiple of 4 (tinyBLAS order), tokens not a multiple of the token tile.
   for (Q t : kAll)
     for (int64_t n : {2, 3, 5, 7, 67}) {
-      check(t, 2048 + 13, 512, n, true, uint32_t(10 + n));
-      check(t, 2048 + 12, 512, n, true, uint32_t(20 + n));
+      const int64_t rows = n < 10 ? 2048 : 256;
+      check(t, rows + 13, 512, n, false, uint32_t(10 + n));
+      check(t, rows + 12, 512, n, false, uint32_t(20 + n));
     }
   for (Q t : kAll) {
     check(t, 1, 256, 1, true, 30);
