@@ -1,11 +1,16 @@
-// Packed activations for the generated matmuls: the reference activation quantization re-done
-// with AVX2 (same operations in the same order per element, so the same bytes: checked against
-// quantize_activation in the tests), laid out as planes the kernels address with constant
-// offsets: quants, float scales, per-32 int32 values, per-16 int16 sums.
-#include <immintrin.h>
+// Packed activations for the generated matmuls: an Xbyak kernel per (packing, k) that re-does
+// the reference activation quantization (quantize_activation: ggml's Q8_0 from_float, Q8_K) with
+// the same float operations in the same order per element, so the same bytes (checked against
+// the reference in the tests), and lays them out as planes the matmul kernels address with
+// constant offsets: quants, float scales, per-32 int32 values, per-16 int16 sums.
+// The kernel uses ymm0-15 with VEX encodings only, so one emission serves every ISA level.
+#include <xbyak/xbyak.h>
 
-#include <cmath>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
 #include <vector>
 
 #include "backend/cpu/jit_matmul.h"
@@ -27,7 +32,7 @@ bool is_k_format(QuantType t) {
 
 // The constant folded into each 32-block's integer sum: weights stored with an offset (Q4_0's
 // q - 8) contribute offset * sum(activation quants), subtracted here.
-int bias_mul(QuantType type, Isa isa) {
+int bias_mul(QuantType type, Isa) {
   switch (type) {
     case QuantType::Q4_0: return 8;
     case QuantType::Q8_0: return 0;  // |w| . sign(a, w): no offset
@@ -35,77 +40,229 @@ int bias_mul(QuantType type, Isa isa) {
   }
 }
 
-float hmax(__m256 v) {
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  m = _mm_max_ss(m, _mm_movehdup_ps(m));
-  return _mm_cvtss_f32(m);
-}
+using namespace Xbyak;
 
-int hsum_epi32(__m256i v) {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-  return _mm_cvtsi128_si32(s);
-}
+// void fn(const float* x /* [n, k] */, uint8_t* dst /* [n, ActLayout::bytes] */, int64_t n)
+using PackFn = void (*)(const float*, uint8_t*, int64_t);
 
-// 8 int32 -> 8 int8 stored at dst (values already in int8 range).
-void store8(int8_t* dst, __m256i q) {
-  const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-  const __m128i b = _mm_packs_epi16(w, w);
-  _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), b);
-}
+class ActEmitter : public CodeGenerator {
+ public:
+  ActEmitter(bool kq, int64_t k, int mul)
+      : CodeGenerator(4096, AutoGrow), kq_(kq), k_(k), mul_(mul),
+        l_(act_layout(kq ? QuantType::Q4_K : QuantType::Q8_0, k)) {
+    emit();
+    ready();
+  }
+  PackFn fn() const { return getCode<PackFn>(); }
 
-// ggml-cpu's AVX Q8_0 from_float for one block: d = amax / 127, q = round-half-even(x * 127 /
-// amax) (see quant/activation.cpp). Returns the block sum of q.
-int q8_0_block(const float* x, int8_t* qs, float* d_out) {
-  const __m256 sign = _mm256_set1_ps(-0.0f);
-  __m256 v[4], m = _mm256_setzero_ps();
-  for (int i = 0; i < 4; ++i) {
-    v[i] = _mm256_loadu_ps(x + 8 * i);
-    m = _mm256_max_ps(m, _mm256_andnot_ps(sign, v[i]));
-  }
-  const float amax = hmax(m);
-  *d_out = fp16_to_f32(f32_to_fp16(amax / 127.f));
-  const __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.f / amax : 0.0f);
-  __m256i sum = _mm256_setzero_si256();
-  for (int i = 0; i < 4; ++i) {
-    __m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], id));  // MXCSR: round half to even
-    q = _mm256_max_epi32(_mm256_min_epi32(q, _mm256_set1_epi32(127)), _mm256_set1_epi32(-128));
-    sum = _mm256_add_epi32(sum, q);
-    store8(qs + 8 * i, q);
-  }
-  return hsum_epi32(sum);
-}
+ private:
+  const Reg64 x = rdi, dst = rsi, n = rdx, xp = r8, qs = r9, dp = r10, s32 = r11, s16 = r12,
+              cnt = rcx, j = r13, sum2 = r14;
+  bool kq_;
+  int64_t k_;
+  int mul_;
+  ActLayout l_;
+  Label abs_, f127_, fm127_, f1_, i127_, im128_;
 
-// quantize_q8_k for one super-block (first max-|x| element gives the sign of the scale).
-void q8_k_block(const float* x, int8_t* qs, float* d_out, int32_t* s32, int16_t* s16) {
-  const __m256 sign = _mm256_set1_ps(-0.0f);
-  __m256 m = _mm256_setzero_ps();
-  for (int i = 0; i < 32; ++i) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * i)));
-  const float amax = hmax(m);
-  if (amax == 0.0f) {
-    std::memset(qs, 0, kQK_K);
-    *d_out = 0.0f;
-    for (int g = 0; g < 8; ++g) s32[g] = 0;
-    for (int g = 0; g < 16; ++g) s16[g] = 0;
-    return;
+  // Largest |x| of n8 ymm loads from xp into xm (broadcast in every lane; max is exact, so the
+  // order of the tree does not matter).
+  void amax(int n8, const Ymm& m, const Ymm& absmask, const Ymm& t) {
+    vxorps(m, m, m);
+    for (int i = 0; i < n8; ++i) {
+      vandps(t, absmask, ptr[xp + 32 * i]);
+      vmaxps(m, m, t);
+    }
+    const Xmm xm(m.getIdx()), xt(t.getIdx());
+    vextractf128(xt, m, 1);
+    vmaxps(xm, xm, xt);
+    vmovhlps(xt, xt, xm);
+    vmaxps(xm, xm, xt);
+    vmovshdup(xt, xm);
+    vmaxss(xm, xm, xt);
+    vbroadcastss(m, xm);
   }
-  int j = 0;
-  while (std::fabs(x[j]) != amax) ++j;
-  const float iscale = -127.f / x[j];
-  const __m256 is = _mm256_set1_ps(iscale);
-  for (int g = 0; g < 16; ++g) {
-    __m256i q0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 16 * g), is));
-    __m256i q1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 16 * g + 8), is));
-    q0 = _mm256_min_epi32(q0, _mm256_set1_epi32(127));
-    q1 = _mm256_min_epi32(q1, _mm256_set1_epi32(127));
-    store8(qs + 16 * g, q0);
-    store8(qs + 16 * g + 8, q1);
-    s16[g] = int16_t(hsum_epi32(_mm256_add_epi32(q0, q1)));
+
+  // Sum of the 8 int32 lanes of v into a 32-bit register (v is clobbered).
+  void hsum_epi32(const Ymm& v, const Ymm& t, const Reg32& r) {
+    const Xmm xv(v.getIdx()), xt(t.getIdx());
+    vextracti128(xt, v, 1);
+    vpaddd(xv, xv, xt);
+    vpshufd(xt, xv, 0x4E);
+    vpaddd(xv, xv, xt);
+    vpshufd(xt, xv, 0xB1);
+    vpaddd(xv, xv, xt);
+    vmovd(r, xv);
   }
-  for (int g = 0; g < 8; ++g) s32[g] = s16[2 * g] + s16[2 * g + 1];
-  *d_out = 1 / iscale;
+
+  // 8 int32 lanes (already in int8 range) -> 8 int8 at dst.
+  void store8(const Address& a, const Ymm& q, const Ymm& t) {
+    const Xmm xq(q.getIdx()), xt(t.getIdx());
+    vextracti128(xt, q, 1);
+    vpackssdw(xq, xq, xt);
+    vpacksswb(xq, xq, xq);
+    vmovq(a, xq);
+  }
+
+  // ggml's AVX Q8_0 from_float: d = fp16(amax / 127), q = round-half-even(x * (127 / amax)),
+  // clamped to [-128, 127]; s32 = -mul * sum(q).
+  void block_q8_0() {
+    const Ymm absmask(15), m(14), t(13), id(12), sum(11), lim_hi(10), lim_lo(9);
+    amax(4, m, absmask, t);
+    const Xmm xm(m.getIdx()), xd(t.getIdx()), xid(id.getIdx()), xz(sum.getIdx());
+    vdivss(xd, xm, ptr[rip + f127_]);
+    vcvtps2ph(xd, xd, 0);  // round to nearest even, as f32_to_fp16
+    vcvtph2ps(xd, xd);
+    vmovss(ptr[dp], xd);
+    vmovss(xid, ptr[rip + f127_]);
+    vdivss(xid, xid, xm);
+    vxorps(xz, xz, xz);
+    vcmpneqss(xd, xm, xz);  // amax != 0 ? 127 / amax : 0
+    vandps(xid, xid, xd);
+    vbroadcastss(id, xid);
+    vpxor(sum, sum, sum);
+    for (int i = 0; i < 4; ++i) {
+      const Ymm q(i);
+      vmulps(q, id, ptr[xp + 32 * i]);
+      vcvtps2dq(q, q);  // MXCSR default: round half to even
+      vpminsd(q, q, lim_hi);
+      vpmaxsd(q, q, lim_lo);
+      vpaddd(sum, sum, q);
+      store8(ptr[qs + 8 * i], q, t);
+    }
+    hsum_epi32(sum, t, eax);
+    imul(eax, eax, -mul_);
+    mov(ptr[s32], eax);
+  }
+
+  // quantize_q8_k: the first element with the largest |x| gives the sign of the scale,
+  // iscale = -127 / x[j], q = min(127, round-half-even(x * iscale)), d = 1 / iscale,
+  // s16 = sums of 16, s32 = s16[2g] + s16[2g + 1].
+  void block_q8_k() {
+    const Ymm absmask(15), m(14), t(13), is(12), lim_hi(10);
+    Label nonzero, find, found, done;
+    amax(32, m, absmask, t);
+    const Xmm xm(m.getIdx()), xt(t.getIdx()), xis(is.getIdx());
+    vxorps(xt, xt, xt);
+    vucomiss(xm, xt);
+    jne(nonzero, T_NEAR);
+    vpxor(t, t, t);
+    for (int i = 0; i < 8; ++i) vmovdqu(ptr[qs + 32 * i], t);
+    mov(dword[dp], 0);
+    vmovdqu(ptr[s32], t);
+    vmovdqu(ptr[s16], t);
+    jmp(done, T_NEAR);
+    L(nonzero);
+    xor_(j, j);
+    L(find);
+    vandps(t, absmask, ptr[xp + j * 4]);
+    vcmpeqps(t, t, m);
+    vmovmskps(eax, t);
+    test(eax, eax);
+    jnz(found);
+    add(j, 8);
+    jmp(find);
+    L(found);
+    tzcnt(eax, eax);
+    add(j, rax);
+    vmovss(xis, ptr[rip + fm127_]);
+    vdivss(xis, xis, ptr[xp + j * 4]);
+    vmovss(xt, ptr[rip + f1_]);
+    vdivss(xt, xt, xis);
+    vmovss(ptr[dp], xt);
+    vbroadcastss(is, xis);
+    for (int g = 0; g < 16; ++g) {
+      const Ymm q0(0), q1(1);
+      vmulps(q0, is, ptr[xp + 64 * g]);
+      vmulps(q1, is, ptr[xp + 64 * g + 32]);
+      vcvtps2dq(q0, q0);
+      vcvtps2dq(q1, q1);
+      vpminsd(q0, q0, lim_hi);
+      vpminsd(q1, q1, lim_hi);
+      const Ymm qsum(2);
+      vpaddd(qsum, q0, q1);
+      store8(ptr[qs + 16 * g], q0, t);  // (store8 clobbers its source)
+      store8(ptr[qs + 16 * g + 8], q1, t);
+      hsum_epi32(qsum, t, eax);
+      mov(ptr[s16 + 2 * g], ax);
+      if (g % 2 == 0) {
+        mov(sum2.cvt32(), eax);
+      } else {
+        add(sum2.cvt32(), eax);
+        mov(ptr[s32 + 4 * (g / 2)], sum2.cvt32());
+      }
+    }
+    L(done);
+  }
+
+  void emit() {
+    const int unit = kq_ ? kQK_K : kQK;
+    if (k_ <= 0 || k_ % unit != 0)
+      throw_error("jit activation: k {} is not a multiple of {}", k_, unit);
+    for (const Reg64& r : {r12, r13, r14}) push(r);
+    vbroadcastss(Ymm(15), ptr[rip + abs_]);
+    vpbroadcastd(Ymm(10), ptr[rip + i127_]);
+    vpbroadcastd(Ymm(9), ptr[rip + im128_]);
+    Label tok, blk, end;
+    test(n, n);
+    jle(end, T_NEAR);
+    L(tok);
+    mov(xp, x);
+    lea(qs, ptr[dst + int(l_.qs)]);
+    lea(dp, ptr[dst + int(l_.d)]);
+    lea(s32, ptr[dst + int(l_.s32)]);
+    lea(s16, ptr[dst + int(l_.s16)]);
+    mov(cnt, k_ / unit);
+    L(blk);
+    if (kq_) {
+      block_q8_k();
+      add(xp, 4 * kQK_K);
+      add(qs, kQK_K);
+      add(dp, 4);
+      add(s32, 32);
+      add(s16, 32);
+    } else {
+      block_q8_0();
+      add(xp, 4 * kQK);
+      add(qs, kQK);
+      add(dp, 4);
+      add(s32, 4);
+    }
+    dec(cnt);
+    jnz(blk, T_NEAR);
+    mov(rax, 4 * k_);
+    add(x, rax);
+    mov(rax, int64_t(l_.bytes));
+    add(dst, rax);
+    dec(n);
+    jnz(tok, T_NEAR);
+    L(end);
+    vzeroupper();
+    for (const Reg64& r : {r14, r13, r12}) pop(r);
+    ret();
+    auto word = [&](Label& l, uint32_t v) {
+      align(4);
+      L(l);
+      dd(v);
+    };
+    word(abs_, 0x7fffffffu);
+    word(f127_, 0x42fe0000u);   // 127.0f
+    word(fm127_, 0xc2fe0000u);  // -127.0f
+    word(f1_, 0x3f800000u);     // 1.0f
+    word(i127_, 127u);
+    word(im128_, uint32_t(-128));
+  }
+};
+
+// One kernel per (Q8_K or Q8_0 packing, k, bias); emitted on first use, kept for the process.
+const ActEmitter& act_kernel(QuantType weight_type, Isa isa, int64_t k) {
+  static std::mutex mu;
+  static std::map<std::tuple<bool, int64_t, int>, std::unique_ptr<ActEmitter>> cache;
+  const bool kq = is_k_format(weight_type);
+  const int mul = kq ? 0 : bias_mul(weight_type, isa);
+  std::lock_guard<std::mutex> lock(mu);
+  auto& e = cache[{kq, k, mul}];
+  if (!e) e = std::make_unique<ActEmitter>(kq, k, mul);
+  return *e;
 }
 
 }  // namespace
@@ -130,24 +287,14 @@ ActLayout act_layout(QuantType weight_type, int64_t k) {
 
 void pack_activation(QuantType weight_type, Isa isa, const float* x, int64_t k, int64_t n,
                      uint8_t* dst) {
-  const ActLayout l = act_layout(weight_type, k);
+  if (n > 0) act_kernel(weight_type, isa, k).fn()(x, dst, n);
+}
+
+std::vector<uint8_t> act_kernel_code(QuantType weight_type, Isa isa, int64_t k) {
+  // A fresh emission (not the cached kernel), so two calls compare two emissions.
   const bool kq = is_k_format(weight_type);
-  const int mul = bias_mul(weight_type, isa);
-  for (int64_t t = 0; t < n; ++t) {
-    uint8_t* p = dst + size_t(t) * l.bytes;
-    const float* xt = x + t * k;
-    auto* qs = reinterpret_cast<int8_t*>(p + l.qs);
-    auto* d = reinterpret_cast<float*>(p + l.d);
-    auto* s32 = reinterpret_cast<int32_t*>(p + l.s32);
-    if (kq) {
-      auto* s16 = reinterpret_cast<int16_t*>(p + l.s16);
-      for (int64_t i = 0; i < k / kQK_K; ++i)
-        q8_k_block(xt + i * kQK_K, qs + i * kQK_K, d + i, s32 + 8 * i, s16 + 16 * i);
-    } else {
-      for (int64_t i = 0; i < k / kQK; ++i)
-        s32[i] = -mul * q8_0_block(xt + i * kQK, qs + i * kQK, d + i);
-    }
-  }
+  const ActEmitter e(kq, k, kq ? 0 : bias_mul(weight_type, isa));
+  return std::vector<uint8_t>(e.getCode(), e.getCode() + e.getSize());
 }
 
 void pack_activation_reference(QuantType weight_type, Isa isa, const float* x, int64_t k,

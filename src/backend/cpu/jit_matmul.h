@@ -35,10 +35,13 @@ struct ActLayout {
 };
 ActLayout act_layout(QuantType weight_type, int64_t k);
 
-// Quantizes n rows of x ([n, k] floats) for `weight_type` into dst (n * layout.bytes bytes), with
-// AVX2. The quants and scales are bit-identical to quantize_activation's; padding is not written.
+// Quantizes n rows of x ([n, k] floats) for `weight_type` into dst (n * layout.bytes bytes) with a
+// generated kernel (AVX2 encodings, emitted once per packing and k). The quants and scales are
+// bit-identical to quantize_activation's; padding is not written.
 void pack_activation(QuantType weight_type, Isa isa, const float* x, int64_t k, int64_t n,
                      uint8_t* dst);
+// The machine code of that kernel, freshly emitted (for the determinism test).
+std::vector<uint8_t> act_kernel_code(QuantType weight_type, Isa isa, int64_t k);
 // The same through the scalar reference quantize_activation (the test oracle of the above).
 void pack_activation_reference(QuantType weight_type, Isa isa, const float* x, int64_t k,
                                int64_t n, uint8_t* dst);
