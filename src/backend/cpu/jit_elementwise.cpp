@@ -1,30 +1,25 @@
-// JitKernels' element-wise ops: SwiGLU vectorized bit-identically to the reference; the others
-// (row lookups, RMSNorm, RoPE, residual add, KV row stores) still run the reference kernels.
+// JitKernels' element-wise ops, vectorized (AVX2 + F16C) and bit-identical to the reference:
+// SwiGLU, the residual add, and K/V row stores (f32 -> f16). Large calls are split over the
+// pool in chunks of whole 64-byte lines, so two threads never write the same cache line.
+// (RMSNorm and RoPE: jit_norm_rope.cpp; row lookups: jit_get_rows.cpp.) AVX-512 would not pay
+// here: these ops stream memory and AVX2 already keeps up with the caches.
 #include <immintrin.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "backend/cpu/jit_kernels.h"
+#include "core/error.h"
+#include "core/fp16.h"
 #include "core/thread_pool.h"
 
 namespace jitllm {
 
-void JitKernels::get_rows(QuantType type, const uint8_t* table, int64_t k, const int32_t* ids,
-                          int64_t n, float* out) const {
-  ref_.get_rows(type, table, k, ids, n, out);
-}
-
-void JitKernels::rms_norm(const float* x, const float* w, int64_t n, int64_t dim, float eps,
-                          float* out) const {
-  ref_.rms_norm(x, w, n, dim, eps, out);
-}
-
-void JitKernels::rope(float* x, int64_t n, int n_heads, int head_dim, const int32_t* pos,
-                      const RopeParams& params) const {
-  ref_.rope(x, n, n_heads, head_dim, pos, params);
-}
-
 namespace {
+
+// Below this many elements a call runs on the caller alone: waking the pool costs more than
+// streaming 256 KiB.
+constexpr int64_t kPoolMinElems = 65536;
 
 // ggml_vec_silu(g) * u for 8 lanes, the reference's operations in the same order (so the same
 // bits): ggml's expf polynomial, then an exact ldexp. Where exp(-g) < 2^-125, 1 + exp(-g) is 1
@@ -76,16 +71,48 @@ void JitKernels::swiglu(const float* gate, const float* up, float* out, int64_t 
     }
     for (; i < i1; ++i) out[i] = ggml_vec_silu(gate[i]) * up[i];
   };
-  if (count < 65536) return run(0, count);
+  if (count < kPoolMinElems) return run(0, count);
   ThreadPool::global().parallel_for(count, 4096, run);
 }
 
-void JitKernels::add(float* acc, const float* x, int64_t count) const { ref_.add(acc, x, count); }
+void JitKernels::add(float* acc, const float* x, int64_t count) const {
+  auto run = [&](int64_t i0, int64_t i1) {
+    int64_t i = i0;
+    for (; i + 32 <= i1; i += 32)
+      for (int u = 0; u < 32; u += 8)
+        _mm256_storeu_ps(acc + i + u, _mm256_add_ps(_mm256_loadu_ps(acc + i + u),
+                                                    _mm256_loadu_ps(x + i + u)));
+    for (; i + 8 <= i1; i += 8)
+      _mm256_storeu_ps(acc + i, _mm256_add_ps(_mm256_loadu_ps(acc + i), _mm256_loadu_ps(x + i)));
+    for (; i < i1; ++i) acc[i] += x[i];
+  };
+  if (count < kPoolMinElems) return run(0, count);
+  ThreadPool::global().parallel_for(count, 4096, run);  // 16 KiB chunks: whole cache lines
+}
 
 void JitKernels::store_rows(QuantType type, const float* src, int64_t n, int64_t dim,
                             uint8_t* const* dst) const {
-  ref_.store_rows(type, src, n, dim, dst);
+  if (type != QuantType::F16 && type != QuantType::F32)
+    throw_error("KV cache type {} is not supported (f16 or f32)", quant_name(type));
+  auto run = [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const float* s = src + t * dim;  // [dim]
+      if (type == QuantType::F32) {
+        std::memcpy(dst[t], s, size_t(dim) * sizeof(float));
+        continue;
+      }
+      auto* h = reinterpret_cast<uint16_t*>(dst[t]);  // [dim] f16
+      int64_t i = 0;
+      // F16C's round to nearest even is what f32_to_fp16 does (NaNs included).
+      for (; i + 8 <= dim; i += 8)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(h + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
+      for (; i < dim; ++i) h[i] = f32_to_fp16(s[i]);
+    }
+  };
+  // Rows land in different pages of the KV cache: split by rows.
+  if (n * dim < kPoolMinElems) return run(0, n);
+  ThreadPool::global().parallel_for(n, 1, run);
 }
-
 
 }  // namespace jitllm
