@@ -18,6 +18,14 @@ namespace {
 // How long an idle worker polls for the next job before parking: long enough to cover the gap
 // between two ops of one decode step, short enough not to burn a core between requests.
 constexpr auto kSpinTime = std::chrono::microseconds(200);
+// How long the caller polls for its helpers before it starts yielding its core: far more than the
+// imbalance of a normal job (a few us), far less than a scheduler time slice (ms).
+constexpr auto kCallerSpinTime = std::chrono::microseconds(50);
+
+// Which pool (ThreadPool::id_) this thread was last pinned for as a caller (so run() pins once,
+// not per job).
+thread_local uint64_t t_pinned_for = 0;
+std::atomic<uint64_t> g_next_pool_id{1};
 
 int default_threads() {
   if (const char* env = std::getenv("JITLLM_CORES")) {
@@ -32,32 +40,39 @@ std::unique_ptr<ThreadPool>& global_pool() {
   return pool;
 }
 
-std::vector<int> allowed_cpus() {
-  std::vector<int> cpus;
+std::vector<int> read_thread_cpus() {
+  std::vector<int> c;
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  return cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    for (int i = 0; i < CPU_SETSIZE; ++i)
+      if (CPU_ISSET(i, &set)) c.push_back(i);
+  return c;
 }
+const std::vector<int>& process_cpus() { return ThreadPool::process_cpus(); }
 
+// Pins the calling thread to `cpu`, or (cpu < 0) lets it float over all of process_cpus(): a
+// thread created by a pinned caller inherits that one CPU otherwise.
 void pin_to(int cpu) {
   cpu_set_t set;
   CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
+  if (cpu >= 0) {
+    CPU_SET(cpu, &set);
+  } else {
+    if (process_cpus().empty()) return;
+    for (int c : process_cpus()) CPU_SET(c, &set);
+  }
   pthread_setaffinity_np(pthread_self(), sizeof(set), &set);  // best effort
 }
 
 }  // namespace
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads > 0 ? n_threads : default_threads()) {
+ThreadPool::ThreadPool(int n_threads)
+    : n_threads_(n_threads > 0 ? n_threads : default_threads()), id_(g_next_pool_id++) {
   const char* pin = std::getenv("JITLLM_PIN");
-  if (!(pin && std::string(pin) == "0")) {
-    std::vector<int> cpus = allowed_cpus();
-    // Worker i takes the i-th allowed CPU; the caller (worker 0) keeps its own affinity.
-    if (int(cpus.size()) >= n_threads_) cpus_ = std::move(cpus);
-  }
+  // Thread i takes the i-th allowed CPU; the caller (thread 0) the first, when it first runs.
+  if (!(pin && std::string(pin) == "0") && int(process_cpus().size()) >= n_threads_)
+    cpus_ = process_cpus();
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
@@ -71,7 +86,7 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::worker_loop(int index) {
-  if (!cpus_.empty()) pin_to(cpus_[size_t(index)]);
+  pin_to(pinned_cpu(index));
   uint64_t seen = 0;
   for (;;) {
     uint64_t g = generation_.load(std::memory_order_acquire);
@@ -97,11 +112,30 @@ void ThreadPool::worker_loop(int index) {
   }
 }
 
+// Read once, before any pool pins a thread: a pinned caller's own mask would otherwise shrink
+// the next pool to its one CPU.
+const std::vector<int>& ThreadPool::process_cpus() {
+  static const std::vector<int> cpus = read_thread_cpus();
+  return cpus;
+}
+
+int ThreadPool::pinned_cpu(int thread_index) const {
+  if (cpus_.empty() || thread_index < 0 || thread_index >= n_threads_) return -1;
+  return cpus_[size_t(thread_index)];
+}
+
+void ThreadPool::pin_caller() {
+  if (t_pinned_for == id_) return;
+  t_pinned_for = id_;
+  pin_to(pinned_cpu(0));
+}
+
 void ThreadPool::run(const std::function<void(int, int)>& fn) {
   if (n_threads_ == 1) {
     fn(0, 1);
     return;
   }
+  pin_caller();
   job_ = &fn;
   pending_.store(n_threads_ - 1, std::memory_order_relaxed);
   {
@@ -111,9 +145,17 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
   }
   if (sleepers_.load() > 0) start_cv_.notify_all();
   fn(0, n_threads_);
-  for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
-    _mm_pause();
-    if (spins > 100000) std::this_thread::yield();  // a helper was descheduled
+  if (pending_.load(std::memory_order_acquire) != 0) {
+    const auto until = std::chrono::steady_clock::now() + kCallerSpinTime;
+    bool yielding = false;
+    for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
+      if (yielding) {
+        std::this_thread::yield();  // a helper was preempted: let whoever has the core run
+      } else {
+        _mm_pause();
+        if ((spins & 63) == 63 && std::chrono::steady_clock::now() > until) yielding = true;
+      }
+    }
   }
   job_ = nullptr;
 }
@@ -128,11 +170,17 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
     fn(0, n);
     return;
   }
-  run([&](int t, int) {
-    if (t >= threads) return;
-    const int64_t first = n_chunks * t / threads, last = n_chunks * (t + 1) / threads;
-    const int64_t begin = first * grain, end = std::min(n, last * grain);
-    if (begin < end) fn(begin, end);
+  // Up to 4 pieces per thread, each a whole number of grains, taken from a shared counter.
+  const int64_t pieces = std::min<int64_t>(n_chunks, int64_t(threads) * 4);
+  next_chunk_.store(0, std::memory_order_relaxed);
+  run([&](int, int) {
+    for (;;) {
+      const int64_t i = next_chunk_.fetch_add(1, std::memory_order_relaxed);
+      if (i >= pieces) return;
+      const int64_t begin = n_chunks * i / pieces * grain;
+      const int64_t end = std::min(n, n_chunks * (i + 1) / pieces * grain);
+      if (begin < end) fn(begin, end);
+    }
   });
 }
 

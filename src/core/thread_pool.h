@@ -1,8 +1,12 @@
 // A pool of persistent worker threads for data-parallel loops (rows of a matmul, heads of
 // attention). The calling thread takes part as worker 0, so a pool of N threads uses N-1 helpers.
-// Workers are pinned to the CPUs the process may use (one each, when there are enough; set
-// JITLLM_PIN=0 to leave them floating), spin for a short while after each job so the next one
-// (decode issues hundreds per token) starts without a wake-up, then park on a condition variable.
+// Threads are pinned one per CPU the process may use, the caller included (to the first allowed
+// CPU, on its first run()), when there are enough CPUs; JITLLM_PIN=0 leaves them all floating.
+// Pinning both sides matters: a floating caller can land on its own helper's CPU and the two
+// then take turns on one core (timings bimodal by 2x). Workers spin for a short while after each
+// job so the next one (decode issues hundreds per token) starts without a wake-up, then park on
+// a condition variable; the caller spins for its helpers only briefly before yielding, so a
+// preempted helper (a shared box) costs a time slice, not a spinning core.
 #pragma once
 
 #include <atomic>
@@ -30,8 +34,15 @@ class ThreadPool {
   void run(const std::function<void(int thread_index, int n_threads)>& fn);
 
   // Splits [0, n) into contiguous chunks (multiples of `grain`, except the last) and calls
-  // fn(begin, end) for each chunk on the pool.
+  // fn(begin, end) for each chunk on the pool. Chunks are handed out from a shared counter (up to
+  // 4 per thread), so a thread that is slowed down or preempted takes fewer of them. A grain
+  // that covers whole 64-byte lines of the output keeps threads off each other's lines.
   void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+
+  // The CPU thread i is pinned to, or -1 (not pinned). Thread 0 is the caller.
+  int pinned_cpu(int thread_index) const;
+  // The CPUs the process was allowed when the first pool was made (what pools pin to).
+  static const std::vector<int>& process_cpus();
 
   // The process-wide pool used when a caller does not bring its own.
   static ThreadPool& global();
@@ -40,10 +51,12 @@ class ThreadPool {
 
  private:
   void worker_loop(int index);
+  void pin_caller();
 
   int n_threads_ = 1;
   std::vector<std::thread> workers_;
   std::vector<int> cpus_;  // CPUs to pin worker i to (cpus_[i]); empty: no pinning
+  uint64_t id_;            // unique per pool (the caller is pinned once per pool it runs)
   std::mutex mutex_;
   std::condition_variable start_cv_;
   const std::function<void(int, int)>* job_ = nullptr;
@@ -52,6 +65,7 @@ class ThreadPool {
   alignas(64) std::atomic<int> pending_{0};
   alignas(64) std::atomic<int> sleepers_{0};
   std::atomic<bool> stopping_{false};
+  alignas(64) std::atomic<int64_t> next_chunk_{0};  // parallel_for's shared chunk counter
 };
 
 }  // namespace jitllm

@@ -1,8 +1,16 @@
+// ThreadPool: every index covered once, grain-aligned chunks, repeated runs, chunks taken
+// dynamically (a stalled helper does not hold up the rest), and pinning: one CPU per thread,
+// the caller included, or all threads floating when there are more threads than CPUs.
 #include "core/thread_pool.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <atomic>
+#include <chrono>
+#include <set>
+#include <thread>
 #include <vector>
 
 namespace jitllm {
@@ -36,6 +44,62 @@ TEST(ThreadPool, RunCallsEveryThreadRepeatedly) {
       mask |= 1 << t;
     });
     ASSERT_EQ(mask.load(), 0xf);
+  }
+}
+
+// Helper 1 stalls in its first chunk (as if preempted); the caller takes the remaining chunks
+// instead of waiting for a fixed half of the range.
+TEST(ThreadPool, StalledHelperDoesNotHoldItsShare) {
+  ThreadPool pool(2);
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int> by_caller{0}, by_helper{0};
+  pool.parallel_for(8, 1, [&](int64_t b, int64_t e) {  // counts indices, not calls
+    if (std::this_thread::get_id() == caller) {
+      by_caller += int(e - b);
+    } else {
+      by_helper += int(e - b);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  EXPECT_EQ(by_caller.load() + by_helper.load(), 8);
+  EXPECT_LE(by_helper.load(), 1);  // a fixed half would be 4
+}
+
+std::vector<int> thread_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  pthread_getaffinity_np(pthread_self(), sizeof(set), &set);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
+TEST(ThreadPool, PinsEveryThreadIncludingTheCallerOrNone) {
+  // Earlier tests' pools pinned this (gtest's) thread, so its own mask says nothing now.
+  const int n_cpus = int(ThreadPool::process_cpus().size());
+  if (n_cpus < 2) GTEST_SKIP() << "one CPU: nothing to pin apart";
+  {
+    ThreadPool pool(2);
+    std::vector<std::vector<int>> seen(2);
+    pool.run([&](int t, int) { seen[size_t(t)] = thread_cpus(); });
+    std::set<int> distinct;
+    for (int t = 0; t < 2; ++t) {
+      ASSERT_EQ(seen[size_t(t)].size(), 1u) << "thread " << t << " is not pinned to one CPU";
+      EXPECT_EQ(seen[size_t(t)][0], pool.pinned_cpu(t));
+      distinct.insert(seen[size_t(t)][0]);
+    }
+    EXPECT_EQ(distinct.size(), 2u) << "two threads share a CPU";
+  }
+  {
+    // More threads than CPUs: nobody pinned, and nobody inherits the caller's single CPU.
+    ThreadPool pool(n_cpus + 1);
+    std::vector<size_t> n_seen(size_t(n_cpus + 1));
+    pool.run([&](int t, int) { n_seen[size_t(t)] = thread_cpus().size(); });
+    for (int t = 0; t <= n_cpus; ++t) {
+      EXPECT_EQ(pool.pinned_cpu(t), -1);
+      EXPECT_EQ(n_seen[size_t(t)], size_t(n_cpus)) << "thread " << t;
+    }
   }
 }
 
