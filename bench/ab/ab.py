@@ -10,6 +10,9 @@ Protocol (details and the reasons in docs/perf/README.md):
      with its IQR/median, refused above 0.10
   4. both arms under the same `taskset -c CPUS` and the same thread count ({threads} in both
      commands), rows appended to docs/perf/<backend>.md
+  5. every run waits for a quiet machine and is retried when other processes took more than
+     --max-foreign of the pinned CPUs while it ran (ab_quiet.py); the row says the worst share
+     kept and the load average
 
 Python 3 standard library only, so it runs unchanged on the dev box and on the GPU machine.
 
@@ -34,6 +37,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import ab_board  # noqa: E402
 import ab_parsers  # noqa: E402
+import ab_quiet  # noqa: E402
 import ab_stats  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -238,6 +242,13 @@ def parse_args(argv):
     p.add_argument("--aa-rounds", type=int, default=4, help="A/A rounds (default 4)")
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--timeout", type=int, default=1800, help="seconds per command")
+    p.add_argument("--max-foreign", type=float, default=0.10,
+                   help="largest share of the pinned CPUs other processes may use during a run "
+                        "(else it is retried; default 0.10; 1 turns the guard off)")
+    p.add_argument("--quiet-wait", type=float, default=1800,
+                   help="seconds to wait for a quiet machine before giving up (default 1800)")
+    p.add_argument("--retries", type=int, default=20,
+                   help="runs per arm that may be retried for foreign load (default 20)")
     p.add_argument("--out", help="board file (default docs/perf/<backend>.md in this repo)")
     p.add_argument("--build", help="build id for the board (default: git HEAD of this repo)")
     p.add_argument("--dry-run", action="store_true",
@@ -282,6 +293,14 @@ def main(argv):
         arm_a = Arm("A", build_argv(a.a, a.threads, a.model, a.cpus), parser_a, a.threads, a.timeout)
         arm_b = Arm("B", build_argv(a.b, a.threads, a.model, a.cpus), parser_b, a.threads, a.timeout)
         print(f"A: {shlex.join(arm_a.argv)}\nB: {shlex.join(arm_b.argv)}", flush=True)
+        guards = []
+        if a.max_foreign < 1.0 and not a.dry_run and os.path.exists("/proc/stat"):
+            meter = ab_quiet.CpuMeter(a.cpus)
+            log = lambda s: print(s, flush=True)  # noqa: E731
+            arm_a, arm_b = (ab_quiet.QuietArm(arm, meter, a.max_foreign, a.quiet_wait,
+                                              retries=a.retries, log=log, error=HarnessError)
+                            for arm in (arm_a, arm_b))
+            guards = [arm_a, arm_b]
 
         if a.model:
             model_name = os.path.basename(a.model)
@@ -304,6 +323,11 @@ def main(argv):
 
     setup = (f"t={a.threads if a.threads is not None else '-'} cpus={a.cpus or 'all'} "
              f"R={a.rounds} AA={a.aa_rounds}")
+    shares = [x for g in guards for x in g.shares]
+    if shares:
+        setup += f" foreign<={max(shares):.0%}"
+    if hasattr(os, "getloadavg"):
+        setup += f" load1={os.getloadavg()[0]:.2f}"
     if a.dry_run:
         setup += " dry-run"
     date = ab_board.today()

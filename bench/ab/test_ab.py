@@ -15,6 +15,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ab  # noqa: E402
 import ab_board  # noqa: E402
 import ab_parsers  # noqa: E402
+import ab_quiet  # noqa: E402
 import ab_stats  # noqa: E402
 from ab_parsers import Measurement  # noqa: E402
 
@@ -266,6 +267,56 @@ class ArgvAndBoardTest(unittest.TestCase):
             self.assertEqual(ab_board.sha256_prefix(f.name), "ba7816bf8f01")
         finally:
             os.unlink(f.name)
+
+
+class QuietGuardTest(unittest.TestCase):
+    STAT = ("cpu  900 0 300 5000 10 0 0 0 0 0\n"
+            "cpu0 100 5 50 2000 3 1 2 0 0 0\n"
+            "cpu1 400 0 100 1500 4 0 0 7 0 0\n"
+            "cpu2 9 9 9 9 9 9 9 9 0 0\n"
+            "intr 12345\n")
+
+    def test_cpu_list_and_busy_columns(self):
+        self.assertEqual(ab_quiet.parse_cpu_list("0-1,4"), {0, 1, 4})
+        self.assertIsNone(ab_quiet.parse_cpu_list(None))
+        # busy = user + nice + system + irq + softirq + steal (idle and iowait excluded):
+        # cpu0 100+5+50+1+2+0 = 158, cpu1 400+0+100+0+0+7 = 507.
+        self.assertEqual(ab_quiet.busy_jiffies(self.STAT, {0, 1}), (665, 2))
+        self.assertEqual(ab_quiet.busy_jiffies(self.STAT, {1}), (507, 1))
+        self.assertEqual(ab_quiet.busy_jiffies(self.STAT, None)[1], 3)  # the "cpu " total skipped
+
+    def test_foreign_share(self):
+        # 2 CPUs for 10 s = 20 CPU-s; 15 busy, 12 of them ours -> 3 / 20.
+        self.assertAlmostEqual(ab_quiet.foreign_share(15.0, 12.0, 10.0, 2), 0.15)
+        self.assertEqual(ab_quiet.foreign_share(5.0, 6.0, 10.0, 2), 0.0)  # clock skew: not < 0
+
+    def test_busy_run_is_retried_and_quiet_one_kept(self):
+        class Meter:  # scripted foreign shares, one per share() call
+            def __init__(self, shares):
+                self.shares = list(shares)
+
+            def snapshot(self):
+                return None
+
+            def share(self, before, after):
+                return self.shares.pop(0)
+
+        runs = []
+        arm = lambda: runs.append(1) or {"tg128": len(runs)}  # noqa: E731
+        # wait window 0.5 (busy) -> 0.0 (quiet); run 1 at 0.3 (discarded); window 0.0; run 2 0.02.
+        meter = Meter([0.5, 0.0, 0.3, 0.0, 0.02])
+        logs = []
+        guard = ab_quiet.QuietArm(arm, meter, 0.10, wait_s=60, window_s=0, log=logs.append,
+                                  sleep=lambda s: None)
+        self.assertEqual(guard(), {"tg128": 2})
+        self.assertEqual(len(runs), 2)
+        self.assertEqual(guard.shares, [0.02])
+        self.assertTrue(any("discarded" in line for line in logs))
+        # No retries left: a busy run is an error, not a silently kept number.
+        guard = ab_quiet.QuietArm(arm, Meter([0.0, 0.9]), 0.10, window_s=0, retries=0,
+                                  log=logs.append, sleep=lambda s: None, error=ValueError)
+        with self.assertRaises(ValueError):
+            guard()
 
 
 class DryRunTest(unittest.TestCase):
