@@ -12,6 +12,7 @@
 
 #include "backend/cpu/jit_formats.h"
 #include "backend/cpu/jit_kernels.h"
+#include "backend/cpu/jit_matvec.h"
 #include "backend/cpu/jit_kquant_matmul.h"
 #include "core/aligned_buffer.h"
 #include "core/error.h"
@@ -94,6 +95,10 @@ void JitKernels::matmul(QuantType type, const uint8_t* weights, int64_t rows, in
   if (!jit::jit_matmul_supported(type) || k % quant_traits(type).block_elems != 0 ||
       (type != QuantType::Q8_0 && type != QuantType::Q4_0 && k % 256 != 0))
     return ref_.matmul(type, weights, rows, k, x, n, out);
+  if (n == 1 && jit::matvec_supported(type, isa_, k)) {  // decode kernels: jit_matvec.h
+    const jit::MatvecTarget t{type, weights, rows, out};
+    return jit::matvec_group(isa_, {&t, 1}, k, x, ThreadPool::global());
+  }
 
   const jit::ActLayout al = jit::act_layout(type, k);
   ThreadPool& pool = ThreadPool::global();
@@ -133,6 +138,15 @@ void JitKernels::matmul(QuantType type, const uint8_t* weights, int64_t rows, in
 
 void JitKernels::matmul_group(std::span<const MatmulTarget> mats, int64_t k, const float* x,
                               int64_t n) const {
+  // Decode: all rows of all matrices in one work list over the pool (jit_matvec.h).
+  if (n == 1 && std::all_of(mats.begin(), mats.end(), [&](const MatmulTarget& m) {
+        return jit::matvec_supported(m.type, isa_, k);
+      })) {
+    std::vector<jit::MatvecTarget> ts;
+    ts.reserve(mats.size());
+    for (const MatmulTarget& m : mats) ts.push_back({m.type, m.weights, m.rows, m.out});
+    return jit::matvec_group(isa_, ts, k, x, ThreadPool::global());
+  }
   // The packed input is cached per thread, so the matrices after the first reuse it.
   for (const MatmulTarget& m : mats) matmul(m.type, m.weights, m.rows, k, x, n, m.out);
 }

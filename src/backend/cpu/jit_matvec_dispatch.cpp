@@ -1,0 +1,114 @@
+// Dispatch of the decode matvec kernels (jit_matvec.h): the activation packed once per format
+// family (cached per calling thread: q/k/v and gate/up share their input, so do consecutive
+// calls with the same floats), and the rows of every matrix of a group handed out in chunks from
+// one atomic counter, so a q/k/v or gate/up group costs one pool wake-up, not three.
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <vector>
+
+#include "backend/cpu/jit_matvec.h"
+#include "core/aligned_buffer.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "quant/formats.h"
+
+namespace jitllm::jit {
+
+namespace {
+
+int pack_family(QuantType t) {
+  switch (t) {
+    case QuantType::Q4_K: return 0;
+    case QuantType::Q6_K: return 1;
+    default: return 2;
+  }
+}
+
+// The last packed input of each family on this thread.
+struct PackSlot {
+  bool valid = false;
+  int64_t k = 0;
+  std::vector<float> x;  // [k]
+  AlignedPtr<uint8_t> buf;
+  size_t cap = 0;
+};
+
+const uint8_t* packed_input(QuantType type, const float* x, int64_t k) {
+  thread_local PackSlot slots[3];
+  PackSlot& s = slots[pack_family(type)];
+  if (s.valid && s.k == k && std::memcmp(s.x.data(), x, size_t(k) * sizeof(float)) == 0)
+    return s.buf.get();
+  const size_t bytes = matvec_act_bytes(type, k);
+  if (bytes > s.cap) {
+    s.cap = std::max(bytes, s.cap * 2);
+    s.buf = make_aligned<uint8_t>(s.cap, 64);
+  }
+  s.valid = false;  // until packed
+  pack_matvec_act(type, x, k, s.buf.get());
+  s.x.assign(x, x + k);
+  s.k = k;
+  s.valid = true;
+  return s.buf.get();
+}
+
+// Rows per chunk: about 8 chunks per thread (so a thread slowed by other load takes fewer),
+// in multiples of 16 rows so two threads never write one output cache line.
+int64_t chunk_rows(int64_t rows, int threads) {
+  const int64_t c = rows / (int64_t(threads) * 8) / 16 * 16;
+  return std::max<int64_t>(16, c);
+}
+
+struct Job {
+  MatvecFn fn;
+  const uint8_t* w;
+  size_t stride;
+  const uint8_t* act;
+  float* out;
+  int64_t rows, chunk, first;  // first: index of this job's first chunk in the work list
+};
+
+}  // namespace
+
+void matvec_group(Isa isa, std::span<const MatvecTarget> mats, int64_t k, const float* x,
+                  ThreadPool& pool) {
+  std::vector<Job> jobs;
+  jobs.reserve(mats.size());
+  int64_t n_chunks = 0;
+  for (const MatvecTarget& m : mats) {
+    if (!matvec_supported(m.type, isa, k))
+      throw_error("jit matvec: no kernel for {} k={} on {}", quant_name(m.type), k, isa_name(isa));
+    if (m.rows <= 0) continue;
+    Job j;
+    j.fn = matvec_kernel({m.type, k, matvec_rows(m.type, isa), isa}).fn();
+    j.w = m.weights;
+    j.stride = row_bytes(m.type, k);
+    j.act = packed_input(m.type, x, k);
+    j.out = m.out;
+    j.rows = m.rows;
+    j.chunk = chunk_rows(m.rows, pool.size());
+    j.first = n_chunks;
+    n_chunks += (m.rows + j.chunk - 1) / j.chunk;
+    jobs.push_back(j);
+  }
+  if (jobs.empty()) return;
+  auto run_chunk = [&](int64_t c) {
+    size_t i = 0;
+    while (i + 1 < jobs.size() && jobs[i + 1].first <= c) ++i;
+    const Job& j = jobs[i];
+    const int64_t r0 = (c - j.first) * j.chunk, r1 = std::min(j.rows, r0 + j.chunk);
+    const MatvecArgs a{j.w + size_t(r0) * j.stride, int64_t(j.stride), r1 - r0, j.act,
+                       j.out + r0};
+    j.fn(&a);
+  };
+  if (pool.size() == 1 || n_chunks == 1) {
+    for (int64_t c = 0; c < n_chunks; ++c) run_chunk(c);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  pool.run([&](int, int) {
+    for (int64_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < n_chunks;) run_chunk(c);
+  });
+}
+
+}  // namespace jitllm::jit

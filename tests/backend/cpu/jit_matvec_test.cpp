@@ -1,0 +1,253 @@
+// Decode matvec kernels (jit_matvec.h) against the reference matmul (quant/vec_dot) at real model
+// shapes (2048x2048, 8192x2048, 2048x8192, 128256x2048), ragged row tails, all-zero blocks, two
+// calls into one buffer, groups of matrices sharing one input, every ISA level this CPU runs
+// that has a kernel, and byte-identical emission. Q8_0 is checked bit for bit against ggml's
+// AVX2 float order, re-derived here from its definition (8 lanes of 4-element integer dots,
+// acc = fma(float(isum), d_w * d_a, acc) per block, then hsum_float_8).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fmt/format.h>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/jit_kernels.h"
+#include "backend/cpu/jit_matvec.h"
+#include "core/error.h"
+#include "core/fp16.h"
+#include "core/thread_pool.h"
+#include "quant/formats.h"
+#include "quant/quant.h"
+
+namespace jitllm {
+namespace {
+
+using jit::Isa;
+
+const QuantType kFormats[] = {QuantType::Q4_K, QuantType::Q6_K, QuantType::Q8_0};
+
+std::vector<Isa> isas(QuantType t, int64_t k) {
+  std::vector<Isa> out;
+  for (Isa i : {Isa::Avx2, Isa::AvxVnni, Isa::Avx512Vnni})
+    if (jit::cpu_supports(i) && jit::matvec_supported(t, i, k)) out.push_back(i);
+  return out;
+}
+
+// Valid weights: random floats through the reference quantizer (small shapes), or random field
+// values inside each format's range (large shapes, where quantizing would be slow).
+std::vector<uint8_t> make_weights(QuantType type, int64_t rows, int64_t k, uint32_t seed,
+                                  bool quantize) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> w(row_bytes(type, k) * size_t(rows));
+  if (quantize) {
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> x(static_cast<size_t>(k));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (float& v : x) v = nd(rng);
+      quantize_row(type, x.data(), w.data() + size_t(r) * row_bytes(type, k), k);
+    }
+    return w;
+  }
+  std::uniform_int_distribution<uint32_t> word;
+  for (size_t i = 0; i + 4 <= w.size(); i += 4) {
+    const uint32_t v = word(rng);
+    std::memcpy(w.data() + i, &v, 4);
+  }
+  std::uniform_real_distribution<float> sd(0.001f, 0.02f);
+  const size_t bb = quant_traits(type).block_bytes;
+  for (size_t off = 0; off < w.size(); off += bb) {
+    uint8_t* b = w.data() + off;
+    auto put = [&](size_t at) {
+      const uint16_t h = f32_to_fp16(sd(rng));
+      std::memcpy(b + at, &h, 2);
+    };
+    switch (type) {
+      case QuantType::Q8_0: put(0); break;
+      case QuantType::Q4_K: put(0); put(2); break;
+      case QuantType::Q6_K: put(208); break;
+      default: break;
+    }
+  }
+  return w;
+}
+
+std::vector<float> make_x(int64_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(k));
+  for (float& v : x) v = nd(rng);
+  return x;
+}
+
+void expect_close(const std::vector<float>& ref, const std::vector<float>& got,
+                  const std::string& what) {
+  ASSERT_EQ(ref.size(), got.size());
+  float scale = 0;
+  for (float v : ref) scale = std::max(scale, std::fabs(v));
+  size_t bad = 0;
+  float worst = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const float diff = std::fabs(ref[i] - got[i]);
+    worst = std::max(worst, diff / std::max(scale, 1e-30f));
+    if (!(diff <= 2e-6f * scale + 2e-6f * std::fabs(ref[i]))) ++bad;
+  }
+  EXPECT_EQ(bad, 0u) << what << ": worst |diff| / max|ref| = " << worst;
+}
+
+// ggml-cpu's AVX2 Q8_0 x Q8_0 dot, float order included (see the file comment).
+float q8_0_ggml_order(const uint8_t* row, const BlockQ8_0* a, int64_t nb) {
+  float acc[8] = {};
+  for (int64_t b = 0; b < nb; ++b) {
+    const auto* w = reinterpret_cast<const BlockQ8_0*>(row + size_t(b) * sizeof(BlockQ8_0));
+    const float d = fp16_to_f32(w->d) * fp16_to_f32(a[b].d);
+    for (int l = 0; l < 8; ++l) {
+      int s = 0;
+      for (int j = 4 * l; j < 4 * l + 4; ++j) s += int(w->qs[j]) * int(a[b].qs[j]);
+      acc[l] = std::fma(float(s), d, acc[l]);
+    }
+  }
+  float r[4];
+  for (int i = 0; i < 4; ++i) r[i] = acc[4 + i] + acc[i];
+  const float lo = r[0] + r[2], hi = r[1] + r[3];
+  return lo + hi;
+}
+
+// Runs the generated kernel for one matrix through the dispatch (n == 1).
+std::vector<float> run(Isa isa, QuantType t, const std::vector<uint8_t>& w, int64_t rows,
+                       int64_t k, const std::vector<float>& x, float fill = 12345.0f) {
+  std::vector<float> got(size_t(rows), fill);
+  const jit::MatvecTarget tg{t, w.data(), rows, got.data()};
+  jit::matvec_group(isa, {&tg, 1}, k, x.data(), ThreadPool::global());
+  return got;
+}
+
+void check(QuantType t, int64_t rows, int64_t k, bool quantize, uint32_t seed) {
+  const auto w = make_weights(t, rows, k, seed, quantize);
+  const auto x = make_x(k, seed + 1);
+  std::vector<float> ref(static_cast<size_t>(rows));
+  reference_kernels().matmul(t, w.data(), rows, k, x.data(), 1, ref.data());
+  for (Isa isa : isas(t, k)) {
+    const auto got = run(isa, t, w, rows, k, x);
+    expect_close(ref, got, fmt::format("{} {}x{} {}", quant_name(t), rows, k, jit::isa_name(isa)));
+    if (t == QuantType::Q8_0) {
+      std::vector<uint8_t> act(row_bytes(QuantType::Q8_0, k));
+      quantize_activation(t, x.data(), act.data(), k);
+      const auto* a = reinterpret_cast<const BlockQ8_0*>(act.data());
+      size_t differ = 0;
+      for (int64_t r = 0; r < rows; ++r)
+        if (got[size_t(r)] != q8_0_ggml_order(w.data() + size_t(r) * row_bytes(t, k), a, k / 32))
+          ++differ;
+      EXPECT_EQ(differ, 0u) << "Q8_0 not bit-identical to ggml's order, " << rows << "x" << k;
+    }
+  }
+}
+
+TEST(JitMatvec, SomeIsaHasKernels) {
+  // On a CPU with AVX-512 VNNI every format here must run generated code (not silently skip).
+  if (!jit::cpu_supports(Isa::Avx512Vnni)) GTEST_SKIP() << "no AVX-512 VNNI";
+  for (QuantType t : kFormats) EXPECT_TRUE(jit::matvec_supported(t, Isa::Avx512Vnni, 2048));
+}
+
+TEST(JitMatvec, ModelShapes) {
+  for (QuantType t : kFormats) {
+    check(t, 2048, 2048, true, 1);
+    check(t, 8192, 2048, false, 2);
+    check(t, 2048, 8192, false, 3);
+  }
+}
+
+TEST(JitMatvec, VocabShape) {
+  check(QuantType::Q6_K, 128256, 2048, false, 4);  // Q4_K_M's output head
+}
+
+TEST(JitMatvec, RaggedRowTails) {
+  // Rows not a multiple of the rows per pass, nor of the 16-row chunks.
+  for (QuantType t : kFormats)
+    for (int64_t rows : {1, 2, 3, 5, 7, 2048 + 13}) check(t, rows, 512, true, uint32_t(10 + rows));
+  check(QuantType::Q8_0, 37, 96, true, 22);  // k an odd number of blocks
+}
+
+TEST(JitMatvec, ZeroBlocksAndZeroActivation) {
+  for (QuantType t : kFormats) {
+    const int64_t k = 1024, rows = 64;
+    auto w = make_weights(t, rows, k, 30, true);
+    const size_t rb = row_bytes(t, k);
+    std::fill(w.begin(), w.begin() + ptrdiff_t(rb), uint8_t(0));  // row 0: all zero bytes
+    std::fill(w.begin() + ptrdiff_t(rb), w.begin() + ptrdiff_t(rb + quant_traits(t).block_bytes),
+              uint8_t(0));  // row 1: first block zero
+    const auto x = make_x(k, 31);
+    std::vector<float> ref(static_cast<size_t>(rows));
+    reference_kernels().matmul(t, w.data(), rows, k, x.data(), 1, ref.data());
+    const std::vector<float> zx(size_t(k), 0.0f);
+    for (Isa isa : isas(t, k)) {
+      const auto got = run(isa, t, w, rows, k, x, -1.0f);
+      expect_close(ref, got, fmt::format("zeros {} {}", quant_name(t), jit::isa_name(isa)));
+      EXPECT_EQ(got[0], 0.0f);
+      for (float v : run(isa, t, w, rows, k, zx, -1.0f)) EXPECT_EQ(v, 0.0f);
+    }
+  }
+}
+
+TEST(JitMatvec, TwoCallsIntoOneBufferOverwrite) {
+  for (QuantType t : kFormats) {
+    const int64_t k = 512, rows = 100;
+    const auto w = make_weights(t, rows, k, 40, true);
+    const auto x1 = make_x(k, 41), x2 = make_x(k, 42);
+    std::vector<float> ref(static_cast<size_t>(rows));
+    reference_kernels().matmul(t, w.data(), rows, k, x2.data(), 1, ref.data());
+    for (Isa isa : isas(t, k)) {
+      std::vector<float> got(static_cast<size_t>(rows));
+      const jit::MatvecTarget tg{t, w.data(), rows, got.data()};
+      jit::matvec_group(isa, {&tg, 1}, k, x1.data(), ThreadPool::global());
+      jit::matvec_group(isa, {&tg, 1}, k, x2.data(), ThreadPool::global());
+      expect_close(ref, got, fmt::format("second call {} {}", quant_name(t), jit::isa_name(isa)));
+    }
+  }
+}
+
+TEST(JitMatvec, GroupOfMixedFormatsSharesOneInput) {
+  // q (Q4_K), k (Q4_K), v (Q6_K) as in Q4_K_M attention, through JitKernels::matmul_group.
+  const int64_t k = 2048;
+  const auto wq = make_weights(QuantType::Q4_K, 2048, k, 50, false);
+  const auto wk = make_weights(QuantType::Q4_K, 512, k, 51, false);
+  const auto wv = make_weights(QuantType::Q6_K, 512 + 5, k, 52, false);
+  const auto x = make_x(k, 53);
+  std::vector<float> rq(2048), rk(512), rv(517);
+  reference_kernels().matmul(QuantType::Q4_K, wq.data(), 2048, k, x.data(), 1, rq.data());
+  reference_kernels().matmul(QuantType::Q4_K, wk.data(), 512, k, x.data(), 1, rk.data());
+  reference_kernels().matmul(QuantType::Q6_K, wv.data(), 517, k, x.data(), 1, rv.data());
+  for (Isa isa : {Isa::Avx2, Isa::AvxVnni, Isa::Avx512Vnni}) {
+    if (!jit::cpu_supports(isa)) continue;
+    std::vector<float> q(2048, 7.0f), kk(512, 7.0f), v(517, 7.0f);
+    const CpuKernels::MatmulTarget ts[] = {{QuantType::Q4_K, wq.data(), 2048, q.data()},
+                                           {QuantType::Q4_K, wk.data(), 512, kk.data()},
+                                           {QuantType::Q6_K, wv.data(), 517, v.data()}};
+    JitKernels(isa).matmul_group(ts, k, x.data(), 1);
+    expect_close(rq, q, fmt::format("group q {}", jit::isa_name(isa)));
+    expect_close(rk, kk, fmt::format("group k {}", jit::isa_name(isa)));
+    expect_close(rv, v, fmt::format("group v {}", jit::isa_name(isa)));
+  }
+}
+
+TEST(JitMatvec, EmissionIsDeterministic) {
+  for (QuantType t : kFormats)
+    for (Isa isa : isas(t, 2048)) {
+      const jit::MatvecKey key{t, 2048, jit::matvec_rows(t, isa), isa};
+      const jit::MatvecKernel a(key), b(key);
+      EXPECT_EQ(a.code(), b.code()) << quant_name(t) << " " << jit::isa_name(isa);
+      EXPECT_NE(a.code(), jit::MatvecKernel({t, 4096, key.rows, isa}).code());
+    }
+}
+
+TEST(JitMatvec, BadKeysAreErrors) {
+  const Isa isa = jit::cpu_best_isa();
+  EXPECT_THROW(jit::MatvecKernel({QuantType::Q4_K, 300, 1, isa}), Error);
+  EXPECT_THROW(jit::MatvecKernel({QuantType::Q8_0, 64, 9, isa}), Error);
+  EXPECT_THROW(jit::MatvecKernel({QuantType::F16, 64, 1, isa}), Error);
+  EXPECT_THROW(jit::pack_matvec_act(QuantType::F16, nullptr, 64, nullptr), Error);
+}
+
+}  // namespace
+}  // namespace jitllm
