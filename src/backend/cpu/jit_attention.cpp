@@ -2,10 +2,13 @@
 // reference_attention.cpp, element for element, so the results are bit-identical to it:
 //  - one_chunk path (decode, < 64 rows): K.Q in ggml's vec-dot order (4 x 16 lanes, pairwise
 //    reductions) as two ymm per 16 lanes; F16 V accumulator rounded with F16C (round to nearest
-//    even, what the reference's f32_to_fp16 does).
-//  - tiled path (prefill): each score is one sequential FMA chain over the head dimension; eight
-//    keys run in the eight lanes of a ymm (keys transposed once per tile), so the chains are
-//    independent and the per-key order is unchanged. V accumulation is element-wise FMA.
+//    even, what the reference's f32_to_fp16 does). Split over (row, head) on the pool.
+//  - tiled path (prefill): blocks of up to 16 consecutive query rows of one sequence x one KV
+//    head; each 64-key tile is transposed (8x8 blocks) and its values converted once for the
+//    block's rows and the GQA group's heads. Per (row, head): each score is one sequential FMA
+//    chain over the head dimension (eight keys in the eight lanes of a ymm), tile max and
+//    ggml's expf vectorized with the reference's semantics, the per-16 pairwise sums, and V
+//    accumulated key after key in registers.
 // Heads whose size is not a multiple of 64 go to the reference.
 #include <immintrin.h>
 
@@ -112,95 +115,231 @@ void attend_one_chunk(const AttentionArgs& a, int64_t r, int h, uint16_t* q16, u
     _mm256_storeu_ps(out + d, _mm256_mul_ps(f16 ? load8(acc16 + d) : _mm256_loadu_ps(acc32 + d), vi));
 }
 
-// All query heads of KV head `kvh` for row r (they read the same keys, so each tile of keys is
-// transposed once for the group). kt: [head_dim][64] keys of the tile as floats; acc32, S, M per
-// head of the group.
-void attend_tiled_group(const AttentionArgs& a, int64_t r, int kvh, float* acc32_all,
-                        float* scores, float* kt, float* krow_f) {
+// ggml_vec_expf (reference_kernels.cpp) for 8 lanes with the same operations, so the same bits:
+// the shifter rounding, the two-part reduction, the degree-5 polynomial, then j * 2^n rounded
+// once as ldexp does: one exact product for n in [-125, 127]; (j * 2^(n+100)) * 2^-100 below
+// (exact, then one rounding into the subnormals); (j * 2^127) * 2^(n-127) above; |n| > 192
+// saturates to 0 / inf. NaN lanes are the caller's business.
+__m256 ggml_expf8(__m256 x) {
+  const __m256 shifter = _mm256_set1_ps(0x1.8p23f);
+  const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), shifter);
+  const __m256 n = _mm256_sub_ps(z, shifter);
+  const __m256 nn = _mm256_xor_ps(n, _mm256_set1_ps(-0.0f));  // -n, exactly
+  const __m256 b = _mm256_fmadd_ps(nn, _mm256_set1_ps(0x1.7f7d1cp-20f),
+                                   _mm256_fmadd_ps(nn, _mm256_set1_ps(0x1.62e4p-1f), x));
+  const __m256 u = _mm256_mul_ps(b, b);
+  const __m256 j = _mm256_fmadd_ps(
+      _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), u,
+                      _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f))),
+      u, _mm256_fmadd_ps(_mm256_set1_ps(0x1.ffffecp-1f), b, _mm256_set1_ps(1.0f)));
+  auto pow2 = [](__m256 k) {  // 2^k for integral k in [-126, 127]
+    return _mm256_castsi256_ps(
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23));
+  };
+  // Common case (softmax: x in (-86, 0]): every lane's n in [-125, 127], one exact product.
+  const __m256 in_range = _mm256_and_ps(_mm256_cmp_ps(n, _mm256_set1_ps(-125.0f), _CMP_GE_OQ),
+                                        _mm256_cmp_ps(n, _mm256_set1_ps(127.0f), _CMP_LE_OQ));
+  if (_mm256_movemask_ps(in_range) == 0xFF) return _mm256_mul_ps(j, pow2(n));
+  const __m256 low = _mm256_cmp_ps(n, _mm256_set1_ps(-125.0f), _CMP_LT_OQ);
+  const __m256 high = _mm256_cmp_ps(n, _mm256_set1_ps(127.0f), _CMP_GT_OQ);
+  const __m256 nc = _mm256_max_ps(_mm256_min_ps(n, _mm256_set1_ps(192.0f)), _mm256_set1_ps(-192.0f));
+  __m256 e1 = _mm256_blendv_ps(nc, _mm256_add_ps(nc, _mm256_set1_ps(100.0f)), low);
+  e1 = _mm256_blendv_ps(e1, _mm256_set1_ps(127.0f), high);
+  __m256 e2 = _mm256_blendv_ps(_mm256_setzero_ps(), _mm256_set1_ps(-100.0f), low);
+  e2 = _mm256_blendv_ps(e2, _mm256_sub_ps(nc, _mm256_set1_ps(127.0f)), high);
+  __m256 ex = _mm256_mul_ps(_mm256_mul_ps(j, pow2(e1)), pow2(e2));
+  const __m256 abs_n = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), n);
+  const __m256 sat = _mm256_cmp_ps(abs_n, _mm256_set1_ps(192.0f), _CMP_GT_OQ);
+  const __m256 sat_value = _mm256_blendv_ps(_mm256_set1_ps(INFINITY), _mm256_setzero_ps(),
+                                            _mm256_cmp_ps(n, _mm256_setzero_ps(), _CMP_LE_OQ));
+  return _mm256_blendv_ps(ex, sat_value, sat);
+}
+
+// 8x8 transpose of floats: r[i] lane j <-> r[j] lane i.
+void transpose8(__m256 r[8]) {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+    u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+    r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+  }
+}
+
+// Scratch of one thread for attend_tiled_block (sized for head_dim, the GQA group and
+// kMaxBlockRows query rows).
+constexpr int64_t kMaxBlockRows = 16;
+struct TiledScratch {
+  std::vector<float> kt;      // [head_dim][64]: the key tile, transposed
+  std::vector<float> vt;      // [64][head_dim]: the value tile as floats
+  std::vector<float> acc;     // [rows][group][head_dim]: V accumulators
+  std::vector<float> S, M;    // [rows][group]: softmax sums and running maxima
+  std::vector<const float*> vrow;  // [64]: value rows (into vt, or the cache when F32)
+  TiledScratch(int hd, int group)
+      : kt(size_t(hd) * kKvTile), vt(size_t(hd) * kKvTile),
+        acc(size_t(kMaxBlockRows) * size_t(group) * size_t(hd)),
+        S(size_t(kMaxBlockRows) * size_t(group)), M(S.size()), vrow(kKvTile) {}
+};
+
+// One query head's share of one 64-key tile (ggml's tiled arithmetic, as attend_tiled in
+// reference_attention.cpp): scores as one FMA chain per key over d (eight keys per ymm), the tile
+// maximum, the rescale, ggml's expf, the per-16 pairwise sum added in double, and V accumulated
+// key after key. acc: [hd] (kept in registers 64 dims at a time).
+void tile_one_head(const float* q, int hd, float scale, const float* kt, const float* const* vrow,
+                   int64_t tile, float* acc, float& S, float& M) {
+  alignas(32) float scores[kKvTile];
+  const int groups = int((tile + 7) / 8);
+  // All 64 keys of the tile, whatever `tile` is: a constant count keeps the eight accumulators
+  // in registers (a variable one spilled them to the stack); keys past the tile are ignored.
+  __m256 sacc[8];
+  for (int g = 0; g < 8; ++g) sacc[g] = _mm256_setzero_ps();
+  for (int d = 0; d < hd; ++d) {
+    const __m256 qd = _mm256_set1_ps(q[d]);
+    const float* kd = kt + d * kKvTile;
+    for (int g = 0; g < 8; ++g) sacc[g] = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kd + 8 * g), sacc[g]);
+  }
+  const __m256 vsc = _mm256_set1_ps(scale);
+  for (int g = 0; g < 8; ++g) _mm256_store_ps(scores + 8 * g, _mm256_mul_ps(sacc[g], vsc));
+  // Tile maximum over t < tile. vmaxps(score, m) returns m when the score is NaN, which is what
+  // the reference's std::max(m, score) does; lanes past the tile read as -inf.
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  __m256 vmax = neg_inf;
+  for (int g = 0; g < groups; ++g) {
+    const __m256 in_tile = _mm256_castsi256_ps(
+        _mm256_cmpgt_epi32(_mm256_set1_epi32(int(tile - 8 * g)), lane));
+    vmax = _mm256_max_ps(_mm256_blendv_ps(neg_inf, _mm256_load_ps(scores + 8 * g), in_tile), vmax);
+  }
+  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
+  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+  m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+  const float tile_max = _mm_cvtss_f32(m4);
+  const float m_new = std::max(M, tile_max);
+  if (m_new > M) {
+    const float msf = std::exp(M - m_new);
+    const __m256 ms = _mm256_set1_ps(msf);
+    for (int d = 0; d < hd; d += 8) _mm256_storeu_ps(acc + d, _mm256_mul_ps(_mm256_loadu_ps(acc + d), ms));
+    S *= msf;
+  }
+  M = m_new;
+  // exp(score - M), lanes past the tile zeroed (the reference's per-16 sums see zeros there).
+  const __m256 vm = _mm256_set1_ps(M);
+  for (int g = 0; g < groups; ++g) {
+    const __m256 x = _mm256_sub_ps(_mm256_load_ps(scores + 8 * g), vm);
+    __m256 e;
+    if (_mm256_movemask_ps(_mm256_cmp_ps(x, x, _CMP_UNORD_Q)) != 0) {
+      alignas(32) float tmp[8];
+      _mm256_store_ps(tmp, x);
+      for (float& v : tmp) v = ggml_vec_expf(v);
+      e = _mm256_load_ps(tmp);
+    } else {
+      e = ggml_expf8(x);
+    }
+    const int valid = int(std::min<int64_t>(8, tile - 8 * g));
+    if (valid < 8)
+      e = _mm256_and_ps(e, _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(valid), lane)));
+    _mm256_store_ps(scores + 8 * g, e);
+  }
+  double sum = 0.0;
+  for (int g = 0; g < groups; g += 2) {
+    // lanes[i] += lanes[i + 8], then + 4, + 2, + 1: the reference's pairwise tree over 16.
+    __m256 l8 = _mm256_load_ps(scores + 8 * g);
+    if (g + 1 < groups) l8 = _mm256_add_ps(l8, _mm256_load_ps(scores + 8 * g + 8));
+    __m128 x4 = _mm_add_ps(_mm256_castps256_ps128(l8), _mm256_extractf128_ps(l8, 1));
+    x4 = _mm_add_ps(x4, _mm_movehl_ps(x4, x4));
+    x4 = _mm_add_ss(x4, _mm_movehdup_ps(x4));
+    sum += double(_mm_cvtss_f32(x4));
+  }
+  S = float(double(S) + sum);
+  for (int d0 = 0; d0 < hd; d0 += 64) {  // 64 dims = 8 ymm accumulators in registers
+    __m256 va[8];
+    for (int c = 0; c < 8; ++c) va[c] = _mm256_loadu_ps(acc + d0 + 8 * c);
+    for (int64_t t = 0; t < tile; ++t) {
+      const __m256 p = _mm256_set1_ps(scores[t]);
+      const float* v = vrow[t] + d0;
+      for (int c = 0; c < 8; ++c) va[c] = _mm256_fmadd_ps(p, _mm256_loadu_ps(v + 8 * c), va[c]);
+    }
+    for (int c = 0; c < 8; ++c) _mm256_storeu_ps(acc + d0 + 8 * c, va[c]);
+  }
+}
+
+// Query rows [r0, r1) -- consecutive rows of one sequence (same K/V view) -- against KV head
+// `kvh`, for all query heads of its GQA group: each 64-key tile is transposed (and each value
+// tile converted) once for all of them, then every (row, head) runs tile_one_head on it. The
+// per-(row, head) arithmetic is the reference's; only the sharing of tiles is new.
+void attend_tiled_block(const AttentionArgs& a, int64_t r0, int64_t r1, int kvh, TiledScratch& s) {
   const int hd = a.head_dim;
   const int group = a.n_head / a.n_head_kv;
   const bool f16 = a.kv_type == QuantType::F16;
   const size_t head_off = size_t(kvh) * hd * (f16 ? 2 : 4);
-  const PagedRows& K = a.k[r];
-  const PagedRows& V = a.v[r];
-  const int64_t n_kv = a.n_kv[r];
-  std::memset(acc32_all, 0, size_t(hd) * size_t(group) * 4);
-  float S[64], M[64];
-  for (int g = 0; g < group; ++g) {
-    S[g] = 0.0f;
-    M[g] = -std::numeric_limits<float>::infinity();
-  }
-  for (int64_t j0 = 0; j0 < n_kv; j0 += kKvTile) {
-    const int64_t tile = std::min(kKvTile, n_kv - j0);
-    const int groups = int((tile + 7) / 8);
-    for (int64_t t = 0; t < groups * 8; ++t) {
-      if (t < tile) {
-        const uint8_t* kr = K.row(j0 + t) + head_off;
+  const PagedRows& K = a.k[r0];
+  const PagedRows& V = a.v[r0];
+  const int64_t rows = r1 - r0;
+  int64_t max_kv = 0;
+  for (int64_t r = r0; r < r1; ++r) max_kv = std::max(max_kv, a.n_kv[r]);
+  std::fill(s.acc.begin(), s.acc.begin() + rows * group * hd, 0.0f);
+  std::fill(s.S.begin(), s.S.begin() + rows * group, 0.0f);
+  std::fill(s.M.begin(), s.M.begin() + rows * group, -std::numeric_limits<float>::infinity());
+  for (int64_t j0 = 0; j0 < max_kv; j0 += kKvTile) {
+    const int64_t len = std::min(kKvTile, max_kv - j0);
+    // Keys -> kt[d][t] by 8x8 blocks; keys past `len` are zeros.
+    for (int64_t t0 = 0; t0 < (len + 7) / 8 * 8; t0 += 8) {
+      const uint8_t* kr[8];
+      for (int i = 0; i < 8; ++i) kr[i] = t0 + i < len ? K.row(j0 + t0 + i) + head_off : nullptr;
+      for (int d = 0; d < hd; d += 8) {
+        __m256 blk[8];
+        for (int i = 0; i < 8; ++i)
+          blk[i] = !kr[i] ? _mm256_setzero_ps()
+                   : f16  ? load8(reinterpret_cast<const uint16_t*>(kr[i]) + d)
+                          : load8(reinterpret_cast<const float*>(kr[i]) + d);
+        transpose8(blk);
+        for (int i = 0; i < 8; ++i) _mm256_storeu_ps(s.kt.data() + (d + i) * kKvTile + t0, blk[i]);
+      }
+    }
+    for (int64_t t = 0; t < len; ++t) {
+      const uint8_t* vr = V.row(j0 + t) + head_off;
+      if (f16) {
+        float* dst = s.vt.data() + t * hd;
         for (int d = 0; d < hd; d += 8)
-          _mm256_storeu_ps(krow_f + d, f16 ? load8(reinterpret_cast<const uint16_t*>(kr) + d)
-                                           : load8(reinterpret_cast<const float*>(kr) + d));
-        for (int d = 0; d < hd; ++d) kt[d * kKvTile + t] = krow_f[d];
+          _mm256_storeu_ps(dst + d, load8(reinterpret_cast<const uint16_t*>(vr) + d));
+        s.vrow[size_t(t)] = dst;
       } else {
-        for (int d = 0; d < hd; ++d) kt[d * kKvTile + t] = 0.0f;
+        s.vrow[size_t(t)] = reinterpret_cast<const float*>(vr);
       }
     }
+    for (int64_t r = r0; r < r1; ++r) {
+      if (a.n_kv[r] <= j0) continue;
+      const int64_t tile = std::min(kKvTile, a.n_kv[r] - j0);
+      for (int hg = 0; hg < group; ++hg) {
+        const size_t st = size_t((r - r0) * group + hg);
+        const float* q = a.q + (r * a.n_head + kvh * group + hg) * hd;
+        tile_one_head(q, hd, a.scale, s.kt.data(), s.vrow.data(), tile, s.acc.data() + st * hd,
+                      s.S[st], s.M[st]);
+      }
+    }
+  }
+  for (int64_t r = r0; r < r1; ++r)
     for (int hg = 0; hg < group; ++hg) {
-      const int h = kvh * group + hg;
-      const float* q = a.q + (r * a.n_head + h) * hd;
-      float* acc32 = acc32_all + size_t(hg) * size_t(hd);
-      // One FMA chain per key over d = 0..hd-1 (the reference's order), eight keys per ymm.
-      __m256 acc[8];
-      for (int g = 0; g < groups; ++g) acc[g] = _mm256_setzero_ps();
-      for (int d = 0; d < hd; ++d) {
-        const __m256 qd = _mm256_set1_ps(q[d]);
-        const float* kd = kt + d * kKvTile;
-        for (int g = 0; g < groups; ++g) acc[g] = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kd + 8 * g), acc[g]);
-      }
-      const __m256 vsc = _mm256_set1_ps(a.scale);
-      for (int g = 0; g < groups; ++g) _mm256_storeu_ps(scores + 8 * g, _mm256_mul_ps(acc[g], vsc));
-      float tile_max = -std::numeric_limits<float>::infinity();
-      for (int64_t t = 0; t < tile; ++t) tile_max = std::max(tile_max, scores[t]);
-      const float m_new = std::max(M[hg], tile_max);
-      if (m_new > M[hg]) {
-        const float msf = std::exp(M[hg] - m_new);
-        const __m256 ms = _mm256_set1_ps(msf);
-        for (int d = 0; d < hd; d += 8)
-          _mm256_storeu_ps(acc32 + d, _mm256_mul_ps(_mm256_loadu_ps(acc32 + d), ms));
-        S[hg] *= msf;
-      }
-      M[hg] = m_new;
-      double sum = 0.0;
-      for (int64_t t0 = 0; t0 < tile; t0 += 16) {
-        float lanes[16] = {};
-        for (int64_t t = t0; t < std::min(tile, t0 + 16); ++t) {
-          scores[t] = ggml_vec_expf(scores[t] - M[hg]);
-          lanes[t - t0] = scores[t];
-        }
-        for (int width = 8; width > 0; width /= 2)
-          for (int i = 0; i < width; ++i) lanes[i] += lanes[i + width];
-        sum += double(lanes[0]);
-      }
-      S[hg] = float(double(S[hg]) + sum);
-      for (int64_t t = 0; t < tile; ++t) {
-        const uint8_t* vr = V.row(j0 + t) + head_off;
-        const __m256 p = _mm256_set1_ps(scores[t]);
-        for (int d = 0; d < hd; d += 8) {
-          const __m256 v = f16 ? load8(reinterpret_cast<const uint16_t*>(vr) + d)
-                               : load8(reinterpret_cast<const float*>(vr) + d);
-          _mm256_storeu_ps(acc32 + d, _mm256_fmadd_ps(p, v, _mm256_loadu_ps(acc32 + d)));
-        }
-      }
+      const size_t st = size_t((r - r0) * group + hg);
+      const float s_inv = s.S[st] == 0.0f ? 0.0f : 1.0f / s.S[st];
+      float* out = a.out + (r * a.n_head + kvh * group + hg) * hd;
+      const float* acc = s.acc.data() + st * hd;
+      const __m256 vi = _mm256_set1_ps(s_inv);
+      for (int d = 0; d < hd; d += 8) _mm256_storeu_ps(out + d, _mm256_mul_ps(_mm256_loadu_ps(acc + d), vi));
     }
-  }
-  for (int hg = 0; hg < group; ++hg) {
-    const int h = kvh * group + hg;
-    const float s_inv = S[hg] == 0.0f ? 0.0f : 1.0f / S[hg];
-    float* out = a.out + (r * a.n_head + h) * hd;
-    const float* acc32 = acc32_all + size_t(hg) * size_t(hd);
-    const __m256 vi = _mm256_set1_ps(s_inv);
-    for (int d = 0; d < hd; d += 8)
-      _mm256_storeu_ps(out + d, _mm256_mul_ps(_mm256_loadu_ps(acc32 + d), vi));
-  }
+}
+
+bool same_view(const PagedRows& x, const PagedRows& y) {
+  return x.pages == y.pages && x.rows_per_page == y.rows_per_page &&
+         x.page_offset == y.page_offset && x.row_stride == y.row_stride;
 }
 
 }  // namespace
@@ -211,19 +350,27 @@ void JitKernels::attention(const AttentionArgs& a) const {
       (a.kv_type != QuantType::F16 && a.kv_type != QuantType::F32))
     return ref_.attention(a);  // the reference validates and names what is wrong
   const int group = a.n_head / a.n_head_kv;
-  if (a.f32_tiles && group <= 64) {
-    // Tiled path: (row, KV head) pairs, each transposing its key tiles once for its query heads.
-    const int64_t pairs = a.n_rows * a.n_head_kv;
-    ThreadPool::global().parallel_for(pairs, 1, [&](int64_t p0, int64_t p1) {
-      const size_t hd = size_t(a.head_dim);
-      std::vector<float> acc32(hd * size_t(group)), scores(kKvTile), kt(hd * kKvTile), krow(hd);
-      for (int64_t p = p0; p < p1; ++p)
-        attend_tiled_group(a, p / a.n_head_kv, int(p % a.n_head_kv), acc32.data(), scores.data(),
-                           kt.data(), krow.data());
+  if (a.f32_tiles) {
+    // Tiled path: blocks of up to kMaxBlockRows consecutive rows of one sequence, times KV heads;
+    // each block shares its key/value tiles among its rows and the heads of the GQA group.
+    std::vector<int64_t> starts;  // block b = rows [starts[b], starts[b + 1])
+    for (int64_t r = 0; r < a.n_rows; ++r)
+      if (r == 0 || r - starts.back() == kMaxBlockRows || !same_view(a.k[r], a.k[r - 1]) ||
+          !same_view(a.v[r], a.v[r - 1]))
+        starts.push_back(r);
+    starts.push_back(a.n_rows);
+    const int64_t n_blocks = int64_t(starts.size()) - 1;
+    ThreadPool::global().parallel_for(n_blocks * a.n_head_kv, 1, [&](int64_t p0, int64_t p1) {
+      TiledScratch scratch(a.head_dim, group);
+      for (int64_t p = p0; p < p1; ++p) {
+        // Last blocks first: in a causal prefill they attend the most keys, and handing out the
+        // longest work first leaves the shortest pieces to balance the threads at the end.
+        const int64_t b = n_blocks - 1 - p / a.n_head_kv;
+        attend_tiled_block(a, starts[size_t(b)], starts[size_t(b) + 1], int(p % a.n_head_kv), scratch);
+      }
     });
     return;
   }
-  if (a.f32_tiles) return ref_.attention(a);
   const int64_t pairs = a.n_rows * a.n_head;
   ThreadPool::global().parallel_for(pairs, 1, [&](int64_t p0, int64_t p1) {
     const size_t hd = size_t(a.head_dim);

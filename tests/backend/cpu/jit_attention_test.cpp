@@ -1,8 +1,12 @@
 // Vectorized attention against the reference: bit-identical outputs for both of ggml's paths
 // (one_chunk and 64-key tiles), F16 and F32 KV, GQA, head sizes 64 and 128, ragged rows whose
-// KV lengths cross page and tile boundaries.
+// KV lengths cross page and tile boundaries; the 1B model's heads (32 query, 8 KV, 64 dims) on a
+// prefill batch mixing two sequences (tiles shared by blocks of rows), scores large enough for
+// the softmax exponentials to underflow into subnormals, decode over 4096 positions, and two
+// calls into one output buffer.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -74,6 +78,102 @@ TEST(JitAttention, BitIdenticalToReference) {
   for (QuantType kv : {QuantType::F16, QuantType::F32})
     for (int hd : {64, 128})
       for (bool tiles : {false, true}) check(kv, hd, tiles, uint32_t(hd + tiles));
+}
+
+// One sequence's K and V, `n` positions of kv_dim values each, in pages of `page_rows`.
+struct SeqKv {
+  std::vector<std::vector<uint8_t>> kp, vp;
+  std::vector<uint8_t*> kptr, vptr;
+  PagedRows K, V;
+  SeqKv(QuantType kv, int64_t n, int64_t page_rows, int kv_dim, std::mt19937& rng) {
+    const size_t esz = kv == QuantType::F16 ? 2 : 4;
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    const int64_t n_pages = (n + page_rows - 1) / page_rows;
+    for (int64_t p = 0; p < n_pages; ++p)
+      for (auto* pages : {&kp, &vp}) {
+        pages->emplace_back(size_t(page_rows) * size_t(kv_dim) * esz);
+        auto& page = pages->back();
+        for (size_t i = 0; i < page.size() / esz; ++i) {
+          const float v = nd(rng);
+          if (esz == 2) {
+            const uint16_t hv = f32_to_fp16(v);
+            std::memcpy(page.data() + 2 * i, &hv, 2);
+          } else {
+            std::memcpy(page.data() + 4 * i, &v, 4);
+          }
+        }
+      }
+    for (auto& p : kp) kptr.push_back(p.data());
+    for (auto& p : vp) vptr.push_back(p.data());
+    K = PagedRows{kptr.data(), page_rows, 0, size_t(kv_dim) * esz};
+    V = PagedRows{vptr.data(), page_rows, 0, size_t(kv_dim) * esz};
+  }
+};
+
+void check_1b(QuantType kv, bool tiles, const std::vector<std::pair<int, int64_t>>& rows_spec,
+              float q_scale, uint32_t seed) {
+  const int n_head = 32, n_head_kv = 8, hd = 64;
+  std::mt19937 rng(seed);
+  // rows_spec: (sequence 0 or 1, position) per query row; causal: n_kv = position + 1.
+  int64_t max_pos[2] = {0, 0};
+  for (const auto& [seq, pos] : rows_spec) max_pos[seq] = std::max(max_pos[seq], pos);
+  SeqKv s0(kv, max_pos[0] + 1, 256, n_head_kv * hd, rng), s1(kv, max_pos[1] + 1, 100, n_head_kv * hd, rng);
+  const int64_t n_rows = int64_t(rows_spec.size());
+  std::vector<PagedRows> ks, vs;
+  std::vector<int64_t> n_kv;
+  for (const auto& [seq, pos] : rows_spec) {
+    ks.push_back(seq == 0 ? s0.K : s1.K);
+    vs.push_back(seq == 0 ? s0.V : s1.V);
+    n_kv.push_back(pos + 1);
+  }
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> q(size_t(n_rows) * n_head * hd);
+  for (size_t i = 0; i < q.size(); ++i) q[i] = nd(rng) * ((i / hd) % 4 == 0 ? q_scale : 1.0f);
+  AttentionArgs a;
+  a.n_head = n_head;
+  a.n_head_kv = n_head_kv;
+  a.head_dim = hd;
+  a.scale = 0.125f;
+  a.kv_type = kv;
+  a.n_rows = n_rows;
+  a.q = q.data();
+  a.n_kv = n_kv.data();
+  a.k = ks.data();
+  a.v = vs.data();
+  a.f32_tiles = tiles;
+  std::vector<float> ref(q.size()), got(q.size(), -7.0f);
+  a.out = ref.data();
+  reference_kernels().attention(a);
+  for (int call = 0; call < 2; ++call) {  // the second call writes over the first's output
+    a.out = got.data();
+    jit_kernels().attention(a);
+    for (size_t i = 0; i < ref.size(); ++i)
+      ASSERT_EQ(std::memcmp(&ref[i], &got[i], 4), 0)
+          << quant_name(kv) << " tiles " << tiles << " call " << call << " at " << i
+          << " (row " << i / (n_head * hd) << "): ref " << ref[i] << " got " << got[i];
+  }
+}
+
+// A prefill batch of 150 rows: sequence 0 at positions 0..99 split around 50 rows of sequence 1
+// at positions 10..59, so blocks of rows break at every change of sequence; some heads' queries
+// scaled up so that exp(score - max) underflows.
+TEST(JitAttention, PrefillTwoSequencesBitIdentical) {
+  std::vector<std::pair<int, int64_t>> rows;
+  for (int64_t p = 0; p < 40; ++p) rows.push_back({0, p});
+  for (int64_t p = 10; p < 60; ++p) rows.push_back({1, p});
+  for (int64_t p = 40; p < 100; ++p) rows.push_back({0, p});
+  for (QuantType kv : {QuantType::F16, QuantType::F32}) {
+    check_1b(kv, true, rows, 1.0f, 11);
+    check_1b(kv, true, rows, 40.0f, 12);  // scores of several hundred: subnormal exponentials
+  }
+}
+
+// Decode (one_chunk path) at the end of a 4096-position context and a short one.
+TEST(JitAttention, DecodeLongContextBitIdentical) {
+  for (QuantType kv : {QuantType::F16, QuantType::F32}) {
+    check_1b(kv, false, {{0, 4095}}, 1.0f, 21);
+    check_1b(kv, false, {{0, 4095}, {1, 3}}, 3.0f, 22);
+  }
 }
 
 }  // namespace
