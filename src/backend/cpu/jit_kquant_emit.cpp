@@ -62,7 +62,7 @@ class KqEmitter : public CodeGenerator {
   Fields f_;
   KqActLayout al_;
   Label c03_, c04_, c0F_, c10_, c20_, c30_, neg4_, ones16_, sh3_, ctrlX_, ctrlY_, maskA_, maskN_,
-      dupLo_, dupHi_, chunkCtrl_;
+      dupLo_, dupHi_, chunkCtrl_, bitTest_;
   uint32_t used_ = 0;
 
   bool wide() const { return key_.isa == Isa::Avx512Vnni; }
@@ -216,12 +216,16 @@ class KqEmitter : public CodeGenerator {
           vand(Q, L, C(c03_));
         }
         if (key_.type == QuantType::Q3_K) {
-          // bit 2 of the level: bit (4h + j) of hmask[l]; zmm: [hm | hm >> 1] so the chunk's
-          // pair j = 2p, 2p + 1 reads bit 4h + 2p of both halves.
-          const int bit = wide() ? 4 * h + 2 * (c % 2) : 4 * h + c % 4;
-          move_bit(T2, H, bit, 2);
-          vand(T2, T2, C(c04_));
-          vor(Q, Q, T2);
+          // bit 2 of the level: bit (4h + j) of hmask[l]; zmm: [hm | hm] tested against bits
+          // (4h + 2p | 4h + 2p + 1), the two chunks j = 2p, 2p + 1, and 4 added where set.
+          if (wide()) {
+            vptestmb(k1, Zmm(rr.qh), ptr[rip + bitTest_ + 64 * (2 * h + c % 2)]);
+            vpaddb(Zmm(q) | k1, Zmm(q), C(c04_));
+          } else {
+            move_bit(T2, H, 4 * h + c % 4, 2);
+            vand(T2, T2, C(c04_));
+            vor(Q, Q, T2);
+          }
         }
         break;
       }
@@ -233,7 +237,9 @@ class KqEmitter : public CodeGenerator {
           vpsrlw(ymm(t2), ymm(rr.ql), 4);
           vinserti64x4(Zmm(rr.ql), Zmm(rr.ql), ymm(t2), 1);
           vand(Q, L, C(c0F_));
-          move_bit(T2, H, 2 * c, 4);
+          vptestmb(k1, Zmm(rr.qh), ptr[rip + bitTest_ + 64 * c]);  // bits 2c | 2c + 1 of qh
+          vpaddb(Zmm(q) | k1, Zmm(q), C(c10_));
+          break;
         } else {
           if (c % 2 == 0) {
             vmovdqu(ymm(rr.ql), W(r, 48 + 16 * c));
@@ -252,13 +258,11 @@ class KqEmitter : public CodeGenerator {
     }
   }
 
-  // Per super-block, once per row: the high-bit plane (Q3_K hmask, Q5_K qh), doubled for zmm.
-  void load_high_bits(int r, int qh, int t2) {
+  // Per super-block, once per row: the high-bit plane (Q3_K hmask, Q5_K qh), twice for zmm.
+  void load_high_bits(int r, int qh, int) {
     const int off = key_.type == QuantType::Q3_K ? 0 : 16;
     if (wide()) {
-      vmovdqu8(ymm(qh), W(r, off));
-      vpsrlw(ymm(t2), ymm(qh), 1);
-      vinserti64x4(Zmm(qh), Zmm(qh), ymm(t2), 1);
+      vbroadcasti64x4(Zmm(qh), W(r, off));
     } else {
       vmovdqu(ymm(qh), W(r, off));
     }
@@ -466,6 +470,11 @@ class KqEmitter : public CodeGenerator {
     lane16(maskN_, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0F, 0x0F, 0x0F, 0x0F});
     lane16(dupLo_, {0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7});
     lane16(dupHi_, {8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15});
+    // vptestmb masks: entry i = [1 << 2i in the low 32 bytes | 1 << (2i + 1) in the high 32].
+    align(64);
+    L(bitTest_);
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 64; ++j) db(uint8_t(1u << (2 * i + j / 32)));
     // Per chunk: 128-bit lane L holds sub-group g = (V / 16) c + L; its int16 scale is word
     // g % 8 of the (lo or hi) table, replicated over the lane.
     const int per = V() / 16;

@@ -1,0 +1,82 @@
+// Matmul throughput of the K-quants in backend/cpu/jit_kquant_matmul.h (Q2_K, Q3_K, Q5_K), with
+// Q4_K (jit_matmul_emit.cpp) beside them for scale: generated kernels vs the reference path.
+// Decode: one token, 8192 x 2048 weights (fits L3) and 65536 x 2048 (does not): weight GB/s.
+// Prefill: 512 tokens x 2048 x 2048: GFLOP/s. Global pool (JITLLM_CORES / all CPUs).
+// Run: bench_kquant_matmul --benchmark_filter=Decode
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/jit_kernels.h"
+#include "quant/quant.h"
+
+namespace jitllm {
+namespace {
+
+using Q = QuantType;
+
+std::vector<uint8_t> weights(Q type, int64_t rows, int64_t k) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(size_t(k) * 64);
+  const size_t rb = row_bytes(type, k);
+  std::vector<uint8_t> w(rb * size_t(rows));
+  for (float& v : x) v = nd(rng);
+  // 64 distinct quantized rows, repeated (quantizing many rows is slow).
+  for (int64_t r = 0; r < 64 && r < rows; ++r)
+    quantize_row(type, x.data() + r * k, w.data() + size_t(r) * rb, k);
+  for (int64_t r = 64; r < rows; ++r)
+    std::memcpy(w.data() + size_t(r) * rb, w.data() + size_t(r % 64) * rb, rb);
+  return w;
+}
+
+void run(benchmark::State& state, Q type, const CpuKernels& kernels, int64_t rows, int64_t k,
+         int64_t n) {
+  const auto w = weights(type, rows, k);
+  std::mt19937 rng(8);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(size_t(n * k)), out(size_t(n * rows));
+  for (float& v : x) v = nd(rng);
+  for (auto _ : state) {
+    x[0] += 1e-3f;  // a new activation each call (no packed-activation cache hit)
+    kernels.matmul(type, w.data(), rows, k, x.data(), n, out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  if (n == 1)
+    state.counters["GB/s"] = benchmark::Counter(double(w.size()) * double(state.iterations()),
+                                                benchmark::Counter::kIsRate);
+  else
+    state.counters["GFLOP/s"] = benchmark::Counter(
+        2e-9 * double(rows) * double(k) * double(n) * double(state.iterations()),
+        benchmark::Counter::kIsRate);
+}
+
+void register_all() {
+  for (Q t : {Q::Q2_K, Q::Q3_K, Q::Q5_K, Q::Q4_K})
+    for (const char* which : {"jit", "reference"}) {
+      const CpuKernels* k = &cpu_kernels_by_name(which);
+      const std::string name = std::string(quant_name(t)) + "/" + which;
+      for (int64_t rows : {8192, 65536})
+        benchmark::RegisterBenchmark(("Decode" + std::to_string(rows) + "x2048/" + name).c_str(),
+                                     [=](benchmark::State& s) { run(s, t, *k, rows, 2048, 1); })
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+      benchmark::RegisterBenchmark(("Prefill512x2048x2048/" + name).c_str(),
+                                   [=](benchmark::State& s) { run(s, t, *k, 2048, 2048, 512); })
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime()
+          ->MinTime(0.5);
+    }
+}
+
+}  // namespace
+}  // namespace jitllm
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  jitllm::register_all();
+  benchmark::RunSpecifiedBenchmarks();
+  return 0;
+}
