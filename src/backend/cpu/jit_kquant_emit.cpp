@@ -62,7 +62,7 @@ class KqEmitter : public CodeGenerator {
   Fields f_;
   KqActLayout al_;
   Label c03_, c04_, c0F_, c10_, c20_, c30_, neg4_, ones16_, sh3_, ctrlX_, ctrlY_, maskA_, maskN_,
-      dupLo_, dupHi_, chunkCtrl_, bitTest_;
+      dupLo_, dupHi_, chunkCtrl_, bitTest_, shiftW2_, shiftW4_;
   uint32_t used_ = 0;
 
   bool wide() const { return key_.isa == Isa::Avx512Vnni; }
@@ -202,9 +202,8 @@ class KqEmitter : public CodeGenerator {
         const int h = c / per_load, s = wide() ? 4 * (c % 2) : 2 * (c % 4);
         if (c % per_load == 0) {
           if (wide()) {
-            vmovdqu8(ymm(rr.ql), W(r, qs + 32 * h));
-            vpsrlw(ymm(t2), ymm(rr.ql), 2);
-            vinserti64x4(Zmm(rr.ql), Zmm(rr.ql), ymm(t2), 1);
+            vbroadcasti64x4(Zmm(rr.ql), W(r, qs + 32 * h));
+            vpsrlvw(Zmm(rr.ql), Zmm(rr.ql), C(shiftW2_));  // [qs | qs >> 2]
           } else {
             vmovdqu(ymm(rr.ql), W(r, qs + 32 * h));
           }
@@ -233,9 +232,8 @@ class KqEmitter : public CodeGenerator {
         // ymm chunk c: nibble c % 2 of qs[32 (c / 2) + l] | bit c of qh[l] at bit 4.
         // zmm chunk c: [low | high nibbles of qs[32c..]] | bits 2c / 2c + 1 of qh.
         if (wide()) {
-          vmovdqu8(ymm(rr.ql), W(r, 48 + 32 * c));
-          vpsrlw(ymm(t2), ymm(rr.ql), 4);
-          vinserti64x4(Zmm(rr.ql), Zmm(rr.ql), ymm(t2), 1);
+          vbroadcasti64x4(Zmm(rr.ql), W(r, 48 + 32 * c));
+          vpsrlvw(Zmm(rr.ql), Zmm(rr.ql), C(shiftW4_));  // [qs | qs >> 4]
           vand(Q, L, C(c0F_));
           vptestmb(k1, Zmm(rr.qh), ptr[rip + bitTest_ + 64 * c]);  // bits 2c | 2c + 1 of qh
           vpaddb(Zmm(q) | k1, Zmm(q), C(c10_));
@@ -470,6 +468,11 @@ class KqEmitter : public CodeGenerator {
     lane16(maskN_, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0F, 0x0F, 0x0F, 0x0F});
     lane16(dupLo_, {0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7});
     lane16(dupHi_, {8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15});
+    // vpsrlvw counts: words 0..15 by 0, 16..31 by 2 (or 4)
+    for (int i = 0; i < 64; ++i) b[i] = i % 2 == 0 && i >= 32 ? 2 : 0;
+    bytes64(shiftW2_, b);
+    for (int i = 0; i < 64; ++i) b[i] = i % 2 == 0 && i >= 32 ? 4 : 0;
+    bytes64(shiftW4_, b);
     // vptestmb masks: entry i = [1 << 2i in the low 32 bytes | 1 << (2i + 1) in the high 32].
     align(64);
     L(bitTest_);
