@@ -36,7 +36,13 @@ namespace {
 
 using namespace Xbyak;
 
-constexpr int kStackBytes = 512;  // per-row unpacked scales (Q4_K): 64 bytes x up to 8 rows
+// Stack frame (64-byte aligned): [0, 512) per-row unpacked scales of the ymm Q4_K unit (64 bytes
+// x up to 8 rows); [512, 1024) the zmm K units' per-row scale products d_w * d_a of the current
+// super-block, one float per token (row r: 512 + 128 r, and + 64 for dmin_w * d_a); from 1024 the
+// tile's activation scales transposed, 16 floats per super-block (token t in lane t), built once
+// per call so the products are one vmulps per row and super-block instead of one per token.
+constexpr int kStackBytes = 512;
+constexpr int kProdOff = 512, kDaTOff = 1024;
 
 class Emitter : public CodeGenerator {
  public:
@@ -70,7 +76,7 @@ class Emitter : public CodeGenerator {
 
   MatKey key_;
   ActLayout al_;
-  Label c0F_, c30_, c80_, ones16_, ctrlX_, ctrlY_, maskA_, maskN_, q6ctrl_, k4idx_, k6idx_;
+  Label c0F_, c30_, c80_, lo16_, ones16_, ctrlX_, ctrlY_, maskA_, maskN_, q6ctrl_, k4idx_, k6idx_;
 
   bool vnni() const { return key_.isa != Isa::Avx2; }
   // zmm kernels (AVX-512): Q4_K and Q6_K always; Q8_0 only when q8_0_wide() allows.
@@ -362,7 +368,7 @@ class Emitter : public CodeGenerator {
     std::vector<Zmm> iacc(T);
     for (int t = 0; t < T; ++t) iacc[t] = Zmm(pool.take().getIdx());
     auto z = [&] { return Zmm(pool.take().getIdx()); };
-    const Zmm sc = z(), q = z(), h = z(), s = z(), y = z(), d = z(), dm = z();
+    const Zmm sc = z(), scw = z(), q = z(), h = z(), s = z(), y = z(), d = z(), dm = z();
     Zmm idx[4];
     for (int c = 0; c < 4; ++c) {
       idx[c] = z();
@@ -380,6 +386,8 @@ class Emitter : public CodeGenerator {
       vpandd(Y, Y, ptr[rip + c30_]);
       vpternlogd(X, Tn, Y, 0xFE);  // X | Tn | Y
       vpmovzxbd(sc, X);            // [sc0..7, m0..7]
+      vpslld(scw, sc, 16);
+      vpord(scw, scw, sc);  // each scale as two int16 (one vpdpwssd multiplier per pair)
       for (int t = 0; t < T; ++t) vpxord(iacc[t], iacc[t], iacc[t]);
       for (int c = 0; c < 4; ++c) {
         // [low nibbles (group 2c) | high nibbles (group 2c+1)] = activation bytes 64c..64c+63
@@ -387,12 +395,12 @@ class Emitter : public CodeGenerator {
         vpsrlw(Ymm(h.getIdx()), Ymm(q.getIdx()), 4);
         vinserti64x4(q, q, Ymm(h.getIdx()), 1);
         vpandd(q, q, ptr_b[rip + c0F_]);
-        vpermd(s, idx[c], sc);
+        vpermd(s, idx[c], scw);
+        // Pair sums in int16 (|.| <= 2 * 15 * 128), times the group scale into int32: two
+        // multiplier-pipe ops per 64 weights and token (vpdpbusd + vpmulld + vpaddd was three).
         for (int t = 0; t < T; ++t) {
-          vpxord(y, y, y);
-          vpdpbusd(y, q, A(t, 64 * c), EvexEncoding);
-          vpmulld(y, y, s);
-          vpaddd(iacc[t], iacc[t], y);
+          vpmaddubsw(y, q, A(t, 64 * c));
+          vpdpwssd(iacc[t], y, s, EvexEncoding);
         }
       }
       vpbroadcastw(Ymm(d.getIdx()), W(r, 0));
@@ -400,6 +408,23 @@ class Emitter : public CodeGenerator {
       vpbroadcastw(Ymm(dm.getIdx()), W(r, 2));
       vcvtph2ps(dm, Ymm(dm.getIdx()));
       vextracti64x4(Ymm(h.getIdx()), sc, 1);  // the 8 mins
+      if (transposed_da()) {
+        // The same products (d_w * d_a, dmin_w * d_a) for all T tokens in one vmulps each,
+        // then one broadcast-operand FMA per token: equal floats, fewer multiplier-pipe ops.
+        const int prod = kProdOff + 128 * r;
+        vmulps(d, d, ptr[tmp]);
+        vmovups(ptr[rsp + prod], d);
+        vmulps(dm, dm, ptr[tmp]);
+        vmovups(ptr[rsp + prod + 64], dm);
+        for (int t = 0; t < T; ++t) {
+          vcvtdq2ps(iacc[t], iacc[t]);
+          vfmadd231ps(Zmm(acc[r][t].getIdx()), iacc[t], ptr_b[rsp + prod + 4 * t]);
+          vpmulld(Ymm(y.getIdx()), Ymm(h.getIdx()), ptr[s32p + t * P()]);  // upper lanes zeroed
+          vcvtdq2ps(y, y);
+          vfnmadd231ps(Zmm(acc[r][t].getIdx()), y, ptr_b[rsp + prod + 64 + 4 * t]);
+        }
+        continue;
+      }
       for (int t = 0; t < T; ++t) {
         vbroadcastss(s, ptr[dp + t * P()]);
         vcvtdq2ps(iacc[t], iacc[t]);
@@ -411,7 +436,7 @@ class Emitter : public CodeGenerator {
         vfnmadd231ps(Zmm(acc[r][t].getIdx()), y, s);
       }
     }
-    for (const Zmm& v : {sc, q, h, s, y, d, dm, idx[0], idx[1], idx[2], idx[3]})
+    for (const Zmm& v : {sc, scw, q, h, s, y, d, dm, idx[0], idx[1], idx[2], idx[3]})
       pool.give(Ymm(v.getIdx()));
     for (int t = 0; t < T; ++t) pool.give(Ymm(iacc[t].getIdx()));
   }
@@ -438,6 +463,9 @@ class Emitter : public CodeGenerator {
         vpsubd(iacc[t], y, iacc[t]);
       }
       vpmovsxbd(sc, W(r, 192));  // 16 group scales
+      vpslld(tt, sc, 16);
+      vpandd(sc, sc, ptr_b[rip + lo16_]);
+      vpord(sc, sc, tt);  // each scale as two int16 (the vpdpwssd multiplier of a pair)
       for (int h = 0; h < 2; ++h) {
         vmovdqu8(Ymm(ql.getIdx()), W(r, 64 * h));
         vinserti64x4(ql, ql, W(r, 64 * h + 32), 1);  // [ql0 | ql1]
@@ -456,19 +484,26 @@ class Emitter : public CodeGenerator {
         vpord(qb, qb, tt);
         vpermd(sa, idx[2 * h], sc);
         vpermd(sb, idx[2 * h + 1], sc);
+        // Pair sums in int16 (|.| <= 2 * 63 * 128), then times the group scale into int32.
         for (int t = 0; t < T; ++t) {
-          vpxord(y, y, y);
-          vpdpbusd(y, qa, A(t, 128 * h), EvexEncoding);
-          vpmulld(y, y, sa);
-          vpaddd(iacc[t], iacc[t], y);
-          vpxord(y, y, y);
-          vpdpbusd(y, qb, A(t, 128 * h + 64), EvexEncoding);
-          vpmulld(y, y, sb);
-          vpaddd(iacc[t], iacc[t], y);
+          vpmaddubsw(y, qa, A(t, 128 * h));
+          vpdpwssd(iacc[t], y, sa, EvexEncoding);
+          vpmaddubsw(y, qb, A(t, 128 * h + 64));
+          vpdpwssd(iacc[t], y, sb, EvexEncoding);
         }
       }
       vpbroadcastw(Ymm(qa.getIdx()), W(r, 208));
       vcvtph2ps(qa, Ymm(qa.getIdx()));
+      if (transposed_da()) {  // as in unit_q4_k_wide: d_a * d_w for all tokens in one vmulps
+        const int prod = kProdOff + 128 * r;
+        vmulps(qa, qa, ptr[tmp]);
+        vmovups(ptr[rsp + prod], qa);
+        for (int t = 0; t < T; ++t) {
+          vcvtdq2ps(iacc[t], iacc[t]);
+          vfmadd231ps(Zmm(acc[r][t].getIdx()), iacc[t], ptr_b[rsp + prod + 4 * t]);
+        }
+        continue;
+      }
       for (int t = 0; t < T; ++t) {
         vbroadcastss(tt, ptr[dp + t * P()]);
         vmulps(tt, tt, qa);
@@ -602,6 +637,16 @@ class Emitter : public CodeGenerator {
     pool.give(t);
   }
 
+  // zmm K-format GEMM tiles read the activation scales from the transposed copy on the stack
+  // (tmp walks it, one 64-byte row per super-block).
+  bool transposed_da() const {
+    return wide() && key_.tokens > 1 &&
+           (key_.type == QuantType::Q4_K || key_.type == QuantType::Q6_K);
+  }
+  int stack_bytes() const {
+    return transposed_da() ? kDaTOff + 64 * int(key_.k / 256) : kStackBytes;
+  }
+
   bool q8_0_pairs() const {
     // The GEMM tiles (4 rows; T = 1 is the tail of a token count 8n + 1); the decode tile
     // (2 x 1) keeps the ymm unit.
@@ -630,6 +675,7 @@ class Emitter : public CodeGenerator {
     lea(s32p, ptr[act + int(al_.s32)]);
     lea(s16p, ptr[act + int(al_.s16)]);
     mov(cnt, key_.k / g.unit_elems);
+    if (transposed_da()) lea(tmp, ptr[rsp + kDaTOff]);
     Label loop;
     L(loop);
     if (wide()) {
@@ -650,6 +696,7 @@ class Emitter : public CodeGenerator {
     add(dp, g.d_step);
     add(s32p, g.s32_step);
     if (g.s16_step) add(s16p, g.s16_step);
+    if (transposed_da()) add(tmp, 64);
     dec(cnt);
     jnz(loop, T_NEAR);
     mov(tmp, out);
@@ -676,7 +723,6 @@ class Emitter : public CodeGenerator {
       throw_error("jit matmul: k {} is not a multiple of {}'s block", key_.k,
                   quant_name(key_.type));
     for (const Reg64& r : {rbx, rbp, r12, r13, r14, r15}) push(r);
-    sub(rsp, kStackBytes);
     mov(wrow, ptr[rdi + offsetof(MatArgs, w)]);
     mov(stride, ptr[rdi + offsetof(MatArgs, w_stride)]);
     mov(nrows, ptr[rdi + offsetof(MatArgs, n_rows)]);
@@ -684,6 +730,28 @@ class Emitter : public CodeGenerator {
     mov(out, ptr[rdi + offsetof(MatArgs, out)]);
     mov(ostride, ptr[rdi + offsetof(MatArgs, out_stride)]);
     lea(stride3, ptr[stride + stride * 2]);
+    mov(rdi, rsp);  // the caller's stack pointer (rdi is free once the arguments are read)
+    sub(rsp, stack_bytes());
+    and_(rsp, -64);
+    if (transposed_da()) {
+      // daT[sb][t] = d_a of token t, super-block sb; lanes >= T zero.
+      const Reg64 src = rax, dst = rbx;
+      lea(src, ptr[act + int(al_.d)]);
+      lea(dst, ptr[rsp + kDaTOff]);
+      mov(cnt, key_.k / 256);
+      vpxord(zmm0, zmm0, zmm0);
+      Label tr;
+      L(tr);
+      vmovups(ptr[dst], zmm0);
+      for (int t = 0; t < key_.tokens; ++t) {
+        mov(tmp.cvt32(), ptr[src + t * P()]);
+        mov(ptr[dst + 4 * t], tmp.cvt32());
+      }
+      add(src, 4);
+      add(dst, 64);
+      dec(cnt);
+      jnz(tr);
+    }
 
     Label main_loop, tail_loop, done;
     L(main_loop);
@@ -702,7 +770,7 @@ class Emitter : public CodeGenerator {
     }
     L(done);
     vzeroupper();
-    add(rsp, kStackBytes);
+    mov(rsp, rdi);
     for (const Reg64& r : {r15, r14, r13, r12, rbp, rbx}) pop(r);
     ret();
     constants();
@@ -723,6 +791,8 @@ class Emitter : public CodeGenerator {
     splat(c0F_, 0x0F);
     splat(c30_, 0x30);
     splat(c80_, 0x80);
+    const uint8_t lo16[4] = {0xFF, 0xFF, 0, 0};
+    bytes(lo16_, lo16, 4);
     uint8_t ones[32];
     for (int i = 0; i < 32; ++i) ones[i] = i % 2 == 0 ? 1 : 0;
     bytes(ones16_, ones, 32);
