@@ -75,6 +75,11 @@ float e8m0_half(int e) {
   return f;
 }
 
+// Weight prefetch distance per row stream, in bytes: with R rows read in parallel the hardware
+// prefetcher lags; 512 measured best of 0/256/512/1024 on 8192x2048 decode (Q5_0 1.85 -> 1.07 ms,
+// IQ4_NL 0.98 -> 0.71 ms on one Zen 4 core).
+constexpr int kPrefetch = 512;
+
 class Block32Emitter : public CodeGenerator {
  public:
   explicit Block32Emitter(const FmtKey& key)
@@ -198,9 +203,11 @@ class Block32Emitter : public CodeGenerator {
     mov(wp, wrow);
     mov(ap, act);
     mov(cnt, key_.k / 32);
+    if (f_.table) vmovdqu(m, ptr[rip + table_]);
     Label loop;
     L(loop);
     for (int r = 0; r < R; ++r) {
+      prefetcht0(Wm(r, kPrefetch));
       unpack(r);
       for (int t = 0; t < T; ++t) token(r, t);
     }
@@ -239,13 +246,12 @@ class Block32Emitter : public CodeGenerator {
       vpand(t15, t15, ptr[rip + c10_]);
       vpor(u, u, t15);
     }
-    if (f_.table) {
-      vmovdqu(t15, ptr[rip + table_]);
+    if (f_.table) {  // the table sits in m (table formats have no min)
       if (f_.sign_trick) {
-        vpshufb(v, t15, u);
+        vpshufb(v, m, u);
         vpabsb(u, v);
       } else {
-        vpshufb(u, t15, u);
+        vpshufb(u, m, u);
       }
     }
     if (key_.type == Q::MXFP4) {

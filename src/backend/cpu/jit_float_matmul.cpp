@@ -44,6 +44,10 @@ int act_elem_bytes(Kind kind) { return kind == Kind::Bf16Native ? 2 : 4; }
 
 size_t round64(size_t b) { return (b + 63) / 64 * 64; }
 
+// Weight prefetch distance per row stream, in bytes (one prefetch per 64-byte line of a step):
+// 8192x2048 F16 decode on one Zen 4 core 1.44 -> 1.12 ms with 1024 (512: 1.26, 2048: 1.12).
+constexpr int kPrefetch = 1024;
+
 class FloatEmitter : public CodeGenerator {
  public:
   explicit FloatEmitter(const FmtKey& key)
@@ -152,6 +156,8 @@ class FloatEmitter : public CodeGenerator {
     mov(cnt, key_.k / step_);
     Label loop;
     L(loop);
+    for (int r = 0; r < R; ++r)
+      for (int off = 0; off < step_ * 2; off += 64) prefetcht0(Wm(r, kPrefetch + off));
     int temp = 0;
     for (int a = 0; a < A_; ++a)
       for (int p = 0; p < P_; ++p)
