@@ -14,6 +14,7 @@
 //         isum[t] += scale16 . (u8 weights x s8 quants)        (vpmaddubsw, vpdpwssd)
 //       acc[r][t] += float(isum[t]) * (d * d_act)   (Q2_K/Q5_K: - float(M . bsums) * dmin * d_act)
 //     horizontal sums -> out[t][r]
+// zmm Q3_K / Q5_K decode the packed scales of the R rows together (one row per 128-bit lane).
 // Register budgets are checked at emission (throws on overflow).
 #include <xbyak/xbyak.h>
 
@@ -62,7 +63,7 @@ class KqEmitter : public CodeGenerator {
   Fields f_;
   KqActLayout al_;
   Label c03_, c04_, c0F_, c10_, c20_, c30_, neg4_, ones16_, sh3_, ctrlX_, ctrlY_, maskA_, maskN_,
-      dupLo_, dupHi_, chunkCtrl_, bitTest_, shiftW2_, shiftW4_;
+      dupLo_, dupHi_, chunkCtrl_, bitTest_, shiftW2_, shiftW4_, ctrlH3_;
   uint32_t used_ = 0;
 
   bool wide() const { return key_.isa == Isa::Avx512Vnni; }
@@ -183,6 +184,61 @@ class KqEmitter : public CodeGenerator {
     vpmovzxbw(ymm(M), xmm(M));
   }
 
+  // zmm, Q3_K / Q5_K: the packed scales of all R rows decoded at once, one row per 128-bit lane;
+  // S01/M01 hold rows 0-1 as int16 (row r in lanes 2r, 2r + 1), S23/M23 rows 2-3 (R > 2 only).
+  // X, Y, Z: scratch.
+  struct RowScales {
+    int S01 = -1, S23 = -1, M01 = -1, M23 = -1;
+  };
+  void batch_scales(int R, const RowScales& rs, int X, int Y, int Z) {
+    const Zmm x(X), y(Y), z(Z);
+    const bool q3 = key_.type == QuantType::Q3_K;
+    const int off = q3 ? 94 : 4;  // 16 bytes ending inside the block (Q3_K: 2 bytes of hmask/qs first)
+    vmovdqu(Xmm(X), W(0, off));
+    for (int r = 1; r < R; ++r) vinserti32x4(x, x, W(r, off), uint8_t(r));
+    if (q3) {
+      // as scales_q3_k, with the packed byte j at lane byte j + 2
+      vpsrldq(y, x, 2);
+      vpsrlw(z, y, 4);
+      vpunpcklqdq(y, y, z);
+      vpandd(y, y, C(c0F_));
+      vpshufb(x, x, C(ctrlH3_));
+      vpsrlvd(x, x, C(sh3_));
+      vpandd(x, x, C(c03_));
+      vpsllw(x, x, 4);
+      vpord(y, y, x);
+      vpsubb(y, y, C(c20_));
+      vpmovsxbw(Zmm(rs.S01), Ymm(Y));
+      vpmullw(Zmm(rs.M01), Zmm(rs.S01), C(neg4_));
+      if (R > 2) {
+        vextracti64x4(Ymm(Z), y, 1);
+        vpmovsxbw(Zmm(rs.S23), Ymm(Z));
+        vpmullw(Zmm(rs.M23), Zmm(rs.S23), C(neg4_));
+      }
+      return;
+    }
+    // as scales_q5_k
+    vpshufb(y, x, C(ctrlY_));
+    vpshufb(x, x, C(ctrlX_));
+    vpsrlw(z, x, 4);
+    vpandd(z, z, C(maskN_));
+    vpandd(x, x, C(maskA_));
+    vpord(x, x, z);
+    vpsrlw(y, y, 2);
+    vpandd(y, y, C(c30_));
+    vpord(x, x, y);
+    vpshufb(y, x, C(dupLo_));
+    vpshufb(x, x, C(dupHi_));
+    vpmovzxbw(Zmm(rs.S01), Ymm(Y));
+    vpmovzxbw(Zmm(rs.M01), Ymm(X));
+    if (R > 2) {
+      vextracti64x4(Ymm(Z), y, 1);
+      vpmovzxbw(Zmm(rs.S23), Ymm(Z));
+      vextracti64x4(Ymm(Z), x, 1);
+      vpmovzxbw(Zmm(rs.M23), Ymm(Z));
+    }
+  }
+
   // ---------------------------------------------------------------- weights
   // Registers holding a row's super-block bytes between chunks.
   struct RowRegs {
@@ -277,12 +333,35 @@ class KqEmitter : public CodeGenerator {
     rr.ql = take();
     if (key_.type != QuantType::Q2_K) rr.qh = take();
     const int n_chunks = kQK_K / V();
+    const bool batched = wide() && key_.type != QuantType::Q2_K;
+    RowScales rs;
+    if (batched) {
+      rs.S01 = take();
+      rs.M01 = take();
+      if (R > 2) {
+        rs.S23 = take();
+        rs.M23 = take();
+      }
+      batch_scales(R, rs, q, t2, prod);
+    }
     for (int r = 0; r < R; ++r) {
-      // S in tlo's ymm, M in sc's ymm (scratch: q).
-      switch (key_.type) {
-        case QuantType::Q2_K: scales_q2_k(r, tlo, sc, q); break;
-        case QuantType::Q3_K: scales_q3_k(r, tlo, sc, q); break;
-        default: scales_q5_k(r, tlo, sc, q); break;
+      // S in tlo's ymm, M in sc's ymm (scratch: q); batched: tables straight from S01/S23.
+      if (batched) {
+        const int Sz = r < 2 ? rs.S01 : rs.S23, Mz = r < 2 ? rs.M01 : rs.M23;
+        if (r % 2 == 0) {
+          vmovdqa(ymm(sc), ymm(Mz));
+        } else {
+          vextracti64x4(ymm(sc), Zmm(Mz), 1);
+        }
+        // lanes 2(r % 2) / 2(r % 2) + 1 -> every lane
+        vshufi32x4(Zmm(thi), Zmm(Sz), Zmm(Sz), r % 2 ? 0xFF : 0x55);
+        vshufi32x4(Zmm(tlo), Zmm(Sz), Zmm(Sz), r % 2 ? 0xAA : 0x00);
+      } else {
+        switch (key_.type) {
+          case QuantType::Q2_K: scales_q2_k(r, tlo, sc, q); break;
+          case QuantType::Q3_K: scales_q3_k(r, tlo, sc, q); break;
+          default: scales_q5_k(r, tlo, sc, q); break;
+        }
       }
       if (has_min) {
         // acc -= float(M . bsums) * (dmin * d_act)
@@ -293,14 +372,14 @@ class KqEmitter : public CodeGenerator {
           vbroadcastss(vec(t2), ptr[dp + t * P()]);
           vmulps(vec(t2), vec(t2), vec(q));
           vfnmadd231ps(vec(acc[size_t(r)][size_t(t)]), vec(prod), vec(t2));
-          vzero(vec(iacc[size_t(t)]));
         }
       } else {
         for (int t = 0; t < T; ++t)
           vpmaddwd(ymm(iacc[size_t(t)]), ymm(sc), ptr[s16p + t * P()]);
       }
       // scale tables: sub-groups 0..7 / 8..15 in every 128-bit lane
-      if (wide()) {
+      if (batched) {
+      } else if (wide()) {
         vshufi32x4(Zmm(thi), Zmm(tlo), Zmm(tlo), 0x55);
         vshufi32x4(Zmm(tlo), Zmm(tlo), Zmm(tlo), 0x00);
       } else {
@@ -316,7 +395,9 @@ class KqEmitter : public CodeGenerator {
         for (int t = 0; t < T; ++t) {
           const Xmm ia = vec(iacc[size_t(t)]), pr = vec(prod);
           vpmaddubsw(pr, vec(q), A(t, V() * c));
-          if (key_.isa == Isa::Avx2) {
+          if (has_min && c == 0) {
+            vpmaddwd(ia, pr, vec(sc));  // the first chunk starts the sum (no zeroing)
+          } else if (key_.isa == Isa::Avx2) {
             vpmaddwd(pr, pr, vec(sc));
             vpaddd(ia, ia, pr);
           } else {
@@ -333,6 +414,8 @@ class KqEmitter : public CodeGenerator {
         vfmadd231ps(vec(acc[size_t(r)][size_t(t)]), vec(iacc[size_t(t)]), vec(t2));
       }
     }
+    for (int i : {rs.S01, rs.S23, rs.M01, rs.M23})
+      if (i >= 0) give(i);
     for (int i : {tlo, thi, q, t2, sc, prod, rr.ql}) give(i);
     if (rr.qh >= 0) give(rr.qh);
     for (int i : iacc) give(i);
@@ -466,6 +549,7 @@ class KqEmitter : public CodeGenerator {
     lane16(maskA_, {0x3F, 0x3F, 0x3F, 0x3F, 0x0F, 0x0F, 0x0F, 0x0F, 0x3F, 0x3F, 0x3F, 0x3F, 0, 0,
                     0, 0});
     lane16(maskN_, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0F, 0x0F, 0x0F, 0x0F});
+    lane16(ctrlH3_, {10, 11, 12, 13, 10, 11, 12, 13, 10, 11, 12, 13, 10, 11, 12, 13});
     lane16(dupLo_, {0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7});
     lane16(dupHi_, {8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15});
     // vpsrlvw counts: words 0..15 by 0, 16..31 by 2 (or 4)
