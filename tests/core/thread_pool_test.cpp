@@ -7,7 +7,9 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <chrono>
 #include <set>
 #include <thread>
@@ -63,6 +65,16 @@ TEST(ThreadPool, StalledHelperDoesNotHoldItsShare) {
   });
   EXPECT_EQ(by_caller.load() + by_helper.load(), 8);
   EXPECT_LE(by_helper.load(), 1);  // a fixed half would be 4
+}
+
+// -t N reaches the pool as its size; without one, JITLLM_CORES decides (then the core count).
+TEST(ThreadPool, SizeFromArgumentOrJitllmCores) {
+  EXPECT_EQ(ThreadPool(3).size(), 3);
+  setenv("JITLLM_CORES", "5", 1);
+  EXPECT_EQ(ThreadPool(0).size(), 5);
+  EXPECT_EQ(ThreadPool(2).size(), 2);  // an explicit count wins
+  unsetenv("JITLLM_CORES");
+  EXPECT_EQ(ThreadPool(0).size(), int(std::max(1u, std::thread::hardware_concurrency())));
 }
 
 std::vector<int> thread_cpus() {
