@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backend/cuda/flash_attention.h"
+#include "backend/cuda/gemm.h"
 #include "core/error.h"
 #include "quant/quant.h"
 
@@ -17,6 +19,12 @@ namespace {
 // Rows of every activation buffer are padded to the largest matvec tile, so a kernel pass may
 // read a whole tile of rows (the rows past the real ones are ignored).
 constexpr int64_t kRowPad = 8;
+// Steps of at most this many rows that all want logits are decode steps (captured into graphs).
+constexpr size_t kDecodeGraphRows = 8;
+// Steps of at least this many rows, 8 or more per sequence on average, run attention as flash
+// attention (f16 KV, head sizes that flash_supported() accepts); decode steps keep the paged
+// kernel.
+constexpr size_t kFlashMinRows = 16;
 
 bool same_rope(const RopeParams& a, const RopeParams& b) {
   return a.n_rot == b.n_rot && a.mode == b.mode && a.freq_base == b.freq_base &&
@@ -32,6 +40,15 @@ CudaOps::CudaOps(int ordinal, std::string cache_dir)
   const char* g = std::getenv("JITLLM_CUDA_GRAPH");
   // Dumping reads tensors in the middle of a step, which a replayed graph cannot serve.
   graphs_enabled_ = !(g && std::string(g) == "0") && !std::getenv("JITLLM_DUMP");
+  const char* ge = std::getenv("JITLLM_CUDA_GEMM");
+  if (!(ge && std::string(ge) == "0") && cublaslt_available()) {
+    gemm_ = std::make_unique<Gemm>(compiler_);
+    gemm_min_rows_ = gemm_min_rows();
+  }
+  const char* fe = std::getenv("JITLLM_CUDA_FLASH");
+  // JITLLM_CUDA_FLASH: 0 = paged attention for every step, fast = the single-f16 variant.
+  if (!(fe && std::string(fe) == "0"))
+    flash_ = std::make_unique<FlashAttention>(compiler_, !(fe && std::string(fe) == "fast"));
 }
 
 void CudaOps::drop_graphs() {
@@ -66,6 +83,7 @@ CudaOps::~CudaOps() {
                  device_.name().c_str(), (long long)c.compiled, c.compile_ms,
                  (long long)c.disk_hits, double(weight_bytes_) / 1e6, kv_pages_.size(),
                  (long long)graph_replays_);
+    if (!gemm_) std::fprintf(stderr, "cuda: no prefill GEMM (cuBLASLt missing or disabled)\n");
   }
   try {
     stream_.sync();
@@ -115,6 +133,7 @@ void CudaOps::begin(const Batch& batch, const KvLayout& kv) {
   next_ = 0;
   rope_valid_ = false;
   q8_src_ = nullptr;
+  flash_tile_count_ = -1;
   const size_t n = batch.n_rows();
   // Blob: u64 pages[P] | u64 store_rows[n] | i32 row_pt[n] | i32 n_kv[n].
   std::vector<uint64_t> pages;
@@ -179,6 +198,21 @@ Act CudaOps::alloc(int64_t rows, int64_t cols) {
 void CudaOps::embed(const TensorInfo& table, Act out) {
   const int64_t n_vocab = table.rows(), k = table.row_length();
   const size_t rb = row_bytes(table.type, k);
+  const size_t n = batch_.tokens.size();
+  if (gemm_ && int64_t(n) >= gemm_min_rows_ && mode_ == Mode::Direct &&
+      Gemm::embeds_on_card(table.type) && table.slice_stride == 0) {
+    // Prefill: the rows are made on the card from the table there (the same bits as
+    // dequantize_row), instead of n rows dequantized on the host and uploaded.
+    for (size_t i = 0; i < n; ++i)
+      if (batch_.tokens[i] < 0 || batch_.tokens[i] >= n_vocab)
+        throw_error("token id {} is out of range (vocabulary of {})", batch_.tokens[i], n_vocab);
+    const DeviceWeight& d = weight(table);
+    ensure(embed_ids_, n * sizeof(int32_t));
+    upload(embed_ids_.get(), batch_.tokens.data(), n * sizeof(int32_t));
+    gemm_->embed(d, embed_ids_.get(), int64_t(n), ptr(out), stream_);
+    wrote(out);
+    return;
+  }
   host_rows_.resize(batch_.tokens.size() * size_t(k));
   for (size_t i = 0; i < batch_.tokens.size(); ++i) {
     const int32_t id = batch_.tokens[i];
@@ -214,11 +248,24 @@ const DeviceWeight& CudaOps::weight(const TensorInfo& w) {
   return weights_.emplace(w.data, std::move(d)).first->second;
 }
 
+bool CudaOps::use_gemm(int64_t rows) const {
+  // Decode steps (every row wants logits, at most kDecodeGraphRows rows) keep the matvec
+  // kernels, so a step of many sessions equals their solo steps bit for bit, captured or not.
+  const size_t n = batch_.n_rows();
+  const bool decode = n <= kDecodeGraphRows && batch_.out_rows.size() == n;
+  return gemm_ && rows >= gemm_min_rows_ && mode_ == Mode::Direct && !decode;
+}
+
 void CudaOps::matmul(const TensorInfo& w, Act x, Act out) {
   const DeviceWeight& d = weight(w);
   if (x.cols != d.k || out.cols != d.rows)
     throw_error("CUDA matmul '{}': [{}, {}] x [{}, {}]^T does not fit an output of {} columns",
                 w.name, x.rows, x.cols, d.rows, d.k, out.cols);
+  if (use_gemm(x.rows)) {  // prefill: tensor cores
+    wrote(out);
+    gemm_->matmul(d, ptr(x), x.rows, ptr(out), stream_);
+    return;
+  }
   Q8Buffers q8;
   bool reuse = false;
   if (uses_q8_activation(d.kind)) {
@@ -287,6 +334,23 @@ void CudaOps::attention(int il, Act q, Act k, Act v, Act out, int n_head, int n_
   a.head_dim = head_dim;
   a.scale = scale;
   a.kv_f16 = f16;
+  if (flash_ && n >= kFlashMinRows && mode_ == Mode::Direct && flash_supported(head_dim, f16)) {
+    if (flash_tile_count_ < 0) {  // first layer of the step: the batch's tiles
+      const std::vector<FlashTile> tiles = flash_tiles(batch_.seq);
+      flash_tile_count_ = 0;
+      // Many sequences of a row or two each (batched decode) leave most of a 64-row tile idle:
+      // those steps keep the paged kernel.
+      if (tiles.size() * 8 <= n) {
+        ensure(flash_tiles_, tiles.size() * sizeof(FlashTile));
+        upload(flash_tiles_.get(), tiles.data(), tiles.size() * sizeof(FlashTile));
+        flash_tile_count_ = int(tiles.size());
+      }
+    }
+    if (flash_tile_count_ > 0) {
+      flash_->run(a, flash_tiles_.get(), flash_tile_count_, stream_);
+      return;
+    }
+  }
   kernels_.attention(a, stream_);
 }
 

@@ -27,6 +27,9 @@
 
 namespace jitllm::cuda {
 
+class Gemm;            // gemm.h: the prefill GEMM (cuBLASLt)
+class FlashAttention;  // flash_attention.h: prefill attention on tensor cores
+
 class CudaOps final : public Ops {
  public:
   explicit CudaOps(int ordinal = 0, std::string cache_dir = {});
@@ -50,6 +53,9 @@ class CudaOps final : public Ops {
   const CompilerStats& compiler_stats() const { return compiler_.stats(); }
   size_t weight_bytes() const { return weight_bytes_; }
   size_t kv_pages() const { return kv_pages_.size(); }
+  bool has_gemm() const { return gemm_ != nullptr; }
+  // True when a matmul of `rows` rows in this step goes to the prefill GEMM.
+  bool use_gemm(int64_t rows) const;
 
  private:
   const DeviceWeight& weight(const TensorInfo& w);
@@ -100,6 +106,16 @@ class CudaOps final : public Ops {
   CUgraphExec current_graph_ = nullptr;
   int64_t graph_replays_ = 0;
   std::vector<float> host_rows_;
+  // Prefill: matmuls of at least gemm_min_rows_ rows go to the tensor-core GEMM (null when
+  // cuBLASLt is missing or JITLLM_CUDA_GEMM=0).
+  std::unique_ptr<Gemm> gemm_;
+  int64_t gemm_min_rows_ = 0;
+  DeviceBuffer embed_ids_;  // prefill steps: token ids for the embedding lookup on the card
+  // Prefill attention (steps of at least kFlashMinRows rows, f16 KV): the batch's tiles are
+  // uploaded once per step, on the first layer (flash_tile_count_ < 0: not yet this step).
+  std::unique_ptr<FlashAttention> flash_;
+  DeviceBuffer flash_tiles_;
+  int flash_tile_count_ = -1;
 };
 
 // "cuda" (the first card) or "cuda:N". Throws jitllm::Error naming the spec when there is no

@@ -27,6 +27,12 @@ __device__ __forceinline__ u32 pack_h2(float lo, float hi) {
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(b) : "f"(hi));
   return (u32)a | ((u32)b << 16);
 }
+__device__ __forceinline__ float lo_f(u32 h2) {
+  float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)(h2 & 0xffff))); return f;
+}
+__device__ __forceinline__ float hi_f(u32 h2) {
+  float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)(h2 >> 16))); return f;
+}
 __device__ __forceinline__ void mma16816(float* c, const u32* a, u32 b0, u32 b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
@@ -67,8 +73,13 @@ flash_attention(const float* __restrict__ q, float* __restrict__ out,
   // This lane's two rows of the warp's 16: ra (fragment rows g) and rb (g + 8).
   const int ra = warp * 16 + g, rb = ra + 8;
   const int nka = ra < count ? n_kv[row0 + ra] : 0, nkb = rb < count ? n_kv[row0 + rb] : 0;
-  // Q as the A operand, [HD / 16 k-steps][4 registers of two halves].
+  // Q as the A operand, [HD / 16 k-steps][4 registers of two halves]. PRECISE: qf is the f16
+  // rounding of Q and ql the f16 rounding of what is left (Q - qf), so S = qf K^T + ql K^T
+  // carries Q to ~22 bits (the reference keeps Q in f32; K is f16 in the cache anyway).
   u32 qf[HD / 16][4];
+#if PRECISE
+  u32 ql[HD / 16][4];
+#endif
   {
     const float* qa = q + ((size_t)(row0 + ra) * n_head + h) * HD;
     const float* qb = q + ((size_t)(row0 + rb) * n_head + h) * HD;
@@ -82,6 +93,12 @@ flash_attention(const float* __restrict__ q, float* __restrict__ out,
       qf[kk][1] = pack_h2(b0.x, b0.y);
       qf[kk][2] = pack_h2(a2.x, a2.y);
       qf[kk][3] = pack_h2(b2.x, b2.y);
+#if PRECISE
+      ql[kk][0] = pack_h2(a0.x - lo_f(qf[kk][0]), a0.y - hi_f(qf[kk][0]));
+      ql[kk][1] = pack_h2(b0.x - lo_f(qf[kk][1]), b0.y - hi_f(qf[kk][1]));
+      ql[kk][2] = pack_h2(a2.x - lo_f(qf[kk][2]), a2.y - hi_f(qf[kk][2]));
+      ql[kk][3] = pack_h2(b2.x - lo_f(qf[kk][3]), b2.y - hi_f(qf[kk][3]));
+#endif
     }
   }
   float o[HD / 8][4];
@@ -113,6 +130,10 @@ flash_attention(const float* __restrict__ q, float* __restrict__ out,
                 b0, b1, b2, b3);
         mma16816(s[2 * nn], qf[kk], b0, b1);
         mma16816(s[2 * nn + 1], qf[kk], b2, b3);
+#if PRECISE
+        mma16816(s[2 * nn], ql[kk], b0, b1);
+        mma16816(s[2 * nn + 1], ql[kk], b2, b3);
+#endif
       }
     }
     // Mask, scale (log2 domain), online softmax. Element e of n-tile j: row e < 2 ? ra : rb,
@@ -157,6 +178,15 @@ flash_attention(const float* __restrict__ q, float* __restrict__ out,
       const u32 a[4] = {pack_h2(s[2 * kk][0], s[2 * kk][1]), pack_h2(s[2 * kk][2], s[2 * kk][3]),
                         pack_h2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
                         pack_h2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#if PRECISE
+      // P's f16 rounding is the larger error (P in [0, 1], 11 bits): its remainder as a second
+      // A operand.
+      const u32 al[4] = {
+          pack_h2(s[2 * kk][0] - lo_f(a[0]), s[2 * kk][1] - hi_f(a[0])),
+          pack_h2(s[2 * kk][2] - lo_f(a[1]), s[2 * kk][3] - hi_f(a[1])),
+          pack_h2(s[2 * kk + 1][0] - lo_f(a[2]), s[2 * kk + 1][1] - hi_f(a[2])),
+          pack_h2(s[2 * kk + 1][2] - lo_f(a[3]), s[2 * kk + 1][3] - hi_f(a[3]))};
+#endif
 #pragma unroll
       for (int dn = 0; dn < HD / 16; ++dn) {
         u32 b0, b1, b2, b3;
@@ -164,6 +194,10 @@ flash_attention(const float* __restrict__ q, float* __restrict__ out,
                   b0, b1, b2, b3);
         mma16816(o[2 * dn], a, b0, b1);
         mma16816(o[2 * dn + 1], a, b2, b3);
+#if PRECISE
+        mma16816(o[2 * dn], al, b0, b1);
+        mma16816(o[2 * dn + 1], al, b2, b3);
+#endif
       }
     }
     __syncthreads();  // the next block overwrites ks / vs
@@ -203,10 +237,10 @@ std::vector<FlashTile> flash_tiles(std::span<const int32_t> row_seq) {
   return tiles;
 }
 
-std::string flash_attention_source(int head_dim) {
+std::string flash_attention_source(int head_dim, bool precise) {
   if (!flash_supported(head_dim, true))
     throw_error("flash attention: head size {} is not a multiple of 16 in [16, 128]", head_dim);
-  return fmt::format("#define HD {}\n", head_dim) + kFlash;
+  return fmt::format("#define HD {}\n#define PRECISE {}\n", head_dim, precise ? 1 : 0) + kFlash;
 }
 
 void FlashAttention::run(const CudaKernels::AttentionCall& a, CUdeviceptr tiles, int n_tiles,
@@ -220,8 +254,10 @@ void FlashAttention::run(const CudaKernels::AttentionCall& a, CUdeviceptr tiles,
   if (n_tiles <= 0) return;
   auto it = fns_.find(a.head_dim);
   if (it == fns_.end()) {
-    const Module& m = compiler_.module(flash_attention_source(a.head_dim),
-                                       fmt::format("flash attention head_dim={}", a.head_dim));
+    const Module& m =
+        compiler_.module(flash_attention_source(a.head_dim, precise_),
+                         fmt::format("flash attention head_dim={}{}", a.head_dim,
+                                     precise_ ? "" : " (fast)"));
     it = fns_.emplace(a.head_dim, m.function("flash_attention")).first;
   }
   CUdeviceptr q = a.q, out = a.out, pages = a.pages, row_pt = a.row_pt, n_kv = a.n_kv, t = tiles;

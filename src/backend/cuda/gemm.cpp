@@ -20,8 +20,9 @@ unsigned grid_for(int64_t items, int per_block) {
 }  // namespace
 
 int64_t gemm_min_rows() {
-  // Measured on the H200 (docs/cuda.md, "Prefill GEMM"): below this the matvec passes win.
-  int64_t n = 32;
+  // Measured on the H200 (docs/cuda.md, "Prefill GEMM"): from 16 rows on the GEMM (dequantize
+  // included) beats the matvec passes on Q4_K, Q6_K and F16 and ties on Q8_0.
+  int64_t n = 16;
   if (const char* e = std::getenv("JITLLM_CUDA_GEMM_MIN_ROWS")) n = std::atoll(e);
   return std::max<int64_t>(n, 9);
 }
@@ -168,6 +169,38 @@ void Gemm::matmul(const DeviceWeight& w, CUdeviceptr x, int64_t n, CUdeviceptr o
     }
     gemm(dst, m, out + size_t(r0) * sizeof(float));
   }
+}
+
+}  // namespace jitllm::cuda
+
+namespace jitllm::cuda {
+
+bool Gemm::embeds_on_card(QuantType type) {
+  switch (type) {
+    case QuantType::F32: case QuantType::F16: case QuantType::BF16:
+    case QuantType::Q8_0: case QuantType::Q4_K: case QuantType::Q6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void Gemm::embed(const DeviceWeight& table, CUdeviceptr ids, int64_t n, CUdeviceptr out,
+                 const Stream& s) {
+  int kind = 0;
+  switch (table.kind) {
+    case WeightKind::F32: kind = 0; break;
+    case WeightKind::F16: kind = 1; break;
+    case WeightKind::BF16: kind = 2; break;
+    case WeightKind::Q8_0: kind = 3; break;
+    case WeightKind::Q4_K: kind = 4; break;
+    case WeightKind::Q6_K: kind = 5; break;
+  }
+  if (n <= 0) return;
+  CUdeviceptr w = table.buf.get(), w2 = table.buf.get() + table.scale_offset;
+  int k = int(table.k);
+  void* args[] = {&w, &w2, &ids, &out, &k, &kind};
+  launch(fn("embed_rows"), unsigned(n), 1, 1, 256, 0, s, args, "embed_rows");
 }
 
 }  // namespace jitllm::cuda

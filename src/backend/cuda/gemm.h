@@ -19,12 +19,13 @@
 #include "backend/cuda/compiler.h"
 #include "backend/cuda/cublaslt.h"
 #include "backend/cuda/cuda_kernels.h"
+#include "quant/types.h"
 
 namespace jitllm::cuda {
 
 // Dequantization and activation-conversion kernels (runtime shapes). Entry points:
 // dequant_q4_k, dequant_q6_k, dequant_q8_0 (one warp per 256/256/32x8-value unit, grid-stride,
-// block 256), to_f16, to_bf16 (grid-stride, block 256).
+// block 256), to_f16, to_bf16 (grid-stride, block 256), embed_rows (grid n, block 256).
 std::string gemm_source();
 
 class Gemm {
@@ -43,6 +44,13 @@ class Gemm {
   // of a larger shape (the stream is synced first); never call it while `s` is being captured
   // with a shape larger than any seen before.
   void matmul(const DeviceWeight& w, CUdeviceptr x, int64_t n, CUdeviceptr out, const Stream& s);
+
+  // Embedding lookup on the card: out[t] = row ids[t] of `table` in f32, bit-equal to
+  // dequantize_row on the host. ids: device int32 [n], each in [0, table.rows). Only for tables
+  // whose GGUF type passes embeds_on_card() (the formats stored as F16 would come back rounded).
+  void embed(const DeviceWeight& table, CUdeviceptr ids, int64_t n, CUdeviceptr out,
+             const Stream& s);
+  static bool embeds_on_card(QuantType type);
 
   // Rows per dequantized slice for a row length k (a multiple of 128, at least 128).
   static int64_t slice_rows(int64_t rows, int64_t k);
@@ -69,8 +77,8 @@ class Gemm {
   DeviceBuffer workspace_;  // cuBLASLt's
 };
 
-// The smallest batch that takes the GEMM (JITLLM_CUDA_GEMM_MIN_ROWS overrides; never below 9,
-// so decode steps, which are captured into graphs, keep the matvec kernels).
+// The smallest batch that takes the GEMM (JITLLM_CUDA_GEMM_MIN_ROWS overrides; never below 9).
+// CudaOps also keeps decode steps (graph-captured) on the matvec kernels.
 int64_t gemm_min_rows();
 
 }  // namespace jitllm::cuda

@@ -91,6 +91,54 @@ dequant_q8_0(const i8* __restrict__ w, const u16* __restrict__ dd, u16* __restri
   }
 }
 
+// Embedding rows for prefill: out[t][0..k) = table row ids[t] in f32, bit-equal to the CPU
+// reference's dequantize_row (same f32 operations in the same order; the _rn intrinsics keep
+// NVRTC from contracting them into FMAs). One CTA per row. kind: 0 F32, 1 F16, 2 BF16, 3 Q8_0
+// (repacked), 4 Q4_K, 5 Q6_K (repacked); w2: the separate scales of Q8_0 / Q6_K.
+__device__ __forceinline__ int k4_scale(const u8* sc, int j) {
+  return j < 4 ? sc[j] & 63 : (sc[j + 4] & 0xF) | ((sc[j - 4] >> 6) << 4);
+}
+__device__ __forceinline__ int k4_min(const u8* sc, int j) {
+  return j < 4 ? sc[j + 4] & 63 : (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
+}
+extern "C" __global__ void __launch_bounds__(256)
+embed_rows(const u8* __restrict__ w, const u8* __restrict__ w2, const int* __restrict__ ids,
+           float* __restrict__ out, int k, int kind) {
+  const long long id = ids[blockIdx.x];
+  float* o = out + (size_t)blockIdx.x * k;
+  for (int i = threadIdx.x; i < k; i += blockDim.x) {
+    const long long e = id * k + i;  // element index in the whole table
+    float y;
+    if (kind == 0) {
+      y = ((const float*)w)[e];
+    } else if (kind == 1) {
+      y = h2f(((const u16*)w)[e]);
+    } else if (kind == 2) {
+      y = __uint_as_float(((u32)((const u16*)w)[e]) << 16);
+    } else if (kind == 3) {
+      y = __fmul_rn((float)((const i8*)w)[e], h2f(((const u16*)w2)[e >> 5]));
+    } else if (kind == 4) {
+      const u8* blk = w + (e >> 8) * 144;
+      const int j = (int)(e & 255), chunk = j >> 6, sub = (j >> 5) & 1, l = j & 31, is = 2 * chunk + sub;
+      const float d1 = __fmul_rn(h2f(*(const u16*)blk), (float)k4_scale(blk + 4, is));
+      const float m1 = __fmul_rn(h2f(*(const u16*)(blk + 2)), (float)k4_min(blk + 4, is));
+      const u8 q = blk[16 + 32 * chunk + l];
+      y = __fsub_rn(__fmul_rn(d1, (float)(sub ? q >> 4 : q & 0xF)), m1);
+    } else {
+      const long long b = e >> 8;
+      const u8* blk = w + b * 208;
+      const int j = (int)(e & 255), h = j >> 7, qd = (j >> 5) & 3, l = j & 31;
+      const u8* ql = blk + 64 * h;
+      const u8 qh = blk[128 + 32 * h + l];
+      const int lo = (qd & 1) ? ql[l + 32] : ql[l];
+      const int q = (((qd & 2) ? lo >> 4 : lo & 0xF) | (((qh >> (2 * qd)) & 3) << 4)) - 32;
+      const float sc = (float)((const signed char*)(blk + 192 + 8 * h))[l / 16 + 2 * qd];
+      y = __fmul_rn(__fmul_rn(h2f(((const u16*)w2)[b]), sc), (float)q);
+    }
+    o[i] = y;
+  }
+}
+
 extern "C" __global__ void __launch_bounds__(256)
 to_f16(const float* __restrict__ x, u16* __restrict__ out, long long count) {
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count;

@@ -2,7 +2,9 @@
 # One call on the GPU machine (device tool): GPU tests, the process-level cubin-cache check and
 # decode/prefill speed on synthetic Llama-3.2-1B and 3.1-8B Q4_K_M. Expects the carry folder made
 # by tests/backend/cuda/make_carry.sh at build/cuda-carry (binaries + the oracle subset).
-# Usage: bash tests/backend/cuda/device_run.sh [stage...]   stages: tests cache speed (default all)
+# Usage: bash tests/backend/cuda/device_run.sh [stage...]   stages: tests cache speed (default all),
+# prefill (GEMM/flash tests + timings), speedab (pp512 with the prefill GEMM / flash attention off
+# and on; flash precise and fast), gputests (test_backend_cuda alone), speedq8 (8B Q8_0 speed)
 set -u -o pipefail
 C=${C:-build/cuda-carry}
 OUT=${OUT:-/tmp/out}
@@ -32,6 +34,27 @@ for s in $stages; do
       for shape in llama-3.2-1b llama-3.1-8b; do
         /usr/bin/time -f "synth %e s" /tmp/bin/jitllm synth /tmp/$shape.gguf --shape $shape --type q4_k_m 2>&1 | tail -n 2
         JITLLM_CUDA_STATS=1 /tmp/bin/jitllm speed -m /tmp/$shape.gguf -p ${PP:-512} -n 128 -r 3 --devices cuda --ttft 2>&1 | tee -a $OUT/speed.log
+      done
+      ;;
+    prefill)  # cudaprefill: GEMM/flash/embedding tests, GEMM vs matvec and flash vs paged timings
+      timeout 300 /tmp/bin/test_backend_cuda --gtest_also_run_disabled_tests \
+        --gtest_filter='CudaGemm.*:CudaFlashAttention.*' 2>&1 | tee $OUT/prefill_tests.log |
+        grep -E "^\[ cuda|FAILED|PASSED|Failure|Expected|Which is|actual" | head -n 150
+      ;;
+    gputests)  # the GPU tests alone (no NVRTC-only tests)
+      timeout 300 /tmp/bin/test_backend_cuda ${GTEST_ARGS:-} 2>&1 | tee $OUT/gpu_tests.log | grep -E "^\[ cuda|FAILED|PASSED|Failure|error|Expected|Which is|actual|rel err" | head -n 200
+      ;;
+    speedq8)  # cudaprefill: synthetic Llama-3.1-8B Q8_0, pp512 / tg128 with --ttft
+      /tmp/bin/jitllm synth /tmp/llama-3.1-8b-q8.gguf --shape llama-3.1-8b --type q8_0 2>&1 | tail -n 1
+      JITLLM_CUDA_STATS=1 /tmp/bin/jitllm speed -m /tmp/llama-3.1-8b-q8.gguf -p ${PP:-512} -n 128 -r 3 --devices cuda --ttft 2>&1 | tee -a $OUT/speed.log
+      ;;
+    speedab)  # cudaprefill: pp512 with the GEMM and flash attention off (the old path), then on
+      for shape in llama-3.2-1b llama-3.1-8b; do
+        [ -f /tmp/$shape.gguf ] || /tmp/bin/jitllm synth /tmp/$shape.gguf --shape $shape --type q4_k_m 2>&1 | tail -n 1
+        for v in ${AB_VARIANTS:-0:0 1:0 1:1 1:fast}; do set -- ${v/:/ }
+          echo "== $shape gemm=$1 flash=$2" | tee -a $OUT/speedab.log
+          JITLLM_CUDA_GEMM=$1 JITLLM_CUDA_FLASH=$2 /tmp/bin/jitllm speed -m /tmp/$shape.gguf -p ${PP:-512} -n 16 -r 3 --devices cuda 2>&1 | tee -a $OUT/speedab.log
+        done
       done
       ;;
   esac

@@ -1,7 +1,8 @@
 // The prefill GEMM (gemm.h: cuBLASLt fed by generated dequantization kernels) against the CPU
 // reference matmul on real shapes: 512 x 4096x4096 and 512 x 14336x4096 for every weight kind
 // the backend holds (Q4_K, Q6_K, Q8_0, F16, BF16, F32, and formats stored as F16), ragged
-// batches of 17..515 rows, the 128256-row head in several dequantization slices. The reference
+// batches of 17..515 rows, the 128256-row head in several dequantization slices; the prefill
+// embedding lookup on the card equals dequantize_row bit for bit. The reference
 // runs on a sample of weight rows (every slice, its borders, the last row); every other output
 // must still be written (the output is poisoned with NaN first). DISABLED_GemmVsMatvecTiming
 // prints per-call times of both paths (run by device_run.sh to choose the row threshold).
@@ -123,6 +124,39 @@ TEST(CudaGemm, HeadInSlices) {
 TEST(CudaGemm, OddRowLengths) {
   check_gemm(QuantType::F16, 300, 2052, {20}, 2e-3);
   check_gemm(QuantType::F32, 77, 66, {33}, 1e-5);
+}
+
+TEST(CudaGemm, EmbedRowsEqualTheHostDequantization) {
+  // The prefill embedding lookup on the card gives dequantize_row's bits for every format it
+  // takes; ids include the first and last rows and repeats.
+  JITLLM_REQUIRE_GEMM();
+  std::mt19937 rng(11);
+  for (QuantType t : {QuantType::Q4_K, QuantType::Q6_K, QuantType::Q8_0, QuantType::F16,
+                      QuantType::BF16, QuantType::F32}) {
+    ASSERT_TRUE(Gemm::embeds_on_card(t));
+    const int64_t rows = 3001, k = 2048;
+    const std::vector<uint8_t> w = random_weights(t, rows, k, rng, 5);
+    const DeviceWeight dw = DeviceWeight::upload(pack_weight(t, w.data(), rows, k));
+    std::vector<int32_t> ids = {0, int32_t(rows - 1), 7, 7};
+    std::uniform_int_distribution<int32_t> pick(0, int32_t(rows - 1));
+    while (ids.size() < 40) ids.push_back(pick(rng));
+    std::vector<float> ref(ids.size() * size_t(k));
+    for (size_t i = 0; i < ids.size(); ++i)
+      dequantize_row(t, w.data() + size_t(ids[i]) * row_bytes(t, k), ref.data() + i * size_t(k), k);
+    DeviceBuffer dids(ids.size() * 4), dout(ref.size() * 4);
+    dids.upload(ids.data(), ids.size() * 4);
+    check(driver().cuMemsetD8Async(dout.get(), 0xff, dout.bytes(), G->stream->get()), "memset");
+    GM->embed(dw, dids.get(), int64_t(ids.size()), dout.get(), *G->stream);
+    G->stream->sync();
+    const std::vector<float> got = from_device(dout, ref.size());
+    size_t differ = 0;
+    for (size_t i = 0; i < ref.size(); ++i)
+      differ += std::memcmp(&got[i], &ref[i], 4) != 0;
+    EXPECT_EQ(differ, 0u) << quant_name(t);
+    std::printf("[ cuda     ] embed rows %-6s %zu rows of %ld: %zu values differ from the host\n",
+                quant_name(t), ids.size(), long(k), differ);
+  }
+  EXPECT_FALSE(Gemm::embeds_on_card(QuantType::Q5_K));  // stored as F16: stays on the host
 }
 
 // Per-call times (median of 20) of the matvec passes and the GEMM for several batch sizes.
