@@ -540,8 +540,9 @@ class Emitter : public CodeGenerator {
       wu[r] = z();
       dw[r] = z();
     }
-    const Zmm c80 = z(), a = z(), c = z(), dap = z(), y = z(), s = z();
+    const Zmm c80 = z(), a = z(), c = z(), dap = z(), y = z(), s = z(), zero = z();
     vpbroadcastd(c80, ptr[rip + c80_]);
+    vpxord(zero, zero, zero);
     mov(wp, wrow);
     lea(ap, ptr[act + int(al_.qs)]);
     lea(dp, ptr[act + int(al_.d)]);
@@ -560,13 +561,13 @@ class Emitter : public CodeGenerator {
       vinserti64x4(a, a, A(t1, 0), 1);
       vpxord(c, c, c);
       vpdpbusd(c, c80, a, EvexEncoding);  // 128 * sum4(a) per lane
+      vpsubd(c, zero, c);                 // the start value of every row's dot
       vbroadcastss(Ymm(dap.getIdx()), ptr[dp + t0 * P()]);
       vbroadcastss(Ymm(s.getIdx()), ptr[dp + t1 * P()]);
       vinsertf32x8(dap, dap, Ymm(s.getIdx()), 1);
       for (int r = 0; r < R; ++r) {
-        vpxord(y, y, y);
+        vmovdqa32(y, c);  // a register move (eliminated at rename)
         vpdpbusd(y, wu[r], a, EvexEncoding);
-        vpsubd(y, y, c);
         vcvtdq2ps(y, y);
         vmulps(s, dw[r], dap);  // d_w * d_a, rounded once as in ggml
         vfmadd231ps(acc[r][p], y, s);
