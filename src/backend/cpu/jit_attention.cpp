@@ -2,7 +2,8 @@
 // reference_attention.cpp, element for element, so the results are bit-identical to it:
 //  - one_chunk path (decode, < 64 rows): K.Q in ggml's vec-dot order (4 x 16 lanes, pairwise
 //    reductions) as two ymm per 16 lanes; F16 V accumulator rounded with F16C (round to nearest
-//    even, what the reference's f32_to_fp16 does). Split over (row, head) on the pool.
+//    even, what the reference's f32_to_fp16 does). Split over (row, KV head) on the pool: the
+//    query heads of a GQA group run together, reading each K/V row once (prefetched ahead).
 //  - tiled path (prefill): blocks of up to 16 consecutive query rows of one sequence x one KV
 //    head; each 64-key tile is transposed (8x8 blocks) and its values converted once for the
 //    block's rows and the GQA group's heads. Per (row, head): each score is one sequential FMA
@@ -58,61 +59,105 @@ float dot_vec(const TA* a, const TB* b, int n) {
 
 inline __m128i to_half(__m256 v) { return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT); }
 
-void attend_one_chunk(const AttentionArgs& a, int64_t r, int h, uint16_t* q16, uint16_t* acc16,
-                      float* acc32) {
+// Scratch of one thread for attend_one_chunk_group.
+struct ChunkScratch {
+  std::vector<float> qf;        // [group][hd]: queries (F16-rounded when K is F16) as floats
+  std::vector<uint16_t> acc16;  // [group][hd]: F16 V accumulators (V in F16)
+  std::vector<float> acc32;     // [group][hd]: f32 V accumulators (V in F32)
+  ChunkScratch(int hd, int group)
+      : qf(size_t(hd) * size_t(group)), acc16(qf.size()), acc32(qf.size()) {}
+};
+
+// How many keys ahead the K/V rows are prefetched: rows are 1 KiB apart in the cache (all KV
+// heads of a position), too far apart for the hardware prefetcher to follow across pages.
+constexpr int64_t kPrefetchKeys = 8;
+
+// All query heads of KV head `kvh` for row r, ggml's one_chunk arithmetic per head (the
+// reference's attend_one_chunk): each key and value row is read once for the group (at long
+// contexts the cache does not fit L2, so one pass instead of one per head), and the heads'
+// online-softmax chains, which are independent, overlap in the out-of-order core. A query
+// rounded to F16 and converted back is exact, so dots on those floats give the same bits.
+void attend_one_chunk_group(const AttentionArgs& a, int64_t r, int kvh, ChunkScratch& sc) {
   const int hd = a.head_dim;
-  const int kvh = h / (a.n_head / a.n_head_kv);
-  const float* q = a.q + (r * a.n_head + h) * hd;
+  const int group = a.n_head / a.n_head_kv;
   const bool f16 = a.kv_type == QuantType::F16;
-  const size_t head_off = size_t(kvh) * hd * (f16 ? 2 : 4);
+  const size_t row_bytes = size_t(hd) * (f16 ? 2 : 4);
+  const size_t head_off = size_t(kvh) * row_bytes;
   const PagedRows& K = a.k[r];
   const PagedRows& V = a.v[r];
-  if (f16) {
-    for (int d = 0; d < hd; d += 8)
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(q16 + d), to_half(_mm256_loadu_ps(q + d)));
-    std::memset(acc16, 0, size_t(hd) * 2);
-  } else {
-    std::memset(acc32, 0, size_t(hd) * 4);
+  const int64_t n_kv = a.n_kv[r];
+  for (int hg = 0; hg < group; ++hg) {
+    const float* q = a.q + (r * a.n_head + kvh * group + hg) * hd;
+    float* qf = sc.qf.data() + size_t(hg) * hd;
+    for (int d = 0; d < hd; d += 8) {
+      const __m256 x = _mm256_loadu_ps(q + d);
+      _mm256_storeu_ps(qf + d, f16 ? _mm256_cvtph_ps(to_half(x)) : x);
+    }
   }
-  float S = 0.0f, M = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j < a.n_kv[r]; ++j) {
+  if (f16)
+    std::memset(sc.acc16.data(), 0, sc.acc16.size() * 2);
+  else
+    std::memset(sc.acc32.data(), 0, sc.acc32.size() * 4);
+  float S[64], M[64];  // [group]
+  for (int hg = 0; hg < group; ++hg) {
+    S[hg] = 0.0f;
+    M[hg] = -std::numeric_limits<float>::infinity();
+  }
+  for (int64_t j = 0; j < n_kv; ++j) {
+    if (j + kPrefetchKeys < n_kv) {
+      const uint8_t* kp = K.row(j + kPrefetchKeys) + head_off;
+      const uint8_t* vp = V.row(j + kPrefetchKeys) + head_off;
+      for (size_t o = 0; o < row_bytes; o += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(kp + o), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(vp + o), _MM_HINT_T0);
+      }
+    }
     const uint8_t* krow = K.row(j) + head_off;
     const uint8_t* vrow = V.row(j) + head_off;
-    float s = f16 ? dot_vec(reinterpret_cast<const uint16_t*>(krow), q16, hd)
-                  : dot_vec(reinterpret_cast<const float*>(krow), q, hd);
-    s = s * a.scale;
-    const float m_old = M;
-    float ms = 1.0f, vs = 1.0f;
-    if (s > M) {
-      M = s;
-      ms = std::exp(m_old - M);
-    } else {
-      vs = std::exp(s - M);
-    }
-    const __m256 vms = _mm256_set1_ps(ms), vvs = _mm256_set1_ps(vs);
-    if (f16) {
-      const auto* v = reinterpret_cast<const uint16_t*>(vrow);
-      for (int d = 0; d < hd; d += 8) {
-        __m256 y = load8(acc16 + d);
-        if (ms != 1.0f) y = _mm256_cvtph_ps(to_half(_mm256_mul_ps(y, vms)));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(acc16 + d),
-                         to_half(_mm256_fmadd_ps(load8(v + d), vvs, y)));
+    for (int hg = 0; hg < group; ++hg) {
+      const float* qf = sc.qf.data() + size_t(hg) * hd;
+      const float s = (f16 ? dot_vec(reinterpret_cast<const uint16_t*>(krow), qf, hd)
+                           : dot_vec(reinterpret_cast<const float*>(krow), qf, hd)) * a.scale;
+      const float m_old = M[hg];
+      float ms = 1.0f, vs = 1.0f;
+      if (s > m_old) {
+        M[hg] = s;
+        ms = std::exp(m_old - s);
+      } else {
+        vs = std::exp(s - m_old);
       }
-    } else {
-      const auto* v = reinterpret_cast<const float*>(vrow);
-      for (int d = 0; d < hd; d += 8) {
-        __m256 y = _mm256_loadu_ps(acc32 + d);
-        if (ms != 1.0f) y = _mm256_mul_ps(y, vms);
-        _mm256_storeu_ps(acc32 + d, _mm256_fmadd_ps(_mm256_loadu_ps(v + d), vvs, y));
+      const __m256 vms = _mm256_set1_ps(ms), vvs = _mm256_set1_ps(vs);
+      if (f16) {
+        const auto* v = reinterpret_cast<const uint16_t*>(vrow);
+        uint16_t* acc = sc.acc16.data() + size_t(hg) * hd;
+        for (int d = 0; d < hd; d += 8) {
+          __m256 y = load8(acc + d);
+          if (ms != 1.0f) y = _mm256_cvtph_ps(to_half(_mm256_mul_ps(y, vms)));
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(acc + d),
+                           to_half(_mm256_fmadd_ps(load8(v + d), vvs, y)));
+        }
+      } else {
+        const auto* v = reinterpret_cast<const float*>(vrow);
+        float* acc = sc.acc32.data() + size_t(hg) * hd;
+        for (int d = 0; d < hd; d += 8) {
+          __m256 y = _mm256_loadu_ps(acc + d);
+          if (ms != 1.0f) y = _mm256_mul_ps(y, vms);
+          _mm256_storeu_ps(acc + d, _mm256_fmadd_ps(_mm256_loadu_ps(v + d), vvs, y));
+        }
       }
+      S[hg] = S[hg] * ms + vs;
     }
-    S = S * ms + vs;
   }
-  const float s_inv = S == 0.0f ? 0.0f : 1.0f / S;
-  float* out = a.out + (r * a.n_head + h) * hd;
-  const __m256 vi = _mm256_set1_ps(s_inv);
-  for (int d = 0; d < hd; d += 8)
-    _mm256_storeu_ps(out + d, _mm256_mul_ps(f16 ? load8(acc16 + d) : _mm256_loadu_ps(acc32 + d), vi));
+  for (int hg = 0; hg < group; ++hg) {
+    const float s_inv = S[hg] == 0.0f ? 0.0f : 1.0f / S[hg];
+    float* out = a.out + (r * a.n_head + kvh * group + hg) * hd;
+    const __m256 vi = _mm256_set1_ps(s_inv);
+    for (int d = 0; d < hd; d += 8) {
+      const __m256 acc = f16 ? load8(sc.acc16.data() + size_t(hg) * hd + d)
+                             : _mm256_loadu_ps(sc.acc32.data() + size_t(hg) * hd + d);
+      _mm256_storeu_ps(out + d, _mm256_mul_ps(acc, vi));
+    }
+  }
 }
 
 // ggml_vec_expf (reference_kernels.cpp) for 8 lanes with the same operations, so the same bits:
@@ -371,13 +416,12 @@ void JitKernels::attention(const AttentionArgs& a) const {
     });
     return;
   }
-  const int64_t pairs = a.n_rows * a.n_head;
-  ThreadPool::global().parallel_for(pairs, 1, [&](int64_t p0, int64_t p1) {
-    const size_t hd = size_t(a.head_dim);
-    std::vector<uint16_t> q16(hd), acc16(hd);
-    std::vector<float> acc32(hd);
+  if (group > 64) return ref_.attention(a);  // the per-head state arrays hold 64
+  // One_chunk path: (row, KV head) pairs, each running the query heads of its group together.
+  ThreadPool::global().parallel_for(a.n_rows * a.n_head_kv, 1, [&](int64_t p0, int64_t p1) {
+    ChunkScratch scratch(a.head_dim, group);
     for (int64_t p = p0; p < p1; ++p)
-      attend_one_chunk(a, p / a.n_head, int(p % a.n_head), q16.data(), acc16.data(), acc32.data());
+      attend_one_chunk_group(a, p / a.n_head_kv, int(p % a.n_head_kv), scratch);
   });
 }
 
