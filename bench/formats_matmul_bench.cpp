@@ -1,5 +1,5 @@
 // Matmul throughput of the formats in backend/cpu/jit_formats.h (F16, BF16, Q4_1, Q5_0, Q5_1,
-// IQ4_NL, MXFP4): generated kernels vs the reference path, decode (one token, 8192 x 2048 weights:
+// IQ4_NL, MXFP4; Q4_0 and Q8_0 for comparison): generated kernels vs the reference path, decode (one token, 8192 x 2048 weights:
 // weight GB/s) and prefill (512 tokens, 2048 x 2048: GFLOP/s), on the global pool
 // (JITLLM_CORES / all CPUs). Run: bench_formats_matmul --benchmark_filter=Decode
 #include <benchmark/benchmark.h>
@@ -54,7 +54,9 @@ void run(benchmark::State& state, Q type, const CpuKernels& kernels, int64_t row
 }
 
 void register_all() {
-  const Q formats[] = {Q::F16, Q::BF16, Q::Q4_1, Q::Q5_0, Q::Q5_1, Q::IQ4_NL, Q::MXFP4};
+  // Q4_0 and Q8_0 (jit_matmul.h's kernels) as the yardstick of a tuned format.
+  const Q formats[] = {Q::F16,   Q::BF16,  Q::Q4_1, Q::Q5_0, Q::Q5_1,
+                       Q::IQ4_NL, Q::MXFP4, Q::Q4_0, Q::Q8_0};
   for (Q t : formats)
     for (const char* which : {"jit", "reference"}) {
       const CpuKernels* k = &cpu_kernels_by_name(which);

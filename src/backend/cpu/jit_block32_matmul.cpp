@@ -14,7 +14,7 @@
 // Kernel: for each group of R rows (then single rows), per block and row: unpack the 32 levels
 // once, then for each of the T tokens: 8 int32 lanes -> float -> acc[r][t] += lanes * (d_w * d_a)
 // (one fused multiply-add per lane, as ggml's AVX2 dots), finally a pairwise horizontal sum.
-// Only ymm0..15 (VEX, plus the EVEX vpdpbusd at the avx512 level).
+// VEX on ymm0..15; the avx512 level adds the EVEX vpdpbusd and accumulators in ymm16..31.
 #include <immintrin.h>
 #include <xbyak/xbyak.h>
 
@@ -90,7 +90,7 @@ class Block32Emitter : public CodeGenerator {
         tok_bytes_(int64_t(block32_act_bytes(key.type, key.isa, key.k))) {
     if (key.k % 32 != 0) throw_error("jit block32 matmul: k {} is not a multiple of 32", key.k);
     if (key.rows < 1 || key.rows > 4 || key.tokens < 1 || key.tokens > 8 ||
-        key.rows * key.tokens > 8)
+        key.rows * key.tokens > (key.isa == Isa::Avx512Vnni ? 16 : 8))
       throw_error("jit block32 matmul: tile {}x{} out of range", key.rows, key.tokens);
     emit();
     ready();
@@ -99,7 +99,8 @@ class Block32Emitter : public CodeGenerator {
  private:
   const Reg64 wrow = rsi, stride = rdx, stride3 = rcx, nrows = r8, act = r9, out = r10,
               ostride = r11, wp = rax, ap = rbx, cnt = rbp, tmp = r12, e8 = r13, lut = r14;
-  // Registers: acc 0..7 (r * T + t), then the temporaries.
+  // Registers: acc r * T + t in ymm0..7 (ymm16..31 at the avx512 level, EVEX-encoded, which
+  // leaves room for 16), the temporaries in ymm8..15.
   const Ymm u{8}, v{9}, dws{10}, m{11}, yi{12}, s{13}, a{14}, t15{15};
 
   FmtKey key_;
@@ -109,7 +110,8 @@ class Block32Emitter : public CodeGenerator {
   Label c0F_, c10_, ones16_, qhshuf_, bitsel_, table_, e8lut_;
 
   bool vnni() const { return key_.isa != Isa::Avx2; }
-  Ymm acc(int r, int t) const { return Ymm(r * key_.tokens + t); }
+  bool evex() const { return key_.isa == Isa::Avx512Vnni; }
+  Ymm acc(int r, int t) const { return Ymm((evex() ? 16 : 0) + r * key_.tokens + t); }
   Address Wm(int r, int disp) {
     switch (r) {
       case 0: return ptr[wp + disp];
@@ -199,7 +201,10 @@ class Block32Emitter : public CodeGenerator {
   void emit_group(int R) {
     const int T = key_.tokens;
     for (int r = 0; r < R; ++r)
-      for (int t = 0; t < T; ++t) vxorps(acc(r, t), acc(r, t), acc(r, t));
+      for (int t = 0; t < T; ++t) {
+        if (evex()) vpxord(acc(r, t), acc(r, t), acc(r, t));
+        else vxorps(acc(r, t), acc(r, t), acc(r, t));
+      }
     mov(wp, wrow);
     mov(ap, act);
     mov(cnt, key_.k / 32);
@@ -218,7 +223,8 @@ class Block32Emitter : public CodeGenerator {
     for (int r = 0; r < R; ++r)
       for (int t = 0; t < T; ++t) {
         const Xmm x0(s.getIdx()), x1(a.getIdx());
-        vextractf128(x1, acc(r, t), 1);
+        if (evex()) vextractf32x4(x1, acc(r, t), 1);
+        else vextractf128(x1, acc(r, t), 1);
         vaddps(x0, Xmm(acc(r, t).getIdx()), x1);
         vmovhlps(x1, x0, x0);
         vaddps(x0, x0, x1);

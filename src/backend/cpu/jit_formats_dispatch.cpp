@@ -148,7 +148,8 @@ TileShape fmt_decode_tile(QuantType type, Isa isa) {
 
 TileShape fmt_gemm_tile(QuantType type, Isa isa) {
   if (is_float(type)) return isa == Isa::Avx512Vnni ? TileShape{4, 6} : TileShape{2, 3};
-  return {2, 4};  // 8 accumulators + 8 temporaries in ymm0..15
+  // Accumulators: 8 in ymm0..7, or 16 in ymm16..31 (avx512); levels unpacked once per T tokens.
+  return isa == Isa::Avx512Vnni ? TileShape{2, 8} : TileShape{2, 4};
 }
 
 bool matmul_other_formats(Isa isa, QuantType type, const uint8_t* weights, int64_t rows,
