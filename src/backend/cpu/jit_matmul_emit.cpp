@@ -368,9 +368,13 @@ class Emitter : public CodeGenerator {
     std::vector<Zmm> iacc(T);
     for (int t = 0; t < T; ++t) iacc[t] = Zmm(pool.take().getIdx());
     auto z = [&] { return Zmm(pool.take().getIdx()); };
-    const Zmm sc = z(), scw = z(), q = z(), h = z(), s = z(), y = z(), d = z(), dm = z();
+    // GEMM tiles (transposed_da) load the vpermd indices per use and reuse q for the scales,
+    // which leaves registers for 8 tokens; the T = 1 kernel keeps them in registers.
+    const bool lean = transposed_da();
+    const Zmm sc = z(), scw = z(), q = z(), h = z(), s = z(), y = z();
+    const Zmm d = lean ? q : z(), dm = lean ? q : z();
     Zmm idx[4];
-    for (int c = 0; c < 4; ++c) {
+    for (int c = 0; c < 4 && !lean; ++c) {
       idx[c] = z();
       vmovdqu32(idx[c], ptr[rip + k4idx_ + 64 * c]);
     }
@@ -395,7 +399,12 @@ class Emitter : public CodeGenerator {
         vpsrlw(Ymm(h.getIdx()), Ymm(q.getIdx()), 4);
         vinserti64x4(q, q, Ymm(h.getIdx()), 1);
         vpandd(q, q, ptr_b[rip + c0F_]);
-        vpermd(s, idx[c], scw);
+        if (lean) {
+          vmovdqu32(s, ptr[rip + k4idx_ + 64 * c]);
+          vpermd(s, s, scw);
+        } else {
+          vpermd(s, idx[c], scw);
+        }
         // Pair sums in int16 (|.| <= 2 * 15 * 128), times the group scale into int32: two
         // multiplier-pipe ops per 64 weights and token (vpdpbusd + vpmulld + vpaddd was three).
         for (int t = 0; t < T; ++t) {
@@ -403,19 +412,17 @@ class Emitter : public CodeGenerator {
           vpdpwssd(iacc[t], y, s, EvexEncoding);
         }
       }
-      vpbroadcastw(Ymm(d.getIdx()), W(r, 0));
-      vcvtph2ps(d, Ymm(d.getIdx()));
-      vpbroadcastw(Ymm(dm.getIdx()), W(r, 2));
-      vcvtph2ps(dm, Ymm(dm.getIdx()));
       vextracti64x4(Ymm(h.getIdx()), sc, 1);  // the 8 mins
-      if (transposed_da()) {
+      if (lean) {
         // The same products (d_w * d_a, dmin_w * d_a) for all T tokens in one vmulps each,
         // then one broadcast-operand FMA per token: equal floats, fewer multiplier-pipe ops.
         const int prod = kProdOff + 128 * r;
-        vmulps(d, d, ptr[tmp]);
-        vmovups(ptr[rsp + prod], d);
-        vmulps(dm, dm, ptr[tmp]);
-        vmovups(ptr[rsp + prod + 64], dm);
+        for (int i = 0; i < 2; ++i) {
+          vpbroadcastw(Ymm(q.getIdx()), W(r, 2 * i));
+          vcvtph2ps(q, Ymm(q.getIdx()));
+          vmulps(q, q, ptr[tmp]);
+          vmovups(ptr[rsp + prod + 64 * i], q);
+        }
         for (int t = 0; t < T; ++t) {
           vcvtdq2ps(iacc[t], iacc[t]);
           vfmadd231ps(Zmm(acc[r][t].getIdx()), iacc[t], ptr_b[rsp + prod + 4 * t]);
@@ -425,6 +432,10 @@ class Emitter : public CodeGenerator {
         }
         continue;
       }
+      vpbroadcastw(Ymm(d.getIdx()), W(r, 0));
+      vcvtph2ps(d, Ymm(d.getIdx()));
+      vpbroadcastw(Ymm(dm.getIdx()), W(r, 2));
+      vcvtph2ps(dm, Ymm(dm.getIdx()));
       for (int t = 0; t < T; ++t) {
         vbroadcastss(s, ptr[dp + t * P()]);
         vcvtdq2ps(iacc[t], iacc[t]);
@@ -436,8 +447,9 @@ class Emitter : public CodeGenerator {
         vfnmadd231ps(Zmm(acc[r][t].getIdx()), y, s);
       }
     }
-    for (const Zmm& v : {sc, scw, q, h, s, y, d, dm, idx[0], idx[1], idx[2], idx[3]})
-      pool.give(Ymm(v.getIdx()));
+    for (const Zmm& v : {sc, scw, q, h, s, y}) pool.give(Ymm(v.getIdx()));
+    if (!lean)
+      for (const Zmm& v : {d, dm, idx[0], idx[1], idx[2], idx[3]}) pool.give(Ymm(v.getIdx()));
     for (int t = 0; t < T; ++t) pool.give(Ymm(iacc[t].getIdx()));
   }
 
@@ -627,8 +639,10 @@ class Emitter : public CodeGenerator {
     if (wide()) {
       vextractf64x4(t, Zmm(y.getIdx()), 1);
       vaddps(y, y, t);
+      vextractf32x4(xt, y, 1);  // EVEX: t may be ymm16+
+    } else {
+      vextractf128(xt, y, 1);
     }
-    vextractf128(xt, y, 1);
     vaddps(x, x, xt);
     vmovhlps(xt, xt, x);
     vaddps(x, x, xt);
@@ -850,7 +864,7 @@ TileShape gemm_tile(QuantType type, Isa isa, int64_t k) {
       if (isa == Isa::Avx512Vnni) return {4, 8};  // body_q8_0_pairs: 4 rows x 4 token pairs
       return TileShape{2, 2};
     case QuantType::Q4_0: return {2, 4};
-    case QuantType::Q4_K: return isa == Isa::Avx512Vnni ? TileShape{2, 6} : TileShape{2, 3};
+    case QuantType::Q4_K: return isa == Isa::Avx512Vnni ? TileShape{2, 8} : TileShape{2, 3};
     case QuantType::Q6_K: return isa == Isa::Avx512Vnni ? TileShape{2, 6} : TileShape{2, 2};
     default: return {1, 1};
   }
