@@ -72,12 +72,13 @@ struct ChunkScratch {
 // heads of a position), too far apart for the hardware prefetcher to follow across pages.
 constexpr int64_t kPrefetchKeys = 8;
 
-// All query heads of KV head `kvh` for row r, ggml's one_chunk arithmetic per head (the
+// Query heads hg0..hg1-1 of KV head `kvh`'s group for row r, ggml's one_chunk arithmetic per head (the
 // reference's attend_one_chunk): each key and value row is read once for the group (at long
 // contexts the cache does not fit L2, so one pass instead of one per head), and the heads'
 // online-softmax chains, which are independent, overlap in the out-of-order core. A query
 // rounded to F16 and converted back is exact, so dots on those floats give the same bits.
-void attend_one_chunk_group(const AttentionArgs& a, int64_t r, int kvh, ChunkScratch& sc) {
+void attend_one_chunk_group(const AttentionArgs& a, int64_t r, int kvh, int hg0, int hg1,
+                            ChunkScratch& sc) {
   const int hd = a.head_dim;
   const int group = a.n_head / a.n_head_kv;
   const bool f16 = a.kv_type == QuantType::F16;
@@ -86,7 +87,7 @@ void attend_one_chunk_group(const AttentionArgs& a, int64_t r, int kvh, ChunkScr
   const PagedRows& K = a.k[r];
   const PagedRows& V = a.v[r];
   const int64_t n_kv = a.n_kv[r];
-  for (int hg = 0; hg < group; ++hg) {
+  for (int hg = hg0; hg < hg1; ++hg) {
     const float* q = a.q + (r * a.n_head + kvh * group + hg) * hd;
     float* qf = sc.qf.data() + size_t(hg) * hd;
     for (int d = 0; d < hd; d += 8) {
@@ -99,7 +100,7 @@ void attend_one_chunk_group(const AttentionArgs& a, int64_t r, int kvh, ChunkScr
   else
     std::memset(sc.acc32.data(), 0, sc.acc32.size() * 4);
   float S[64], M[64];  // [group]
-  for (int hg = 0; hg < group; ++hg) {
+  for (int hg = hg0; hg < hg1; ++hg) {
     S[hg] = 0.0f;
     M[hg] = -std::numeric_limits<float>::infinity();
   }
@@ -114,7 +115,7 @@ void attend_one_chunk_group(const AttentionArgs& a, int64_t r, int kvh, ChunkScr
     }
     const uint8_t* krow = K.row(j) + head_off;
     const uint8_t* vrow = V.row(j) + head_off;
-    for (int hg = 0; hg < group; ++hg) {
+    for (int hg = hg0; hg < hg1; ++hg) {
       const float* qf = sc.qf.data() + size_t(hg) * hd;
       const float s = (f16 ? dot_vec(reinterpret_cast<const uint16_t*>(krow), qf, hd)
                            : dot_vec(reinterpret_cast<const float*>(krow), qf, hd)) * a.scale;
@@ -148,7 +149,7 @@ void attend_one_chunk_group(const AttentionArgs& a, int64_t r, int kvh, ChunkScr
       S[hg] = S[hg] * ms + vs;
     }
   }
-  for (int hg = 0; hg < group; ++hg) {
+  for (int hg = hg0; hg < hg1; ++hg) {
     const float s_inv = S[hg] == 0.0f ? 0.0f : 1.0f / S[hg];
     float* out = a.out + (r * a.n_head + kvh * group + hg) * hd;
     const __m256 vi = _mm256_set1_ps(s_inv);
@@ -417,11 +418,20 @@ void JitKernels::attention(const AttentionArgs& a) const {
     return;
   }
   if (group > 64) return ref_.attention(a);  // the per-head state arrays hold 64
-  // One_chunk path: (row, KV head) pairs, each running the query heads of its group together.
-  ThreadPool::global().parallel_for(a.n_rows * a.n_head_kv, 1, [&](int64_t p0, int64_t p1) {
+  // One_chunk path: (row, KV head) pairs, each running the query heads of its group together;
+  // when that gives fewer than two items per thread (one decode row, many threads), each group
+  // is split into `parts` runs of heads (each still reading its K/V rows once).
+  ThreadPool& pool = ThreadPool::global();
+  const int64_t pairs = a.n_rows * a.n_head_kv;
+  const int parts = int(std::clamp<int64_t>((2 * pool.size() + pairs - 1) / pairs, 1, group));
+  pool.parallel_for(pairs * parts, 1, [&](int64_t p0, int64_t p1) {
     ChunkScratch scratch(a.head_dim, group);
-    for (int64_t p = p0; p < p1; ++p)
-      attend_one_chunk_group(a, p / a.n_head_kv, int(p % a.n_head_kv), scratch);
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t pair = p / parts;
+      const int part = int(p % parts);
+      attend_one_chunk_group(a, pair / a.n_head_kv, int(pair % a.n_head_kv), part * group / parts,
+                             (part + 1) * group / parts, scratch);
+    }
   });
 }
 

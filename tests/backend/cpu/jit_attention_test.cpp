@@ -111,8 +111,8 @@ struct SeqKv {
 };
 
 void check_1b(QuantType kv, bool tiles, const std::vector<std::pair<int, int64_t>>& rows_spec,
-              float q_scale, uint32_t seed) {
-  const int n_head = 32, n_head_kv = 8, hd = 64;
+              float q_scale, uint32_t seed, int n_head_kv = 8) {
+  const int n_head = 32, hd = 64;
   std::mt19937 rng(seed);
   // rows_spec: (sequence 0 or 1, position) per query row; causal: n_kv = position + 1.
   int64_t max_pos[2] = {0, 0};
@@ -168,11 +168,16 @@ TEST(JitAttention, PrefillTwoSequencesBitIdentical) {
   }
 }
 
-// Decode (one_chunk path) at the end of a 4096-position context and a short one.
+// Decode (one_chunk path) at the end of a 4096-position context and a short one; GQA groups of
+// 4, 16 and 32 query heads.
 TEST(JitAttention, DecodeLongContextBitIdentical) {
   for (QuantType kv : {QuantType::F16, QuantType::F32}) {
     check_1b(kv, false, {{0, 4095}}, 1.0f, 21);
     check_1b(kv, false, {{0, 4095}, {1, 3}}, 3.0f, 22);
+    // One KV head (and two): a single (row, KV head) pair, so its group is split across threads.
+    check_1b(kv, false, {{0, 700}}, 1.0f, 23, 1);
+    check_1b(kv, false, {{0, 300}}, 1.0f, 24, 2);
+    check_1b(kv, true, {{0, 70}, {0, 71}}, 1.0f, 25, 1);
   }
 }
 
