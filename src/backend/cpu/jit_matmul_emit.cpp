@@ -458,10 +458,14 @@ class Emitter : public CodeGenerator {
     std::vector<Zmm> iacc(T);
     for (int t = 0; t < T; ++t) iacc[t] = Zmm(pool.take().getIdx());
     auto z = [&] { return Zmm(pool.take().getIdx()); };
-    const Zmm sc = z(), ql = z(), qh = z(), qa = z(), qb = z(), tt = z(), sa = z(), sb = z(),
-              y = z();
+    // GEMM tiles (transposed_da): the scale vectors take the registers of ql / qh (dead once
+    // qa / qb are built), the unpack temporary that of y, vpermd indices are loaded per use:
+    // room for 8 tokens. The T = 1 kernel keeps them all apart.
+    const bool lean = transposed_da();
+    const Zmm sc = z(), ql = z(), qh = z(), qa = z(), qb = z(), y = z();
+    const Zmm tt = lean ? y : z(), sa = lean ? ql : z(), sb = lean ? qh : z();
     Zmm idx[4];
-    for (int i = 0; i < 4; ++i) {
+    for (int i = 0; i < 4 && !lean; ++i) {
       idx[i] = z();
       vmovdqu32(idx[i], ptr[rip + k6idx_ + 64 * i]);
     }
@@ -494,8 +498,15 @@ class Emitter : public CodeGenerator {
         vpandd(qb, qb, ptr_b[rip + c0F_]);
         vpandd(tt, qh, ptr_b[rip + c30_]);
         vpord(qb, qb, tt);
-        vpermd(sa, idx[2 * h], sc);
-        vpermd(sb, idx[2 * h + 1], sc);
+        if (lean) {
+          vmovdqu32(sa, ptr[rip + k6idx_ + 64 * (2 * h)]);
+          vpermd(sa, sa, sc);
+          vmovdqu32(sb, ptr[rip + k6idx_ + 64 * (2 * h + 1)]);
+          vpermd(sb, sb, sc);
+        } else {
+          vpermd(sa, idx[2 * h], sc);
+          vpermd(sb, idx[2 * h + 1], sc);
+        }
         // Pair sums in int16 (|.| <= 2 * 63 * 128), then times the group scale into int32.
         for (int t = 0; t < T; ++t) {
           vpmaddubsw(y, qa, A(t, 128 * h));
@@ -523,8 +534,9 @@ class Emitter : public CodeGenerator {
         vfmadd231ps(Zmm(acc[r][t].getIdx()), iacc[t], tt);
       }
     }
-    for (const Zmm& v : {sc, ql, qh, qa, qb, tt, sa, sb, y, idx[0], idx[1], idx[2], idx[3]})
-      pool.give(Ymm(v.getIdx()));
+    for (const Zmm& v : {sc, ql, qh, qa, qb, y}) pool.give(Ymm(v.getIdx()));
+    if (!lean)
+      for (const Zmm& v : {tt, sa, sb, idx[0], idx[1], idx[2], idx[3]}) pool.give(Ymm(v.getIdx()));
     for (int t = 0; t < T; ++t) pool.give(Ymm(iacc[t].getIdx()));
   }
 
@@ -865,7 +877,7 @@ TileShape gemm_tile(QuantType type, Isa isa, int64_t k) {
       return TileShape{2, 2};
     case QuantType::Q4_0: return {2, 4};
     case QuantType::Q4_K: return isa == Isa::Avx512Vnni ? TileShape{2, 8} : TileShape{2, 3};
-    case QuantType::Q6_K: return isa == Isa::Avx512Vnni ? TileShape{2, 6} : TileShape{2, 2};
+    case QuantType::Q6_K: return isa == Isa::Avx512Vnni ? TileShape{2, 8} : TileShape{2, 2};
     default: return {1, 1};
   }
 }
