@@ -7,7 +7,8 @@
 // fewest vector ops per weight byte on AVX-512: Q4_K/Q6_K multiply u8 weights by s8 activations
 // with vpmaddubsw and apply the group scales with one vpdpwssd per 64 weights (the activation is
 // permuted at pack time so one 64-byte weight load serves 128 elements); Q8_0 puts two rows in
-// the halves of one zmm so each lane keeps ggml's exact per-block float order.
+// the halves of one zmm so each lane keeps ggml's exact per-block float order. AVX2 / AVX-VNNI
+// run the same arithmetic on ymm (8 lanes, VEX only).
 //
 // Numerics: integer sums per block / super-block are exact; Q8_0 floats are bit-identical to
 // ggml's AVX2 vec_dot (per lane: acc = fma(float(isum), d_w * d_a, acc), hsum_float_8 at the end);
@@ -33,14 +34,14 @@ namespace jitllm::jit {
 bool matvec_supported(QuantType type, Isa isa, int64_t k);
 
 // The packed activation of one token (x: k floats), per format family:
-//   Q4_K: per super-block a 320-byte record: quants [256] with the 32-element groups in the order
-//         g0 g2 g1 g3 g4 g6 g5 g7, int16 [0 x8, group sums x8], float d, padding.
+//   Q4_K: per super-block a 320-byte record: quants [256] (AVX-512: the 32-element groups in the
+//         order g0 g2 g1 g3 g4 g6 g5 g7), int16 [0 x8, group sums x8], float d, padding.
 //   Q6_K: the same record with quants in natural order and the 16 int16 sums of 16 quants.
 //   Q8_0: per block a 128-byte record: quants [32] twice, int32 [-128 * sum of quants 4l..4l+3]
 //         for l = 0..7 twice; then a plane of k/32 float scales.
 // Quants and scales are exactly quantize_activation's.
 size_t matvec_act_bytes(QuantType type, int64_t k);
-void pack_matvec_act(QuantType type, const float* x, int64_t k, uint8_t* dst);
+void pack_matvec_act(QuantType type, Isa isa, const float* x, int64_t k, uint8_t* dst);
 
 struct MatvecArgs {
   const uint8_t* w;    // first weight row

@@ -17,8 +17,8 @@ namespace {
 constexpr size_t kKRecord = 320;    // Q4_K / Q6_K: quants 256, sums 32, d 4, padding
 constexpr size_t kQ8Record = 128;   // Q8_0: quants 2 x 32, corrections 2 x 32
 
-// Q4_K's group order within a super-block: a 64-byte weight load holds groups 4i, 4i+2 in its
-// low nibbles and 4i+1, 4i+3 in its high nibbles.
+// Q4_K's group order within a super-block for the zmm kernel: a 64-byte weight load holds groups
+// 4i, 4i+2 in its low nibbles and 4i+1, 4i+3 in its high nibbles (ymm kernels: natural order).
 constexpr int kQ4KGroupAt[8] = {0, 2, 1, 3, 4, 6, 5, 7};
 
 }  // namespace
@@ -32,7 +32,7 @@ size_t matvec_act_bytes(QuantType type, int64_t k) {
   }
 }
 
-void pack_matvec_act(QuantType type, const float* x, int64_t k, uint8_t* dst) {
+void pack_matvec_act(QuantType type, Isa isa, const float* x, int64_t k, uint8_t* dst) {
   matvec_act_bytes(type, k);  // throws for a format without a layout
   const QuantType act_type = quant_traits(type).vec_dot_type;
   thread_local std::vector<uint8_t> blocks;
@@ -44,7 +44,8 @@ void pack_matvec_act(QuantType type, const float* x, int64_t k, uint8_t* dst) {
       uint8_t* rec = dst + size_t(i) * kKRecord;
       auto* sums = reinterpret_cast<int16_t*>(rec + 256);
       if (type == QuantType::Q4_K) {
-        for (int p = 0; p < 8; ++p) std::memcpy(rec + 32 * p, b[i].qs + 32 * kQ4KGroupAt[p], 32);
+        for (int p = 0; p < 8; ++p)
+          std::memcpy(rec + 32 * p, b[i].qs + 32 * (isa == Isa::Avx512Vnni ? kQ4KGroupAt[p] : p), 32);
         for (int g = 0; g < 8; ++g) {
           sums[g] = 0;  // lanes facing the 8 group scales of the weights' scale vector
           sums[8 + g] = int16_t(b[i].bsums[2 * g] + b[i].bsums[2 * g + 1]);

@@ -17,9 +17,9 @@ namespace jitllm::jit {
 
 namespace {
 
-int pack_family(QuantType t) {
+int pack_family(QuantType t, Isa isa) {
   switch (t) {
-    case QuantType::Q4_K: return 0;
+    case QuantType::Q4_K: return isa == Isa::Avx512Vnni ? 0 : 3;  // group order differs
     case QuantType::Q6_K: return 1;
     default: return 2;
   }
@@ -34,9 +34,9 @@ struct PackSlot {
   size_t cap = 0;
 };
 
-const uint8_t* packed_input(QuantType type, const float* x, int64_t k) {
-  thread_local PackSlot slots[3];
-  PackSlot& s = slots[pack_family(type)];
+const uint8_t* packed_input(QuantType type, Isa isa, const float* x, int64_t k) {
+  thread_local PackSlot slots[4];
+  PackSlot& s = slots[pack_family(type, isa)];
   if (s.valid && s.k == k && std::memcmp(s.x.data(), x, size_t(k) * sizeof(float)) == 0)
     return s.buf.get();
   const size_t bytes = matvec_act_bytes(type, k);
@@ -45,7 +45,7 @@ const uint8_t* packed_input(QuantType type, const float* x, int64_t k) {
     s.buf = make_aligned<uint8_t>(s.cap, 64);
   }
   s.valid = false;  // until packed
-  pack_matvec_act(type, x, k, s.buf.get());
+  pack_matvec_act(type, isa, x, k, s.buf.get());
   s.x.assign(x, x + k);
   s.k = k;
   s.valid = true;
@@ -83,7 +83,7 @@ void matvec_group(Isa isa, std::span<const MatvecTarget> mats, int64_t k, const 
     j.fn = matvec_kernel({m.type, k, matvec_rows(m.type, isa), isa}).fn();
     j.w = m.weights;
     j.stride = row_bytes(m.type, k);
-    j.act = packed_input(m.type, x, k);
+    j.act = packed_input(m.type, isa, x, k);
     j.out = m.out;
     j.rows = m.rows;
     j.chunk = chunk_rows(m.rows, pool.size());

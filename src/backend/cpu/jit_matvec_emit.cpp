@@ -1,9 +1,9 @@
-// Xbyak emitter of the decode matvec kernels declared in jit_matvec.h (Q4_K, Q6_K, Q8_0 on
-// AVX-512 VNNI/BW/VBMI-free subset), their tile choice and the process-wide kernel cache.
+// Xbyak emitter of the decode matvec kernels declared in jit_matvec.h (Q4_K, Q6_K, Q8_0 on AVX2,
+// AVX-VNNI and AVX-512 VNNI/BW), their rows per pass and the process-wide kernel cache.
 //
 // Kernel structure (loop counts and record offsets are constants of the emission):
 //   for each group of R rows (then the tail one row at a time):
-//     float accumulators acc[r] = 0 (16 lanes)
+//     float accumulators acc[r] = 0 (16 lanes; ymm kernels 8)
 //     for each super-block / block: integer dot of the R rows with the packed activation, exact
 //       per super-block (Q4_K/Q6_K) or per 8-lane block (Q8_0), then acc += float(isum) * scales
 //     horizontal sums -> out[r]
@@ -11,6 +11,8 @@
 // 12-byte scales, ~8 float ops (the old T=1 unit: ~58). Q6_K likewise (~37 vs ~56).
 #include <xbyak/xbyak.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -34,7 +36,8 @@ class Emitter : public CodeGenerator {
     if (!matvec_supported(key.type, key.isa, key.k))
       throw_error("jit matvec: no kernel for {} k={} on {}", quant_name(key.type), key.k,
                   isa_name(key.isa));
-    if (key.rows < 1 || key.rows > 4 || (key.type == QuantType::Q8_0 && key.rows % 2 != 0))
+    if (key.rows < 1 || key.rows > 4 ||
+        (key.type == QuantType::Q8_0 && key.isa == Isa::Avx512Vnni && key.rows % 2 != 0))
       throw_error("jit matvec: {} rows per pass out of range for {}", key.rows,
                   quant_name(key.type));
     emit();
@@ -59,7 +62,7 @@ class Emitter : public CodeGenerator {
   };
 
   MatvecKey key_;
-  Label c0F_, c30_, c80_, ctrlX_, ctrlY_, maskA_, maskN_, q4idx_, q6idx_;
+  Label c0F_, c30_, c80_, ones16_, q6yctrl_, ctrlX_, ctrlY_, maskA_, maskN_, q4idx_, q6idx_;
 
   Address W(int r, int disp) {
     switch (r) {
@@ -70,6 +73,7 @@ class Emitter : public CodeGenerator {
     }
   }
   static Ymm Y(const Zmm& z) { return Ymm(z.getIdx()); }
+  bool wide() const { return key_.isa == Isa::Avx512Vnni; }
   static Xmm X(const Zmm& z) { return Xmm(z.getIdx()); }
 
   // ---------------------------------------------------------------- Q4_K
@@ -213,11 +217,174 @@ class Emitter : public CodeGenerator {
     }
   }
 
+  // ---------------------------------------------------------------- ymm (AVX2 / AVX-VNNI) units
+  // Same arithmetic on 8 lanes with VEX encodings only (ymm0..15): the activation is in natural
+  // order, each 32-byte weight load gives two groups (Q4_K) or a quarter of levels (Q6_K), and the
+  // group scale words come from a stack broadcast (Q4_K) or an in-lane vpshufb (Q6_K). AVX2 has
+  // no vpdpwssd / vpdpbusd: vpmaddwd + vpaddd, and Q8_0 takes ggml's |w| . sign(a, w) route.
+  void dot16(const Ymm& acc, const Ymm& p, const Ymm& s) {
+    if (key_.isa == Isa::AvxVnni) {
+      vpdpwssd(acc, p, s, VexEncoding);
+    } else {
+      vpmaddwd(p, p, s);
+      vpaddd(acc, acc, p);
+    }
+  }
+
+  void body_narrow(int R) {
+    std::vector<Ymm> acc;
+    for (int r = 0; r < R; ++r) {
+      acc.push_back(Ymm(r));
+      vxorps(acc.back(), acc.back(), acc.back());
+    }
+    int next = R;
+    auto take = [&] {
+      if (next >= 16) throw_error("jit matvec: out of ymm registers");
+      return Ymm(next++);
+    };
+    mov(wp, wrow);
+    mov(ap, act);
+    Label loop;
+    if (key_.type == QuantType::Q8_0) {
+      const bool vnni = key_.isa == Isa::AvxVnni;
+      const Ymm c = take(), da = take(), a = take(), w = take(), y = take(), f = take();
+      vmovdqu(c, ptr[rip + (vnni ? c80_ : ones16_)]);
+      lea(dp, ptr[act + int(key_.k / kQK) * kQ8Record]);
+      mov(cnt, key_.k / kQK);
+      L(loop);
+      prefetch_rows(R, 1);
+      vbroadcastss(da, ptr[dp]);
+      if (!vnni) vmovdqu(a, ptr[ap]);
+      for (int r = 0; r < R; ++r) {
+        if (vnni) {
+          vpxor(w, c, W(r, 2));  // w + 128 as unsigned; the record holds the correction
+          vmovdqu(y, ptr[ap + 64]);
+          vpdpbusd(y, w, ptr[ap], VexEncoding);
+        } else {
+          vmovdqu(w, W(r, 2));
+          vpabsb(y, w);
+          vpsignb(w, a, w);  // the sign of w moved onto the activation
+          vpmaddubsw(y, y, w);
+          vpmaddwd(y, y, c);
+        }
+        vcvtdq2ps(y, y);
+        vpbroadcastw(f, W(r, 0));
+        vcvtph2ps(f, Xmm(f.getIdx()));
+        vmulps(f, f, da);
+        vfmadd231ps(acc[size_t(r)], y, f);
+      }
+      add(wp, 34);
+      add(ap, kQ8Record);
+      add(dp, 4);
+    } else if (key_.type == QuantType::Q4_K) {
+      const Ymm sw = take(), q = take(), lo = take(), hi = take(), sc = take(), p = take(),
+                iacc = take(), msum = take(), f = take(), fd = take();
+      mov(cnt, key_.k / kQK_K);
+      L(loop);
+      prefetch_rows(R, 3);
+      for (int r = 0; r < R; ++r) {
+        const Xmm x(q.getIdx()), y(lo.getIdx()), tn(hi.getIdx());
+        vmovdqu(x, W(r, 4));
+        vpshufb(y, x, ptr[rip + ctrlY_]);
+        vpshufb(x, x, ptr[rip + ctrlX_]);
+        vpsrlw(tn, x, 4);
+        vpand(tn, tn, ptr[rip + maskN_]);
+        vpand(x, x, ptr[rip + maskA_]);
+        vpsrlw(y, y, 2);
+        vpand(y, y, ptr[rip + c30_]);
+        vpor(x, x, tn);
+        vpor(x, x, y);
+        vpmovzxbw(sw, x);  // sc0..7, m0..7
+        vmovdqu(ptr[rsp - 64], sw);  // red zone: the kernel calls nothing
+        vpmaddwd(msum, sw, ptr[ap + 256]);
+        vpxor(iacc, iacc, iacc);
+        for (int c = 0; c < 4; ++c) {
+          vmovdqu(q, W(r, 16 + 32 * c));
+          vpand(lo, q, ptr[rip + c0F_]);
+          vpsrlw(hi, q, 4);
+          vpand(hi, hi, ptr[rip + c0F_]);
+          vpbroadcastw(sc, ptr[rsp - 64 + 4 * c]);  // group 2c
+          vpmaddubsw(p, lo, ptr[ap + 64 * c]);
+          dot16(iacc, p, sc);
+          vpbroadcastw(sc, ptr[rsp - 64 + 4 * c + 2]);  // group 2c + 1
+          vpmaddubsw(p, hi, ptr[ap + 64 * c + 32]);
+          dot16(iacc, p, sc);
+        }
+        vpbroadcastd(f, W(r, 0));
+        vcvtph2ps(f, Xmm(f.getIdx()));  // [d, dmin] x4
+        vbroadcastss(sc, ptr[ap + 288]);
+        vmulps(f, f, sc);
+        vmovsldup(fd, f);
+        vmovshdup(f, f);
+        vcvtdq2ps(iacc, iacc);
+        vfmadd231ps(acc[size_t(r)], iacc, fd);
+        vcvtdq2ps(msum, msum);
+        vfnmadd231ps(acc[size_t(r)], msum, f);
+      }
+      add(wp, 144);
+      add(ap, kKRecord);
+    } else {
+      const Ymm sw = take(), swd = take(), ql0 = take(), ql1 = take(), qh = take(), q = take(),
+                tt = take(), sc = take(), p = take(), iacc = take(), moff = take(), f = take();
+      mov(cnt, key_.k / kQK_K);
+      L(loop);
+      prefetch_rows(R, 4);
+      for (int r = 0; r < R; ++r) {
+        vpmovsxbw(sw, W(r, 192));  // 16 scale words
+        vpmaddwd(moff, sw, ptr[ap + 256]);
+        vpxor(iacc, iacc, iacc);
+        for (int h = 0; h < 2; ++h) {
+          vpermq(swd, sw, h == 0 ? 0x44 : 0xEE);  // the half's 8 words in both lanes
+          vmovdqu(ql0, W(r, 64 * h));
+          vmovdqu(ql1, W(r, 64 * h + 32));
+          vmovdqu(qh, W(r, 128 + 32 * h));
+          for (int j = 0; j < 4; ++j) {
+            const Ymm& ql = (j & 1) ? ql1 : ql0;
+            if (j < 2) {
+              vpand(q, ql, ptr[rip + c0F_]);
+            } else {
+              vpsrlw(q, ql, 4);
+              vpand(q, q, ptr[rip + c0F_]);
+            }
+            switch (j) {
+              case 0: vpsllw(tt, qh, 4); break;
+              case 1: vpsllw(tt, qh, 2); break;
+              case 2: vmovdqa(tt, qh); break;
+              default: vpsrlw(tt, qh, 2); break;
+            }
+            vpand(tt, tt, ptr[rip + c30_]);
+            vpor(q, q, tt);
+            vpshufb(sc, swd, ptr[rip + q6yctrl_ + 32 * j]);  // groups 8h+2j | 8h+2j+1
+            vpmaddubsw(p, q, ptr[ap + 128 * h + 32 * j]);
+            dot16(iacc, p, sc);
+          }
+        }
+        vpslld(moff, moff, 5);
+        vpsubd(iacc, iacc, moff);
+        vpbroadcastw(f, W(r, 208));
+        vcvtph2ps(f, Xmm(f.getIdx()));
+        vbroadcastss(sc, ptr[ap + 288]);
+        vmulps(f, f, sc);
+        vcvtdq2ps(iacc, iacc);
+        vfmadd231ps(acc[size_t(r)], iacc, f);
+      }
+      add(wp, 210);
+      add(ap, kKRecord);
+    }
+    dec(cnt);
+    jnz(loop, T_NEAR);
+    const Ymm t(15);
+    for (int r = 0; r < R; ++r) hsum8_store(acc[size_t(r)], t, ptr[out + 4 * r]);
+  }
+
   // ---------------------------------------------------------------- structure
   // ggml's hsum_float_8 of an 8-lane vector y (clobbers y and t), stored at dst.
   void hsum8_store(const Ymm& y, const Ymm& t, const Address& dst) {
     const Xmm x(y.getIdx()), xt(t.getIdx());
-    vextractf32x4(xt, y, 1);
+    if (wide())
+      vextractf32x4(xt, y, 1);
+    else
+      vextractf128(xt, y, 1);
     vaddps(x, xt, x);
     vmovhlps(xt, xt, x);
     vaddps(x, x, xt);
@@ -233,6 +400,7 @@ class Emitter : public CodeGenerator {
 
   // R rows (Q8_0: R / 2 pairs; single: one row in a pair, the other half discarded).
   void body(int R, bool single) {
+    if (!wide()) return body_narrow(R);
     Pool pool;
     const bool q8 = key_.type == QuantType::Q8_0;
     const int n_acc = q8 ? (single ? 1 : R / 2) : R;
@@ -248,6 +416,7 @@ class Emitter : public CodeGenerator {
       lea(dp, ptr[act + int(key_.k / kQK) * kQ8Record]);
       mov(cnt, key_.k / kQK);
       L(loop);
+      prefetch_rows(R, 1);
       q8_0_pair(pool, acc, n_acc, single);
       add(wp, 34);
       add(ap, kQ8Record);
@@ -256,6 +425,7 @@ class Emitter : public CodeGenerator {
       const Q4K s = q4k_setup(pool);
       mov(cnt, key_.k / kQK_K);
       L(loop);
+      prefetch_rows(R, 3);
       for (int r = 0; r < R; ++r) q4k_row(s, r, acc[size_t(r)]);
       add(wp, 144);
       add(ap, kKRecord);
@@ -263,6 +433,7 @@ class Emitter : public CodeGenerator {
       const Q6K s = q6k_setup(pool);
       mov(cnt, key_.k / kQK_K);
       L(loop);
+      prefetch_rows(R, 4);
       for (int r = 0; r < R; ++r) q6k_row(s, r, acc[size_t(r)]);
       add(wp, 210);
       add(ap, kKRecord);
@@ -284,6 +455,16 @@ class Emitter : public CodeGenerator {
     }
   }
 
+  // Software prefetch `lines` cache lines per row, `pf_` bytes ahead of the current block.
+  void prefetch_rows(int R, int lines) {
+    if (pf_ <= 0) return;
+    for (int r = 0; r < R; ++r)
+      for (int l = 0; l < lines; ++l) prefetcht0(W(r, pf_ + 64 * l));
+  }
+  // Tuning knob while the distance is measured (JITLLM_MV_PF bytes; default: no prefetch, the
+  // hardware prefetcher follows the R row streams).
+  int pf_ = std::getenv("JITLLM_MV_PF") ? std::atoi(std::getenv("JITLLM_MV_PF")) : 0;
+
   void advance_rows(int R) {
     switch (R) {
       case 1: add(wrow, stride); break;
@@ -304,8 +485,10 @@ class Emitter : public CodeGenerator {
     mov(act, ptr[rdi + offsetof(MatvecArgs, act)]);
     mov(out, ptr[rdi + offsetof(MatvecArgs, out)]);
     lea(stride3, ptr[stride + stride * 2]);
-    mov(r11d, 0xFF00);
-    kmovw(k1, r11d);
+    if (wide()) {
+      mov(r11d, 0xFF00);
+      kmovw(k1, r11d);
+    }
 
     Label main_loop, tail_loop, done;
     L(main_loop);
@@ -335,15 +518,23 @@ class Emitter : public CodeGenerator {
     for (int i = 0; i < n; ++i) db(b[i]);
   }
   void splat(Label& l, uint8_t v) {
-    uint8_t b[16];
-    std::memset(b, v, 16);
-    bytes(l, b, 16);
+    uint8_t b[32];
+    std::memset(b, v, 32);
+    bytes(l, b, 32);
   }
 
   void constants() {
     splat(c0F_, 0x0F);
     splat(c30_, 0x30);
     splat(c80_, 0x80);
+    uint8_t ones[32];
+    for (int i = 0; i < 32; ++i) ones[i] = i % 2 == 0 ? 1 : 0;
+    bytes(ones16_, ones, 32);
+    // Q6_K (ymm) quarter j: low lane takes scale word 2j, high lane word 2j + 1 (of a half's 8).
+    uint8_t q6y[4 * 32];
+    for (int j = 0; j < 4; ++j)
+      for (int b = 0; b < 32; ++b) q6y[32 * j + b] = uint8_t(2 * (2 * j + b / 16) + b % 2);
+    bytes(q6yctrl_, q6y, 4 * 32);
     const uint8_t cx[16] = {0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11};
     bytes(ctrlX_, cx, 16);
     const uint8_t cy[16] = {0x80, 0x80, 0x80, 0x80, 0, 1, 2, 3, 0x80, 0x80, 0x80, 0x80, 4, 5, 6, 7};
@@ -368,7 +559,7 @@ class Emitter : public CodeGenerator {
 }  // namespace
 
 bool matvec_supported(QuantType type, Isa isa, int64_t k) {
-  if (isa != Isa::Avx512Vnni || k <= 0) return false;
+  if (k <= 0) return false;
   switch (type) {
     case QuantType::Q4_K:
     case QuantType::Q6_K: return k % kQK_K == 0;
@@ -377,7 +568,13 @@ bool matvec_supported(QuantType type, Isa isa, int64_t k) {
   }
 }
 
-int matvec_rows(QuantType type, Isa isa) { return 4; }
+int matvec_rows(QuantType type, Isa isa) {
+  // 4 rows per pass: 4 independent dot chains and row streams (JITLLM_MV_ROWS: tuning knob).
+  const char* env = std::getenv("JITLLM_MV_ROWS");
+  int rows = std::clamp(env ? std::atoi(env) : 4, 1, 4);
+  if (type == QuantType::Q8_0 && isa == Isa::Avx512Vnni) rows = std::max(2, rows / 2 * 2);  // pairs
+  return rows;
+}
 
 struct MatvecKernel::Impl {
   explicit Impl(const MatvecKey& key) : gen(key) {}

@@ -144,10 +144,13 @@ void check(QuantType t, int64_t rows, int64_t k, bool quantize, uint32_t seed) {
   }
 }
 
-TEST(JitMatvec, SomeIsaHasKernels) {
-  // On a CPU with AVX-512 VNNI every format here must run generated code (not silently skip).
-  if (!jit::cpu_supports(Isa::Avx512Vnni)) GTEST_SKIP() << "no AVX-512 VNNI";
-  for (QuantType t : kFormats) EXPECT_TRUE(jit::matvec_supported(t, Isa::Avx512Vnni, 2048));
+TEST(JitMatvec, EveryIsaHasKernels) {
+  // Every format here runs generated code on every level (the tests below must not skip any).
+  for (QuantType t : kFormats)
+    for (Isa isa : {Isa::Avx2, Isa::AvxVnni, Isa::Avx512Vnni}) {
+      EXPECT_TRUE(jit::matvec_supported(t, isa, 2048)) << quant_name(t) << " " << jit::isa_name(isa);
+      EXPECT_FALSE(jit::matvec_supported(t, isa, t == QuantType::Q8_0 ? 48 : 384));
+    }
 }
 
 TEST(JitMatvec, ModelShapes) {
@@ -246,7 +249,7 @@ TEST(JitMatvec, BadKeysAreErrors) {
   EXPECT_THROW(jit::MatvecKernel({QuantType::Q4_K, 300, 1, isa}), Error);
   EXPECT_THROW(jit::MatvecKernel({QuantType::Q8_0, 64, 9, isa}), Error);
   EXPECT_THROW(jit::MatvecKernel({QuantType::F16, 64, 1, isa}), Error);
-  EXPECT_THROW(jit::pack_matvec_act(QuantType::F16, nullptr, 64, nullptr), Error);
+  EXPECT_THROW(jit::pack_matvec_act(QuantType::F16, isa, nullptr, 64, nullptr), Error);
 }
 
 }  // namespace
