@@ -15,11 +15,13 @@
 // once, then for each of the T tokens: 8 int32 lanes -> float -> acc[r][t] += lanes * (d_w * d_a)
 // (one fused multiply-add per lane, as ggml's AVX2 dots), finally a pairwise horizontal sum.
 // VEX on ymm0..15; the avx512 level adds the EVEX vpdpbusd and accumulators in ymm16..31.
-#include <immintrin.h>
 #include <xbyak/xbyak.h>
 
 #include <cmath>
 #include <cstring>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
 
 #include "backend/cpu/jit_formats.h"
 #include "core/error.h"
@@ -310,39 +312,103 @@ class Block32Emitter : public CodeGenerator {
   }
 };
 
-// One block of 32 as activation_q8_0 / activation_q8_1 (ggml-cpu's AVX2 from_float): quants
-// round(x * 127 / amax) half to even, d = amax / 127 (stored as fp16), s = fp16(d * sum).
-void quantize_block(const float* x, int8_t* qs, float& d_out, float& s_out) {
-  const __m256 sign = _mm256_set1_ps(-0.0f);
-  __m256 v[4];
-  __m256 mx = _mm256_setzero_ps();
-  for (int i = 0; i < 4; ++i) {
-    v[i] = _mm256_loadu_ps(x + 8 * i);
-    mx = _mm256_max_ps(mx, _mm256_andnot_ps(sign, v[i]));
-  }
-  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
-  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-  m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-  const float amax = _mm_cvtss_f32(m4);
-  const float d = amax / 127.f;
-  const float id = amax != 0.0f ? 127.f / amax : 0.0f;
-  const __m256 vid = _mm256_set1_ps(id);
-  __m256i q[4];
-  for (int i = 0; i < 4; ++i) q[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], vid));  // RNE
-  __m256i sum = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
-  __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
-  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
-  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
-  const int isum = _mm_cvtsi128_si32(s4);
-  // Saturating packs (as the reference's clamp), then undo the lane interleave of the packs.
-  const __m256i p16a = _mm256_packs_epi32(q[0], q[1]), p16b = _mm256_packs_epi32(q[2], q[3]);
-  __m256i p8 = _mm256_packs_epi16(p16a, p16b);
-  p8 = _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs), p8);
-  d_out = fp16_to_f32(f32_to_fp16(d));
-  s_out = fp16_to_f32(f32_to_fp16(d * float(isum)));
-}
+// Packs one token (nb blocks of 32 floats) into activation records, as activation_q8_0 /
+// activation_q8_1 (ggml-cpu's AVX2 from_float) quantize: quants round(x * (127 / amax)) half to
+// even with saturating packs, d = amax / 127 stored through fp16, s = fp16(d * sum of quants);
+// then the bias lanes -bias * (sum of quants 4l..4l+3). AVX2 (VEX) at every level.
+using PackFn = void (*)(const float* x, uint8_t* dst, int64_t nb);
 
+class PackEmitter : public CodeGenerator {
+ public:
+  explicit PackEmitter(const Fmt& f) : CodeGenerator(2048), f_(f) {
+    const Reg64 x = rdi, dst = rsi, nb = rdx;
+    const Ymm v[4] = {ymm0, ymm1, ymm2, ymm3};
+    Label loop, done, absmask, c127, perm, ones8, ones16, negbias;
+    vmovdqu(ymm8, ptr[rip + perm]);
+    vmovdqu(ymm9, ptr[rip + ones8]);
+    vmovdqu(ymm10, ptr[rip + ones16]);
+    test(nb, nb);
+    jz(done, T_NEAR);
+    L(loop);
+    for (int i = 0; i < 4; ++i) vmovups(v[i], ptr[x + 32 * i]);
+    // amax: |x| (sign bit cleared), max over the 32 (max is exact, any order gives the same).
+    vandps(ymm4, v[0], ptr[rip + absmask]);
+    for (int i = 1; i < 4; ++i) {
+      vandps(ymm5, v[i], ptr[rip + absmask]);
+      vmaxps(ymm4, ymm4, ymm5);
+    }
+    vextractf128(xmm5, ymm4, 1);
+    vmaxps(xmm4, xmm4, xmm5);
+    vmovhlps(xmm5, xmm4, xmm4);
+    vmaxps(xmm4, xmm4, xmm5);
+    vmovshdup(xmm5, xmm4);
+    vmaxss(xmm4, xmm4, xmm5);                // amax
+    vdivss(xmm5, xmm4, ptr[rip + c127]);     // d = amax / 127
+    vmovss(xmm6, ptr[rip + c127]);
+    vdivss(xmm6, xmm6, xmm4);                // 127 / amax
+    vxorps(xmm7, xmm7, xmm7);
+    vcmpneqss(xmm7, xmm4, xmm7);
+    vandps(xmm6, xmm6, xmm7);                // id = 0 where amax == 0
+    vbroadcastss(ymm6, xmm6);
+    for (int i = 0; i < 4; ++i) {
+      vmulps(v[i], v[i], ymm6);
+      vcvtps2dq(v[i], v[i]);                 // MXCSR's round to nearest even
+    }
+    vpackssdw(ymm0, ymm0, ymm1);
+    vpackssdw(ymm2, ymm2, ymm3);
+    vpacksswb(ymm0, ymm0, ymm2);
+    vpermd(ymm0, ymm8, ymm0);               // undo the per-lane interleave of the packs
+    vmovdqu(ptr[dst], ymm0);
+    // Sums of 4 quants per lane: u8 ones x s8 quants, then pairs of int16.
+    vpmaddubsw(ymm1, ymm9, ymm0);
+    vpmaddwd(ymm1, ymm1, ymm10);
+    if (f_.bias) {
+      vpmulld(ymm2, ymm1, ptr[rip + negbias]);
+      vmovdqu(ptr[dst + corr_off()], ymm2);
+    }
+    if (f_.q8_1) {
+      vextracti128(xmm2, ymm1, 1);
+      vpaddd(xmm1, xmm1, xmm2);
+      vpshufd(xmm2, xmm1, 0x4E);
+      vpaddd(xmm1, xmm1, xmm2);
+      vpshufd(xmm2, xmm1, 0xB1);
+      vpaddd(xmm1, xmm1, xmm2);
+      vcvtdq2ps(xmm1, xmm1);
+      vmulss(xmm1, xmm1, xmm5);              // d (before its fp16 rounding) * sum
+      vcvtps2ph(xmm1, xmm1, 0);
+      vcvtph2ps(xmm1, xmm1);
+      vmovss(ptr[dst + s_rec_off(f_)], xmm1);
+    }
+    vcvtps2ph(xmm5, xmm5, 0);                // fp16 round trip of d, nearest even
+    vcvtph2ps(xmm5, xmm5);
+    vmovss(ptr[dst + d_rec_off(f_)], xmm5);
+    add(x, 128);
+    add(dst, record_bytes(f_));
+    dec(nb);
+    jnz(loop, T_NEAR);
+    L(done);
+    vzeroupper();
+    ret();
+    align(32);
+    L(perm);
+    for (uint32_t i : {0, 4, 1, 5, 2, 6, 3, 7}) dd(i);
+    L(ones8);
+    for (int i = 0; i < 32; ++i) db(1);
+    L(ones16);
+    for (int i = 0; i < 16; ++i) dw(1);
+    L(absmask);
+    for (int i = 0; i < 8; ++i) dd(0x7FFFFFFF);
+    L(c127);
+    dd(0x42FE0000);  // 127.0f
+    align(32);
+    L(negbias);
+    for (int i = 0; i < 8; ++i) dd(uint32_t(-f_.bias));
+    ready();
+  }
+
+ private:
+  Fmt f_;
+};
 }  // namespace
 
 size_t block32_act_bytes(QuantType type, Isa isa, int64_t k) {
@@ -352,26 +418,19 @@ size_t block32_act_bytes(QuantType type, Isa isa, int64_t k) {
 
 void block32_pack_activation(QuantType type, Isa isa, const float* x, int64_t k, int64_t n,
                              uint8_t* dst) {
+  // One packer per activation layout: (type, isa) -> Fmt; emitted once, kept for the process.
+  static std::mutex mutex;
+  static std::unordered_map<uint32_t, std::unique_ptr<PackEmitter>> packers;
   const Fmt f = fmt_of(type, isa);
-  const int rec = record_bytes(f);
-  const size_t tb = block32_act_bytes(type, isa, k);
-  for (int64_t t = 0; t < n; ++t) {
-    uint8_t* base = dst + size_t(t) * tb;
-    for (int64_t b = 0; b < k / 32; ++b) {
-      uint8_t* r = base + b * rec;
-      auto* qs = reinterpret_cast<int8_t*>(r);
-      float d, s;
-      quantize_block(x + t * k + b * 32, qs, d, s);
-      std::memcpy(r + d_rec_off(f), &d, 4);
-      if (f.q8_1) std::memcpy(r + s_rec_off(f), &s, 4);
-      if (f.bias) {
-        int32_t corr[8];
-        for (int l = 0; l < 8; ++l)
-          corr[l] = -f.bias * (qs[4 * l] + qs[4 * l + 1] + qs[4 * l + 2] + qs[4 * l + 3]);
-        std::memcpy(r + corr_off(), corr, sizeof corr);
-      }
-    }
+  PackFn fn;
+  {
+    std::lock_guard lock(mutex);
+    auto& slot = packers[uint32_t(type) * 8 + uint32_t(isa)];
+    if (!slot) slot = std::make_unique<PackEmitter>(f);
+    fn = slot->getCode<PackFn>();
   }
+  const size_t tb = block32_act_bytes(type, isa, k);
+  for (int64_t t = 0; t < n; ++t) fn(x + t * k, dst + size_t(t) * tb, k / 32);
 }
 
 EmittedCode emit_block32_kernel(const FmtKey& key) {

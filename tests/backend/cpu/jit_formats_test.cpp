@@ -134,6 +134,9 @@ TEST(JitFormats, PackedActivationEqualsQuantizeActivation) {
   std::fill(x.begin() + 64, x.begin() + 96, 0.0f);  // an all-zero block
   x[200] = 1e30f;                                    // one huge value among small ones
   x[300] = -3e-30f;
+  // Token 2, block 5: amax 127 makes the scale 1, so every x.5 is a rounding tie (half to even).
+  for (int j = 0; j < 32; ++j) x[2048 + 160 + j] = float(j % 9) - 4.5f;
+  x[2048 + 170] = 127.0f;
   for (Q type : kBlock)
     for (Isa isa : isas()) {
       const size_t tb = jit::fmt_act_bytes(type, isa, 1024);
