@@ -15,6 +15,8 @@
 //       acc[r][t] += float(isum[t]) * (d * d_act)   (Q2_K/Q5_K: - float(M . bsums) * dmin * d_act)
 //     horizontal sums -> out[t][r]
 // zmm Q3_K / Q5_K decode the packed scales of the R rows together (one row per 128-bit lane).
+// zmm Q2_K instead maps (level, sub-group) -> level * scale with one vpshufb table per row and
+// super-block, so a token costs one vpdpbusd per 64 weights (unit_q2_k_wide).
 // Register budgets are checked at emission (throws on overflow).
 #include <xbyak/xbyak.h>
 
@@ -65,7 +67,7 @@ class KqEmitter : public CodeGenerator {
   Fields f_;
   KqActLayout al_;
   Label c03_, c04_, c0F_, c10_, c20_, c30_, neg4_, ones16_, sh3_, ctrlX_, ctrlY_, maskA_, maskN_,
-      dupLo_, dupHi_, chunkCtrl_, bitTest_, shiftW2_, shiftW4_, ctrlH3_;
+      dupLo_, dupHi_, chunkCtrl_, bitTest_, shiftW2_, shiftW4_, ctrlH3_, q2TblCtrl_, q2Odd_, q2Two_, q2Idx_;
   uint32_t used_ = 0;
 
   bool wide() const { return key_.isa == Isa::Avx512Vnni; }
@@ -324,8 +326,72 @@ class KqEmitter : public CodeGenerator {
     }
   }
 
+  // ---------------------------------------------------------------- Q2_K, zmm
+  // Q2_K's level x 4-bit scale is at most 45, so the scaled weight fits an unsigned byte: one
+  // vpshufb table per row and super-block maps (level, sub-group) to level * scale, and each token
+  // then costs one vpdpbusd per 64 weights (the GEMM's inner loop halves). Table lane L holds
+  // sub-groups L, L + 4, L + 8, L + 12 (chunk c = 0..3) at bytes 4c + level.
+  void unit_q2_k_wide(int R, const std::vector<std::vector<int>>& acc) {
+    const int T = key_.tokens;
+    std::vector<int> iacc(size_t(T), 0);
+    for (int& i : iacc) i = take(true);
+    const int tbl = take(), x = take(), t1 = take(), q = take(), ql = take(), m3 = take();
+    const Zmm Z(tbl), X(x), T1(t1), Q(q), QL(ql), M3(m3);
+    vmovdqu32(M3, C(c03_));
+    if (T == 1)
+      for (int r = 0; r < R; ++r)
+        for (int l = 0; l < (f_.bytes + 63) / 64; ++l) prefetcht0(W(r, kPrefetchBytes + 64 * l));
+    for (int r = 0; r < R; ++r) {
+      vbroadcasti32x4(X, W(r, 0));  // the 16 scale bytes in every lane
+      // acc -= float(mins . bsums) * (dmin * d_act)
+      vpsrlw(Xmm(t1), Xmm(x), 4);
+      vpand(Xmm(t1), Xmm(t1), C(c0F_));
+      vpmovzxbw(Ymm(t1), Xmm(t1));
+      load_half(q, W(r, f_.dmin));
+      for (int t = 0; t < T; ++t) {
+        vpmaddwd(Ymm(ql), Ymm(t1), ptr[s16p + t * P()]);  // upper lanes zeroed
+        vcvtdq2ps(QL, QL);
+        vbroadcastss(Z, ptr[dp + t * P()]);
+        vmulps(Z, Z, Q);
+        vfnmadd231ps(Zmm(acc[size_t(r)][size_t(t)]), QL, Z);
+        vpxord(Zmm(iacc[size_t(t)]), Zmm(iacc[size_t(t)]), Zmm(iacc[size_t(t)]));
+      }
+      // table: s = scale of the byte's sub-group; level * s = (level & 1) s + (level & 2) s
+      vpshufb(X, X, C(q2TblCtrl_));
+      vpandd(X, X, C(c0F_));
+      vpandd(T1, X, C(q2Odd_));
+      vpaddb(X, X, X);
+      vpandd(X, X, C(q2Two_));
+      vpaddb(Z, X, T1);
+      for (int c = 0; c < 4; ++c) {
+        const int h = c / 2, sh = 4 * (c % 2);
+        if (c % 2 == 0) {
+          vbroadcasti64x4(QL, W(r, 16 + 32 * h));
+          vpsrlvw(QL, QL, C(shiftW2_));  // [qs | qs >> 2]
+        }
+        if (sh) vpsrlw(Q, QL, uint8_t(sh));
+        else vmovdqa64(Q, QL);
+        vpternlogd(Q, M3, ptr[rip + q2Idx_ + 64 * c], 0xEA);  // (level & 3) | 4c
+        vpshufb(Q, Z, Q);
+        for (int t = 0; t < T; ++t)
+          vpdpbusd(Zmm(iacc[size_t(t)]), Q, A(t, 64 * c), EvexEncoding);
+      }
+      // acc += float(isum) * (d * d_act)
+      load_half(q, W(r, f_.d));
+      for (int t = 0; t < T; ++t) {
+        vbroadcastss(Z, ptr[dp + t * P()]);
+        vmulps(Z, Z, Q);
+        vcvtdq2ps(Zmm(iacc[size_t(t)]), Zmm(iacc[size_t(t)]));
+        vfmadd231ps(Zmm(acc[size_t(r)][size_t(t)]), Zmm(iacc[size_t(t)]), Z);
+      }
+    }
+    for (int i : {tbl, x, t1, q, ql, m3}) give(i);
+    for (int i : iacc) give(i);
+  }
+
   // ---------------------------------------------------------------- one super-block
   void unit(int R, const std::vector<std::vector<int>>& acc) {
+    if (wide() && key_.type == QuantType::Q2_K) return unit_q2_k_wide(R, acc);
     const int T = key_.tokens;
     const bool has_min = key_.type != QuantType::Q3_K;
     std::vector<int> iacc(size_t(T), 0);
@@ -565,6 +631,17 @@ class KqEmitter : public CodeGenerator {
     bytes64(shiftW2_, b);
     for (int i = 0; i < 64; ++i) b[i] = i % 2 == 0 && i >= 32 ? 4 : 0;
     bytes64(shiftW4_, b);
+    // Q2_K zmm table: lane L, byte 4j + level <- scale byte L + 4j; level masks; chunk index 4c
+    for (int i = 0; i < 64; ++i) b[i] = uint8_t(i / 16 + 4 * ((i % 16) / 4));
+    bytes64(q2TblCtrl_, b);
+    for (int i = 0; i < 64; ++i) b[i] = i % 2 ? 0xFF : 0;
+    bytes64(q2Odd_, b);
+    for (int i = 0; i < 64; ++i) b[i] = i % 4 >= 2 ? 0xFF : 0;
+    bytes64(q2Two_, b);
+    align(64);
+    L(q2Idx_);
+    for (int c = 0; c < 4; ++c)
+      for (int i = 0; i < 64; ++i) db(uint8_t(4 * c));
     // vptestmb masks: entry i = [1 << 2i in the low 32 bytes | 1 << (2i + 1) in the high 32].
     align(64);
     L(bitTest_);
@@ -607,7 +684,8 @@ std::vector<uint8_t> KqKernel::code() const {
 
 KqTile kq_decode_tile(QuantType, Isa) { return {4, 1}; }
 
-KqTile kq_gemm_tile(QuantType, Isa isa) {
+KqTile kq_gemm_tile(QuantType type, Isa isa) {
+  if (type == QuantType::Q2_K && isa == Isa::Avx512Vnni) return {2, 8};  // 1 op per token
   return isa == Isa::Avx512Vnni ? KqTile{2, 6} : KqTile{1, 4};  // ymm: 16 registers
 }
 
