@@ -149,6 +149,10 @@ TEST(JitKQuant, PrefillTilesAndRaggedTails) {
   for (QuantType t : kFormats)
     for (int64_t n : {2, 3, 5, 7, 64, 67}) check(t, 256 + 13, 512, n, true, uint32_t(10 + n));
   for (QuantType t : kFormats) check(t, 96 + 3, 2048, 300, false, 19);  // 4 token blocks, ragged
+  for (QuantType t : kFormats) {  // an 8B ffn_down row (k = 14336): large activation offsets
+    check(t, 40, 14336, 1, false, 17);
+    check(t, 40, 14336, 9, false, 18);
+  }
   for (QuantType t : kFormats) check(t, 1, 256, 1, true, 20);
   for (QuantType t : kFormats) check(t, 3, 256, 9, true, 21);
 }
