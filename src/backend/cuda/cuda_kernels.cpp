@@ -2,6 +2,7 @@
 #include "backend/cuda/cuda_kernels.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "core/error.h"
 
@@ -12,6 +13,23 @@ namespace {
 unsigned blocks_for(int64_t count, int per_block, int64_t cap = 65535) {
   return unsigned(std::clamp<int64_t>((count + per_block - 1) / per_block, 1, cap));
 }
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+// The matvec kernel's parameter, laid out as MvSeg / MvArgs in the generated source.
+struct MvSegArg {
+  uint64_t w, w2, out, res;
+  int32_t rows, cta0;
+};
+struct MvArgs {
+  MvSegArg seg[3];
+  uint64_t xq, xds, xf;
+  int32_t n, nseg, total, pad;
+};
+static_assert(sizeof(MvSegArg) == 40 && sizeof(MvArgs) == 160, "must match the kernel's MvArgs");
 
 }  // namespace
 
@@ -29,7 +47,59 @@ DeviceWeight DeviceWeight::upload(const PackedWeight& p) {
 CudaKernels::CudaKernels(const Device& device, Compiler& compiler)
     : device_(device), compiler_(compiler) {}
 
-int CudaKernels::tile_for(int64_t n) { return n <= 1 ? 1 : n <= 2 ? 2 : n <= 4 ? 4 : 8; }
+int CudaKernels::tile_for(int64_t n) {
+  // Measured on the H200 (docs/cuda.md): passes of 8 rows with 4 weight rows per warp beat one
+  // pass of 32 rows (the activation re-reads of a wide tile come from L2), so 8 is the default
+  // cap; JITLLM_CUDA_MAX_TILE (up to kMaxMatvecTile) for benches.
+  static const int cap = std::clamp(env_int("JITLLM_CUDA_MAX_TILE", 8), 1, kMaxMatvecTile);
+  int t = 1;
+  while (t < n && t < cap) t *= 2;
+  return t;
+}
+
+int CudaKernels::rows_per_warp(int nt) {
+  // H200, 8B shapes: rows per warp 2 is best at 1 row (tg128 295 vs 275 with 1, 290 with 4);
+  // 4 at 2-8 rows (8B down Q6_K n=8: 37.5 us vs 53.7 with 2); 2 above (registers).
+  static const int single = std::clamp(env_int("JITLLM_CUDA_RPW", 2), 1, 8);
+  static const int batch = std::clamp(env_int("JITLLM_CUDA_RPW_BATCH", 4), 1, 8);
+  return nt == 1 ? single : nt <= 8 ? batch : 2;
+}
+
+int CudaKernels::unroll() {
+  static const int u = std::clamp(env_int("JITLLM_CUDA_UNROLL", 4), 1, 64);
+  return u;
+}
+
+std::string KernelProfile::report() const {
+  double total = 0;
+  for (const auto& [name, e] : by_name) total += e.ms;
+  std::vector<std::pair<std::string, Entry>> v(by_name.begin(), by_name.end());
+  std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
+  std::string out = fmt::format("cuda profile: {:.3f} ms in kernels\n", total);
+  for (const auto& [name, e] : v)
+    out += fmt::format("  {:7.3f} ms {:5.1f}% {:8} x {:8.2f} us  {}\n", e.ms,
+                       total > 0 ? 100 * e.ms / total : 0.0, e.count, 1000 * e.ms / double(e.count), name);
+  return out;
+}
+
+void CudaKernels::run(CUfunction f, unsigned gx, unsigned gy, unsigned block, const Stream& s,
+                      void** args, const char* what) {
+  if (!profiling_) {
+    launch(f, gx, gy, 1, block, 0, s, args, what);
+    return;
+  }
+  if (!ev0_) {
+    ev0_ = std::make_unique<Event>();
+    ev1_ = std::make_unique<Event>();
+  }
+  ev0_->record(s);
+  launch(f, gx, gy, 1, block, 0, s, args, what);
+  ev1_->record(s);
+  ev1_->sync();
+  KernelProfile::Entry& e = profile_.by_name[what];
+  ++e.count;
+  e.ms += ev1_->ms_since(*ev0_);
+}
 
 size_t CudaKernels::q8_ds_offset(int64_t n, int64_t k) {
   const int64_t t = tile_for(n);
@@ -43,13 +113,11 @@ size_t CudaKernels::q8_bytes(int64_t n, int64_t k) {
   return q8_ds_offset(n, k) + size_t(n_pad * (k / 32)) * 8;
 }
 
-CUfunction CudaKernels::matvec_fn(WeightKind kind, int64_t k, int nt) {
-  const auto key = std::make_tuple(int(kind), k, nt);
-  if (auto it = matvec_.find(key); it != matvec_.end()) return it->second;
-  const Module& m = compiler_.module(matvec_source(kind, k, nt),
-                                     fmt::format("matvec {} k={} nt={}", weight_kind_name(kind), k, nt));
-  CUfunction f = m.function("matvec");
-  matvec_.emplace(key, f);
+CUfunction CudaKernels::matvec_fn(const MatvecSpec& spec) {
+  const std::string name = spec.name();
+  if (auto it = matvec_.find(name); it != matvec_.end()) return it->second;
+  CUfunction f = compiler_.module(matvec_source(spec), name).function("matvec");
+  matvec_.emplace(name, f);
   return f;
 }
 
@@ -65,53 +133,104 @@ void CudaKernels::quantize_q8(CUdeviceptr x, int64_t n, int64_t k, Q8Buffers q8,
   if (k % 32 != 0) throw_error("quantize_q8: row length {} is not a multiple of 32", k);
   long long nblocks = (long long)(n * (k / 32));
   void* args[] = {&x, &q8.q, &q8.ds, &nblocks};
-  launch(elementwise_fn("quantize_q8"), blocks_for(nblocks, 8, INT32_MAX), 1, 1, 256, 0, s, args,
-         "quantize_q8");
+  run(elementwise_fn("quantize_q8"), blocks_for(nblocks, 8, INT32_MAX), 1, 256, s, args,
+      "quantize_q8");
 }
 
 void CudaKernels::matmul(const DeviceWeight& w, CUdeviceptr x, int64_t n, CUdeviceptr out,
                          Q8Buffers q8, const Stream& s, bool x_quantized) {
-  if (n <= 0) return;
+  const MatmulSeg seg{&w, out, 0};
+  matmul_group(std::span<const MatmulSeg>(&seg, 1), x, n, q8, s, x_quantized);
+}
+
+void CudaKernels::matmul_group(std::span<const MatmulSeg> segs, CUdeviceptr x, int64_t n,
+                               Q8Buffers q8, const Stream& s, bool x_quantized) {
+  if (n <= 0 || segs.empty()) return;
+  if (segs.size() > 3) throw_error("matvec: {} matrices in one launch (at most 3)", segs.size());
   const int nt = tile_for(n);
-  const int64_t k = w.k;
-  CUdeviceptr wp = w.buf.get(), w2 = w.buf.get() + w.scale_offset, xq = 0, xds = 0, xf = x;
-  if (uses_q8_activation(w.kind)) {
+  const int64_t k = segs[0].w->k;
+  MatvecSpec spec;
+  spec.nseg = int(segs.size());
+  spec.k = k;
+  spec.nt = nt;
+  spec.rpw = rpw_override_ > 0 ? rpw_override_ : rows_per_warp(nt);
+  spec.unroll = unroll_override_ > 0 ? unroll_override_ : unroll();
+  MvArgs a{};
+  bool q8_needed = false;
+  int64_t ctas = 0;
+  for (size_t i = 0; i < segs.size(); ++i) {
+    const DeviceWeight& w = *segs[i].w;
+    if (w.k != k) throw_error("matvec: matrices of row length {} and {} in one launch", k, w.k);
+    spec.kinds[i] = w.kind;
+    q8_needed |= uses_q8_activation(w.kind);
+    a.seg[i] = MvSegArg{w.buf.get(), w.buf.get() + w.scale_offset, segs[i].out, segs[i].res,
+                        int32_t(w.rows), int32_t(ctas)};
+    ctas += (w.rows + 4 * spec.rpw - 1) / (4 * spec.rpw);
+  }
+  if (q8_needed) {
     const int64_t n_pad = (n + nt - 1) / nt * nt;
     if (!x_quantized) quantize_q8(x, n_pad, k, q8, s);
-    xq = q8.q;
-    xds = q8.ds;
+    a.xq = q8.q;
+    a.xds = q8.ds;
   }
-  int rows = int(w.rows), nn = int(n);
-  void* args[] = {&wp, &w2, &xq, &xds, &xf, &out, &rows, &nn};
-  launch(matvec_fn(w.kind, k, nt), unsigned((w.rows + 3) / 4), unsigned((n + nt - 1) / nt), 1, 128,
-         0, s, args, "matvec");
+  a.xf = x;
+  a.n = int32_t(n);
+  a.nseg = spec.nseg;
+  a.total = int32_t(ctas);
+  // JITLLM_CUDA_PERSIST=P: at most P CTAs per SM, each looping over row groups (bench knob).
+  static const int persist = std::max(0, env_int("JITLLM_CUDA_PERSIST", 0));
+  const int64_t grid = persist > 0 ? std::min<int64_t>(ctas, int64_t(persist) * device_.sm_count()) : ctas;
+  void* args[] = {&a};
+  std::string label = "matvec";
+  if (profiling_) {  // per kinds and shape: "matvec q4_k+q4_k+q6_k k=2048 nt=1 ... rows 2048+512+512"
+    label = spec.name() + " rows";
+    for (size_t i = 0; i < segs.size(); ++i) label += fmt::format("{}{}", i ? "+" : " ", segs[i].w->rows);
+    if (segs[0].res) label += " +res";
+  }
+  run(matvec_fn(spec), unsigned(grid), unsigned((n + nt - 1) / nt), 128, s, args, label.c_str());
 }
 
 void CudaKernels::rms_norm(CUdeviceptr x, CUdeviceptr w, CUdeviceptr out, int64_t n, int64_t dim,
                            float eps, const Stream& s) {
   int d = int(dim);
   void* args[] = {&x, &w, &out, &d, &eps};
-  launch(elementwise_fn("rms_norm"), unsigned(n), 1, 1, 256, 0, s, args, "rms_norm");
+  run(elementwise_fn("rms_norm"), unsigned(n), 1, 1024, s, args, "rms_norm");
+}
+
+void CudaKernels::rms_norm_q8(CUdeviceptr x, CUdeviceptr w, CUdeviceptr out, Q8Buffers q8,
+                              int64_t n, int64_t dim, float eps, const Stream& s) {
+  if (dim % 32 != 0) throw_error("rms_norm_q8: row length {} is not a multiple of 32", dim);
+  int d = int(dim);
+  void* args[] = {&x, &w, &out, &q8.q, &q8.ds, &d, &eps};
+  run(elementwise_fn("rms_norm_q8"), unsigned(n), 1, 1024, s, args, "rms_norm_q8");
 }
 
 void CudaKernels::rope(CUdeviceptr x, CUdeviceptr cache, int64_t n, int n_heads, int head_dim,
                        int n_rot, bool neox, const Stream& s) {
   int nx = neox ? 1 : 0;
   void* args[] = {&x, &cache, &n_heads, &head_dim, &n_rot, &nx};
-  launch(elementwise_fn("rope"), unsigned(n), 1, 1, 128, 0, s, args, "rope");
+  run(elementwise_fn("rope"), unsigned(n), 1, 128, s, args, "rope");
 }
 
 void CudaKernels::swiglu(CUdeviceptr gate, CUdeviceptr up, CUdeviceptr out, int64_t count,
                          const Stream& s) {
   long long c = count;
   void* args[] = {&gate, &up, &out, &c};
-  launch(elementwise_fn("swiglu"), blocks_for(count, 256, 4096), 1, 1, 256, 0, s, args, "swiglu");
+  run(elementwise_fn("swiglu"), blocks_for(count, 256, 4096), 1, 256, s, args, "swiglu");
+}
+
+void CudaKernels::swiglu_q8(CUdeviceptr gate, CUdeviceptr up, CUdeviceptr out, Q8Buffers q8,
+                            int64_t count, const Stream& s) {
+  if (count % 32 != 0) throw_error("swiglu_q8: {} values are not whole blocks of 32", count);
+  long long nblocks = count / 32;
+  void* args[] = {&gate, &up, &out, &q8.q, &q8.ds, &nblocks};
+  run(elementwise_fn("swiglu_q8"), blocks_for(nblocks, 8, INT32_MAX), 1, 256, s, args, "swiglu_q8");
 }
 
 void CudaKernels::add(CUdeviceptr acc, CUdeviceptr x, int64_t count, const Stream& s) {
   long long c = count;
   void* args[] = {&acc, &x, &c};
-  launch(elementwise_fn("add"), blocks_for(count, 256, 4096), 1, 1, 256, 0, s, args, "add");
+  run(elementwise_fn("add"), blocks_for(count, 256, 4096), 1, 256, s, args, "add");
 }
 
 void CudaKernels::store_kv(CUdeviceptr src, CUdeviceptr rows, uint64_t offset, int64_t n, int dim,
@@ -119,12 +238,24 @@ void CudaKernels::store_kv(CUdeviceptr src, CUdeviceptr rows, uint64_t offset, i
   int h = f16 ? 1 : 0;
   unsigned long long off = offset;
   void* args[] = {&src, &rows, &off, &dim, &h};
-  launch(elementwise_fn("store_kv"), unsigned(n), 1, 1, 128, 0, s, args, "store_kv");
+  run(elementwise_fn("store_kv"), unsigned(n), 1, 128, s, args, "store_kv");
+}
+
+void CudaKernels::rope_store(const RopeStoreCall& c, const Stream& s) {
+  CUdeviceptr q = c.q, k = c.k, v = c.v, cache = c.cache, rows = c.rows;
+  int nh = c.n_head, nkv = c.n_head_kv, hd = c.head_dim, nr = c.n_rot, nx = c.neox ? 1 : 0;
+  int f16 = c.f16 ? 1 : 0;
+  unsigned long long koff = c.koff, voff = c.voff;
+  void* args[] = {&q, &k, &v, &cache, &nh, &nkv, &hd, &nr, &nx, &rows, &koff, &voff, &f16};
+  run(elementwise_fn("rope_store"), unsigned(c.n), 1, 512, s, args, "rope_store");
 }
 
 void CudaKernels::attention(const AttentionCall& a, const Stream& s) {
   if (a.n_head_kv <= 0 || a.n_head % a.n_head_kv != 0)
     throw_error("attention: {} query heads do not group over {} KV heads", a.n_head, a.n_head_kv);
+  if (a.q8.q && a.head_dim % 32 != 0)
+    throw_error("attention: quantized output needs a head size that is a multiple of 32, not {}",
+                a.head_dim);
   const auto key = std::make_pair(a.head_dim, a.kv_f16);
   auto it = attention_.find(key);
   if (it == attention_.end()) {
@@ -133,11 +264,13 @@ void CudaKernels::attention(const AttentionCall& a, const Stream& s) {
     it = attention_.emplace(key, m.function("attention")).first;
   }
   CUdeviceptr q = a.q, out = a.out, pages = a.pages, row_pt = a.row_pt, n_kv = a.n_kv;
+  CUdeviceptr xq = a.q8.q, xds = a.q8.ds;
   unsigned long long koff = a.koff, voff = a.voff;
   int pt = a.page_tokens, rb = a.row_bytes, nh = a.n_head, group = a.n_head / a.n_head_kv;
   float scale = a.scale;
-  void* args[] = {&q, &out, &pages, &row_pt, &n_kv, &koff, &voff, &pt, &rb, &nh, &group, &scale};
-  launch(it->second, unsigned(a.n_rows), unsigned(a.n_head), 1, 128, 0, s, args, "attention");
+  void* args[] = {&q, &out, &pages, &row_pt, &n_kv, &koff, &voff, &pt, &rb, &nh, &group, &scale,
+                  &xq, &xds};
+  run(it->second, unsigned(a.n_rows), unsigned(a.n_head), 128, s, args, "attention");
 }
 
 }  // namespace jitllm::cuda

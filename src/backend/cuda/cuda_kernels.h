@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <map>
-#include <tuple>
+#include <memory>
+#include <span>
+#include <string>
 
 #include "backend/cuda/compiler.h"
 #include "backend/cuda/device.h"
@@ -27,12 +29,31 @@ struct Q8Buffers {
   CUdeviceptr q = 0, ds = 0;
 };
 
+// One matrix of a grouped matvec launch: out [n][w.rows] = x . w^T, and res [n][w.rows] += the
+// same when res is set (the residual add fused into the epilogue).
+struct MatmulSeg {
+  const DeviceWeight* w = nullptr;
+  CUdeviceptr out = 0, res = 0;
+};
+
+// Time per kernel name (JITLLM_CUDA_PROFILE=1: every launch is bracketed by events and waited
+// for, so the sum is the kernels' time without overlap; graphs are off then).
+struct KernelProfile {
+  struct Entry { int64_t count = 0; double ms = 0; };
+  std::map<std::string, Entry> by_name;
+  std::string report() const;
+};
+
 class CudaKernels {
  public:
   CudaKernels(const Device& device, Compiler& compiler);
 
-  // Activation tile (rows per matvec pass) used for a batch of n rows.
+  // Activation tile (rows per matvec pass) used for a batch of n rows (at most kMaxMatvecTile).
   static int tile_for(int64_t n);
+  // Weight rows per warp for a tile (JITLLM_CUDA_RPW / JITLLM_CUDA_RPW_BATCH override, for the
+  // benches), and the unroll of the loop over a row (JITLLM_CUDA_UNROLL).
+  static int rows_per_warp(int nt);
+  static int unroll();
   // Bytes the Q8 buffers need for n rows of k (n rounded up to the tile).
   static size_t q8_bytes(int64_t n, int64_t k);
   static size_t q8_ds_offset(int64_t n, int64_t k);
@@ -42,9 +63,19 @@ class CudaKernels {
   // x_quantized: q8 already holds x quantized (several matrices reading the same activation).
   void matmul(const DeviceWeight& w, CUdeviceptr x, int64_t n, CUdeviceptr out, Q8Buffers q8,
               const Stream& s, bool x_quantized = false);
+  // Up to 3 matrices of one row length reading the same x in one launch (segments of any kinds).
+  void matmul_group(std::span<const MatmulSeg> segs, CUdeviceptr x, int64_t n, Q8Buffers q8,
+                    const Stream& s, bool x_quantized = false);
   void quantize_q8(CUdeviceptr x, int64_t n, int64_t k, Q8Buffers q8, const Stream& s);
   void rms_norm(CUdeviceptr x, CUdeviceptr w, CUdeviceptr out, int64_t n, int64_t dim, float eps,
                 const Stream& s);
+  // rms_norm, and out also quantized into q8 (dim a multiple of 32), bit-identical to rms_norm
+  // followed by quantize_q8.
+  void rms_norm_q8(CUdeviceptr x, CUdeviceptr w, CUdeviceptr out, Q8Buffers q8, int64_t n,
+                   int64_t dim, float eps, const Stream& s);
+  // swiglu, and out also quantized (count a multiple of 32).
+  void swiglu_q8(CUdeviceptr gate, CUdeviceptr up, CUdeviceptr out, Q8Buffers q8, int64_t count,
+                 const Stream& s);
   // cache: [n][n_rot] (cos, sin) pairs.
   void rope(CUdeviceptr x, CUdeviceptr cache, int64_t n, int n_heads, int head_dim, int n_rot,
             bool neox, const Stream& s);
@@ -53,6 +84,15 @@ class CudaKernels {
   // Row t of src [n][dim] to address rows[t] + offset (rows: device array of n u64).
   void store_kv(CUdeviceptr src, CUdeviceptr rows, uint64_t offset, int64_t n, int dim, bool f16,
                 const Stream& s);
+  // rope on q and k in place, then k and v stored at rows[t] + koff / voff (one launch).
+  struct RopeStoreCall {
+    CUdeviceptr q = 0, k = 0, v = 0, cache = 0, rows = 0;
+    uint64_t koff = 0, voff = 0;
+    int64_t n = 0;
+    int n_head = 0, n_head_kv = 0, head_dim = 0, n_rot = 0;
+    bool neox = false, f16 = true;
+  };
+  void rope_store(const RopeStoreCall& c, const Stream& s);
   struct AttentionCall {
     CUdeviceptr q = 0, out = 0;        // [n_rows][n_head * head_dim]
     CUdeviceptr pages = 0;             // u64 device page addresses, every sequence's table
@@ -63,21 +103,36 @@ class CudaKernels {
     int n_head = 0, n_head_kv = 0, head_dim = 0;
     float scale = 1.0f;
     bool kv_f16 = true;
+    Q8Buffers q8;  // when set (and head_dim % 32 == 0): out also quantized for the next matvec
   };
   void attention(const AttentionCall& a, const Stream& s);
 
   const Compiler& compiler() const { return compiler_; }
+  // Benches: force rows per warp / unroll for every later matvec (0 = the defaults above).
+  void tune(int rpw, int unroll) {
+    rpw_override_ = rpw;
+    unroll_override_ = unroll;
+  }
+  // Starts (or stops) timing every launch; see KernelProfile.
+  void set_profiling(bool on) { profiling_ = on; }
+  const KernelProfile& profile() const { return profile_; }
 
  private:
-  CUfunction matvec_fn(WeightKind kind, int64_t k, int nt);
+  CUfunction matvec_fn(const MatvecSpec& spec);
   CUfunction elementwise_fn(const char* name);
+  void run(CUfunction f, unsigned gx, unsigned gy, unsigned block, const Stream& s, void** args,
+           const char* what);
 
   const Device& device_;
   Compiler& compiler_;
   const Module* elementwise_ = nullptr;
-  std::map<std::tuple<int, int64_t, int>, CUfunction> matvec_;
+  std::map<std::string, CUfunction> matvec_;  // by MatvecSpec::name()
   std::map<std::pair<int, bool>, CUfunction> attention_;
   std::map<std::string, CUfunction> ew_;
+  bool profiling_ = false;
+  int rpw_override_ = 0, unroll_override_ = 0;
+  KernelProfile profile_;
+  std::unique_ptr<Event> ev0_, ev1_;
 };
 
 }  // namespace jitllm::cuda

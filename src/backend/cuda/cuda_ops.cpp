@@ -18,9 +18,9 @@ namespace {
 
 // Rows of every activation buffer are padded to the largest matvec tile, so a kernel pass may
 // read a whole tile of rows (the rows past the real ones are ignored).
-constexpr int64_t kRowPad = 8;
+constexpr int64_t kRowPad = kMaxMatvecTile;
 // Steps of at most this many rows that all want logits are decode steps (captured into graphs).
-constexpr size_t kDecodeGraphRows = 8;
+constexpr size_t kDecodeGraphRows = 64;
 // Steps of at least this many rows, 8 or more per sequence on average, run attention as flash
 // attention (f16 KV, head sizes that flash_supported() accepts); decode steps keep the paged
 // kernel.
@@ -40,6 +40,12 @@ CudaOps::CudaOps(int ordinal, std::string cache_dir)
   const char* g = std::getenv("JITLLM_CUDA_GRAPH");
   // Dumping reads tensors in the middle of a step, which a replayed graph cannot serve.
   graphs_enabled_ = !(g && std::string(g) == "0") && !std::getenv("JITLLM_DUMP");
+  const char* fz = std::getenv("JITLLM_CUDA_FUSE");
+  fuse_ = !(fz && std::string(fz) == "0");
+  if (const char* pr = std::getenv("JITLLM_CUDA_PROFILE"); pr && std::string(pr) == "1") {
+    kernels_.set_profiling(true);  // every launch timed and waited for: no graphs
+    graphs_enabled_ = false;
+  }
   const char* ge = std::getenv("JITLLM_CUDA_GEMM");
   if (!(ge && std::string(ge) == "0") && cublaslt_available()) {
     gemm_ = std::make_unique<Gemm>(compiler_);
@@ -65,7 +71,43 @@ void CudaOps::upload(CUdeviceptr dst, const void* src, size_t bytes) {
   // inputs must be in place before the graph runs. Safe without ordering against stream_:
   // begin() waited for the previous step, and within a step each destination (page tables,
   // the embedding rows, the RoPE table) is written before any kernel reading it is launched.
+  // A replayed step stages the bytes instead: read() copies them on stream_ (from pinned memory,
+  // so the copies are ordered before the graph launch) without waiting for each.
+  if (mode_ == Mode::Replay) {
+    staged_.push_back(Staged{dst, stage_host_.size(), bytes});
+    const auto* b = static_cast<const uint8_t*>(src);
+    stage_host_.insert(stage_host_.end(), b, b + bytes);
+    return;
+  }
   copy_to_device(dst, src, bytes, copy_stream_);
+}
+
+Q8Buffers CudaOps::q8_for(int64_t n, int64_t k) {
+  return Q8Buffers{q8_.get(), q8_.get() + CudaKernels::q8_ds_offset(n, k)};
+}
+
+void CudaOps::flush_ropes() {
+  for (const HeldRope& r : held_ropes_)
+    kernels_.rope(ptr(r.x), rope_cache_.get(), r.x.rows, r.n_heads, r.head_dim, rope_params_.n_rot,
+                  rope_params_.mode == RopeMode::Neox, stream_);
+  held_ropes_.clear();
+}
+
+void CudaOps::flush() {
+  flush_ropes();
+  if (held_matmul_) {
+    const HeldMatmul h = *held_matmul_;
+    held_matmul_.reset();
+    launch_matmul(*h.w, h.x, h.out, 0);
+  }
+}
+
+void CudaOps::launch_matmul(const DeviceWeight& d, Act x, Act out, CUdeviceptr res) {
+  // q8_ was sized (and q8_reuse_ decided) when the matmul was called; nothing ran in between.
+  const bool reuse = uses_q8_activation(d.kind) && q8_reuse_;
+  const MatmulSeg seg{&d, ptr(out), res};
+  kernels_.matmul_group(std::span<const MatmulSeg>(&seg, 1), ptr(x), x.rows,
+                        q8_for(x.rows, d.k), stream_, reuse);
 }
 
 CudaOps::~CudaOps() {
@@ -85,6 +127,8 @@ CudaOps::~CudaOps() {
                  (long long)graph_replays_);
     if (!gemm_) std::fprintf(stderr, "cuda: no prefill GEMM (cuBLASLt missing or disabled)\n");
   }
+  if (!kernels_.profile().by_name.empty())
+    std::fprintf(stderr, "%s", kernels_.profile().report().c_str());
   try {
     stream_.sync();
   } catch (const Error&) {
@@ -123,8 +167,14 @@ void CudaOps::begin(const Batch& batch, const KvLayout& kv) {
   if (mode_ == Mode::Direct && !grew_ && graphs_enabled_)
     last_direct_rows_ = batch_.n_rows() > 0 && batch_.out_rows.size() == batch_.n_rows()
                             ? int64_t(batch_.n_rows()) : -1;
+  // A step that ended without read() (a prefill chunk without logits) may still hold a launch.
+  if (mode_ == Mode::Direct) flush();
   mode_ = Mode::Direct;
   grew_ = false;
+  held_matmul_.reset();
+  held_ropes_.clear();
+  staged_.clear();
+  stage_host_.clear();
   // The previous step may have ended without read() (a prefill chunk without logits): its
   // kernels must be done before this step's inputs overwrite the buffers they read.
   stream_.sync();
@@ -172,7 +222,7 @@ void CudaOps::begin(const Batch& batch, const KvLayout& kv) {
 
   // Decode steps: replay the graph of this row count, or capture it when the previous step had
   // the same shape and ran without growing a buffer (so this one will not grow one either).
-  const bool decode = n <= 8 && batch.out_rows.size() == n;
+  const bool decode = n <= kDecodeGraphRows && batch.out_rows.size() == n;
   if (graphs_enabled_ && decode && !grew_) {
     if (auto it = graphs_.find(int64_t(n)); it != graphs_.end()) {
       mode_ = Mode::Replay;
@@ -188,6 +238,7 @@ void CudaOps::begin(const Batch& batch, const KvLayout& kv) {
 }
 
 Act CudaOps::alloc(int64_t rows, int64_t cols) {
+  flush();  // a growing buffer syncs and may move: nothing held may refer to the old state
   if (next_ == scratch_.size()) scratch_.emplace_back();
   DeviceBuffer& buf = scratch_[next_++];
   const int64_t padded = (rows + kRowPad - 1) / kRowPad * kRowPad;
@@ -196,6 +247,7 @@ Act CudaOps::alloc(int64_t rows, int64_t cols) {
 }
 
 void CudaOps::embed(const TensorInfo& table, Act out) {
+  flush();
   const int64_t n_vocab = table.rows(), k = table.row_length();
   const size_t rb = row_bytes(table.type, k);
   const size_t n = batch_.tokens.size();
@@ -233,6 +285,18 @@ void CudaOps::rms_norm(Act x, const std::vector<float>& w, float eps, Act out) {
   }
   if (int64_t(w.size()) != x.cols)
     throw_error("CUDA rms_norm: {} weights for rows of {}", w.size(), x.cols);
+  flush();
+  if (fuse_ && x.cols % 32 == 0) {
+    // The matvec after a norm reads the int8 copy: quantize it here instead of in a launch of its
+    // own (same bits).
+    ensure(q8_, CudaKernels::q8_bytes(x.rows, x.cols));
+    if (launching())
+      kernels_.rms_norm_q8(ptr(x), it->second.get(), ptr(out), q8_for(x.rows, x.cols), x.rows,
+                           x.cols, eps, stream_);
+    wrote(out);
+    quantized(out);
+    return;
+  }
   if (launching()) kernels_.rms_norm(ptr(x), it->second.get(), ptr(out), x.rows, x.cols, eps, stream_);
   wrote(out);
 }
@@ -257,6 +321,7 @@ bool CudaOps::use_gemm(int64_t rows) const {
 }
 
 void CudaOps::matmul(const TensorInfo& w, Act x, Act out) {
+  flush();
   const DeviceWeight& d = weight(w);
   if (x.cols != d.k || out.cols != d.rows)
     throw_error("CUDA matmul '{}': [{}, {}] x [{}, {}]^T does not fit an output of {} columns",
@@ -275,7 +340,13 @@ void CudaOps::matmul(const TensorInfo& w, Act x, Act out) {
     q8.ds = q8_.get() + CudaKernels::q8_ds_offset(x.rows, d.k);
   }
   wrote(out);
-  if (launching()) kernels_.matmul(d, ptr(x), x.rows, ptr(out), q8, stream_, reuse);
+  q8_reuse_ = reuse;
+  if (launching()) {
+    if (fuse_)
+      held_matmul_ = HeldMatmul{&d, x, out};  // launched by the next op (add: fused)
+    else
+      kernels_.matmul(d, ptr(x), x.rows, ptr(out), q8, stream_, reuse);
+  }
   if (uses_q8_activation(d.kind)) {
     q8_src_ = x.data;
     q8_rows_ = x.rows;
@@ -283,10 +354,41 @@ void CudaOps::matmul(const TensorInfo& w, Act x, Act out) {
   }
 }
 
+void CudaOps::matmul_group(Act x, std::span<const MatmulOut> outs) {
+  const bool gemm = use_gemm(x.rows);
+  if (!fuse_ || gemm || outs.size() > 3 || outs.empty()) {
+    Ops::matmul_group(x, outs);
+    return;
+  }
+  flush();
+  MatmulSeg segs[3];
+  bool q8 = false;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const DeviceWeight& d = weight(*outs[i].w);
+    if (x.cols != d.k || outs[i].out.cols != d.rows || outs[i].out.rows != x.rows)
+      throw_error("CUDA matmul '{}': [{}, {}] x [{}, {}]^T does not fit an output of {} columns",
+                  outs[i].w->name, x.rows, x.cols, d.rows, d.k, outs[i].out.cols);
+    segs[i] = MatmulSeg{&d, ptr(outs[i].out), 0};
+    q8 |= uses_q8_activation(d.kind);
+    wrote(outs[i].out);
+  }
+  bool reuse = false;
+  if (q8) {
+    reuse = q8_src_ == x.data && q8_rows_ == x.rows && q8_k_ == x.cols;
+    if (!reuse) ensure(q8_, CudaKernels::q8_bytes(x.rows, x.cols));
+  }
+  if (launching())
+    kernels_.matmul_group(std::span<const MatmulSeg>(segs, outs.size()), ptr(x), x.rows,
+                          q8_for(x.rows, x.cols), stream_, reuse);
+  if (q8) quantized(x);
+}
+
 void CudaOps::rope(Act x, int n_heads, int head_dim, const RopeParams& p) {
   if (p.n_rot <= 0 || p.n_rot > head_dim || p.n_rot % 2 != 0)
     throw_error("rope: n_rot {} must be even and in (0, head_dim {}]", p.n_rot, head_dim);
   const size_t n = batch_.n_rows();
+  if (held_matmul_) flush();  // (held ropes stay: attention() fuses them with the KV store)
+  if (held_ropes_.size() == 2 || (rope_valid_ && !same_rope(p, rope_params_))) flush_ropes();
   if (!rope_valid_ || !same_rope(p, rope_params_)) {
     float corr[2] = {0, 0};
     if (p.ext_factor != 0.0f) yarn_corr_dims(p, corr);
@@ -298,9 +400,13 @@ void CudaOps::rope(Act x, int n_heads, int head_dim, const RopeParams& p) {
     rope_params_ = p;
     rope_valid_ = true;
   }
-  if (launching())
-    kernels_.rope(ptr(x), rope_cache_.get(), x.rows, n_heads, head_dim, p.n_rot,
-                  p.mode == RopeMode::Neox, stream_);
+  if (launching()) {
+    if (fuse_)
+      held_ropes_.push_back(HeldRope{x, n_heads, head_dim});
+    else
+      kernels_.rope(ptr(x), rope_cache_.get(), x.rows, n_heads, head_dim, p.n_rot,
+                    p.mode == RopeMode::Neox, stream_);
+  }
   wrote(x);
 }
 
@@ -313,11 +419,43 @@ void CudaOps::attention(int il, Act q, Act k, Act v, Act out, int n_head, int n_
   const bool f16 = kv_.type == QuantType::F16;
   const uint64_t koff = kv_.plane_bytes() * uint64_t(2 * il);
   const uint64_t voff = kv_.plane_bytes() * uint64_t(2 * il + 1);
+  if (held_matmul_) flush();
+  // The decode attention kernel also writes its output quantized for the wo matvec.
+  const bool out_q8 = fuse_ && head_dim % 32 == 0;
+  if (out_q8) ensure(q8_, CudaKernels::q8_bytes(out.rows, out.cols));
   wrote(out);
-  if (!launching()) return;
+  if (!launching()) {
+    if (out_q8) quantized(out);
+    return;
+  }
   // K and V of every row first: rows of one sequence attend to each other causally.
-  kernels_.store_kv(ptr(k), store_rows_, koff, int64_t(n), kv_.kv_dim, f16, stream_);
-  kernels_.store_kv(ptr(v), store_rows_, voff, int64_t(n), kv_.kv_dim, f16, stream_);
+  const bool fused_rope = held_ropes_.size() == 2 && held_ropes_[0].x.data == q.data &&
+                          held_ropes_[1].x.data == k.data && held_ropes_[0].n_heads == n_head &&
+                          held_ropes_[1].n_heads == n_head_kv &&
+                          held_ropes_[0].head_dim == head_dim && held_ropes_[1].head_dim == head_dim;
+  if (fused_rope) {
+    held_ropes_.clear();
+    CudaKernels::RopeStoreCall c;
+    c.q = ptr(q);
+    c.k = ptr(k);
+    c.v = ptr(v);
+    c.cache = rope_cache_.get();
+    c.rows = store_rows_;
+    c.koff = koff;
+    c.voff = voff;
+    c.n = int64_t(n);
+    c.n_head = n_head;
+    c.n_head_kv = n_head_kv;
+    c.head_dim = head_dim;
+    c.n_rot = rope_params_.n_rot;
+    c.neox = rope_params_.mode == RopeMode::Neox;
+    c.f16 = f16;
+    kernels_.rope_store(c, stream_);
+  } else {
+    flush_ropes();
+    kernels_.store_kv(ptr(k), store_rows_, koff, int64_t(n), kv_.kv_dim, f16, stream_);
+    kernels_.store_kv(ptr(v), store_rows_, voff, int64_t(n), kv_.kv_dim, f16, stream_);
+  }
   CudaKernels::AttentionCall a;
   a.q = ptr(q);
   a.out = ptr(out);
@@ -351,21 +489,47 @@ void CudaOps::attention(int il, Act q, Act k, Act v, Act out, int n_head, int n_
       return;
     }
   }
+  if (out_q8) {
+    a.q8 = q8_for(out.rows, out.cols);
+    quantized(out);
+  }
   kernels_.attention(a, stream_);
 }
 
 void CudaOps::swiglu(Act gate, Act up, Act out) {
+  flush();
+  if (fuse_ && gate.cols % 32 == 0) {  // quantized here for the ffn_down matvec
+    ensure(q8_, CudaKernels::q8_bytes(gate.rows, gate.cols));
+    if (launching())
+      kernels_.swiglu_q8(ptr(gate), ptr(up), ptr(out), q8_for(gate.rows, gate.cols),
+                         gate.rows * gate.cols, stream_);
+    wrote(out);
+    quantized(out);
+    return;
+  }
   if (launching()) kernels_.swiglu(ptr(gate), ptr(up), ptr(out), gate.rows * gate.cols, stream_);
   wrote(out);
 }
 
 void CudaOps::add(Act acc, Act x) {
+  if (held_matmul_ && held_matmul_->out.data == x.data && held_matmul_->out.rows == x.rows &&
+      acc.rows == x.rows && acc.cols == x.cols) {
+    // acc += W x as the held matvec's epilogue (it still writes its own output too).
+    const HeldMatmul h = *held_matmul_;
+    held_matmul_.reset();
+    flush_ropes();
+    launch_matmul(*h.w, h.x, h.out, ptr(acc));
+    wrote(acc);
+    return;
+  }
+  flush();
   if (launching()) kernels_.add(ptr(acc), ptr(x), acc.rows * acc.cols, stream_);
   wrote(acc);
 }
 
 void CudaOps::select_rows(Act x, std::span<const int32_t> rows, Act out) {
   const size_t row = size_t(x.cols) * sizeof(float);
+  flush();
   wrote(out);
   if (!launching()) return;
   for (size_t j = 0; j < rows.size(); ++j)
@@ -375,6 +539,7 @@ void CudaOps::select_rows(Act x, std::span<const int32_t> rows, Act out) {
 }
 
 void CudaOps::read(Act x, float* host) {
+  flush();
   if (mode_ == Mode::Capture) {
     CUgraph g = nullptr;
     mode_ = Mode::Direct;  // whatever happens next, the stream is no longer capturing
@@ -388,6 +553,17 @@ void CudaOps::read(Act x, float* host) {
     mode_ = Mode::Replay;
   }
   if (mode_ == Mode::Replay) {
+    if (!staged_.empty()) {
+      if (!stage_pinned_ || stage_pinned_->bytes() < stage_host_.size())
+        stage_pinned_ = std::make_unique<PinnedBuffer>(stage_host_.size() * 2);
+      auto* pin = static_cast<uint8_t*>(stage_pinned_->get());
+      std::memcpy(pin, stage_host_.data(), stage_host_.size());
+      for (const Staged& st : staged_)
+        check(driver().cuMemcpyHtoDAsync(st.dst, pin + st.offset, st.bytes, stream_.get()),
+              "cuMemcpyHtoDAsync");
+      staged_.clear();
+      stage_host_.clear();
+    }
     check(driver().cuGraphLaunch(current_graph_, stream_.get()), "cuGraphLaunch");
     ++graph_replays_;
   }  check(driver().cuMemcpyDtoHAsync(host, ptr(x), size_t(x.rows * x.cols) * sizeof(float),

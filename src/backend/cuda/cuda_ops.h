@@ -18,6 +18,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -40,6 +41,7 @@ class CudaOps final : public Ops {
   void embed(const TensorInfo& table, Act out) override;
   void rms_norm(Act x, const std::vector<float>& w, float eps, Act out) override;
   void matmul(const TensorInfo& w, Act x, Act out) override;
+  void matmul_group(Act x, std::span<const MatmulOut> outs) override;
   void rope(Act x, int n_heads, int head_dim, const RopeParams& params) override;
   void attention(int il, Act q, Act k, Act v, Act out, int n_head, int n_head_kv, int head_dim,
                  float scale) override;
@@ -65,6 +67,20 @@ class CudaOps final : public Ops {
   void upload(CUdeviceptr dst, const void* src, size_t bytes);
   bool launching() const { return mode_ != Mode::Replay; }
   void drop_graphs();
+  // Fusion across op calls (direct and capture modes): a single matmul is held back until the
+  // next op, so an add(acc, its output) that follows becomes the matvec's residual epilogue; the
+  // rope calls on q and k are held back so that attention() runs them with the KV store as one
+  // kernel. Every other op first launches what is held (flush()).
+  void flush();
+  void flush_ropes();
+  void launch_matmul(const DeviceWeight& w, Act x, Act out, CUdeviceptr res);
+  // q8_ sized for n rows of k and its two parts.
+  Q8Buffers q8_for(int64_t n, int64_t k);
+  void quantized(Act a) {
+    q8_src_ = a.data;
+    q8_rows_ = a.rows;
+    q8_k_ = a.cols;
+  }
   // Called by every op for the activation it writes: drops the quantized copy of that buffer.
   void wrote(Act a) {
     if (a.data == q8_src_) q8_src_ = nullptr;
@@ -89,6 +105,7 @@ class CudaOps final : public Ops {
   // which is quantized once for the three (two) matrices.
   const float* q8_src_ = nullptr;
   int64_t q8_rows_ = 0, q8_k_ = 0;
+  bool q8_reuse_ = false;  // the held matmul finds x already quantized in q8_
   DeviceBuffer tables_;  // per step: page tables, KV store rows, row -> table, n_kv
   CUdeviceptr pages_ = 0, store_rows_ = 0, row_pt_ = 0, n_kv_ = 0;
   DeviceBuffer rope_cache_;
@@ -106,6 +123,27 @@ class CudaOps final : public Ops {
   CUgraphExec current_graph_ = nullptr;
   int64_t graph_replays_ = 0;
   std::vector<float> host_rows_;
+
+  struct HeldMatmul {
+    const DeviceWeight* w = nullptr;
+    Act x, out;
+  };
+  std::optional<HeldMatmul> held_matmul_;
+  struct HeldRope {
+    Act x;
+    int n_heads = 0, head_dim = 0;
+  };
+  std::vector<HeldRope> held_ropes_;  // at most 2 (q, k), all with rope_params_
+  bool fuse_ = true;                  // JITLLM_CUDA_FUSE=0: one kernel per op, as before
+  // Replayed steps: the host inputs (page tables, embedding rows, RoPE table) are staged here and
+  // copied, in pinned memory, on the compute stream right before the graph launch (no sync each).
+  struct Staged {
+    CUdeviceptr dst = 0;
+    size_t offset = 0, bytes = 0;
+  };
+  std::vector<uint8_t> stage_host_;
+  std::vector<Staged> staged_;
+  std::unique_ptr<PinnedBuffer> stage_pinned_;
   // Prefill: matmuls of at least gemm_min_rows_ rows go to the tensor-core GEMM (null when
   // cuBLASLt is missing or JITLLM_CUDA_GEMM=0).
   std::unique_ptr<Gemm> gemm_;

@@ -3,10 +3,13 @@
 // source), so NVRTC unrolls the loops over a row and keeps all indexing in registers.
 //
 // Launch conventions (the host side in cuda_ops.cpp relies on them):
-//  - matvec: grid (ceil(rows / 4), ceil(n / NT)), block 128 (one warp per weight row).
+//  - matvec: grid (sum over segments of ceil(rows / (4 RPW)), ceil(n / NT)), block 128 (one warp
+//    per RPW weight rows); segment s starts at CTA seg[s].cta0.
 //  - quantize_q8: grid ceil(n * k / 32 / 8), block 256 (one warp per 32-value block).
-//  - rms_norm: grid n, block 256.  rope: grid n, block 128.  swiglu/add: grid-stride, block 256.
-//  - store_kv: grid n, block 128.  attention: grid (n_rows, n_head), block 128.
+//  - rms_norm, rms_norm_q8: grid n, block 1024 (RMS_THREADS).  rope: grid n, block 128.
+//    swiglu/add: grid-stride, block 256.  swiglu_q8: grid ceil(count / 256), block 256.
+//  - store_kv: grid n, block 128.  rope_store: grid n, any block (512).  attention: grid
+//    (n_rows, n_head), block 128.
 #pragma once
 
 #include <cstdint>
@@ -21,8 +24,25 @@ const char* weight_kind_name(WeightKind kind);
 // True for the kinds whose kernels take the activation quantized to int8 blocks of 32.
 bool uses_q8_activation(WeightKind kind);
 
-// matvec / small-batch matmul: out[t, r] = dot(w row r, x[t]) for one weight kind and row
-// length k, NT activation rows per pass. Entry point "matvec".
+// Largest activation tile (rows per matvec pass); activation buffers are padded to it.
+inline constexpr int kMaxMatvecTile = 32;
+
+// One matvec kernel variant: 1 to 3 matrices ("segments", e.g. q/k/v) of row length k that read
+// the same activation, each of its own kind; NT activation rows per pass, RPW weight rows per
+// warp, the loop over a row unrolled `unroll` times.
+struct MatvecSpec {
+  WeightKind kinds[3] = {WeightKind::F32, WeightKind::F32, WeightKind::F32};
+  int nseg = 1;
+  int64_t k = 0;
+  int nt = 1, rpw = 1, unroll = 4;
+  std::string name() const;
+};
+
+// matvec / small-batch matmul: out_s[t, r] = dot(w_s row r, x[t]) (and res_s[t, r] += the same
+// when a residual pointer is given). Entry point "matvec", one MvArgs parameter (cuda_kernels.h
+// mirrors it).
+std::string matvec_source(const MatvecSpec& spec);
+// One segment, one row per warp.
 std::string matvec_source(WeightKind kind, int64_t k, int nt);
 
 // quantize_q8, rms_norm, rope, swiglu, add, store_kv (runtime shapes).

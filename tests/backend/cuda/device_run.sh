@@ -4,7 +4,9 @@
 # by tests/backend/cuda/make_carry.sh at build/cuda-carry (binaries + the oracle subset).
 # Usage: bash tests/backend/cuda/device_run.sh [stage...]   stages: tests cache speed (default all),
 # prefill (GEMM/flash tests + timings), speedab (pp512 with the prefill GEMM / flash attention off
-# and on; flash precise and fast), gputests (test_backend_cuda alone), speedq8 (8B Q8_0 speed)
+# and on; flash precise and fast), gputests (test_backend_cuda alone), speedq8 (8B Q8_0 speed),
+# bench (matvec shapes), profile (per-kernel decode time), decodeab (tg128 per DECODE_ENVS
+# variant), batched (N sessions decoding together: SESSIONS=1,8,32,64)
 set -u -o pipefail
 C=${C:-build/cuda-carry}
 OUT=${OUT:-/tmp/out}
@@ -34,6 +36,34 @@ for s in $stages; do
       for shape in llama-3.2-1b llama-3.1-8b; do
         /usr/bin/time -f "synth %e s" /tmp/bin/jitllm synth /tmp/$shape.gguf --shape $shape --type q4_k_m 2>&1 | tail -n 2
         JITLLM_CUDA_STATS=1 /tmp/bin/jitllm speed -m /tmp/$shape.gguf -p ${PP:-512} -n 128 -r 3 --devices cuda --ttft 2>&1 | tee -a $OUT/speed.log
+      done
+      ;;
+    bench)  # cudadecode: matvec time per shape and rows per warp (% of the read wall)
+      JITLLM_CUDA_BENCH=1 timeout 240 /tmp/bin/test_backend_cuda --gtest_filter='CudaBench.*' 2>&1 |
+        tee $OUT/bench.log | grep -E "bench|FAILED|Failure" | head -n 300
+      ;;
+    profile)  # cudadecode: per-kernel time of decode steps (every launch timed, no graphs)
+      for shape in llama-3.2-1b llama-3.1-8b; do
+        [ -f /tmp/$shape.gguf ] || /tmp/bin/jitllm synth /tmp/$shape.gguf --shape $shape --type q4_k_m 2>&1 | tail -n 1
+        echo "== profile $shape" | tee -a $OUT/profile.log
+        JITLLM_CUDA_PROFILE=1 /tmp/bin/jitllm speed -m /tmp/$shape.gguf -p 0 -n 8 -r 1 --devices cuda 2>&1 | head -n 40 | tee -a $OUT/profile.log
+      done
+      ;;
+    decodeab)  # cudadecode: tg128 per variant (DECODE_ENVS: ';'-separated env settings)
+      IFS=';' read -ra variants <<< "${DECODE_ENVS:-JITLLM_CUDA_RPW=2;JITLLM_CUDA_RPW=1;JITLLM_CUDA_RPW=4;JITLLM_CUDA_FUSE=0}"
+      for shape in llama-3.2-1b llama-3.1-8b; do
+        [ -f /tmp/$shape.gguf ] || /tmp/bin/jitllm synth /tmp/$shape.gguf --shape $shape --type q4_k_m 2>&1 | tail -n 1
+        for v in "${variants[@]}"; do
+          echo "== $shape $v" | tee -a $OUT/decodeab.log
+          env $v /tmp/bin/jitllm speed -m /tmp/$shape.gguf -p 0 -n 128 -r 2 --devices cuda 2>&1 | grep -E "tg|decode:" | tee -a $OUT/decodeab.log
+        done
+      done
+      ;;
+    batched)  # cudadecode: N sessions decoding together (total tok/s)
+      for shape in llama-3.2-1b llama-3.1-8b; do
+        [ -f /tmp/$shape.gguf ] || /tmp/bin/jitllm synth /tmp/$shape.gguf --shape $shape --type q4_k_m 2>&1 | tail -n 1
+        echo "== batched $shape" | tee -a $OUT/batched.log
+        /tmp/bin/jitllm batched -m /tmp/$shape.gguf -s ${SESSIONS:-1,8,32,64} -p 16 -n 48 --devices cuda 2>&1 | tee -a $OUT/batched.log
       done
       ;;
     prefill)  # cudaprefill: GEMM/flash/embedding tests, GEMM vs matvec and flash vs paged timings

@@ -28,7 +28,7 @@ void check_matmul(const MatCase& c, std::initializer_list<int64_t> ns, int zero_
     std::vector<float> ref(size_t(n * c.rows));
     reference_kernels().matmul(c.type, w.data(), c.rows, c.k, x.data(), n, ref.data());
 
-    DeviceBuffer dx = to_device(x, size_t(8 * c.k));  // rows padded to the tile
+    DeviceBuffer dx = to_device(x, size_t(kMaxMatvecTile * c.k));  // rows padded to the tile
     DeviceBuffer dout(size_t(n * c.rows) * sizeof(float));
     DeviceBuffer q8(CudaKernels::q8_bytes(n, c.k));
     const Q8Buffers qb{q8.get(), q8.get() + CudaKernels::q8_ds_offset(n, c.k)};
@@ -56,6 +56,12 @@ TEST(CudaKernels, MatmulNativeFormatsRealShapes) {
     check_matmul({t, 5632, 2048, tol}, {1, 4}, 0);
     check_matmul({t, 2048, 5632 / 256 * 256, tol}, {1, 2}, 0);
   }
+}
+
+TEST(CudaKernels, MatmulBatchTiles) {
+  // Tiles of 16 and 32 rows (batched decode of many sessions) and ragged tails past them.
+  for (QuantType t : {QuantType::Q4_K, QuantType::Q6_K, QuantType::Q8_0, QuantType::F16})
+    check_matmul({t, 1024, 2048, t == QuantType::F16 ? 2e-3 : 1e-2}, {16, 17, 32, 40}, 0);
 }
 
 TEST(CudaKernels, MatmulHeadShape) {
@@ -166,6 +172,190 @@ TEST(CudaKernels, Rope) {
       EXPECT_LT(rel_error(from_device(dx, x.size()), ref), 1e-6) << "n_rot " << n_rot;
     }
   }
+}
+
+
+// q/k/v-like launch: three matrices of mixed kinds reading one activation, each output equal
+// (bitwise) to its own single-matrix launch, and the residual epilogue equal to out + res.
+TEST(CudaKernels, MatmulGroupMixedKindsAndResidual) {
+  JITLLM_REQUIRE_GPU();
+  std::mt19937 rng(21);
+  const int64_t k = 2048;
+  const QuantType types[3] = {QuantType::Q4_K, QuantType::Q6_K, QuantType::Q8_0};
+  const int64_t rows[3] = {512, 256, 200};  // 200: a CTA of the last segment is partly empty
+  std::vector<std::vector<uint8_t>> w;
+  std::vector<DeviceWeight> dw;
+  for (int i = 0; i < 3; ++i) {
+    w.push_back(random_weights(types[i], rows[i], k, rng));
+    dw.push_back(DeviceWeight::upload(pack_weight(types[i], w.back().data(), rows[i], k)));
+  }
+  for (int rpw : {1, 2, 4}) {
+    G->kernels->tune(rpw, 0);
+    for (int64_t n : {1, 3, 8, 19}) {
+      const std::vector<float> x = random_floats(size_t(n * k), rng);
+      DeviceBuffer dx = to_device(x, size_t(kMaxMatvecTile * k));
+      DeviceBuffer q8(CudaKernels::q8_bytes(n, k));
+      const Q8Buffers qb{q8.get(), q8.get() + CudaKernels::q8_ds_offset(n, k)};
+      std::vector<DeviceBuffer> out, single;
+      std::vector<float> res0 = random_floats(size_t(n * rows[0]), rng);
+      DeviceBuffer res = to_device(res0);
+      MatmulSeg segs[3];
+      for (int i = 0; i < 3; ++i) {
+        out.emplace_back(size_t(n * rows[i]) * 4);
+        single.emplace_back(size_t(n * rows[i]) * 4);
+        check(driver().cuMemsetD8Async(out.back().get(), 0xff, out.back().bytes(), G->stream->get()), "memset");
+        segs[i] = MatmulSeg{&dw[size_t(i)], out.back().get(), i == 0 ? res.get() : 0};
+      }
+      G->kernels->matmul_group(segs, dx.get(), n, qb, *G->stream);
+      for (int i = 0; i < 3; ++i)
+        G->kernels->matmul(dw[size_t(i)], dx.get(), n, single[size_t(i)].get(), qb, *G->stream);
+      G->stream->sync();
+      for (int i = 0; i < 3; ++i) {
+        const auto got = from_device(out[size_t(i)], size_t(n * rows[i]));
+        EXPECT_EQ(got, from_device(single[size_t(i)], size_t(n * rows[i])))
+            << "segment " << i << " n=" << n << " rpw=" << rpw;
+        std::vector<float> ref(size_t(n * rows[i]));
+        reference_kernels().matmul(types[i], w[size_t(i)].data(), rows[i], k, x.data(), n, ref.data());
+        EXPECT_LT(rel_error(got, ref), 1e-2) << "segment " << i << " n=" << n << " rpw=" << rpw;
+        if (i == 0) {
+          std::vector<float> want = res0;
+          for (size_t j = 0; j < want.size(); ++j) want[j] += got[j];
+          EXPECT_EQ(from_device(res, want.size()), want) << "residual n=" << n << " rpw=" << rpw;
+        }
+      }
+    }
+  }
+  G->kernels->tune(0, 0);
+}
+
+// The fused kernels give the same bits as the launches they replace.
+TEST(CudaKernels, FusedNormSwigluRopeStoreEqualUnfused) {
+  JITLLM_REQUIRE_GPU();
+  std::mt19937 rng(5);
+  const int64_t n = 3, dim = 2048;
+  const auto x = random_floats(size_t(n * dim), rng, -3, 3);
+  const auto w = random_floats(size_t(dim), rng, 0.5, 1.5);
+  DeviceBuffer dx = to_device(x), dw = to_device(w), a(x.size() * 4), b(x.size() * 4);
+  DeviceBuffer qa(CudaKernels::q8_bytes(n, dim)), qb(CudaKernels::q8_bytes(n, dim));
+  const size_t dso = CudaKernels::q8_ds_offset(n, dim);
+  const Q8Buffers q8a{qa.get(), qa.get() + dso}, q8b{qb.get(), qb.get() + dso};
+  auto bytes = [](const DeviceBuffer& d, size_t count) {
+    std::vector<uint8_t> v(count);
+    d.download(v.data(), count);
+    return v;
+  };
+  const size_t q8_used = dso + size_t(n * dim / 32) * 8;
+  auto same_q8 = [&](const char* what) {
+    const auto ba = bytes(qa, q8_used), bb = bytes(qb, q8_used);
+    EXPECT_EQ(std::vector<uint8_t>(ba.begin(), ba.begin() + n * dim),
+              std::vector<uint8_t>(bb.begin(), bb.begin() + n * dim)) << what << " int8";
+    EXPECT_EQ(std::vector<uint8_t>(ba.begin() + long(dso), ba.end()),
+              std::vector<uint8_t>(bb.begin() + long(dso), bb.end())) << what << " scales";
+  };
+  G->kernels->rms_norm(dx.get(), dw.get(), a.get(), n, dim, 1e-5f, *G->stream);
+  G->kernels->quantize_q8(a.get(), n, dim, q8a, *G->stream);
+  G->kernels->rms_norm_q8(dx.get(), dw.get(), b.get(), q8b, n, dim, 1e-5f, *G->stream);
+  G->stream->sync();
+  EXPECT_EQ(from_device(a, x.size()), from_device(b, x.size()));
+  same_q8("rms_norm_q8");
+
+  const auto up = random_floats(x.size(), rng, -2, 2);
+  DeviceBuffer dup = to_device(up);
+  G->kernels->swiglu(dx.get(), dup.get(), a.get(), int64_t(x.size()), *G->stream);
+  G->kernels->quantize_q8(a.get(), n, dim, q8a, *G->stream);
+  G->kernels->swiglu_q8(dx.get(), dup.get(), b.get(), q8b, int64_t(x.size()), *G->stream);
+  G->stream->sync();
+  EXPECT_EQ(from_device(a, x.size()), from_device(b, x.size()));
+  same_q8("swiglu_q8");
+
+  // rope_store: q [n][8 heads][64], k and v [n][2 heads][64], f16 KV rows.
+  const int nh = 8, nkv = 2, hd = 64, n_rot = 64;
+  const auto q = random_floats(size_t(n * nh * hd), rng), k = random_floats(size_t(n * nkv * hd), rng);
+  const auto v = random_floats(size_t(n * nkv * hd), rng), cache = random_floats(size_t(n * n_rot), rng);
+  for (bool neox : {false, true}) {
+    DeviceBuffer q1 = to_device(q), q2 = to_device(q), k1 = to_device(k), k2 = to_device(k);
+    DeviceBuffer dv = to_device(v), dc = to_device(cache);
+    const size_t row = size_t(nkv * hd) * 2;
+    DeviceBuffer kv1(size_t(n) * row * 4), kv2(size_t(n) * row * 4);  // [K rows | V rows], spare
+    std::vector<uint64_t> r1(static_cast<size_t>(n)), r2(static_cast<size_t>(n));
+    for (int64_t t = 0; t < n; ++t) {
+      r1[size_t(t)] = kv1.get() + size_t(t) * row;
+      r2[size_t(t)] = kv2.get() + size_t(t) * row;
+    }
+    DeviceBuffer dr1(size_t(n) * 8), dr2(size_t(n) * 8);
+    dr1.upload(r1.data(), dr1.bytes());
+    dr2.upload(r2.data(), dr2.bytes());
+    const uint64_t voff = size_t(n) * row * 2;
+    G->kernels->rope(q1.get(), dc.get(), n, nh, hd, n_rot, neox, *G->stream);
+    G->kernels->rope(k1.get(), dc.get(), n, nkv, hd, n_rot, neox, *G->stream);
+    G->kernels->store_kv(k1.get(), dr1.get(), 0, n, nkv * hd, true, *G->stream);
+    G->kernels->store_kv(dv.get(), dr1.get(), voff, n, nkv * hd, true, *G->stream);
+    CudaKernels::RopeStoreCall c;
+    c.q = q2.get();
+    c.k = k2.get();
+    c.v = dv.get();
+    c.cache = dc.get();
+    c.rows = dr2.get();
+    c.koff = 0;
+    c.voff = voff;
+    c.n = n;
+    c.n_head = nh;
+    c.n_head_kv = nkv;
+    c.head_dim = hd;
+    c.n_rot = n_rot;
+    c.neox = neox;
+    c.f16 = true;
+    G->kernels->rope_store(c, *G->stream);
+    G->stream->sync();
+    EXPECT_EQ(from_device(q1, q.size()), from_device(q2, q.size())) << "neox " << neox;
+    EXPECT_EQ(from_device(k1, k.size()), from_device(k2, k.size())) << "neox " << neox;
+    EXPECT_EQ(bytes(kv1, kv1.bytes()), bytes(kv2, kv2.bytes())) << "neox " << neox;
+  }
+}
+
+// Not a test: time per matvec shape and % of the read wall (JITLLM_CUDA_BENCH=1; device_run.sh
+// stage `bench`). Weight bytes over kernel time, 30 back-to-back launches after a warm-up.
+TEST(CudaBench, MatvecShapes) {
+  if (!std::getenv("JITLLM_CUDA_BENCH")) GTEST_SKIP() << "set JITLLM_CUDA_BENCH=1";
+  JITLLM_REQUIRE_GPU();
+  struct Shape { const char* what; QuantType t; int64_t rows, k; };
+  const Shape shapes[] = {
+      {"8B q/o", QuantType::Q4_K, 4096, 4096},      {"8B gate", QuantType::Q4_K, 14336, 4096},
+      {"8B down", QuantType::Q4_K, 4096, 14336},    {"8B down6", QuantType::Q6_K, 4096, 14336},
+      {"8B head", QuantType::Q6_K, 128256, 4096},   {"8B q8 gate", QuantType::Q8_0, 14336, 4096},
+      {"8B q8 down", QuantType::Q8_0, 4096, 14336}, {"1B q", QuantType::Q4_K, 2048, 2048},
+      {"1B gate", QuantType::Q4_K, 8192, 2048},     {"1B down6", QuantType::Q6_K, 2048, 8192},
+      {"1B head", QuantType::Q6_K, 128256, 2048}};
+  std::mt19937 rng(1);
+  Event e0, e1;
+  for (const Shape& sh : shapes) {
+    const auto w = random_weights(sh.t, sh.rows, sh.k, rng);
+    const DeviceWeight dw = DeviceWeight::upload(pack_weight(sh.t, w.data(), sh.rows, sh.k));
+    const double bytes = double(row_bytes(sh.t, sh.k)) * double(sh.rows);
+    const auto x = random_floats(size_t(kMaxMatvecTile * sh.k), rng);
+    DeviceBuffer dx = to_device(x), dout(size_t(kMaxMatvecTile * sh.rows) * 4);
+    DeviceBuffer q8(CudaKernels::q8_bytes(kMaxMatvecTile, sh.k));
+    for (int64_t n : {1, 8, 32}) {
+      const Q8Buffers qb{q8.get(), q8.get() + CudaKernels::q8_ds_offset(n, sh.k)};
+      G->kernels->quantize_q8(dx.get(), n, sh.k, qb, *G->stream);
+      for (int rpw : {1, 2, 4}) {
+        if (n == 32 && rpw > 2) continue;
+        G->kernels->tune(rpw, 0);
+        G->kernels->matmul(dw, dx.get(), n, dout.get(), qb, *G->stream, true);  // compile, warm
+        G->stream->sync();
+        const int reps = 30;
+        e0.record(*G->stream);
+        for (int r = 0; r < reps; ++r)
+          G->kernels->matmul(dw, dx.get(), n, dout.get(), qb, *G->stream, true);
+        e1.record(*G->stream);
+        e1.sync();
+        const double us = 1000.0 * e1.ms_since(e0) / reps;
+        std::printf("[ bench    ] %-10s %-4s %6ld x %5ld n=%-2ld rpw=%d %8.1f us %7.1f GB/s\n", sh.what,
+                    quant_name(sh.t), long(sh.rows), long(sh.k), long(n), rpw, us, bytes / us / 1e3);
+      }
+    }
+  }
+  G->kernels->tune(0, 0);
 }
 
 }  // namespace

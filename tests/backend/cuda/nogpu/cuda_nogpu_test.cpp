@@ -41,6 +41,25 @@ TEST(CudaNoGpu, EveryGeneratedSourceCompilesForSm90) {
   EXPECT_GT(nvrtc_compile(matvec_source(WeightKind::F16, 2052, 4), "f16 tail", opts).size(), 0u);
   EXPECT_GT(nvrtc_compile(matvec_source(WeightKind::F32, 66, 2), "f32 tail", opts).size(), 0u);
   EXPECT_GT(nvrtc_compile(elementwise_source(), "elementwise", opts).size(), 0u);
+  // Grouped launches (q/k/v of mixed kinds), several rows per warp, the largest batch tile.
+  for (int rpw : {1, 2, 4}) {
+    MatvecSpec spec;
+    spec.kinds[0] = WeightKind::Q4_K;
+    spec.kinds[1] = WeightKind::Q4_K;
+    spec.kinds[2] = WeightKind::Q6_K;
+    spec.nseg = 3;
+    spec.k = 4096;
+    spec.rpw = rpw;
+    for (int nt : {1, 8, kMaxMatvecTile}) {
+      spec.nt = nt;
+      EXPECT_GT(nvrtc_compile(matvec_source(spec), spec.name(), opts).size(), 1000u) << spec.name();
+    }
+    spec.kinds[0] = WeightKind::Q8_0;
+    spec.kinds[1] = WeightKind::F16;
+    spec.kinds[2] = WeightKind::F32;
+    spec.nt = 2;
+    EXPECT_GT(nvrtc_compile(matvec_source(spec), spec.name(), opts).size(), 1000u) << spec.name();
+  }
   for (int hd : {64, 128, 80})
     for (bool f16 : {true, false})
       EXPECT_GT(nvrtc_compile(attention_source(hd, f16), "attention", opts).size(), 0u);
@@ -62,6 +81,11 @@ TEST(CudaNoGpu, BadKernelShapesAreRefused) {
   EXPECT_THROW(matvec_source(WeightKind::Q4_K, 2000, 1), Error);  // not whole blocks of 256
   EXPECT_THROW(matvec_source(WeightKind::Q8_0, 48, 1), Error);
   EXPECT_THROW(matvec_source(WeightKind::F16, 2048, 0), Error);
+  EXPECT_THROW(matvec_source(WeightKind::F16, 2048, kMaxMatvecTile + 1), Error);
+  MatvecSpec four;
+  four.nseg = 4;
+  four.k = 2048;
+  EXPECT_THROW(matvec_source(four), Error);  // at most 3 matrices per launch
   EXPECT_THROW(attention_source(0, true), Error);
 }
 
