@@ -31,9 +31,9 @@ using namespace Xbyak;
 
 enum class Kind { F16, Bf16Native, Bf16Emulated };
 
-Kind kind_of(QuantType type, Isa isa) {
+Kind kind_of(QuantType type, bool native) {
   if (type == QuantType::F16) return Kind::F16;
-  return isa == Isa::Avx512Vnni && cpu_has_avx512_bf16() ? Kind::Bf16Native : Kind::Bf16Emulated;
+  return native ? Kind::Bf16Native : Kind::Bf16Emulated;
 }
 
 // Floats per vector register: 16 (zmm) at the avx512 level, 8 (ymm) otherwise.
@@ -53,7 +53,7 @@ class FloatEmitter : public CodeGenerator {
   explicit FloatEmitter(const FmtKey& key)
       : CodeGenerator(4096, AutoGrow),
         key_(key),
-        kind_(kind_of(key.type, key.isa)),
+        kind_(kind_of(key.type, key.bf16_native)),
         wide_(key.isa == Isa::Avx512Vnni),
         W_(lanes_per_reg(key.isa)),
         P_(16 / W_),
@@ -61,6 +61,8 @@ class FloatEmitter : public CodeGenerator {
         A_(key.order == FloatOrder::Gemm ? 1 : (key.type == QuantType::F16 ? 4 : 2)),
         step_(A_ * chunk_),
         tok_bytes_(int64_t(float_act_bytes(key.type, key.isa, key.k))) {
+    if (key.bf16_native && (key.isa != Isa::Avx512Vnni || !cpu_has_avx512_bf16()))
+      throw_error("jit float matmul: VDPBF16PS needs the avx512 level and AVX512_BF16");
     if (key.k % step_ != 0) throw_error("jit float matmul: k {} is not a multiple of {}", key.k, step_);
     if (key.rows < 1 || key.rows > 4 || key.tokens < 1 || key.tokens > 8)
       throw_error("jit float matmul: tile {}x{} out of range", key.rows, key.tokens);
@@ -262,12 +264,12 @@ class FloatEmitter : public CodeGenerator {
 }  // namespace
 
 size_t float_act_bytes(QuantType type, Isa isa, int64_t k) {
-  return round64(size_t(k) * size_t(act_elem_bytes(kind_of(type, isa))));
+  return round64(size_t(k) * size_t(act_elem_bytes(kind_of(type, bf16_native(isa)))));
 }
 
 void float_pack_activation(QuantType type, Isa isa, const float* x, int64_t k, int64_t n,
                            uint8_t* dst) {
-  const Kind kind = kind_of(type, isa);
+  const Kind kind = kind_of(type, bf16_native(isa));
   const size_t tb = float_act_bytes(type, isa, k);
   for (int64_t t = 0; t < n; ++t) {
     const float* xs = x + t * k;

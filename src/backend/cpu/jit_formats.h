@@ -34,8 +34,12 @@ bool matmul_other_formats(Isa isa, QuantType type, const uint8_t* weights, int64
 // Whether this file has kernels for `type`.
 bool other_format_supported(QuantType type);
 
-// The CPU has AVX512_BF16 (VDPBF16PS), used for BF16 at the avx512 level.
+// The CPU has AVX512_BF16 (VDPBF16PS).
 bool cpu_has_avx512_bf16();
+// Whether BF16 kernels at `isa` use VDPBF16PS (avx512 level, CPU support, not disabled) or the
+// exact emulation. Tests disable it to run the emulation at the avx512 level too.
+bool bf16_native(Isa isa);
+void set_bf16_native_enabled(bool enabled);
 
 // Summation order of a float kernel: ggml_vec_dot (one activation row) or tinyBLAS (several).
 enum class FloatOrder { Vec, Gemm };
@@ -47,6 +51,7 @@ struct FmtKey {
   int tokens;  // T: activation rows per pass
   Isa isa;
   FloatOrder order;  // float formats only (Vec for block formats)
+  bool bf16_native = false;  // BF16 at avx512: VDPBF16PS (see bf16_native())
   bool operator==(const FmtKey&) const = default;
 };
 

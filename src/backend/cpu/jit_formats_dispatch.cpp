@@ -30,7 +30,7 @@ struct KeyHash {
     size_t h = size_t(k.type);
     h = h * 1000003u ^ size_t(k.k);
     h = h * 1000003u ^ size_t(k.rows * 64 + k.tokens);
-    h = h * 1000003u ^ size_t(int(k.isa) * 2 + int(k.order));
+    h = h * 1000003u ^ size_t((int(k.isa) * 2 + int(k.order)) * 2 + int(k.bf16_native));
     return h;
   }
 };
@@ -57,7 +57,7 @@ const uint8_t* packed(QuantType type, Isa isa, const float* x, int64_t k, int64_
   };
   thread_local Cache c;
   // Q5_0 / IQ4_NL / MXFP4 differ in the activation's bias sums, so each type is its own family.
-  const int family = int(type) * 8 + int(isa);
+  const int family = (int(type) * 8 + int(isa)) * 2 + int(bf16_native(isa));
   const size_t floats = size_t(n) * size_t(k);
   if (c.family == family && c.k == k && c.n == n &&
       std::memcmp(c.x.data(), x, floats * sizeof(float)) == 0)
@@ -118,6 +118,17 @@ bool cpu_has_avx512_bf16() {
   return has;
 }
 
+namespace {
+std::atomic<bool> g_bf16_native_enabled{true};
+}
+
+bool bf16_native(Isa isa) {
+  return isa == Isa::Avx512Vnni && cpu_has_avx512_bf16() &&
+         g_bf16_native_enabled.load(std::memory_order_relaxed);
+}
+
+void set_bf16_native_enabled(bool enabled) { g_bf16_native_enabled.store(enabled); }
+
 struct FmtKernel::Impl {
   EmittedCode code;
 };
@@ -166,6 +177,7 @@ bool matmul_other_formats(Isa isa, QuantType type, const uint8_t* weights, int64
     return false;
   }
 
+  const bool native = type == QuantType::BF16 && bf16_native(isa);
   ThreadPool& pool = ThreadPool::global();
   const size_t tok_bytes = fmt_act_bytes(type, isa, k);
   const uint8_t* act = packed(type, isa, x, k, n, tok_bytes, pool);
@@ -174,7 +186,7 @@ bool matmul_other_formats(Isa isa, QuantType type, const uint8_t* weights, int64
 
   if (n == 1 || (is_float(type) && order == FloatOrder::Vec)) {
     const TileShape ts = fmt_decode_tile(type, isa);
-    const MatFn fn = kernel({type, k, ts.rows, 1, isa, FloatOrder::Vec});
+    const MatFn fn = kernel({type, k, ts.rows, 1, isa, FloatOrder::Vec, native});
     dynamic_rows(pool, rows, row_chunk(rows, pool.size(), 8), [&](int64_t r0, int64_t r1) {
       for (int64_t t = 0; t < n; ++t) {
         const MatArgs a{weights + size_t(r0) * stride, int64_t(stride), r1 - r0,
@@ -187,7 +199,8 @@ bool matmul_other_formats(Isa isa, QuantType type, const uint8_t* weights, int64
 
   const TileShape ts = fmt_gemm_tile(type, isa);
   std::vector<MatFn> fns(size_t(ts.tokens) + 1);  // fns[T]: kernel for T tokens
-  for (int t = 1; t <= ts.tokens; ++t) fns[size_t(t)] = kernel({type, k, ts.rows, t, isa, order});
+  for (int t = 1; t <= ts.tokens; ++t)
+    fns[size_t(t)] = kernel({type, k, ts.rows, t, isa, order, native});
   dynamic_rows(pool, rows, row_chunk(rows, pool.size(), 4), [&](int64_t r0, int64_t r1) {
     for (int64_t tb = 0; tb < n; tb += kTokenBlock) {
       const int64_t te = std::min(n, tb + kTokenBlock);

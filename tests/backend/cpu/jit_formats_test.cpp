@@ -207,6 +207,19 @@ TEST(JitFormats, PrefillTilesAndRaggedTails) {
   for (Q t : kBlock) check(t, 37, 96, 3, true, 35);
 }
 
+TEST(JitFormats, Bf16EmulationAtTheAvx512Level) {
+  // Where the CPU has AVX512_BF16 the avx512 level uses VDPBF16PS; the zmm emulation (used on
+  // AVX-512 CPUs without it) must give the same bits, decode and GEMM.
+  if (!jit::cpu_supports(Isa::Avx512Vnni)) GTEST_SKIP() << "no AVX-512";
+  jit::set_bf16_native_enabled(false);
+  EXPECT_FALSE(jit::bf16_native(Isa::Avx512Vnni));
+  check(Q::BF16, 2048, 2048, 1, true, 70, {Isa::Avx512Vnni});
+  check(Q::BF16, 256 + 12, 512, 67, true, 71, {Isa::Avx512Vnni});
+  check(Q::BF16, 256 + 13, 512, 3, true, 72, {Isa::Avx512Vnni});
+  jit::set_bf16_native_enabled(true);
+  EXPECT_EQ(jit::bf16_native(Isa::Avx512Vnni), jit::cpu_has_avx512_bf16());
+}
+
 TEST(JitFormats, ShapesWithoutKernelFallBack) {
   // One token with k % 64 != 0: ggml_vec_dot's tail is not emitted; JitKernels still matches.
   for (Q t : kFloat) {
