@@ -14,10 +14,12 @@
 //
 // Kernel: for each group of R rows (then single rows): zero R*T accumulator sets, walk k in
 // steps, reduce and store out[t][r]. Registers 0..3 are temporaries, accumulators start at 4.
-#include <immintrin.h>
 #include <xbyak/xbyak.h>
 
 #include <cstring>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
 
 #include "backend/cpu/jit_formats.h"
 #include "core/error.h"
@@ -261,6 +263,131 @@ class FloatEmitter : public CodeGenerator {
   }
 };
 
+// Packs one token's activation (k floats) for a float kernel:
+//   F16:           fp16 rounding (vcvtps2ph, nearest even, as ggml's F16C from_float), back to f32
+//   BF16 native:   bf16 bits (f32_to_bf16: nearest even, NaN kept quiet), as VDPBF16PS reads them
+//   BF16 emulated: per 2W elements the W odd then the W even elements, bf16-rounded, as f32
+// The bf16 rounding is integer work on the bits: (b + 0x7fff + ((b >> 16) & 1)) & 0xffff0000,
+// NaN -> (b & 0xffff0000) | 0x00400000. AVX2 (VEX) except the zmm emulated layout.
+using PackFn = void (*)(const float* x, uint8_t* dst, int64_t k);
+
+class PackEmitter : public CodeGenerator {
+ public:
+  PackEmitter(Kind kind, int W) : CodeGenerator(2048), kind_(kind), zmm_(W == 16) {
+    const Reg64 x = rdi, dst = rsi, k = rdx;
+    Label loop, done;
+    if (kind_ != Kind::F16) load_constants();
+    test(k, k);
+    jz(done, T_NEAR);
+    L(loop);
+    switch (kind_) {
+      case Kind::F16:
+        for (int i = 0; i < 2; ++i) {
+          vmovups(ymm0, ptr[x + 32 * i]);
+          vcvtps2ph(xmm0, ymm0, 0);  // imm 0: round to nearest even
+          vcvtph2ps(ymm0, xmm0);
+          vmovups(ptr[dst + 32 * i], ymm0);
+        }
+        add(dst, 64);
+        sub(k, 16);
+        break;
+      case Kind::Bf16Native:
+        round_bf16(ymm0, ptr[x]);
+        round_bf16(ymm1, ptr[x + 32]);
+        vpsrld(ymm0, ymm0, 16);
+        vpsrld(ymm1, ymm1, 16);
+        vpackusdw(ymm0, ymm0, ymm1);  // per 128-bit lane: 4 of ymm0, 4 of ymm1
+        vpermq(ymm0, ymm0, 0xD8);
+        vmovdqu(ptr[dst], ymm0);
+        add(dst, 32);
+        sub(k, 16);
+        break;
+      case Kind::Bf16Emulated:
+        if (zmm_) {
+          round_bf16_zmm(zmm0, ptr[x]);
+          round_bf16_zmm(zmm1, ptr[x + 64]);
+          vmovaps(zmm2, zmm14);  // odd indices
+          vpermi2ps(zmm2, zmm0, zmm1);
+          vmovaps(zmm3, zmm15);  // even indices
+          vpermi2ps(zmm3, zmm0, zmm1);
+          vmovups(ptr[dst], zmm2);
+          vmovups(ptr[dst + 64], zmm3);
+          add(dst, 128);
+          sub(k, 32);
+        } else {
+          round_bf16(ymm0, ptr[x]);
+          round_bf16(ymm1, ptr[x + 32]);
+          vshufps(ymm2, ymm0, ymm1, 0xDD);  // odd elements, 128-bit lanes interleaved
+          vpermpd(ymm2, ymm2, 0xD8);
+          vshufps(ymm3, ymm0, ymm1, 0x88);  // even elements
+          vpermpd(ymm3, ymm3, 0xD8);
+          vmovups(ptr[dst], ymm2);
+          vmovups(ptr[dst + 32], ymm3);
+          add(dst, 64);
+          sub(k, 16);
+        }
+        break;
+    }
+    add(x, kind_ == Kind::Bf16Emulated && zmm_ ? 128 : 64);
+    test(k, k);
+    jnz(loop, T_NEAR);
+    L(done);
+    vzeroupper();
+    ret();
+    align(64);
+    L(c_);
+    for (uint32_t v : {0x1u, 0x7FFFu, 0xFFFF0000u, 0x00400000u})
+      for (int i = 0; i < 16; ++i) dd(v);
+    L(idx_);
+    for (int i = 0; i < 16; ++i) dd(uint32_t(2 * i + 1));
+    for (int i = 0; i < 16; ++i) dd(uint32_t(2 * i));
+    ready();
+  }
+
+ private:
+  Kind kind_;
+  bool zmm_;
+  Label c_, idx_;
+
+  // ymm10..13 (zmm10..13) = 1, 0x7fff, 0xffff0000, 0x00400000 in every lane; zmm14/15 = indices.
+  void load_constants() {
+    for (int i = 0; i < 4; ++i) {
+      if (zmm_) vmovups(Zmm(10 + i), ptr[rip + c_ + 64 * i]);
+      else vmovups(Ymm(10 + i), ptr[rip + c_ + 64 * i]);
+    }
+    if (zmm_) {
+      vmovups(zmm14, ptr[rip + idx_]);
+      vmovups(zmm15, ptr[rip + idx_ + 64]);
+    }
+  }
+
+  void round_bf16(const Ymm& r, const Address& src) {
+    vmovups(ymm4, src);
+    vpsrld(ymm5, ymm4, 16);
+    vpand(ymm5, ymm5, ymm10);
+    vpaddd(ymm5, ymm5, ymm11);
+    vpaddd(ymm5, ymm5, ymm4);
+    vpand(r, ymm5, ymm12);
+    vpand(ymm6, ymm4, ymm12);  // NaN: high half with the quiet bit
+    vpor(ymm6, ymm6, ymm13);
+    vcmpunordps(ymm7, ymm4, ymm4);
+    vblendvps(r, r, ymm6, ymm7);
+  }
+
+  void round_bf16_zmm(const Zmm& r, const Address& src) {
+    vmovups(zmm4, src);
+    vpsrld(zmm5, zmm4, 16);
+    vpandd(zmm5, zmm5, zmm10);
+    vpaddd(zmm5, zmm5, zmm11);
+    vpaddd(zmm5, zmm5, zmm4);
+    vpandd(r, zmm5, zmm12);
+    vpandd(zmm6, zmm4, zmm12);
+    vpord(zmm6, zmm6, zmm13);
+    vcmpps(k1, zmm4, zmm4, 3);  // unordered: NaN
+    vmovaps(r | k1, zmm6);
+  }
+};
+
 }  // namespace
 
 size_t float_act_bytes(QuantType type, Isa isa, int64_t k) {
@@ -270,33 +397,21 @@ size_t float_act_bytes(QuantType type, Isa isa, int64_t k) {
 void float_pack_activation(QuantType type, Isa isa, const float* x, int64_t k, int64_t n,
                            uint8_t* dst) {
   const Kind kind = kind_of(type, bf16_native(isa));
-  const size_t tb = float_act_bytes(type, isa, k);
-  for (int64_t t = 0; t < n; ++t) {
-    const float* xs = x + t * k;
-    uint8_t* d = dst + size_t(t) * tb;
-    if (kind == Kind::F16) {
-      // f32 -> fp16 (round to nearest even, as ggml's F16C from_float) -> f32, exact.
-      auto* f = reinterpret_cast<float*>(d);
-      int64_t i = 0;
-      for (; i + 8 <= k; i += 8) {
-        const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(xs + i), _MM_FROUND_TO_NEAREST_INT);
-        _mm256_storeu_ps(f + i, _mm256_cvtph_ps(h));
-      }
-      for (; i < k; ++i) f[i] = fp16_to_f32(f32_to_fp16(xs[i]));
-    } else if (kind == Kind::Bf16Native) {
-      auto* h = reinterpret_cast<uint16_t*>(d);
-      for (int64_t i = 0; i < k; ++i) h[i] = f32_to_bf16(xs[i]);
-    } else {
-      // Per 2W elements: the W odd elements, then the W even ones, as bf16-rounded floats.
-      const int W = lanes_per_reg(isa);
-      auto* f = reinterpret_cast<float*>(d);
-      for (int64_t g = 0; g < k; g += 2 * W)
-        for (int l = 0; l < W; ++l) {
-          f[g + l] = bf16_to_f32(f32_to_bf16(xs[g + 2 * l + 1]));
-          f[g + W + l] = bf16_to_f32(f32_to_bf16(xs[g + 2 * l]));
-        }
-    }
+  const int W = lanes_per_reg(isa);
+  if (k % (kind == Kind::Bf16Emulated ? 2 * W : 16) != 0)
+    throw_error("jit float matmul: activation of {} elements is not packable", k);
+  // One packer per layout, emitted once and kept for the process.
+  static std::mutex mutex;
+  static std::unordered_map<int, std::unique_ptr<PackEmitter>> packers;
+  PackFn fn;
+  {
+    std::lock_guard lock(mutex);
+    auto& slot = packers[int(kind) * 2 + (W == 16 ? 1 : 0)];
+    if (!slot) slot = std::make_unique<PackEmitter>(kind, W);
+    fn = slot->getCode<PackFn>();
   }
+  const size_t tb = float_act_bytes(type, isa, k);
+  for (int64_t t = 0; t < n; ++t) fn(x + t * k, dst + size_t(t) * tb, k);
 }
 
 EmittedCode emit_float_kernel(const FmtKey& key) {
