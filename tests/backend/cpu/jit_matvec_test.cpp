@@ -234,6 +234,54 @@ TEST(JitMatvec, GroupOfMixedFormatsSharesOneInput) {
   }
 }
 
+TEST(JitMatvec, PackedActivationHoldsTheReferenceQuants) {
+  // The records (jit_matvec.h) rebuilt here from quantize_activation, byte for byte.
+  const int64_t k = 2048;
+  auto x = make_x(k, 60);
+  x[5] = 40.0f;  // an outlier block
+  std::fill(x.begin() + 256, x.begin() + 512, 0.0f);  // an all-zero super-block
+  for (QuantType t : kFormats)
+    for (Isa isa : isas(t, k)) {
+      std::vector<uint8_t> got(jit::matvec_act_bytes(t, k), 0xAB);
+      jit::pack_matvec_act(t, isa, x.data(), k, got.data());
+      std::vector<uint8_t> act(row_bytes(quant_traits(t).vec_dot_type, k));
+      quantize_activation(t, x.data(), act.data(), k);
+      std::vector<uint8_t> want(got.size(), 0);
+      if (t == QuantType::Q8_0) {
+        const auto* b = reinterpret_cast<const BlockQ8_0*>(act.data());
+        for (int64_t i = 0; i < k / 32; ++i) {
+          uint8_t* rec = want.data() + 128 * i;
+          std::memcpy(rec, b[i].qs, 32);
+          std::memcpy(rec + 32, b[i].qs, 32);
+          for (int l = 0; l < 16; ++l) {
+            int32_t c = 0;
+            for (int j = 0; j < 4; ++j) c -= 128 * b[i].qs[4 * (l % 8) + j];
+            std::memcpy(rec + 64 + 4 * l, &c, 4);
+          }
+          const float d = fp16_to_f32(b[i].d);
+          std::memcpy(want.data() + 128 * (k / 32) + 4 * i, &d, 4);
+        }
+      } else {
+        const auto* b = reinterpret_cast<const BlockQ8_K*>(act.data());
+        const bool permuted = t == QuantType::Q4_K && isa == Isa::Avx512Vnni;
+        const int order[8] = {0, 2, 1, 3, 4, 6, 5, 7};
+        for (int64_t i = 0; i < k / 256; ++i) {
+          uint8_t* rec = want.data() + 320 * i;
+          for (int p = 0; p < 8; ++p)
+            std::memcpy(rec + 32 * p, b[i].qs + 32 * (permuted ? order[p] : p), 32);
+          int16_t sums[16];
+          for (int g = 0; g < 16; ++g)
+            sums[g] = t == QuantType::Q6_K ? b[i].bsums[g]
+                      : g < 8               ? int16_t(0)
+                                            : int16_t(b[i].bsums[2 * (g - 8)] + b[i].bsums[2 * (g - 8) + 1]);
+          std::memcpy(rec + 256, sums, 32);
+          std::memcpy(rec + 288, &b[i].d, 4);
+        }
+      }
+      EXPECT_EQ(got, want) << quant_name(t) << " " << jit::isa_name(isa);
+    }
+}
+
 TEST(JitMatvec, EmissionIsDeterministic) {
   for (QuantType t : kFormats)
     for (Isa isa : isas(t, 2048)) {
