@@ -7,8 +7,9 @@
 // bytes (0..3, 0..7, 0..31), multiplied with the activation quants by vpmaddubsw, and weighted by
 // the sub-group scale in int16 x int16 -> int32 (vpdpwssd, or vpmaddwd + vpaddd on AVX2): the sum
 // per super-block is the exact integer of ggml's vec_dot. The offsets use the activation's
-// 16-element sums (one vpmaddwd). Only the float accumulation per lane differs from the
-// reference (~1e-7 relative per super-block).
+// 16-element sums (one vpmaddwd). On AVX-512, Q2_K's level x scale (<= 45) is looked up as one
+// unsigned byte instead, so each token costs a single vpdpbusd per 64 weights. Only the float
+// accumulation per lane differs from the reference (~1e-7 relative per super-block).
 #pragma once
 
 #include <cstddef>
