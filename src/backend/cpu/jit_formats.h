@@ -80,7 +80,7 @@ void fmt_pack_activation(QuantType type, Isa isa, const float* x, int64_t k, int
                          uint8_t* dst);
 
 // Tiles (R x T) used for decode and prefill.
-TileShape fmt_decode_tile(QuantType type, Isa isa);
+TileShape fmt_decode_tile(QuantType type, Isa isa, int64_t k);
 TileShape fmt_gemm_tile(QuantType type, Isa isa);
 
 // Per-family emitters (jit_float_matmul.cpp, jit_block32_matmul.cpp): the code buffer of `key`.

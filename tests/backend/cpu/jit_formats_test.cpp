@@ -282,8 +282,8 @@ TEST(JitFormats, TwoCallsIntoOneBufferOverwrite) {
 TEST(JitFormats, EmissionIsDeterministic) {
   for (Q t : kAll)
     for (Isa isa : isas()) {
-      const jit::TileShape d = jit::fmt_decode_tile(t, isa);
-      const jit::FmtKey key{t, 2048, d.rows, d.tokens, isa, jit::FloatOrder::Vec};
+      const jit::TileShape d = jit::fmt_decode_tile(t, isa, 2048 + 64);
+      const jit::FmtKey key{t, 2048 + 64, d.rows, d.tokens, isa, jit::FloatOrder::Vec};
       const jit::FmtKernel a(key), b(key);
       EXPECT_EQ(a.code(), b.code()) << quant_name(t) << " " << jit::isa_name(isa);
       const jit::TileShape g = jit::fmt_gemm_tile(t, isa);
