@@ -1,13 +1,10 @@
-// The Q8_K activation packer of the K-quant kernels (jit_kquant_matmul.h), their process-wide
-// kernel cache, and matmul_k_quants: activation packing cached per thread (q/k/v and gate/up
-// quantize their shared input once), rows handed out in 16-row multiples (threads never share an
-// output cache line), and the prefill GEMM blocked so a thread's weight rows stay in L1 while a
-// block of tokens stays in L2.
-#include <immintrin.h>
-
+// The process-wide cache of the K-quant kernels (jit_kquant_matmul.h), their activation layout,
+// and matmul_k_quants: activation packing (jit_kquant_act.cpp) cached per thread, so q/k/v and
+// gate/up quantize their shared input once; rows handed out in 16-row multiples (threads never
+// share an output cache line); the prefill GEMM blocked so a thread's weight rows stay in L1
+// while a block of tokens stays in L2.
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <cstring>
 #include <functional>
 #include <mutex>
@@ -25,47 +22,6 @@ namespace jitllm::jit {
 namespace {
 
 size_t pad64(size_t n) { return (n + 63) / 64 * 64; }
-
-float hmax(__m256 v) {
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  m = _mm_max_ss(m, _mm_movehdup_ps(m));
-  return _mm_cvtss_f32(m);
-}
-
-// quantize_q8_k for one super-block: the scale comes from the first element of largest
-// magnitude (its sign included), q = min(127, round-half-even(x * -127 / max)), d = 1 / iscale.
-void pack_block(const float* x, int8_t* qs, float* d, int16_t* s16) {
-  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
-  __m256 m = _mm256_setzero_ps();
-  for (int i = 0; i < kQK_K; i += 8) m = _mm256_max_ps(m, _mm256_and_ps(abs_mask, _mm256_loadu_ps(x + i)));
-  const float amax = hmax(m);
-  if (amax == 0.0f) {
-    std::memset(qs, 0, kQK_K);
-    std::memset(s16, 0, 16 * sizeof(int16_t));
-    *d = 0.0f;
-    return;
-  }
-  int j = 0;
-  while (j < kQK_K - 1 && std::fabs(x[j]) != amax) ++j;  // bounded: NaN input
-  const float iscale = -127.f / x[j];
-  const __m256 is = _mm256_set1_ps(iscale);
-  const __m256i hi = _mm256_set1_epi32(127);
-  for (int g = 0; g < 16; ++g) {
-    // 16 quants: round half to even (MXCSR default), clamp above, narrow to int8 in order.
-    const __m256i a = _mm256_min_epi32(hi, _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 16 * g), is)));
-    const __m256i b = _mm256_min_epi32(hi, _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 16 * g + 8), is)));
-    const __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(a, b), 0xD8);  // 16 int16
-    const __m128i w0 = _mm256_castsi256_si128(w), w1 = _mm256_extracti128_si256(w, 1);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 16 * g), _mm_packs_epi16(w0, w1));
-    __m128i s = _mm_add_epi16(w0, w1);
-    s = _mm_add_epi16(s, _mm_shuffle_epi32(s, 0x4E));
-    s = _mm_add_epi16(s, _mm_shuffle_epi32(s, 0xB1));
-    s = _mm_add_epi16(s, _mm_srli_epi32(s, 16));
-    s16[g] = int16_t(_mm_cvtsi128_si32(s));
-  }
-  *d = 1 / iscale;
-}
 
 // The last packed activation of this thread, reused when the next matmul gets the same floats.
 struct PackCache {
@@ -147,19 +103,6 @@ KqActLayout kq_act_layout(int64_t k) {
   l.s16 = l.d + pad64(size_t(k / kQK_K) * 4);
   l.bytes = l.s16 + pad64(size_t(k / 16) * 2);
   return l;
-}
-
-void kq_pack_activation(const float* x, int64_t k, int64_t n, uint8_t* dst) {
-  if (k % kQK_K != 0) throw_error("k-quant activation: k {} is not a multiple of 256", k);
-  const KqActLayout l = kq_act_layout(k);
-  for (int64_t t = 0; t < n; ++t) {
-    uint8_t* p = dst + size_t(t) * l.bytes;
-    auto* qs = reinterpret_cast<int8_t*>(p + l.qs);
-    auto* d = reinterpret_cast<float*>(p + l.d);
-    auto* s16 = reinterpret_cast<int16_t*>(p + l.s16);
-    for (int64_t i = 0; i < k / kQK_K; ++i)
-      pack_block(x + t * k + i * kQK_K, qs + i * kQK_K, d + i, s16 + 16 * i);
-  }
 }
 
 const KqKernel& kq_kernel(const KqKey& key) {

@@ -132,6 +132,18 @@ TEST(JitKQuant, PackedActivationBytesEqualQuantizeActivation) {
   }
 }
 
+TEST(JitKQuant, PackedActivationOfNaNIsAZeroRecord) {
+  // The scale search must not run past the block when no |x| equals the maximum (NaN).
+  std::vector<float> x(256, std::nanf(""));
+  const jit::KqActLayout al = jit::kq_act_layout(256);
+  std::vector<uint8_t> packed(al.bytes, 0xAB);
+  jit::kq_pack_activation(x.data(), 256, 1, packed.data());
+  float d;
+  std::memcpy(&d, packed.data() + al.d, 4);
+  EXPECT_EQ(d, 0.0f);
+  EXPECT_EQ(packed[al.qs], 0);
+}
+
 TEST(JitKQuant, DecodeModelShapes) {
   for (QuantType t : kFormats) {
     check(t, 2048, 2048, 1, true, 1);
