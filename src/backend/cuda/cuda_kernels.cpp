@@ -45,7 +45,11 @@ DeviceWeight DeviceWeight::upload(const PackedWeight& p) {
 }
 
 CudaKernels::CudaKernels(const Device& device, Compiler& compiler)
-    : device_(device), compiler_(compiler) {}
+    : device_(device), compiler_(compiler) {
+  // JITLLM_CUDA_PDL=1: programmatic dependent launch for every kernel (sm_90 and later). Off by
+  // default: measured slower on the H200 (tg128 1B 787 vs 842, 8B 286 vs 332 tok/s).
+  pdl_ = env_int("JITLLM_CUDA_PDL", 0) != 0 && device.cc_major() >= 9;
+}
 
 int CudaKernels::tile_for(int64_t n) {
   // Measured on the H200 (docs/cuda.md): passes of 8 rows with 4 weight rows per warp beat one
@@ -84,6 +88,26 @@ std::string KernelProfile::report() const {
 
 void CudaKernels::run(CUfunction f, unsigned gx, unsigned gy, unsigned block, const Stream& s,
                       void** args, const char* what) {
+  if (pdl_ && !profiling_) {
+    // Programmatic dependent launch: this kernel may be scheduled while the previous one still
+    // runs; it waits (griddepcontrol.wait) before reading what that one wrote.
+    CUlaunchAttribute attr{};
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig cfg{};
+    cfg.gridDimX = gx;
+    cfg.gridDimY = gy;
+    cfg.gridDimZ = 1;
+    cfg.blockDimX = block;
+    cfg.blockDimY = 1;
+    cfg.blockDimZ = 1;
+    cfg.sharedMemBytes = 0;
+    cfg.hStream = s.get();
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    check(driver().cuLaunchKernelEx(&cfg, f, args, nullptr), what);
+    return;
+  }
   if (!profiling_) {
     launch(f, gx, gy, 1, block, 0, s, args, what);
     return;
@@ -155,6 +179,7 @@ void CudaKernels::matmul_group(std::span<const MatmulSeg> segs, CUdeviceptr x, i
   spec.nt = nt;
   spec.rpw = rpw_override_ > 0 ? rpw_override_ : rows_per_warp(nt);
   spec.unroll = unroll_override_ > 0 ? unroll_override_ : unroll();
+  spec.prefetch = pdl_;
   MvArgs a{};
   bool q8_needed = false;
   int64_t ctas = 0;
@@ -177,7 +202,8 @@ void CudaKernels::matmul_group(std::span<const MatmulSeg> segs, CUdeviceptr x, i
   a.n = int32_t(n);
   a.nseg = spec.nseg;
   a.total = int32_t(ctas);
-  // JITLLM_CUDA_PERSIST=P: at most P CTAs per SM, each looping over row groups (bench knob).
+  // JITLLM_CUDA_PERSIST=P: at most P CTAs per SM, each looping over row groups (bench knob;
+  // with PDL, P = 8 measured slower on the H200: 8B tg128 276 vs 286).
   static const int persist = std::max(0, env_int("JITLLM_CUDA_PERSIST", 0));
   const int64_t grid = persist > 0 ? std::min<int64_t>(ctas, int64_t(persist) * device_.sm_count()) : ctas;
   void* args[] = {&a};

@@ -131,6 +131,7 @@ class CudaKernels {
   std::map<std::string, CUfunction> ew_;
   bool profiling_ = false;
   int rpw_override_ = 0, unroll_override_ = 0;
+  bool pdl_ = false;  // JITLLM_CUDA_PDL
   KernelProfile profile_;
   std::unique_ptr<Event> ev0_, ev1_;
 };

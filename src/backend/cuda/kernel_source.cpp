@@ -18,6 +18,17 @@ typedef unsigned char u8;
 typedef signed char i8;
 typedef unsigned long long u64;
 #define NEG_INF __int_as_float(0xff800000)
+// Programmatic dependent launch (sm_90; no-ops when a kernel was launched without it): every
+// kernel lets the next one be scheduled at once (PDL_TRIGGER) and waits for the previous one to
+// finish and flush (PDL_WAIT) before reading anything it wrote; a matvec prefetches its weight
+// rows into L2 before waiting, so the weight stream overlaps the small kernels before it.
+#if __CUDA_ARCH__ >= 900
+#define PDL_WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
+#define PDL_TRIGGER() asm volatile("griddepcontrol.launch_dependents;" ::: "memory")
+#else
+#define PDL_WAIT()
+#define PDL_TRIGGER()
+#endif
 __device__ __forceinline__ float h2f(u16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
 __device__ __forceinline__ u16 f2h(float f) { u16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 __device__ __forceinline__ float bf2f(u16 h) { return __uint_as_float(((u32)h) << 16); }
@@ -366,7 +377,30 @@ __device__ __forceinline__ void mv_segment(const MvSeg& sg, int cta, const MvArg
 }
 // a.total row groups ("CTAs" of 4 warps); a grid smaller than that loops over them (persistent
 // CTAs: no launch/tail gap between groups).
+template <int KIND>
+__device__ __forceinline__ void mv_prefetch(const MvSeg& sg, int cta) {
+  const int r0 = (cta * 4 + (threadIdx.x >> 5)) * RPW;
+  if (r0 >= sg.rows) return;
+  constexpr long long RB = KIND == KIND_Q4_K ? K / 256 * 144 : KIND == KIND_Q6_K ? K / 256 * 208
+                         : KIND == KIND_Q8_0 ? K : KIND == KIND_F32 ? 4LL * K : 2LL * K;
+  const char* base = (const char*)sg.w + (long long)r0 * RB;
+  const long long bytes = RB * min(RPW, sg.rows - r0);
+  for (long long off = (long long)(threadIdx.x & 31) * 128; off < bytes; off += 32 * 128)
+    asm volatile("prefetch.global.L2 [%0];" :: "l"(base + off));
+}
 extern "C" __global__ void __launch_bounds__(128) matvec(const MvArgs a) {
+  PDL_TRIGGER();
+  if (PREFETCH && blockIdx.x < a.total) {
+    const int cta = blockIdx.x;
+#if NSEG > 2
+    if (cta >= a.seg[2].cta0) mv_prefetch<KIND2>(a.seg[2], cta - a.seg[2].cta0); else
+#endif
+#if NSEG > 1
+    if (cta >= a.seg[1].cta0) mv_prefetch<KIND1>(a.seg[1], cta - a.seg[1].cta0); else
+#endif
+    mv_prefetch<KIND0>(a.seg[0], cta);
+  }
+  PDL_WAIT();
   for (int cta = blockIdx.x; cta < a.total; cta += gridDim.x) {
 #if NSEG > 2
     if (cta >= a.seg[2].cta0) { mv_segment<KIND2>(a.seg[2], cta - a.seg[2].cta0, a); continue; }
@@ -384,6 +418,8 @@ constexpr const char* kElementwise = R"(
 // llama.cpp's q8_1. xq: [n][k], xds: [n][k / 32].
 extern "C" __global__ void quantize_q8(const float* __restrict__ x, i8* __restrict__ xq,
                                        float2* __restrict__ xds, long long nblocks) {
+  PDL_TRIGGER();
+  PDL_WAIT();
   const long long blk = (long long)blockIdx.x * 8 + (threadIdx.x >> 5);
   if (blk >= nblocks) return;
   const int lane = threadIdx.x & 31;
@@ -407,6 +443,8 @@ __device__ __forceinline__ float rms_scale(const float* __restrict__ xr, int dim
 }
 extern "C" __global__ void rms_norm(const float* __restrict__ x, const float* __restrict__ w,
                                     float* __restrict__ out, int dim, float eps) {
+  PDL_TRIGGER();
+  PDL_WAIT();
   const float* xr = x + (size_t)blockIdx.x * dim;
   float* yr = out + (size_t)blockIdx.x * dim;
   const float scale = rms_scale(xr, dim, eps);
@@ -417,6 +455,8 @@ extern "C" __global__ void rms_norm(const float* __restrict__ x, const float* __
 extern "C" __global__ void rms_norm_q8(const float* __restrict__ x, const float* __restrict__ w,
                                        float* __restrict__ out, i8* __restrict__ xq,
                                        float2* __restrict__ xds, int dim, float eps) {
+  PDL_TRIGGER();
+  PDL_WAIT();
   const float* xr = x + (size_t)blockIdx.x * dim;
   float* yr = out + (size_t)blockIdx.x * dim;
   const float scale = rms_scale(xr, dim, eps);
@@ -432,6 +472,8 @@ extern "C" __global__ void rms_norm_q8(const float* __restrict__ x, const float*
 // In place on x: [n][n_heads][head_dim]; cache: [n][n_rot] (cos, sin) pairs made on the host.
 extern "C" __global__ void rope(float* __restrict__ x, const float* __restrict__ cache,
                                 int n_heads, int head_dim, int n_rot, int neox) {
+  PDL_TRIGGER();
+  PDL_WAIT();
   const int t = blockIdx.x;
   const int pairs = n_rot / 2;
   const float* cs = cache + (size_t)t * n_rot;
@@ -448,6 +490,8 @@ extern "C" __global__ void rope(float* __restrict__ x, const float* __restrict__
 
 extern "C" __global__ void swiglu(const float* g, const float* __restrict__ u,
                                   float* out, long long count) {
+  PDL_TRIGGER();
+  PDL_WAIT();
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count;
        i += (long long)gridDim.x * blockDim.x) {
     const float gv = g[i];
@@ -459,6 +503,8 @@ extern "C" __global__ void swiglu(const float* g, const float* __restrict__ u,
 extern "C" __global__ void swiglu_q8(const float* g, const float* __restrict__ u, float* out,
                                      i8* __restrict__ xq, float2* __restrict__ xds,
                                      long long nblocks) {
+  PDL_TRIGGER();
+  PDL_WAIT();
   const long long blk = (long long)blockIdx.x * 8 + (threadIdx.x >> 5);
   if (blk >= nblocks) return;
   const int lane = threadIdx.x & 31;
@@ -470,6 +516,8 @@ extern "C" __global__ void swiglu_q8(const float* g, const float* __restrict__ u
 }
 
 extern "C" __global__ void add(float* acc, const float* __restrict__ x, long long count) {
+  PDL_TRIGGER();
+  PDL_WAIT();
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count;
        i += (long long)gridDim.x * blockDim.x)
     acc[i] += x[i];
@@ -500,6 +548,8 @@ extern "C" __global__ void rope_store(float* __restrict__ q, float* __restrict__
                                       const float* __restrict__ v, const float* __restrict__ cache,
                                       int n_head, int n_head_kv, int head_dim, int n_rot, int neox,
                                       const u64* __restrict__ rows, u64 koff, u64 voff, int kv_f16) {
+  PDL_TRIGGER();
+  PDL_WAIT();
   const int t = blockIdx.x, kv_dim = n_head_kv * head_dim;
   const float* cs = cache + (size_t)t * n_rot;
   float* kr = k + (size_t)t * kv_dim;
@@ -513,6 +563,8 @@ extern "C" __global__ void rope_store(float* __restrict__ q, float* __restrict__
 // Row t of src ([n][dim]) to the KV row at rows[t] + offset, as f16 (kv_f16) or f32.
 extern "C" __global__ void store_kv(const float* __restrict__ src, const u64* __restrict__ rows,
                                     u64 offset, int dim, int kv_f16) {
+  PDL_TRIGGER();
+  PDL_WAIT();
   const float* s = src + (size_t)blockIdx.x * dim;
   u8* dst = (u8*)(rows[blockIdx.x] + offset);
   for (int i = threadIdx.x; i < dim; i += blockDim.x) {
@@ -535,6 +587,8 @@ attention(const float* __restrict__ q, float* __restrict__ out, const u64* __res
           const int* __restrict__ row_pt, const int* __restrict__ n_kv, u64 koff, u64 voff,
           int page_tokens, int row_bytes, int n_head, int group, float scale,
           i8* __restrict__ xq, float2* __restrict__ xds) {
+  PDL_TRIGGER();
+  PDL_WAIT();
   const int row = blockIdx.x, h = blockIdx.y, hk = h / group;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const float* qr = q + ((size_t)row * n_head + h) * HD;
@@ -645,7 +699,7 @@ int64_t row_multiple(WeightKind kind) {
 std::string MatvecSpec::name() const {
   std::string s = "matvec";
   for (int i = 0; i < nseg; ++i) s += fmt::format("{}{}", i ? "+" : " ", weight_kind_name(kinds[i]));
-  return s + fmt::format(" k={} nt={} rpw={} unroll={}", k, nt, rpw, unroll);
+  return s + fmt::format(" k={} nt={} rpw={} unroll={}{}", k, nt, rpw, unroll, prefetch ? " prefetch" : "");
 }
 
 std::string matvec_source(const MatvecSpec& spec) {
@@ -657,8 +711,9 @@ std::string matvec_source(const MatvecSpec& spec) {
   const int64_t k = spec.k;
   std::string defs = fmt::format(
       "#define K {}\n#define NT {}\n#define RPW {}\n#define UNR {}\n#define NSEG {}\n#define VEC {}\n"
-      "#define VEC4 {}\n",
-      k, spec.nt, spec.rpw, spec.unroll, spec.nseg, k % 8 == 0 ? 1 : 0, k % 4 == 0 ? 1 : 0);
+      "#define VEC4 {}\n#define PREFETCH {}\n",
+      k, spec.nt, spec.rpw, spec.unroll, spec.nseg, k % 8 == 0 ? 1 : 0, k % 4 == 0 ? 1 : 0,
+      spec.prefetch ? 1 : 0);
   std::string bodies;
   bool q4k = false, q6k = false, q80 = false;
   for (int i = 0; i < spec.nseg; ++i) {

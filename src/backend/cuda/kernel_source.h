@@ -35,6 +35,7 @@ struct MatvecSpec {
   int nseg = 1;
   int64_t k = 0;
   int nt = 1, rpw = 1, unroll = 4;
+  bool prefetch = false;  // L2 prefetch of the first weight rows before waiting for the previous kernel (PDL)
   std::string name() const;
 };
 
