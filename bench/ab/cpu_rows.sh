@@ -6,7 +6,9 @@
 # appended to docs/perf/cpu.md. Usage (from anywhere):
 #   bench/ab/cpu_rows.sh [JITLLM_BINARY]
 # Environment: LLAMA_BIN (llama.cpp's build/bin), MODELS (dir of the two GGUFs), CPUS (0-1),
-# THREADS (2), ROUNDS (6), AA_ROUNDS (4), EXTRA (more ab.py flags, e.g. --out /tmp/x.md).
+# THREADS (2), ROUNDS (6), AA_ROUNDS (4), EXTRA (more ab.py flags, e.g. --out /tmp/x.md),
+# PEER_FLAGS (more llama-bench flags; e.g. "-C 0x3 --cpu-strict 1" pins its threads one per CPU
+# as jitllm does inside the taskset; by default they float there, llama.cpp's own default).
 # Exit status: 0 all rows written, else the worst of ab.py's (2 rows refused, 3 A/A refused).
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -26,7 +28,7 @@ for fmt in Q4_K_M Q8_0; do
   python3 "$HERE/ab.py" --backend cpu --cpus "$CPUS" --threads "$THREADS" --model "$model" \
     --metrics pp512,tg128 --rounds "${ROUNDS:-6}" --aa-rounds "${AA_ROUNDS:-4}" \
     --a "$JITLLM speed -m {model} -t {threads} -p 512 -n 128 -r 1" --a-parser tok-s-lines \
-    --b "env LD_LIBRARY_PATH=$LLAMA_BIN $LLAMA_BIN/llama-bench -m {model} -t {threads} -p 512 -n 128 -r 1" \
+    --b "env LD_LIBRARY_PATH=$LLAMA_BIN $LLAMA_BIN/llama-bench -m {model} -t {threads} -p 512 -n 128 -r 1 ${PEER_FLAGS:-}" \
     --b-parser llama-bench-md ${EXTRA:-}
   rc=$?
   [ $rc -gt $status ] && status=$rc
