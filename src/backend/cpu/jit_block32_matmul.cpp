@@ -108,6 +108,7 @@ class Block32Emitter : public CodeGenerator {
   FmtKey key_;
   Fmt f_;
   int rec_;
+  bool hoisted_ = false;  // this row group keeps the tokens' d_a broadcast in ymm0..T-1
   int64_t tok_bytes_;
   Label c0F_, c10_, ones16_, qhshuf_, bitsel_, table_, e8lut_;
 
@@ -213,6 +214,9 @@ class Block32Emitter : public CodeGenerator {
     if (f_.table) vmovdqu(m, ptr[rip + table_]);
     Label loop;
     L(loop);
+    hoisted_ = evex() && R > 1;
+    if (hoisted_)  // the tokens' scales once per block, in the free ymm0..7
+      for (int t = 0; t < T; ++t) vbroadcastss(Ymm(t), Am(t, d_rec_off(f_)));
     for (int r = 0; r < R; ++r) {
       prefetcht0(Wm(r, kPrefetch));
       unpack(r);
@@ -302,8 +306,12 @@ class Block32Emitter : public CodeGenerator {
       if (f_.bias) vpaddd(yi, yi, Am(t, corr_off()));
     }
     vcvtdq2ps(yi, yi);
-    vbroadcastss(s, Am(t, d_rec_off(f_)));
-    vmulps(s, s, dws);  // d_w * d_a, then one rounding per lane
+    if (hoisted_) {
+      vmulps(s, Ymm(t), dws);  // d_w * d_a, then one rounding per lane
+    } else {
+      vbroadcastss(s, Am(t, d_rec_off(f_)));
+      vmulps(s, s, dws);
+    }
     vfmadd231ps(acc(r, t), yi, s);
     if (f_.q8_1) {
       vmovss(Xmm(s.getIdx()), Am(t, s_rec_off(f_)));  // [s, 0, ..., 0]
