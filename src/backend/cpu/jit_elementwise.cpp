@@ -17,8 +17,8 @@ namespace jitllm {
 
 namespace {
 
-// Below this many elements a call runs on the caller alone: waking the pool costs more than
-// streaming 256 KiB.
+// Below this many elements (256 KiB of floats) a call runs on the caller alone: it takes a few
+// microseconds, not enough to amortise handing it to the pool (decode's rows all stay here).
 constexpr int64_t kPoolMinElems = 65536;
 
 // ggml_vec_silu(g) * u for 8 lanes, the reference's operations in the same order (so the same
