@@ -46,6 +46,10 @@ std::string matvec_source(const MatvecSpec& spec);
 // One segment, one row per warp.
 std::string matvec_source(WeightKind kind, int64_t k, int nt);
 
+// The shared head of every generated source: typedefs, half conversion, dp4a, warp
+// reductions, the q8 block quantizer and the PDL macros (kernel_source.cpp).
+const char* kernel_prelude();
+
 // quantize_q8, rms_norm, rope, swiglu, add, store_kv (runtime shapes).
 std::string elementwise_source();
 
