@@ -43,6 +43,8 @@ using namespace Xbyak;
 // per call so the products are one vmulps per row and super-block instead of one per token.
 constexpr int kStackBytes = 512;
 constexpr int kProdOff = 512, kDaTOff = 1024;
+constexpr int kMinsOff = 0, kMaccOff = 256;  // Q4_K GEMM (zmm only): row r's min pairs at 16 r,
+                                             // its mins accumulator spilled at 256 + 64 r
 
 class Emitter : public CodeGenerator {
  public:
@@ -76,6 +78,7 @@ class Emitter : public CodeGenerator {
 
   MatKey key_;
   ActLayout al_;
+  std::vector<Zmm> macc_;  // Q4_K GEMM: per-row mins accumulators (see body)
   Label c0F_, c30_, c80_, lo16_, ones16_, ctrlX_, ctrlY_, maskA_, maskN_, q6ctrl_, k4idx_, k6idx_;
 
   bool vnni() const { return key_.isa != Isa::Avx2; }
@@ -426,10 +429,20 @@ class Emitter : public CodeGenerator {
         for (int t = 0; t < T; ++t) {
           vcvtdq2ps(iacc[t], iacc[t]);
           vfmadd231ps(Zmm(acc[r][t].getIdx()), iacc[t], ptr_b[rsp + prod + 4 * t]);
-          vpmulld(Ymm(y.getIdx()), Ymm(h.getIdx()), ptr[s32p + t * P()]);  // upper lanes zeroed
-          vcvtdq2ps(y, y);
-          vfnmadd231ps(Zmm(acc[r][t].getIdx()), y, ptr_b[rsp + prod + 64 + 4 * t]);
         }
+        // Mins of all tokens at once: sum_g m_g * sum32_g (lane t) as 4 vpdpwssd over the
+        // transposed group-pair sums, times dmin_w * d_a (lane t) into the row's accumulator.
+        const Ymm hy(h.getIdx()), yy(y.getIdx());
+        vpsrlq(yy, hy, 16);
+        vpord(yy, yy, hy);  // low dword of qword j: m_2j | m_2j+1 << 16
+        vpmovqd(ptr[rsp + kMinsOff + 16 * r], yy);
+        vpxord(s, s, s);
+        for (int j = 0; j < 4; ++j) {
+          vmovdqu32(y, ptr[tmp + 64 + 64 * j]);
+          vpdpwssd(s, y, ptr_b[rsp + kMinsOff + 16 * r + 4 * j], EvexEncoding);
+        }
+        vcvtdq2ps(s, s);
+        vfmadd231ps(macc_[size_t(r)], s, ptr[rsp + prod + 64]);
         continue;
       }
       vpbroadcastw(Ymm(d.getIdx()), W(r, 0));
@@ -645,7 +658,7 @@ class Emitter : public CodeGenerator {
     }
   }
 
-  void hsum_store(const Ymm& y, const Address& dst, Pool& pool) {
+  void hsum_store(const Ymm& y, const Address& dst, Pool& pool, const Address* minus = nullptr) {
     const Ymm t = pool.take();
     const Xmm x(y.getIdx()), xt(t.getIdx());
     if (wide()) {
@@ -660,6 +673,7 @@ class Emitter : public CodeGenerator {
     vaddps(x, x, xt);
     vmovshdup(xt, x);
     vaddss(x, x, xt);
+    if (minus) vsubss(x, x, *minus);
     vmovss(dst, x);
     pool.give(t);
   }
@@ -670,8 +684,11 @@ class Emitter : public CodeGenerator {
     return wide() && key_.tokens > 1 &&
            (key_.type == QuantType::Q4_K || key_.type == QuantType::Q6_K);
   }
+  // Per super-block record from kDaTOff: 16 activation scales; Q4_K adds the 32-sums as int16
+  // pairs transposed: 4 rows (group pairs j) of 16 dwords (token t in lane t).
+  int da_rec() const { return key_.type == QuantType::Q4_K ? 320 : 64; }
   int stack_bytes() const {
-    return transposed_da() ? kDaTOff + 64 * int(key_.k / 256) : kStackBytes;
+    return transposed_da() ? kDaTOff + da_rec() * int(key_.k / 256) : kStackBytes;
   }
 
   bool q8_0_pairs() const {
@@ -695,6 +712,14 @@ class Emitter : public CodeGenerator {
           vpxord(Zmm(acc[r][t].getIdx()), Zmm(acc[r][t].getIdx()), Zmm(acc[r][t].getIdx()));
         else
           vxorps(acc[r][t], acc[r][t], acc[r][t]);
+      }
+    // Q4_K GEMM tiles: per row, the mins term of all T tokens in one vector (lane t), summed
+    // over the super-blocks and subtracted after the horizontal sum (as ggml's acc_m).
+    macc_.clear();
+    if (transposed_da() && key_.type == QuantType::Q4_K)
+      for (int r = 0; r < R; ++r) {
+        macc_.push_back(Zmm(pool.take().getIdx()));
+        vpxord(macc_.back(), macc_.back(), macc_.back());
       }
     mov(wp, wrow);
     lea(ap, ptr[act + int(al_.qs)]);
@@ -723,14 +748,23 @@ class Emitter : public CodeGenerator {
     add(dp, g.d_step);
     add(s32p, g.s32_step);
     if (g.s16_step) add(s16p, g.s16_step);
-    if (transposed_da()) add(tmp, 64);
+    if (transposed_da()) add(tmp, da_rec());
     dec(cnt);
     jnz(loop, T_NEAR);
+    for (size_t r = 0; r < macc_.size(); ++r) vmovups(ptr[rsp + kMaccOff + 64 * int(r)], macc_[r]);
     mov(tmp, out);
     for (int t = 0; t < T; ++t) {
-      for (int r = 0; r < R; ++r) hsum_store(acc[r][t], ptr[tmp + 4 * r], pool);
+      for (int r = 0; r < R; ++r) {
+        if (macc_.empty()) {
+          hsum_store(acc[r][t], ptr[tmp + 4 * r], pool);
+        } else {
+          const Address m = ptr[rsp + kMaccOff + 64 * r + 4 * t];
+          hsum_store(acc[r][t], ptr[tmp + 4 * r], pool, &m);
+        }
+      }
       if (t + 1 < T) add(tmp, ostride);
     }
+    for (const Zmm& m : macc_) pool.give(Ymm(m.getIdx()));
   }
 
   void advance_rows(int R) {
@@ -765,6 +799,7 @@ class Emitter : public CodeGenerator {
       const Reg64 src = rax, dst = rbx;
       lea(src, ptr[act + int(al_.d)]);
       lea(dst, ptr[rsp + kDaTOff]);
+      lea(s32p, ptr[act + int(al_.s32)]);
       mov(cnt, key_.k / 256);
       vpxord(zmm0, zmm0, zmm0);
       Label tr;
@@ -774,10 +809,21 @@ class Emitter : public CodeGenerator {
         mov(tmp.cvt32(), ptr[src + t * P()]);
         mov(ptr[dst + 4 * t], tmp.cvt32());
       }
+      if (key_.type == QuantType::Q4_K) {
+        // bsT[j][t] = (sum32 of group 2j | sum32 of group 2j+1 << 16) of token t.
+        for (int j = 0; j < 4; ++j) vmovups(ptr[dst + 64 + 64 * j], zmm0);
+        for (int t = 0; t < key_.tokens; ++t) {
+          vmovdqu(ymm1, ptr[s32p + t * P()]);
+          vpmovdw(xmm1, ymm1);
+          vmovd(ptr[dst + 64 + 4 * t], xmm1);
+          for (int j = 1; j < 4; ++j) vpextrd(ptr[dst + 64 + 64 * j + 4 * t], xmm1, uint8_t(j));
+        }
+        add(s32p, 32);
+      }
       add(src, 4);
-      add(dst, 64);
+      add(dst, da_rec());
       dec(cnt);
-      jnz(tr);
+      jnz(tr, T_NEAR);
     }
 
     Label main_loop, tail_loop, done;

@@ -151,7 +151,7 @@ std::vector<float> run_tiles(QuantType type, Isa isa, int rows_per_pass, int tok
 TEST(JitMatmul, GemmTilesAreBitIdenticalToOneTokenKernels) {
   // Every GEMM tile computes each (row, token) with the one-token kernel's float operations in
   // the same order (integer sums are exact; scales and FMAs per row and token are unchanged), so
-  // prefill gives exactly the T = 1 kernel's floats. Token counts leave every tail (odd pair,
+  // prefill gives exactly the T = 1 kernel's floats (zmm Q4_K: within tolerance, see below). Token counts leave every tail (odd pair,
   // 8m + 1, 6m + 1), rows leave a row tail.
   const int64_t rows = 1024 + 3, k = 2048;
   for (QuantType type : kFormats) {
@@ -164,8 +164,14 @@ TEST(JitMatmul, GemmTilesAreBitIdenticalToOneTokenKernels) {
         const jit::TileShape g = jit::gemm_tile(type, isa, k);
         const auto gemm = run_tiles(type, isa, g.rows, g.tokens, w, rows, k, act, n);
         const auto one = run_tiles(type, isa, 1, 1, w, rows, k, act, n);
-        EXPECT_EQ(std::memcmp(gemm.data(), one.data(), gemm.size() * 4), 0)
-            << quant_name(type) << " n=" << n << " " << jit::isa_name(isa);
+        const std::string what = fmt::format("{} n={} {}", quant_name(type), n, jit::isa_name(isa));
+        if (type == QuantType::Q4_K && isa == Isa::Avx512Vnni) {
+          // The zmm Q4_K tiles sum the mins term of all tokens in one vector per row and
+          // subtract it after the horizontal sum (ggml's acc_m), not per super-block.
+          expect_close(one, gemm, what);
+        } else {
+          EXPECT_EQ(std::memcmp(gemm.data(), one.data(), gemm.size() * 4), 0) << what;
+        }
       }
     }
   }
