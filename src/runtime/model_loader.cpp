@@ -85,7 +85,16 @@ std::string cached_conversion(const fs::path& dir) {
       fmt::print(stderr, "{}converting {} -> {}: {}/{} tensors{}", tty ? "\r\033[K" : "",
                  folder.string(), out, p.index, p.count, p.index == p.count ? "\n" : "");
   };
-  convert_to_jlm(folder.string(), out, options);
+  // Several processes may convert the same folder at once (ctest -j, two servers starting): each
+  // writes its own file and renames it into place, so none sees another's half-written file and
+  // the last rename leaves identical bytes.
+  const std::string mine = fmt::format("{}.{}", out, ::getpid());
+  convert_to_jlm(folder.string(), mine, options);
+  fs::rename(mine, out, ec);
+  if (ec) {
+    fs::remove(mine);
+    throw_error("{}: cannot move the converted model into the cache: {}", out, ec.message());
+  }
   return out;
 }
 
