@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backend/cpu/jit_row_split.h"
 #include "backend/cpu/jit_kquant_matmul.h"
 #include "core/aligned_buffer.h"
 #include "core/error.h"
@@ -59,23 +60,6 @@ const uint8_t* packed_activation(const float* x, int64_t k, int64_t n, const KqA
   return dst;
 }
 
-// Rows handed out in chunks (multiples of 16) from an atomic counter, so a thread slowed by other
-// load takes fewer chunks.
-void dynamic_rows(ThreadPool& pool, int64_t rows, int64_t chunk,
-                  const std::function<void(int64_t, int64_t)>& fn) {
-  const int64_t n_chunks = (rows + chunk - 1) / chunk;
-  if (pool.size() == 1 || n_chunks == 1) return fn(0, rows);
-  std::atomic<int64_t> next{0};
-  pool.run([&](int, int) {
-    for (int64_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < n_chunks;)
-      fn(c * chunk, std::min(rows, (c + 1) * chunk));
-  });
-}
-
-int64_t row_chunk(int64_t rows, int threads, int64_t per_thread) {
-  const int64_t c = rows / (int64_t(threads) * per_thread) / 16 * 16;
-  return std::max<int64_t>(16, c);
-}
 
 struct KeyHash {
   size_t operator()(const KqKey& k) const {

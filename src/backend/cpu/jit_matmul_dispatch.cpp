@@ -10,6 +10,7 @@
 #include <functional>
 #include <vector>
 
+#include "backend/cpu/jit_row_split.h"
 #include "backend/cpu/jit_formats.h"
 #include "backend/cpu/jit_kernels.h"
 #include "backend/cpu/jit_matvec.h"
@@ -66,24 +67,6 @@ const uint8_t* packed_activation(QuantType type, jit::Isa isa, const float* x, i
   return dst;
 }
 
-// Rows handed out in chunks (multiples of 16 rows, so no output cache line is shared) from an
-// atomic counter: a thread slowed down by anything else on its core takes fewer chunks instead
-// of holding up the others at the end of a static split.
-void dynamic_rows(ThreadPool& pool, int64_t rows, int64_t chunk,
-                  const std::function<void(int64_t, int64_t)>& fn) {
-  const int64_t n_chunks = (rows + chunk - 1) / chunk;
-  if (pool.size() == 1 || n_chunks == 1) return fn(0, rows);
-  std::atomic<int64_t> next{0};
-  pool.run([&](int, int) {
-    for (int64_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < n_chunks;)
-      fn(c * chunk, std::min(rows, (c + 1) * chunk));
-  });
-}
-
-int64_t row_chunk(int64_t rows, int threads, int64_t per_thread) {
-  const int64_t c = rows / (int64_t(threads) * per_thread) / 16 * 16;
-  return std::max<int64_t>(16, c);
-}
 
 }  // namespace
 
@@ -109,7 +92,7 @@ void JitKernels::matmul(QuantType type, const uint8_t* weights, int64_t rows, in
   if (n == 1) {
     const jit::TileShape ts = jit::decode_tile(type, isa_, k);
     const jit::MatFn fn = mat_kernel({type, k, ts.rows, 1, isa_}).fn();
-    dynamic_rows(pool, rows, row_chunk(rows, pool.size(), 8), [&](int64_t r0, int64_t r1) {
+    jit::dynamic_rows(pool, rows, jit::row_chunk(rows, pool.size(), 8), [&](int64_t r0, int64_t r1) {
       const jit::MatArgs a{weights + size_t(r0) * stride, int64_t(stride), r1 - r0, act, out + r0,
                            out_stride};
       fn(&a);
@@ -120,7 +103,7 @@ void JitKernels::matmul(QuantType type, const uint8_t* weights, int64_t rows, in
   const jit::TileShape ts = jit::gemm_tile(type, isa_, k);
   std::vector<jit::MatFn> fns(size_t(ts.tokens) + 1);  // fns[T]: kernel for T tokens
   for (int t = 1; t <= ts.tokens; ++t) fns[size_t(t)] = mat_kernel({type, k, ts.rows, t, isa_}).fn();
-  dynamic_rows(pool, rows, row_chunk(rows, pool.size(), 4), [&](int64_t r0, int64_t r1) {
+  jit::dynamic_rows(pool, rows, jit::row_chunk(rows, pool.size(), 4), [&](int64_t r0, int64_t r1) {
     for (int64_t tb = 0; tb < n; tb += kTokenBlock) {
       const int64_t te = std::min(n, tb + kTokenBlock);
       for (int64_t rc = r0; rc < r1; rc += kRowChunk) {
