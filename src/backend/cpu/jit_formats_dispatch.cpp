@@ -11,6 +11,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "backend/cpu/jit_pack_cache.h"
 #include "backend/cpu/jit_row_split.h"
 #include "backend/cpu/jit_formats.h"
 #include "core/aligned_buffer.h"
@@ -45,39 +46,17 @@ MatFn kernel(const FmtKey& key) {
   return slot->fn();
 }
 
-// The last packed activation of this thread, reused when the next matmul packs the same floats
-// the same way (q/k/v share their input, so do gate/up).
+// The last packed activation of this thread (see PackCache).
 const uint8_t* packed(QuantType type, Isa isa, const float* x, int64_t k, int64_t n,
                       size_t tok_bytes, ThreadPool& pool) {
-  struct Cache {
-    int family = -1;
-    int64_t k = 0, n = 0;
-    std::vector<float> x;
-    AlignedPtr<uint8_t> buf;
-    size_t cap = 0;
-  };
-  thread_local Cache c;
+  thread_local PackCache cache;
   // Q5_0 / IQ4_NL / MXFP4 differ in the activation's bias sums, so each type is its own family.
   const int family = (int(type) * 8 + int(isa)) * 2 + int(bf16_native(isa));
-  const size_t floats = size_t(n) * size_t(k);
-  if (c.family == family && c.k == k && c.n == n &&
-      std::memcmp(c.x.data(), x, floats * sizeof(float)) == 0)
-    return c.buf.get();
-  const size_t bytes = tok_bytes * size_t(n);
-  if (bytes > c.cap) {
-    c.cap = std::max(bytes, c.cap * 2);
-    c.buf = make_aligned<uint8_t>(c.cap, 64);
-  }
-  c.family = -1;
-  uint8_t* dst = c.buf.get();
-  pool.parallel_for(n, 1, [&](int64_t t0, int64_t t1) {
-    fmt_pack_activation(type, isa, x + t0 * k, k, t1 - t0, dst + size_t(t0) * tok_bytes);
+  return cache.get(family, x, k, n, tok_bytes * size_t(n), [&](uint8_t* dst) {
+    pool.parallel_for(n, 1, [&](int64_t t0, int64_t t1) {
+      fmt_pack_activation(type, isa, x + t0 * k, k, t1 - t0, dst + size_t(t0) * tok_bytes);
+    });
   });
-  c.x.assign(x, x + floats);
-  c.family = family;
-  c.k = k;
-  c.n = n;
-  return dst;
 }
 
 

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backend/cpu/jit_pack_cache.h"
 #include "backend/cpu/jit_row_split.h"
 #include "backend/cpu/jit_kquant_matmul.h"
 #include "core/aligned_buffer.h"
@@ -24,40 +25,16 @@ namespace {
 
 size_t pad64(size_t n) { return (n + 63) / 64 * 64; }
 
-// The last packed activation of this thread, reused when the next matmul gets the same floats.
-struct PackCache {
-  int64_t k = 0, n = 0;
-  bool valid = false;
-  std::vector<float> x;
-  AlignedPtr<uint8_t> buf;
-  size_t cap = 0;
-};
-
+// The last packed activation of this thread (see PackCache); one packing for all K formats.
 const uint8_t* packed_activation(const float* x, int64_t k, int64_t n, const KqActLayout& al,
                                  ThreadPool& pool) {
-  thread_local PackCache c;
-  const size_t floats = size_t(n) * size_t(k);
-  if (c.valid && c.k == k && c.n == n && std::memcmp(c.x.data(), x, floats * sizeof(float)) == 0)
-    return c.buf.get();
-  const size_t bytes = al.bytes * size_t(n);
-  if (bytes > c.cap) {
-    c.cap = std::max(bytes, c.cap * 2);
-    c.buf = make_aligned<uint8_t>(c.cap, 64);
-  }
-  c.valid = false;
-  uint8_t* dst = c.buf.get();
-  if (n == 1) {
-    kq_pack_activation(x, k, 1, dst);
-  } else {
+  thread_local PackCache cache;
+  return cache.get(0, x, k, n, al.bytes * size_t(n), [&](uint8_t* dst) {
+    if (n == 1) return kq_pack_activation(x, k, 1, dst);
     pool.parallel_for(n, 1, [&](int64_t t0, int64_t t1) {
       kq_pack_activation(x + t0 * k, k, t1 - t0, dst + size_t(t0) * al.bytes);
     });
-  }
-  c.x.assign(x, x + floats);
-  c.k = k;
-  c.n = n;
-  c.valid = true;
-  return dst;
+  });
 }
 
 

@@ -10,6 +10,7 @@
 #include <functional>
 #include <vector>
 
+#include "backend/cpu/jit_pack_cache.h"
 #include "backend/cpu/jit_row_split.h"
 #include "backend/cpu/jit_formats.h"
 #include "backend/cpu/jit_kernels.h"
@@ -26,17 +27,6 @@ namespace {
 constexpr int64_t kRowChunk = 16;    // rows per kernel call in the GEMM (weights stay in L1)
 constexpr int64_t kTokenBlock = 64;  // tokens per pass over a thread's rows (activations in L2)
 
-// The last packed activation of this thread, reused when the next matmul gets the same floats
-// for a format with the same packing (q/k/v share their input, so do gate/up): comparing the
-// floats costs less than quantizing them again.
-struct PackCache {
-  int family = -1;
-  int64_t k = 0, n = 0;
-  std::vector<float> x;
-  AlignedPtr<uint8_t> buf;
-  size_t cap = 0;
-};
-
 int pack_family(QuantType t) {
   // K formats share one packing (Q8_K quants + both sum planes); 32-block formats differ in bias.
   return t == QuantType::Q4_K || t == QuantType::Q6_K ? 1000 : int(t);
@@ -44,27 +34,13 @@ int pack_family(QuantType t) {
 
 const uint8_t* packed_activation(QuantType type, jit::Isa isa, const float* x, int64_t k,
                                  int64_t n, const jit::ActLayout& al, ThreadPool& pool) {
-  thread_local PackCache c;
-  const size_t floats = size_t(n) * size_t(k);
+  thread_local jit::PackCache cache;
   const int family = pack_family(type) * 8 + int(isa);  // Q8_0's bias depends on the ISA
-  if (c.family == family && c.k == k && c.n == n &&
-      std::memcmp(c.x.data(), x, floats * sizeof(float)) == 0)
-    return c.buf.get();
-  const size_t bytes = al.bytes * size_t(n);
-  if (bytes > c.cap) {
-    c.cap = std::max(bytes, c.cap * 2);
-    c.buf = make_aligned<uint8_t>(c.cap, 64);
-  }
-  c.family = -1;  // invalid until packed
-  uint8_t* dst = c.buf.get();
-  pool.parallel_for(n, 1, [&](int64_t t0, int64_t t1) {
-    jit::pack_activation(type, isa, x + t0 * k, k, t1 - t0, dst + size_t(t0) * al.bytes);
+  return cache.get(family, x, k, n, al.bytes * size_t(n), [&](uint8_t* dst) {
+    pool.parallel_for(n, 1, [&](int64_t t0, int64_t t1) {
+      jit::pack_activation(type, isa, x + t0 * k, k, t1 - t0, dst + size_t(t0) * al.bytes);
+    });
   });
-  c.x.assign(x, x + floats);
-  c.family = family;
-  c.k = k;
-  c.n = n;
-  return dst;
 }
 
 

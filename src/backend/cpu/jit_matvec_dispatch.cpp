@@ -7,6 +7,8 @@
 #include <cstring>
 #include <vector>
 
+#include "backend/cpu/jit_row_split.h"
+#include "backend/cpu/jit_pack_cache.h"
 #include "backend/cpu/jit_matvec.h"
 #include "core/aligned_buffer.h"
 #include "core/error.h"
@@ -25,38 +27,13 @@ int pack_family(QuantType t, Isa isa) {
   }
 }
 
-// The last packed input of each family on this thread.
-struct PackSlot {
-  bool valid = false;
-  int64_t k = 0;
-  std::vector<float> x;  // [k]
-  AlignedPtr<uint8_t> buf;
-  size_t cap = 0;
-};
-
+// The last packed input of each family on this thread (see PackCache): families alternate
+// within a layer (q/k Q4_K, v Q6_K), so each keeps its own.
 const uint8_t* packed_input(QuantType type, Isa isa, const float* x, int64_t k) {
-  thread_local PackSlot slots[4];
-  PackSlot& s = slots[pack_family(type, isa)];
-  if (s.valid && s.k == k && std::memcmp(s.x.data(), x, size_t(k) * sizeof(float)) == 0)
-    return s.buf.get();
-  const size_t bytes = matvec_act_bytes(type, k);
-  if (bytes > s.cap) {
-    s.cap = std::max(bytes, s.cap * 2);
-    s.buf = make_aligned<uint8_t>(s.cap, 64);
-  }
-  s.valid = false;  // until packed
-  pack_matvec_act(type, isa, x, k, s.buf.get());
-  s.x.assign(x, x + k);
-  s.k = k;
-  s.valid = true;
-  return s.buf.get();
-}
-
-// Rows per chunk: about 8 chunks per thread (so a thread slowed by other load takes fewer),
-// in multiples of 16 rows so two threads never write one output cache line.
-int64_t chunk_rows(int64_t rows, int threads) {
-  const int64_t c = rows / (int64_t(threads) * 8) / 16 * 16;
-  return std::max<int64_t>(16, c);
+  thread_local PackCache caches[4];
+  return caches[pack_family(type, isa)].get(
+      0, x, k, 1, matvec_act_bytes(type, k),
+      [&](uint8_t* dst) { pack_matvec_act(type, isa, x, k, dst); });
 }
 
 struct Job {
@@ -86,7 +63,7 @@ void matvec_group(Isa isa, std::span<const MatvecTarget> mats, int64_t k, const 
     j.act = packed_input(m.type, isa, x, k);
     j.out = m.out;
     j.rows = m.rows;
-    j.chunk = chunk_rows(m.rows, pool.size());
+    j.chunk = row_chunk(m.rows, pool.size(), 8);  // ~8 chunks per thread, 16-row multiples
     j.first = n_chunks;
     n_chunks += (m.rows + j.chunk - 1) / j.chunk;
     jobs.push_back(j);
