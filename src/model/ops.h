@@ -91,6 +91,11 @@ class Ops {
   virtual void select_rows(Act x, std::span<const int32_t> rows, Act out) = 0;
   // Copies x to host memory (rows * cols floats).
   virtual void read(Act x, float* host) = 0;
+  // host[i] = the column of the largest value of row i of x (the greedy token of a logits row):
+  // the lowest column among equal maxima, as std::max_element and the sampler's greedy pick
+  // (rows holding NaN are not ordered). A backend that keeps x on a device can do this there
+  // and bring home only the ids; this default reads x and scans it on the host.
+  virtual void argmax_rows(Act x, int32_t* host);
 };
 
 }  // namespace jitllm

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/model.h"
+#include "runtime/backends.h"
 #include "runtime/kv_pages.h"
 #include "runtime/session.h"
 
@@ -21,7 +22,14 @@ struct EngineOptions {
   int64_t n_batch = 256;               // prefill chunk (tokens per step)
   size_t max_kv_pages = 0;             // 0 = no cap
   const CpuKernels* kernels = nullptr; // null = reference kernels
-  std::string devices = "cpu";         // cpu, cuda (first card) or cuda:N: where the model runs
+  // Where the model runs (runtime/placement.h): cpu, cuda (every visible card), cuda:N, or a
+  // list (cuda:0,cuda:1). Blocks that do not fit on the cards run on the host.
+  std::string devices = "cpu";
+  std::string vram_budget;             // --vram-budget: per-card cap ("6G" or "6G,4G"); "" = none
+  size_t vram_reserve = size_t(512) << 20;  // per card: left free for the driver and others
+  int64_t kv_tokens = 0;               // KV positions planned for on the cards (sessions x n_ctx);
+                                       // 0 = max_kv_pages' tokens, else the training context
+  bool print_placement = true;         // the placement table on stderr at load (cards only)
 };
 
 struct StepInput {
@@ -38,6 +46,8 @@ class Engine {
   const Model& model() const { return *model_; }
   const EngineOptions& options() const { return options_; }
   const KvPagePool& kv_pool() const { return pool_; }
+  // Which device runs each block (all on the host for --devices cpu).
+  const Placement& placement() const { return backends_.placement; }
 
   // A new empty session; n_ctx <= 0 means the model's training context.
   std::unique_ptr<Session> new_session(int64_t n_ctx = 0);
@@ -45,6 +55,10 @@ class Engine {
   // One forward step over all inputs together (each session at most once). Returns the logits
   // of the requested rows, in input order: [rows, n_vocab].
   std::vector<float> step(std::span<const StepInput> inputs);
+  // The same step for callers that sample greedily: the argmax token of each requested row (the
+  // lowest id among equal maxima, as the sampler's greedy pick), in input order, instead of the
+  // logits; a backend on a device brings home only these ids (Ops::argmax_rows).
+  std::vector<int32_t> step_greedy(std::span<const StepInput> inputs);
 
   // Runs `tokens` on `session` in steps of at most `chunk` tokens (0 = options().n_batch).
   // Returns the logits of every token ([n, n_vocab]) or of the last one ([1, n_vocab]).
@@ -52,11 +66,18 @@ class Engine {
                              int64_t chunk = 0);
   // One token; returns its logits [n_vocab].
   std::vector<float> decode(Session& session, int32_t token);
+  // One token; returns the greedy next token (step_greedy).
+  int32_t decode_greedy(Session& session, int32_t token);
 
  private:
+  // step() and step_greedy(): writes the logits of the requested rows to `logits` or, with
+  // `argmax` set, their greedy tokens there. Returns the number of requested rows.
+  size_t run_step(std::span<const StepInput> inputs, std::vector<float>* logits,
+                  std::vector<int32_t>* argmax);
+
   EngineOptions options_;
   std::unique_ptr<Model> model_;
-  std::unique_ptr<Ops> ops_;
+  Backends backends_;  // the host and the cards, and the route of each layer over them
   KvLayout kv_layout_;
   KvPagePool pool_;
 };
