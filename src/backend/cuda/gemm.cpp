@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "backend/cuda/weight_formats.h"
 #include "core/error.h"
 
 namespace jitllm::cuda {
@@ -164,8 +165,16 @@ void Gemm::matmul(const DeviceWeight& w, CUdeviceptr x, int64_t n, CUdeviceptr o
         launch(fn("dequant_q8_0"), grid_for(n4, 256), 1, 1, 256, 0, s, args, "dequant_q8_0");
         break;
       }
-      default:
-        throw_error("GEMM: weight kind {} has no dequantization kernel", weight_kind_name(w.kind));
+      default: {
+        if (!is_format_kind(w.kind))
+          throw_error("GEMM: weight kind {} has no dequantization kernel", weight_kind_name(w.kind));
+        CUdeviceptr src = w.buf.get(), aux = w.buf.get() + w.scale_offset;
+        long long row0 = r0, nrows = m;
+        int kk = int(k), kind = format_kind_id(w.kind);
+        void* args[] = {&src, &aux, &dst, &row0, &nrows, &kk, &kind};
+        launch(fn("dequant_fmt"), grid_for(m * k / 8, 256), 1, 1, 256, 0, s, args, "dequant_fmt");
+        break;
+      }
     }
     gemm(dst, m, out + size_t(r0) * sizeof(float));
   }
@@ -180,8 +189,8 @@ bool Gemm::embeds_on_card(QuantType type) {
     case QuantType::F32: case QuantType::F16: case QuantType::BF16:
     case QuantType::Q8_0: case QuantType::Q4_K: case QuantType::Q6_K:
       return true;
-    default:
-      return false;
+    default:  // the block formats of weight_formats.h, unless they run as F16
+      return is_format_kind(cuda_kind_for(type));
   }
 }
 
@@ -195,12 +204,17 @@ void Gemm::embed(const DeviceWeight& table, CUdeviceptr ids, int64_t n, CUdevice
     case WeightKind::Q8_0: kind = 3; break;
     case WeightKind::Q4_K: kind = 4; break;
     case WeightKind::Q6_K: kind = 5; break;
+    default:
+      if (!is_format_kind(table.kind))
+        throw_error("embedding on the card: weight kind {} is not supported", weight_kind_name(table.kind));
+      kind = format_kind_id(table.kind);
   }
   if (n <= 0) return;
   CUdeviceptr w = table.buf.get(), w2 = table.buf.get() + table.scale_offset;
   int k = int(table.k);
   void* args[] = {&w, &w2, &ids, &out, &k, &kind};
-  launch(fn("embed_rows"), unsigned(n), 1, 1, 256, 0, s, args, "embed_rows");
+  const char* name = is_format_kind(table.kind) ? "embed_fmt" : "embed_rows";
+  launch(fn(name), unsigned(n), 1, 1, 256, 0, s, args, name);
 }
 
 }  // namespace jitllm::cuda

@@ -1,6 +1,7 @@
 // CUDA C++ text of the prefill GEMM's helper kernels (gemm.h): weight dequantization of the
 // packed layouts (packed_weight.h) to f16, and activation conversion to f16 / bf16.
 #include "backend/cuda/gemm.h"
+#include "backend/cuda/weight_formats.h"
 
 namespace jitllm::cuda {
 
@@ -156,6 +157,7 @@ to_bf16(const float* __restrict__ x, u16* __restrict__ out, long long count) {
 
 }  // namespace
 
-std::string gemm_source() { return kGemmKernels; }
+// The block formats of weight_formats.h bring their own dequant_fmt / embed_fmt kernels.
+std::string gemm_source() { return std::string(kGemmKernels) + format_dequant_source(); }
 
 }  // namespace jitllm::cuda

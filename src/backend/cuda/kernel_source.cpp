@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/cuda/weight_formats.h"
 #include "core/error.h"
 
 namespace jitllm::cuda {
@@ -313,12 +314,14 @@ const char* weight_kind_name(WeightKind kind) {
     case WeightKind::Q8_0: return "q8_0";
     case WeightKind::Q4_K: return "q4_k";
     case WeightKind::Q6_K: return "q6_k";
+    default: return format_kind_name(kind);
   }
   return "?";
 }
 
 bool uses_q8_activation(WeightKind kind) {
-  return kind == WeightKind::Q8_0 || kind == WeightKind::Q4_K || kind == WeightKind::Q6_K;
+  return kind == WeightKind::Q8_0 || kind == WeightKind::Q4_K || kind == WeightKind::Q6_K ||
+         is_format_kind(kind);
 }
 
 const char* kernel_prelude() { return kPrelude; }

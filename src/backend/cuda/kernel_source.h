@@ -17,8 +17,9 @@
 
 namespace jitllm::cuda {
 
-// How a weight matrix is laid out on the card (see packed_weight.h).
-enum class WeightKind { F32, F16, BF16, Q8_0, Q4_K, Q6_K };
+// How a weight matrix is laid out on the card (see packed_weight.h). The kinds from Q4_0 on are
+// the block formats whose layouts and kernels live in weight_formats.h (the plug-in files).
+enum class WeightKind { F32, F16, BF16, Q8_0, Q4_K, Q6_K, Q4_0, Q4_1, Q5_0, Q5_1, Q5_K, Q3_K, Q2_K, IQ4_NL, MXFP4 };
 
 const char* weight_kind_name(WeightKind kind);
 // True for the kinds whose kernels take the activation quantized to int8 blocks of 32.

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "backend/cuda/kernel_source.h"
+#include "backend/cuda/weight_formats.h"
 #include "core/error.h"
 
 namespace jitllm::cuda {
@@ -372,15 +373,15 @@ int kind_id(WeightKind kind) {
     case WeightKind::Q8_0: return 3;
     case WeightKind::Q4_K: return 4;
     case WeightKind::Q6_K: return 5;
+    default: return format_kind_id(kind);  // weight_formats.h
   }
-  return 0;
 }
 int64_t row_multiple(WeightKind kind) {
   switch (kind) {
     case WeightKind::Q4_K:
     case WeightKind::Q6_K: return 256;
     case WeightKind::Q8_0: return 32;
-    default: return 1;
+    default: return is_format_kind(kind) ? format_row_multiple(kind) : 1;
   }
 }
 }  // namespace
@@ -419,6 +420,7 @@ std::string matvec_source(const MatvecSpec& spec) {
   if (q4k) bodies += kQ4K;
   if (q6k) bodies += kQ6K;
   if (q80) bodies += kQ80;
+  bodies += format_matvec_bodies(spec);  // the block formats of weight_formats.h (plug-in)
   return defs + kernel_prelude() + kMatvecHead + kHalf + bodies + kMatvecTail;
 }
 

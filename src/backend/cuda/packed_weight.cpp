@@ -1,8 +1,11 @@
 // Host-side repacking of GGUF weight bytes into the layouts the CUDA kernels read.
 #include "backend/cuda/packed_weight.h"
 
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
+#include "backend/cuda/weight_formats.h"
 #include "core/error.h"
 #include "core/fp16.h"
 #include "quant/quant.h"
@@ -17,7 +20,17 @@ WeightKind cuda_kind_for(QuantType type) {
     case QuantType::Q8_0: return WeightKind::Q8_0;
     case QuantType::Q4_K: return WeightKind::Q4_K;
     case QuantType::Q6_K: return WeightKind::Q6_K;
-    default: return WeightKind::F16;
+    default: {
+      // The other block formats have kernels of their own (weight_formats.h);
+      // JITLLM_CUDA_NATIVE_FORMATS=0 runs them as F16 dequantized here (the old path, for A/B).
+      static const bool native = [] {
+        const char* e = std::getenv("JITLLM_CUDA_NATIVE_FORMATS");
+        return !(e && std::string(e) == "0");
+      }();
+      bool ok = false;
+      const WeightKind kind = format_kind_for(type, &ok);
+      return ok && native ? kind : WeightKind::F16;
+    }
   }
 }
 
@@ -62,6 +75,10 @@ PackedWeight pack_weight(QuantType type, const uint8_t* data, int64_t rows, int6
       return p;
     }
     default: {
+      if (is_format_kind(p.kind)) {
+        pack_format_weight(type, data, rows, k, p);
+        return p;
+      }
       p.converted = true;
       p.bytes.resize(size_t(rows * k) * 2);
       std::vector<float> row(static_cast<size_t>(k));
