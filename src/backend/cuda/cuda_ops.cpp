@@ -9,6 +9,7 @@
 
 #include "backend/cuda/flash_attention.h"
 #include "backend/cuda/gemm.h"
+#include "backend/cuda/mmq.h"
 #include "core/error.h"
 #include "quant/quant.h"
 
@@ -50,6 +51,17 @@ CudaOps::CudaOps(int ordinal, std::string cache_dir)
   if (!(ge && std::string(ge) == "0") && cublaslt_available()) {
     gemm_ = std::make_unique<Gemm>(compiler_);
     gemm_min_rows_ = gemm_min_rows();
+  }
+  // Batched decode on int8 tensor cores (mmq.h). JITLLM_BATCH_INVARIANT=1 keeps the matvec for
+  // every step, so N sessions stepped together equal their solo steps bit for bit.
+  const char* mq = std::getenv("JITLLM_CUDA_MMQ");
+  const char* bi = std::getenv("JITLLM_BATCH_INVARIANT");
+  if (!(mq && std::string(mq) == "0") && !(bi && std::string(bi) == "1")) {
+    mmq_ = std::make_unique<Mmq>(compiler_);
+    if (const char* pr = std::getenv("JITLLM_CUDA_PROFILE"); pr && std::string(pr) == "1")
+      mmq_->set_profiling(true);
+    const char* mp = std::getenv("JITLLM_CUDA_MMQ_PREFILL");
+    mmq_prefill_ = mp && std::string(mp) == "1";
   }
   const char* fe = std::getenv("JITLLM_CUDA_FLASH");
   // JITLLM_CUDA_FLASH: 0 = paged attention for every step, fast = the single-f16 variant.
@@ -106,8 +118,28 @@ void CudaOps::launch_matmul(const DeviceWeight& d, Act x, Act out, CUdeviceptr r
   // q8_ was sized (and q8_reuse_ decided) when the matmul was called; nothing ran in between.
   const bool reuse = uses_q8_activation(d.kind) && q8_reuse_;
   const MatmulSeg seg{&d, ptr(out), res};
-  kernels_.matmul_group(std::span<const MatmulSeg>(&seg, 1), ptr(x), x.rows,
-                        q8_for(x.rows, d.k), stream_, reuse);
+  run_matmuls(std::span<const MatmulSeg>(&seg, 1), x, q8_for(x.rows, d.k), reuse);
+}
+
+bool CudaOps::use_mmq(std::span<const MatmulSeg> segs, int64_t rows) const {
+  // The kernel reads activation rows in tiles of 8: the q8 buffer must be padded that far.
+  if (!mmq_ || rows < Mmq::min_rows() || rows > kMmqMaxRows || CudaKernels::tile_for(rows) % 8 != 0)
+    return false;
+  const size_t n = batch_.n_rows();
+  const bool decode = n <= kDecodeGraphRows && batch_.out_rows.size() == n;
+  return (decode || mmq_prefill_) && Mmq::supports(segs);
+}
+
+void CudaOps::run_matmuls(std::span<const MatmulSeg> segs, Act x, Q8Buffers q8, bool reuse) {
+  if (use_mmq(segs, x.rows)) {
+    if (!reuse) {
+      const int64_t t = CudaKernels::tile_for(x.rows);
+      kernels_.quantize_q8(ptr(x), (x.rows + t - 1) / t * t, x.cols, q8, stream_);
+    }
+    mmq_->matmul_group(segs, x.rows, q8, stream_);
+    return;
+  }
+  kernels_.matmul_group(segs, ptr(x), x.rows, q8, stream_, reuse);
 }
 
 CudaOps::~CudaOps() {
@@ -129,6 +161,8 @@ CudaOps::~CudaOps() {
   }
   if (!kernels_.profile().by_name.empty())
     std::fprintf(stderr, "%s", kernels_.profile().report().c_str());
+  if (mmq_ && !mmq_->profile().by_name.empty())
+    std::fprintf(stderr, "%s", mmq_->profile().report().c_str());
   try {
     stream_.sync();
   } catch (const Error&) {
@@ -326,7 +360,10 @@ void CudaOps::matmul(const TensorInfo& w, Act x, Act out) {
   if (x.cols != d.k || out.cols != d.rows)
     throw_error("CUDA matmul '{}': [{}, {}] x [{}, {}]^T does not fit an output of {} columns",
                 w.name, x.rows, x.cols, d.rows, d.k, out.cols);
-  if (use_gemm(x.rows)) {  // prefill: tensor cores
+  const MatmulSeg one{&d, ptr(out), 0};
+  const bool mmq_prefill = mmq_prefill_ && x.rows <= kMmqMaxRows &&
+                           Mmq::supports(std::span<const MatmulSeg>(&one, 1));
+  if (use_gemm(x.rows) && !mmq_prefill) {  // prefill: tensor cores
     wrote(out);
     gemm_->matmul(d, ptr(x), x.rows, ptr(out), stream_);
     return;
@@ -345,7 +382,7 @@ void CudaOps::matmul(const TensorInfo& w, Act x, Act out) {
     if (fuse_)
       held_matmul_ = HeldMatmul{&d, x, out};  // launched by the next op (add: fused)
     else
-      kernels_.matmul(d, ptr(x), x.rows, ptr(out), q8, stream_, reuse);
+      run_matmuls(std::span<const MatmulSeg>(&one, 1), x, q8, reuse);
   }
   if (uses_q8_activation(d.kind)) {
     q8_src_ = x.data;
@@ -355,7 +392,7 @@ void CudaOps::matmul(const TensorInfo& w, Act x, Act out) {
 }
 
 void CudaOps::matmul_group(Act x, std::span<const MatmulOut> outs) {
-  const bool gemm = use_gemm(x.rows);
+  const bool gemm = use_gemm(x.rows) && !(mmq_prefill_ && x.rows <= kMmqMaxRows);
   if (!fuse_ || gemm || outs.size() > 3 || outs.empty()) {
     Ops::matmul_group(x, outs);
     return;
@@ -378,8 +415,7 @@ void CudaOps::matmul_group(Act x, std::span<const MatmulOut> outs) {
     if (!reuse) ensure(q8_, CudaKernels::q8_bytes(x.rows, x.cols));
   }
   if (launching())
-    kernels_.matmul_group(std::span<const MatmulSeg>(segs, outs.size()), ptr(x), x.rows,
-                          q8_for(x.rows, x.cols), stream_, reuse);
+    run_matmuls(std::span<const MatmulSeg>(segs, outs.size()), x, q8_for(x.rows, x.cols), reuse);
   if (q8) quantized(x);
 }
 

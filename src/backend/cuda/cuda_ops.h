@@ -29,6 +29,7 @@
 namespace jitllm::cuda {
 
 class Gemm;            // gemm.h: the prefill GEMM (cuBLASLt)
+class Mmq;             // mmq.h: batched decode on int8 tensor cores
 class FlashAttention;  // flash_attention.h: prefill attention on tensor cores
 
 class CudaOps final : public Ops {
@@ -56,6 +57,7 @@ class CudaOps final : public Ops {
   size_t weight_bytes() const { return weight_bytes_; }
   size_t kv_pages() const { return kv_pages_.size(); }
   bool has_gemm() const { return gemm_ != nullptr; }
+  bool has_mmq() const { return mmq_ != nullptr; }
   // True when a matmul of `rows` rows in this step goes to the prefill GEMM.
   bool use_gemm(int64_t rows) const;
 
@@ -74,6 +76,13 @@ class CudaOps final : public Ops {
   void flush();
   void flush_ropes();
   void launch_matmul(const DeviceWeight& w, Act x, Act out, CUdeviceptr res);
+  // Launches matrices reading x (q8: x quantized, or to be when !reuse): the MMQ kernel where
+  // use_mmq() says so, the matvec otherwise.
+  void run_matmuls(std::span<const MatmulSeg> segs, Act x, Q8Buffers q8, bool reuse);
+  // Decode steps of Mmq::min_rows()..kMmqMaxRows rows (and prefill steps of those sizes with
+  // JITLLM_CUDA_MMQ_PREFILL=1) whose matrices the MMQ kernel reads; never with
+  // JITLLM_BATCH_INVARIANT=1 (then a step of N sessions equals their solo steps bit for bit).
+  bool use_mmq(std::span<const MatmulSeg> segs, int64_t rows) const;
   // q8_ sized for n rows of k and its two parts.
   Q8Buffers q8_for(int64_t n, int64_t k);
   void quantized(Act a) {
@@ -147,6 +156,8 @@ class CudaOps final : public Ops {
   // Prefill: matmuls of at least gemm_min_rows_ rows go to the tensor-core GEMM (null when
   // cuBLASLt is missing or JITLLM_CUDA_GEMM=0).
   std::unique_ptr<Gemm> gemm_;
+  std::unique_ptr<Mmq> mmq_;  // null: JITLLM_CUDA_MMQ=0 or JITLLM_BATCH_INVARIANT=1
+  bool mmq_prefill_ = false;  // JITLLM_CUDA_MMQ_PREFILL=1
   int64_t gemm_min_rows_ = 0;
   DeviceBuffer embed_ids_;  // prefill steps: token ids for the embedding lookup on the card
   // Prefill attention (steps of at least kFlashMinRows rows, f16 KV): the batch's tiles are

@@ -1,0 +1,112 @@
+// Host side of the MMQ kernel (see mmq.h): picks the variant for a step, compiles it on first use
+// through the cubin cache and launches it.
+#include "backend/cuda/mmq.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "core/error.h"
+
+namespace jitllm::cuda {
+
+namespace {
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+// The kernel's parameter, laid out as MqSeg / MqArgs in the generated source.
+struct MqSegArg {
+  uint64_t w, w2, out, res;
+  int32_t rows, cta0;
+};
+struct MqArgs {
+  MqSegArg seg[3];
+  uint64_t xq, xds;
+  int32_t n, nseg, total, pad;
+};
+static_assert(sizeof(MqSegArg) == 40 && sizeof(MqArgs) == 152, "must match the kernel's MqArgs");
+
+}  // namespace
+
+Mmq::Mmq(Compiler& compiler) : compiler_(compiler) {}
+
+bool Mmq::supports(std::span<const MatmulSeg> segs) {
+  if (segs.empty() || segs.size() > 3) return false;
+  for (const MatmulSeg& s : segs) {
+    const DeviceWeight& w = *s.w;
+    if (w.k != segs[0].w->k || !mmq_supports(w.kind, w.k)) return false;
+    // The kernel reads Q4_K as GGUF blocks; a Q4_K repacked with a scale plane of its own is
+    // not this layout.
+    if (w.kind == WeightKind::Q4_K && w.scale_offset != 0) return false;
+  }
+  return true;
+}
+
+int64_t Mmq::min_rows() {
+  static const int64_t m = std::clamp(env_int("JITLLM_CUDA_MMQ_MIN_ROWS", 8), 1, kMmqMaxRows);
+  return m;
+}
+
+CUfunction Mmq::function(const MmqSpec& spec) {
+  const std::string name = spec.name();
+  if (auto it = fns_.find(name); it != fns_.end()) return it->second;
+  CUfunction f = compiler_.module(mmq_source(spec), name).function("mmq");
+  fns_.emplace(name, f);
+  return f;
+}
+
+void Mmq::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q8, const Stream& s) {
+  if (n <= 0 || segs.empty()) return;
+  if (n > kMmqMaxRows) throw_error("mmq: {} activation rows in one launch (at most {})", n, kMmqMaxRows);
+  if (!supports(segs)) throw_error("mmq: these matrices have no MMQ kernel (check Mmq::supports first)");
+  MmqSpec spec;
+  spec.nseg = int(segs.size());
+  spec.k = segs[0].w->k;
+  spec.nt8 = int((n + 7) / 8);
+  // Defaults measured on the H200 (docs/cuda.md, "Batched decode"); JITLLM_CUDA_MMQ_MT /
+  // JITLLM_CUDA_MMQ_WARPS for benches.
+  static const int mt_env = std::clamp(env_int("JITLLM_CUDA_MMQ_MT", 2), 1, 4);
+  static const int warps_env = std::clamp(env_int("JITLLM_CUDA_MMQ_WARPS", 8), 1, 16);
+  spec.mt = mt_override_ > 0 ? mt_override_ : mt_env;
+  spec.warps = warps_override_ > 0 ? warps_override_ : warps_env;
+  MqArgs a{};
+  int64_t ctas = 0;
+  for (size_t i = 0; i < segs.size(); ++i) {
+    const DeviceWeight& w = *segs[i].w;
+    spec.kinds[i] = w.kind;
+    a.seg[i] = MqSegArg{w.buf.get(), w.buf.get() + w.scale_offset, segs[i].out, segs[i].res,
+                        int32_t(w.rows), int32_t(ctas)};
+    ctas += (w.rows + 16 * spec.mt - 1) / (16 * spec.mt);
+  }
+  a.xq = q8.q;
+  a.xds = q8.ds;
+  a.n = int32_t(n);
+  a.nseg = spec.nseg;
+  a.total = int32_t(ctas);
+  void* args[] = {&a};
+  const CUfunction f = function(spec);
+  const unsigned block = unsigned(32 * spec.warps);
+  if (!profiling_) {
+    launch(f, unsigned(ctas), 1, 1, block, 0, s, args, "mmq");
+    return;
+  }
+  std::string label = spec.name() + " rows";
+  for (size_t i = 0; i < segs.size(); ++i) label += fmt::format("{}{}", i ? "+" : " ", segs[i].w->rows);
+  label += fmt::format(" n={}", n);
+  if (segs[0].res) label += " +res";
+  if (!ev0_) {
+    ev0_ = std::make_unique<Event>();
+    ev1_ = std::make_unique<Event>();
+  }
+  ev0_->record(s);
+  launch(f, unsigned(ctas), 1, 1, block, 0, s, args, "mmq");
+  ev1_->record(s);
+  ev1_->sync();
+  KernelProfile::Entry& e = profile_.by_name[label];
+  ++e.count;
+  e.ms += ev1_->ms_since(*ev0_);
+}
+
+}  // namespace jitllm::cuda

@@ -1,0 +1,365 @@
+// Batched decode on int8 tensor cores (mmq.h): the MMQ kernel against the CPU reference matmul
+// (sampled rows) and against the dp4a matvec (every output) on the 8B shapes at n = 8, 13, 32,
+// 64, zero blocks, the residual epilogue, grouped launches of mixed kinds, repeated calls bitwise
+// equal; then whole engines: N sessions stepped together against their solo runs (same greedy
+// tokens, logits within a stated tolerance; bit for bit with JITLLM_BATCH_INVARIANT=1).
+// CudaBench.MmqShapes (JITLLM_CUDA_BENCH=1) times the kernel against the matvec and the GEMM.
+// Label gpu: runs on the device machine, skipped where no card is usable.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "backend/cpu/reference_kernels.h"
+#include "backend/cuda/cublaslt.h"
+#include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/gemm.h"
+#include "backend/cuda/mmq.h"
+#include "cuda_test_util.h"
+#include "runtime/engine.h"
+#include "runtime/model_loader.h"
+#include "testutil/shared_data.h"
+
+namespace jitllm::cuda::test {
+namespace {
+
+using jitllm::testing::oracle_path;
+
+Mmq& mmq() {
+  static Mmq m(*gpu()->compiler);
+  return m;
+}
+
+std::vector<float> download(CUdeviceptr p, size_t n) {
+  std::vector<float> v(n);
+  check(driver().cuMemcpyDtoH(v.data(), p, n * sizeof(float)), "cuMemcpyDtoH");
+  return v;
+}
+
+// Rows the CPU reference checks: the first and last tiles and a spread between (the reference is
+// slow at 128256 rows x 64 activations).
+std::vector<int64_t> sample_rows(int64_t rows) {
+  std::vector<int64_t> r;
+  for (int64_t i = 0; i < std::min<int64_t>(rows, 40); ++i) r.push_back(i);
+  for (int64_t i = 1; i < 16; ++i) r.push_back(rows * i / 16 + i % 7);
+  for (int64_t i = std::max<int64_t>(40, rows - 40); i < rows; ++i) r.push_back(i);
+  std::sort(r.begin(), r.end());
+  r.erase(std::unique(r.begin(), r.end()), r.end());
+  return r;
+}
+
+struct MmqCase {
+  QuantType type;
+  int64_t rows, k;
+};
+
+// The MMQ kernel on one matrix at each n: vs the CPU reference on sampled rows (tolerance as the
+// matvec tests: the activation is int8 blocks of 32 here, the format's vec_dot type there), vs
+// the matvec on every output (same int8 activation, same exact block dots: only the order of the
+// f32 sums differs), the residual epilogue, and a repeated call into the same buffers.
+void check_mmq(const MmqCase& c, std::initializer_list<int64_t> ns, int zero_every = 0) {
+  JITLLM_REQUIRE_GPU();
+  std::mt19937 rng(uint32_t(c.rows * 17 + c.k + int(c.type)));
+  const std::vector<uint8_t> w = random_weights(c.type, c.rows, c.k, rng, zero_every);
+  const DeviceWeight dw = DeviceWeight::upload(pack_weight(c.type, w.data(), c.rows, c.k));
+  const std::vector<int64_t> sample = sample_rows(c.rows);
+  const size_t rb = row_bytes(c.type, c.k);
+  std::vector<uint8_t> sub(sample.size() * rb);
+  for (size_t i = 0; i < sample.size(); ++i)
+    std::memcpy(sub.data() + i * rb, w.data() + size_t(sample[i]) * rb, rb);
+  for (int64_t n : ns) {
+    const std::vector<float> x = random_floats(size_t(n * c.k), rng);
+    const size_t outs = size_t(n * c.rows);
+    DeviceBuffer dx = to_device(x, size_t(kMmqMaxRows * c.k));  // rows past n read, ignored
+    DeviceBuffer dout(outs * 4), dmv(outs * 4), dres(outs * 4);
+    DeviceBuffer q8(CudaKernels::q8_bytes(n, c.k));
+    const Q8Buffers qb{q8.get(), q8.get() + CudaKernels::q8_ds_offset(n, c.k)};
+    const int64_t t = CudaKernels::tile_for(n);
+    ASSERT_EQ(t % 8, 0) << "n=" << n << ": the q8 rows are not padded to 8";
+    check(driver().cuMemsetD8Async(dout.get(), 0xff, dout.bytes(), G->stream->get()), "memset");
+    G->kernels->quantize_q8(dx.get(), (n + t - 1) / t * t, c.k, qb, *G->stream);
+    const MatmulSeg seg{&dw, dout.get(), 0};
+    mmq().matmul_group(std::span<const MatmulSeg>(&seg, 1), n, qb, *G->stream);
+    G->kernels->matmul(dw, dx.get(), n, dmv.get(), qb, *G->stream, true);
+    G->stream->sync();
+    const std::vector<float> got = download(dout.get(), outs), mv = download(dmv.get(), outs);
+
+    std::vector<float> ref(size_t(n) * sample.size()), got_s(ref.size());
+    reference_kernels().matmul(c.type, sub.data(), int64_t(sample.size()), c.k, x.data(), n, ref.data());
+    for (int64_t tk = 0; tk < n; ++tk)
+      for (size_t i = 0; i < sample.size(); ++i)
+        got_s[size_t(tk) * sample.size() + i] = got[size_t(tk * c.rows + sample[i])];
+    const double err_ref = rel_error(got_s, ref), err_mv = rel_error(got, mv);
+    EXPECT_LT(err_ref, 1e-2) << quant_name(c.type) << " " << c.rows << "x" << c.k << " n=" << n;
+    EXPECT_LT(err_mv, 1e-5) << quant_name(c.type) << " " << c.rows << "x" << c.k << " n=" << n;
+
+    // Residual epilogue: res += out, and out still written.
+    const std::vector<float> r0 = random_floats(outs, rng);
+    dres.upload(r0.data(), outs * 4);
+    const MatmulSeg seg_res{&dw, dout.get(), dres.get()};
+    mmq().matmul_group(std::span<const MatmulSeg>(&seg_res, 1), n, qb, *G->stream);
+    G->stream->sync();
+    EXPECT_EQ(download(dout.get(), outs), got) << "repeated call, n=" << n;  // same bits
+    const std::vector<float> res = download(dres.get(), outs);
+    size_t bad = 0;
+    for (size_t i = 0; i < outs; ++i) bad += res[i] != r0[i] + got[i];
+    EXPECT_EQ(bad, 0u) << "residual epilogue, n=" << n;
+    std::printf("[ cuda     ] mmq %-5s %6ld x %5ld n=%-2ld rel err vs CPU %.2e, vs matvec %.2e\n",
+                quant_name(c.type), long(c.rows), long(c.k), long(n), err_ref, err_mv);
+  }
+}
+
+TEST(CudaMmq, Q4KEightBShapes) {
+  check_mmq({QuantType::Q4_K, 4096, 4096}, {8, 13, 32, 64});
+  check_mmq({QuantType::Q4_K, 14336, 4096}, {8, 32});
+  check_mmq({QuantType::Q4_K, 4096, 14336}, {13, 64});
+}
+
+TEST(CudaMmq, Q6KEightBShapes) {
+  check_mmq({QuantType::Q6_K, 4096, 4096}, {8, 13, 32, 64});
+  check_mmq({QuantType::Q6_K, 4096, 14336}, {32, 40});
+}
+
+TEST(CudaMmq, Q80EightBShapes) {
+  check_mmq({QuantType::Q8_0, 4096, 4096}, {8, 13, 32, 64});
+  check_mmq({QuantType::Q8_0, 14336, 4096}, {32});
+}
+
+TEST(CudaMmq, HeadShape) {
+  check_mmq({QuantType::Q6_K, 128256, 4096}, {8, 64});
+}
+
+TEST(CudaMmq, ZeroBlocksAndOddRowCounts) {
+  // Every third block all zero bytes (d = 0 too); 1000 rows: the last CTA's tile is partial.
+  for (QuantType t : {QuantType::Q4_K, QuantType::Q6_K, QuantType::Q8_0})
+    check_mmq({t, 1000, 2048}, {8, 13}, 3);
+}
+
+TEST(CudaMmq, GroupedMixedKindsEqualSingleLaunches) {
+  // The 8B q/k/v of Q4_K_M: Q4_K 4096 + Q4_K 1024 + Q6_K 1024 rows in one launch.
+  JITLLM_REQUIRE_GPU();
+  std::mt19937 rng(5);
+  const int64_t k = 4096, n = 32;
+  const QuantType types[3] = {QuantType::Q4_K, QuantType::Q4_K, QuantType::Q6_K};
+  const int64_t rows[3] = {4096, 1024, 1024};
+  std::vector<DeviceWeight> dw;
+  for (int i = 0; i < 3; ++i) {
+    const auto w = random_weights(types[i], rows[i], k, rng);
+    dw.push_back(DeviceWeight::upload(pack_weight(types[i], w.data(), rows[i], k)));
+  }
+  const auto x = random_floats(size_t(n * k), rng);
+  DeviceBuffer dx = to_device(x, size_t(kMmqMaxRows * k));
+  DeviceBuffer q8(CudaKernels::q8_bytes(n, k));
+  const Q8Buffers qb{q8.get(), q8.get() + CudaKernels::q8_ds_offset(n, k)};
+  G->kernels->quantize_q8(dx.get(), n, k, qb, *G->stream);
+  std::vector<DeviceBuffer> grouped, single;
+  MatmulSeg segs[3];
+  for (int i = 0; i < 3; ++i) {
+    grouped.emplace_back(size_t(n * rows[i]) * 4);
+    single.emplace_back(size_t(n * rows[i]) * 4);
+    segs[i] = MatmulSeg{&dw[size_t(i)], grouped.back().get(), 0};
+  }
+  ASSERT_TRUE(Mmq::supports(segs));
+  mmq().matmul_group(segs, n, qb, *G->stream);
+  for (int i = 0; i < 3; ++i) {
+    const MatmulSeg one{&dw[size_t(i)], single[size_t(i)].get(), 0};
+    mmq().matmul_group(std::span<const MatmulSeg>(&one, 1), n, qb, *G->stream);
+  }
+  G->stream->sync();
+  for (int i = 0; i < 3; ++i) {
+    const auto a = download(grouped[size_t(i)].get(), size_t(n * rows[i]));
+    const auto b = download(single[size_t(i)].get(), size_t(n * rows[i]));
+    EXPECT_LT(rel_error(a, b), 1e-6) << "segment " << i;
+    std::printf("[ cuda     ] mmq grouped segment %d vs single: rel %.2e (%s)\n", i, rel_error(a, b),
+                a == b ? "same bits" : "not the same bits");
+  }
+}
+
+// ---- Engines: N sessions stepped together vs their solo runs ----
+
+EngineOptions on_cuda() {
+  EngineOptions o;
+  o.kernels = &reference_kernels();
+  o.devices = "cuda";
+  return o;
+}
+
+int argmax(const float* row, int64_t n) { return int(std::max_element(row, row + n) - row); }
+
+struct TogetherResult {
+  float max_diff = 0;       // max |together - solo| over every logit
+  float max_logit = 0;      // max |solo logit|
+  int compared = 0, mismatched = 0;  // greedy picks compared (solo margin above the tolerance)
+};
+
+// S sessions with ragged prompts: each decoded alone for `steps` greedy steps, then all of them
+// stepped together on the same tokens (prefills alone, as the runtime does). invariant: the engine
+// is made with JITLLM_BATCH_INVARIANT=1.
+TogetherResult together_vs_solo(const std::string& path, size_t S, int steps, bool invariant,
+                                 float tol) {
+  const auto file = load_model_file(path);
+  if (invariant) setenv("JITLLM_BATCH_INVARIANT", "1", 1);
+  Engine e(file, on_cuda());
+  unsetenv("JITLLM_BATCH_INVARIANT");
+  const int64_t nv = e.config().n_vocab;
+  std::vector<std::vector<int32_t>> prompts(S), next(S);
+  std::vector<std::vector<float>> solo(S);
+  for (size_t s = 0; s < S; ++s) {
+    prompts[s] = {1, int32_t(10 + 7 * s) % int32_t(nv), int32_t(100 + 3 * s) % int32_t(nv)};
+    for (size_t j = 0; j < s % 4; ++j) prompts[s].push_back(int32_t(300 + 11 * s + j) % int32_t(nv));
+    auto ses = e.new_session(64);
+    std::vector<float> l = e.prefill(*ses, prompts[s], false);
+    for (int i = 0; i < steps; ++i) {
+      const int32_t t = argmax(l.data(), nv);
+      next[s].push_back(t);
+      l = e.decode(*ses, t);
+      solo[s].insert(solo[s].end(), l.begin(), l.end());
+    }
+  }
+  std::vector<std::unique_ptr<Session>> ses;
+  for (size_t s = 0; s < S; ++s) {
+    ses.push_back(e.new_session(64));
+    e.prefill(*ses.back(), prompts[s], false);
+  }
+  TogetherResult r;
+  for (int i = 0; i < steps; ++i) {
+    std::vector<StepInput> step;
+    for (size_t s = 0; s < S; ++s)
+      step.push_back({ses[s].get(), std::span<const int32_t>(&next[s][size_t(i)], 1), false});
+    const std::vector<float> l = e.step(step);
+    for (size_t s = 0; s < S; ++s) {
+      const float* a = l.data() + s * size_t(nv);
+      const float* b = solo[s].data() + size_t(i) * size_t(nv);
+      for (int64_t v = 0; v < nv; ++v) {
+        r.max_diff = std::max(r.max_diff, std::isfinite(a[v]) ? std::fabs(a[v] - b[v]) : INFINITY);
+        r.max_logit = std::max(r.max_logit, std::fabs(b[v]));
+      }
+      // The greedy pick must agree wherever the solo run's top two are further apart than the
+      // tolerance (a closer pair is a tie at this precision).
+      std::vector<float> top(b, b + nv);
+      std::partial_sort(top.begin(), top.begin() + 2, top.end(), std::greater<float>());
+      if (top[0] - top[1] > 2 * tol) {
+        ++r.compared;
+        r.mismatched += argmax(a, nv) != argmax(b, nv);
+      }
+    }
+  }
+  return r;
+}
+
+// Stated contract (docs/cuda.md, "Batched decode"): logits of N sessions together within
+// kTogetherTol of their solo runs (absolute, logits of magnitude ~10), the same greedy tokens.
+constexpr float kTogetherTol = 2e-3f;
+
+void expect_together(const std::string& path, const char* what, size_t S, int steps) {
+  const TogetherResult r = together_vs_solo(path, S, steps, false, kTogetherTol);
+  EXPECT_LE(r.max_diff, kTogetherTol) << what << " S=" << S;
+  EXPECT_EQ(r.mismatched, 0) << what << " S=" << S;
+  EXPECT_GT(r.compared, int(S) * steps / 2) << what << ": too many near ties to compare";
+  std::printf("[ cuda     ] %s: %zu sessions together vs solo over %d steps: max |diff| %.3g "
+              "(max |logit| %.3g, relative %.2e); greedy picks compared %d, differing %d\n",
+              what, S, steps, r.max_diff, r.max_logit, r.max_diff / std::max(r.max_logit, 1e-30f),
+              r.compared, r.mismatched);
+}
+
+TEST(CudaBatched, SessionsTogetherMatchSoloRunsQ4KM) {
+  JITLLM_REQUIRE_GPU();
+  const std::string path = oracle_path("models/synth-llama.Q4_K_M.gguf");
+  for (size_t S : {8, 13, 32, 64}) expect_together(path, "Q4_K_M", S, 6);
+}
+
+TEST(CudaBatched, SessionsTogetherMatchSoloRunsQ6KQ80) {
+  JITLLM_REQUIRE_GPU();
+  expect_together(oracle_path("models/synth-llama.Q6_K.gguf"), "Q6_K", 32, 6);
+  expect_together(oracle_path("models/synth-llama.Q8_0.gguf"), "Q8_0", 32, 6);
+}
+
+TEST(CudaBatched, SessionsTogetherMatchSoloRunsLlama1B) {
+  // A Llama-3.2-1B-shaped file made by `jitllm synth` on the device (device_run.sh batched).
+  const char* p = std::getenv("JITLLM_TEST_1B");
+  if (!p || !*p) GTEST_SKIP() << "set JITLLM_TEST_1B to a Llama-3.2-1B-shaped GGUF";
+  JITLLM_REQUIRE_GPU();
+  expect_together(p, "1B Q4_K_M", 32, 4);
+}
+
+TEST(CudaBatched, BatchInvariantModeIsBitwiseSolo) {
+  JITLLM_REQUIRE_GPU();
+  const TogetherResult r = together_vs_solo(oracle_path("models/synth-llama.Q4_K_M.gguf"), 32, 5,
+                                            true, 0.0f);
+  EXPECT_EQ(r.max_diff, 0.0f);
+  EXPECT_EQ(r.mismatched, 0);
+  std::printf("[ cuda     ] JITLLM_BATCH_INVARIANT=1: 32 sessions together vs solo max |diff| %.3g\n",
+              r.max_diff);
+}
+
+// Not a test: MMQ vs the matvec (passes of 8 rows) vs the GEMM (dequantize + cuBLASLt) per shape
+// and n, time per call, GB/s of weight bytes, TOPS. Weights rotate over copies > L2 (60 MB).
+TEST(CudaBench, MmqShapes) {
+  if (!std::getenv("JITLLM_CUDA_BENCH")) GTEST_SKIP() << "set JITLLM_CUDA_BENCH=1";
+  JITLLM_REQUIRE_GPU();
+  struct Shape { const char* what; QuantType t; int64_t rows, k; bool variants; };
+  const Shape shapes[] = {
+      {"8B q/o", QuantType::Q4_K, 4096, 4096, true},      {"8B gate", QuantType::Q4_K, 14336, 4096, true},
+      {"8B down", QuantType::Q4_K, 4096, 14336, false},   {"8B down6", QuantType::Q6_K, 4096, 14336, true},
+      {"8B head", QuantType::Q6_K, 128256, 4096, true},   {"8B q8 gate", QuantType::Q8_0, 14336, 4096, false},
+      {"1B q", QuantType::Q4_K, 2048, 2048, true},        {"1B gate", QuantType::Q4_K, 8192, 2048, false},
+      {"1B head", QuantType::Q6_K, 128256, 2048, false}};
+  std::unique_ptr<Gemm> gemm;
+  if (cublaslt_available()) gemm = std::make_unique<Gemm>(*G->compiler);
+  std::mt19937 rng(1);
+  Event e0, e1;
+  for (const Shape& sh : shapes) {
+    const auto w = random_weights(sh.t, sh.rows, sh.k, rng);
+    const PackedWeight pw = pack_weight(sh.t, w.data(), sh.rows, sh.k);
+    const double bytes = double(row_bytes(sh.t, sh.k)) * double(sh.rows);
+    const int copies = int(std::clamp(150e6 / bytes, 1.0, 16.0));
+    std::vector<DeviceWeight> dws;
+    for (int i = 0; i < copies; ++i) dws.push_back(DeviceWeight::upload(pw));
+    const auto x = random_floats(size_t(kMmqMaxRows * sh.k), rng);
+    DeviceBuffer dx = to_device(x), dout(size_t(kMmqMaxRows * sh.rows) * 4);
+    DeviceBuffer q8(CudaKernels::q8_bytes(kMmqMaxRows, sh.k));
+    for (int64_t n : {8, 16, 32, 64}) {
+      const Q8Buffers qb{q8.get(), q8.get() + CudaKernels::q8_ds_offset(n, sh.k)};
+      G->kernels->quantize_q8(dx.get(), n, sh.k, qb, *G->stream);
+      auto time = [&](auto&& call) {
+        call(dws[0]);  // compile, warm
+        G->stream->sync();
+        const int reps = 20;
+        e0.record(*G->stream);
+        for (int r = 0; r < reps; ++r) call(dws[size_t(r % copies)]);
+        e1.record(*G->stream);
+        e1.sync();
+        return 1000.0 * e1.ms_since(e0) / reps;
+      };
+      auto line = [&](const char* how, double us) {
+        std::printf("[ bench    ] %-10s %-4s %6ld x %5ld n=%-2ld %-16s %8.1f us %7.1f GB/s %6.1f TOPS\n",
+                    sh.what, quant_name(sh.t), long(sh.rows), long(sh.k), long(n), how, us,
+                    bytes / us / 1e3, 2.0 * double(sh.rows * sh.k * n) / us / 1e6);
+      };
+      line("matvec", time([&](const DeviceWeight& d) {
+             G->kernels->matmul(d, dx.get(), n, dout.get(), qb, *G->stream, true);
+           }));
+      if (gemm)
+        line("gemm", time([&](const DeviceWeight& d) {
+               gemm->matmul(d, dx.get(), n, dout.get(), *G->stream);
+             }));
+      struct V { int mt, warps; };
+      const V variants[] = {{0, 0}, {1, 8}, {2, 4}, {2, 16}, {1, 4}, {4, 8}};
+      for (const V& v : variants) {
+        if ((v.mt || v.warps) && (!sh.variants || (n != 32 && n != 8))) continue;
+        if (v.mt == 4 && n > 32) continue;
+        mmq().tune(v.mt, v.warps);
+        const std::string how = v.mt ? fmt::format("mmq mt={} w={}", v.mt, v.warps) : "mmq";
+        line(how.c_str(), time([&](const DeviceWeight& d) {
+               const MatmulSeg seg{&d, dout.get(), 0};
+               mmq().matmul_group(std::span<const MatmulSeg>(&seg, 1), n, qb, *G->stream);
+             }));
+      }
+      mmq().tune(0, 0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace jitllm::cuda::test
