@@ -34,7 +34,21 @@ void CpuOps::rms_norm(Act x, const std::vector<float>& w, float eps, Act out) {
   k_.rms_norm(x.data, w.data(), x.rows, x.cols, eps, out.data);
 }
 
+const PreparedWeights* CpuOps::prepared(const TensorInfo& w) {
+  auto it = prepared_.find(w.data);
+  if (it == prepared_.end())
+    it = prepared_.emplace(w.data, k_.prepare_weights(w.type, w.data, w.rows(), w.row_length()))
+             .first;
+  return it->second.get();
+}
+
 void CpuOps::matmul(const TensorInfo& w, Act x, Act out) {
+  if (x.rows == 1) {  // decode: through the group call, which carries the prepared copy
+    if (w.row_length() != x.cols)
+      throw_error("{}: row length {} does not match the input's {}", w.name, w.row_length(), x.cols);
+    const CpuKernels::MatmulTarget t{w.type, w.data, w.rows(), out.data, prepared(w)};
+    return k_.matmul_group({&t, 1}, x.cols, x.data, 1);
+  }
   k_.matmul(w.type, w.data, w.rows(), w.row_length(), x.data, x.rows, out.data);
 }
 
@@ -44,7 +58,8 @@ void CpuOps::matmul_group(Act x, std::span<const MatmulOut> outs) {
     if (o.w->row_length() != x.cols)
       throw_error("{}: row length {} does not match the input's {}", o.w->name, o.w->row_length(),
                   x.cols);
-    group_.push_back({o.w->type, o.w->data, o.w->rows(), o.out.data});
+    group_.push_back(
+        {o.w->type, o.w->data, o.w->rows(), o.out.data, x.rows == 1 ? prepared(*o.w) : nullptr});
   }
   k_.matmul_group(group_, x.cols, x.data, x.rows);
 }
@@ -104,6 +119,10 @@ void CpuOps::select_rows(Act x, std::span<const int32_t> rows, Act out) {
 
 void CpuOps::read(Act x, float* host) {
   std::memcpy(host, x.data, size_t(x.rows * x.cols) * sizeof(float));
+}
+
+void CpuOps::write(Act x, const float* host) {
+  std::memcpy(x.data, host, size_t(x.rows * x.cols) * sizeof(float));
 }
 
 }  // namespace jitllm

@@ -1,8 +1,10 @@
 // Ops on the host: activations in RAM, kernels from a CpuKernels implementation (the reference
-// kernels now; generated ones later). Owns the scratch arena reused from step to step.
+// kernels or generated ones). Owns the scratch arena reused from step to step and the kernels'
+// decode copies of the weights (prepared on first decode use).
 #pragma once
 
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "backend/cpu/reference_kernels.h"
@@ -27,6 +29,7 @@ class CpuOps final : public Ops {
   void add(Act acc, Act x) override;
   void select_rows(Act x, std::span<const int32_t> rows, Act out) override;
   void read(Act x, float* host) override;
+  void write(Act x, const float* host) override;
 
  private:
   const CpuKernels& k_;
@@ -40,6 +43,11 @@ class CpuOps final : public Ops {
   std::vector<int64_t> n_kv_;               // [n_rows]
   std::vector<uint8_t*> dst_;               // [n_rows]
   std::vector<CpuKernels::MatmulTarget> group_;  // matmul_group's matrices
+  // The kernels' decode copies of weight matrices (CpuKernels::prepare_weights), by the
+  // matrix's data pointer, made on a matrix's first decode step (nullptr: the kernels read the
+  // original). The weights outlive this object (the engine holds the model file).
+  std::unordered_map<const uint8_t*, std::unique_ptr<PreparedWeights>> prepared_;
+  const PreparedWeights* prepared(const TensorInfo& w);
 };
 
 }  // namespace jitllm

@@ -6,7 +6,10 @@
 #include <cstdlib>
 #include <string>
 
+#include "backend/cpu/jit_matvec.h"
+#include "backend/cpu/jit_repack.h"
 #include "core/error.h"
+#include "core/thread_pool.h"
 
 namespace jitllm {
 
@@ -41,6 +44,15 @@ const jit::MatKernel& JitKernels::mat_kernel(const jit::MatKey& key) const {
   auto& slot = cache_[key];
   if (!slot) slot = std::make_unique<jit::MatKernel>(key);
   return *slot;
+}
+
+std::unique_ptr<PreparedWeights> JitKernels::prepare_weights(QuantType type,
+                                                             const uint8_t* weights, int64_t rows,
+                                                             int64_t k) const {
+  if (!jit::repack_enabled() || !jit::repack_supported(type) ||
+      !jit::matvec_supported(type, isa_, k) || rows <= 0)
+    return nullptr;
+  return jit::repack_matrix(type, weights, rows, k, &ThreadPool::global());
 }
 
 const CpuKernels& jit_kernels() {

@@ -23,6 +23,10 @@ class JitKernels final : public CpuKernels {
               int64_t n, float* out) const override;
   void matmul_group(std::span<const MatmulTarget> mats, int64_t k, const float* x,
                     int64_t n) const override;
+  // The row-interleaved decode copy (jit_repack.h) of Q8_0 / Q4_K / Q6_K matrices the matvec
+  // kernels run (nullptr for others, or with JITLLM_REPACK=0).
+  std::unique_ptr<PreparedWeights> prepare_weights(QuantType type, const uint8_t* weights,
+                                                   int64_t rows, int64_t k) const override;
   void get_rows(QuantType type, const uint8_t* table, int64_t k, const int32_t* ids, int64_t n,
                 float* out) const override;
   void rms_norm(const float* x, const float* w, int64_t n, int64_t dim, float eps,

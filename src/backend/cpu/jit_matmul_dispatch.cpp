@@ -15,6 +15,7 @@
 #include "backend/cpu/jit_formats.h"
 #include "backend/cpu/jit_kernels.h"
 #include "backend/cpu/jit_matvec.h"
+#include "backend/cpu/jit_repack.h"
 #include "backend/cpu/jit_kquant_matmul.h"
 #include "core/aligned_buffer.h"
 #include "core/error.h"
@@ -103,7 +104,9 @@ void JitKernels::matmul_group(std::span<const MatmulTarget> mats, int64_t k, con
       })) {
     std::vector<jit::MatvecTarget> ts;
     ts.reserve(mats.size());
-    for (const MatmulTarget& m : mats) ts.push_back({m.type, m.weights, m.rows, m.out});
+    for (const MatmulTarget& m : mats)
+      ts.push_back({m.type, m.weights, m.rows, m.out,
+                    dynamic_cast<const jit::RepackedMatrix*>(m.prepared)});
     return jit::matvec_group(isa_, ts, k, x, ThreadPool::global());
   }
   // The packed input is cached per thread, so the matrices after the first reuse it.

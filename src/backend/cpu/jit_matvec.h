@@ -30,6 +30,8 @@ class ThreadPool;
 
 namespace jitllm::jit {
 
+struct RepackedMatrix;
+
 // Whether a generated matvec exists for (type, isa, k).
 bool matvec_supported(QuantType type, Isa isa, int64_t k);
 
@@ -49,6 +51,7 @@ struct MatvecArgs {
   int64_t n_rows;      // rows to compute
   const uint8_t* act;  // packed activation (pack_matvec_act)
   float* out;          // [n_rows]
+  const uint8_t* side; // repacked layouts: the side plane at the first row (jit_repack.h)
 };
 using MatvecFn = void (*)(const MatvecArgs*);
 
@@ -57,6 +60,9 @@ struct MatvecKey {
   int64_t k;
   int rows;  // rows per pass (the tail runs one row at a time)
   Isa isa;
+  // false: GGUF rows w_stride apart; true: the row-interleaved layout of jit_repack.h (rows must
+  // be kRepackGroup; w_stride is unused, the kernel walks the planes forward).
+  bool packed = false;
   bool operator==(const MatvecKey&) const = default;
 };
 
@@ -89,6 +95,8 @@ struct MatvecTarget {
   const uint8_t* weights;  // [rows, row_bytes(type, k)]
   int64_t rows;
   float* out;  // [rows]
+  // The row-interleaved copy of `weights` (jit_repack.h) the kernels read instead, or nullptr.
+  const RepackedMatrix* packed = nullptr;
 };
 // out = W x for every target (all must be matvec_supported), as one work list over the pool:
 // the input is packed once per format family, and rows of all targets are handed out in chunks.

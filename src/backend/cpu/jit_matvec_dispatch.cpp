@@ -4,12 +4,14 @@
 // one atomic counter, so a q/k/v or gate/up group costs one pool wake-up, not three.
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "backend/cpu/jit_row_split.h"
 #include "backend/cpu/jit_pack_cache.h"
 #include "backend/cpu/jit_matvec.h"
+#include "backend/cpu/jit_repack.h"
 #include "core/aligned_buffer.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
@@ -36,10 +38,22 @@ const uint8_t* packed_input(QuantType type, Isa isa, const float* x, int64_t k) 
       [&](uint8_t* dst) { pack_matvec_act(type, isa, x, k, dst); });
 }
 
+// Chunks per thread of a matrix's rows (JITLLM_MV_SPLIT, a tuning knob: 1 = one contiguous
+// range per thread).
+int64_t chunks_per_thread() {
+  static const int64_t n = [] {
+    const char* e = std::getenv("JITLLM_MV_SPLIT");
+    return e ? std::max<int64_t>(1, std::atoll(e)) : int64_t(8);
+  }();
+  return n;
+}
+
 struct Job {
   MatvecFn fn;
   const uint8_t* w;
-  size_t stride;
+  size_t stride;       // bytes per row (of the main plane when packed)
+  const uint8_t* side;  // packed: the side plane
+  size_t side_stride;
   const uint8_t* act;
   float* out;
   int64_t rows, chunk, first;  // first: index of this job's first chunk in the work list
@@ -57,13 +71,28 @@ void matvec_group(Isa isa, std::span<const MatvecTarget> mats, int64_t k, const 
       throw_error("jit matvec: no kernel for {} k={} on {}", quant_name(m.type), k, isa_name(isa));
     if (m.rows <= 0) continue;
     Job j;
-    j.fn = matvec_kernel({m.type, k, matvec_rows(m.type, isa), isa}).fn();
-    j.w = m.weights;
-    j.stride = row_bytes(m.type, k);
+    if (m.packed) {
+      if (m.packed->type != m.type || m.packed->k != k || m.packed->rows != m.rows)
+        throw_error("jit matvec: the repacked copy is {} [{}, {}], the matrix {} [{}, {}]",
+                    quant_name(m.packed->type), m.packed->rows, m.packed->k, quant_name(m.type),
+                    m.rows, k);
+      j.fn = matvec_kernel({m.type, k, kRepackGroup, isa, true}).fn();
+      j.w = m.packed->main;
+      j.stride = size_t(m.packed->main_row_bytes);
+      j.side = m.packed->side;
+      j.side_stride = size_t(m.packed->side_row_bytes);
+    } else {
+      j.fn = matvec_kernel({m.type, k, matvec_rows(m.type, isa), isa}).fn();
+      j.w = m.weights;
+      j.stride = row_bytes(m.type, k);
+      j.side = nullptr;
+      j.side_stride = 0;
+    }
     j.act = packed_input(m.type, isa, x, k);
     j.out = m.out;
     j.rows = m.rows;
-    j.chunk = row_chunk(m.rows, pool.size(), 8);  // ~8 chunks per thread, 16-row multiples
+    // ~8 chunks per thread, 16-row multiples (so packed chunks start on a row group)
+    j.chunk = row_chunk(m.rows, pool.size(), chunks_per_thread());
     j.first = n_chunks;
     n_chunks += (m.rows + j.chunk - 1) / j.chunk;
     jobs.push_back(j);
@@ -75,7 +104,7 @@ void matvec_group(Isa isa, std::span<const MatvecTarget> mats, int64_t k, const 
     const Job& j = jobs[i];
     const int64_t r0 = (c - j.first) * j.chunk, r1 = std::min(j.rows, r0 + j.chunk);
     const MatvecArgs a{j.w + size_t(r0) * j.stride, int64_t(j.stride), r1 - r0, j.act,
-                       j.out + r0};
+                       j.out + r0, j.side ? j.side + size_t(r0) * j.side_stride : nullptr};
     j.fn(&a);
   };
   if (pool.size() == 1 || n_chunks == 1) {

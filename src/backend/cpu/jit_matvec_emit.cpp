@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "backend/cpu/jit_matvec.h"
+#include "backend/cpu/jit_repack.h"
 #include "core/error.h"
 #include "quant/formats.h"
 
@@ -32,10 +33,16 @@ constexpr int kQ8Record = 128;  // activation record per Q8_0 block
 
 class Emitter : public CodeGenerator {
  public:
-  explicit Emitter(const MatvecKey& key) : CodeGenerator(4096, AutoGrow), key_(key) {
+  explicit Emitter(const MatvecKey& key)
+      : CodeGenerator(4096, AutoGrow),
+        key_(key),
+        f_(key.packed ? repack_fields(key.type) : RepackFields{}) {
     if (!matvec_supported(key.type, key.isa, key.k))
       throw_error("jit matvec: no kernel for {} k={} on {}", quant_name(key.type), key.k,
                   isa_name(key.isa));
+    if (key.packed && key.rows != kRepackGroup)
+      throw_error("jit matvec: the interleaved layout takes {} rows per pass, not {}",
+                  kRepackGroup, key.rows);
     if (key.rows < 1 || key.rows > 4 ||
         (key.type == QuantType::Q8_0 && key.isa == Isa::Avx512Vnni && key.rows % 2 != 0))
       throw_error("jit matvec: {} rows per pass out of range for {}", key.rows,
@@ -46,7 +53,7 @@ class Emitter : public CodeGenerator {
 
  private:
   const Reg64 wrow = rsi, stride = rdx, stride3 = rcx, nrows = r8, act = r9, out = r10, wp = rax,
-              ap = rbx, dp = rbp, cnt = r14, tmp = r15;
+              ap = rbx, dp = rbp, cnt = r14, tmp = r15, sp = r12, srow = r13;
 
   // zmm0..31 handed out by index; every kernel fits in 32.
   struct Pool {
@@ -62,9 +69,23 @@ class Emitter : public CodeGenerator {
   };
 
   MatvecKey key_;
+  RepackFields f_;  // packed: where the GGUF block's fields went (jit_repack.h)
+  int g_ = 1;       // rows of the pass being emitted (R, or 1 in the tail)
   Label c0F_, c30_, c80_, ones16_, q6yctrl_, ctrlX_, ctrlY_, maskA_, maskN_, q4idx_, q6idx_;
 
+  // Byte `disp` of row r's current block, as if in GGUF layout; packed kernels map it into the
+  // interleaved planes (wp: the group's record in the main plane, sp: in the side plane).
   Address W(int r, int disp) {
+    if (key_.packed) {
+      const RepackFields& f = f_;
+      if (f.hdr && disp >= f.hdr_from && disp < f.hdr_from + f.hdr)
+        return ptr[wp + r * f.hdr + (disp - f.hdr_from)];
+      if (disp >= f.body_from && disp < f.body_from + f.body)
+        return ptr[wp + g_ * f.hdr + r * f.body + (disp - f.body_from)];
+      if (f.side && disp >= f.side_from && disp < f.side_from + f.side)
+        return ptr[sp + r * f.side + (disp - f.side_from)];
+      throw_error("jit matvec: byte {} of a {} block is in no plane", disp, quant_name(key_.type));
+    }
     switch (r) {
       case 0: return ptr[wp + disp];
       case 1: return ptr[wp + stride + disp];
@@ -203,8 +224,12 @@ class Emitter : public CodeGenerator {
       const Zmm& wj = w[size_t(j)];
       const Zmm& yj = y[size_t(j)];
       const Zmm& fj = f[size_t(j)];
-      vmovdqu8(Y(wj), W(r0, 2));
-      vinserti64x4(wj, wj, W(r1, 2), 1);
+      if (key_.packed && !single) {
+        vmovdqu8(wj, W(r0, 2));  // rows r0, r0 + 1 are adjacent: one aligned 64-byte load
+      } else {
+        vmovdqu8(Y(wj), W(r0, 2));
+        vinserti64x4(wj, wj, W(r1, 2), 1);
+      }
       vpxord(wj, wj, ptr_b[rip + c80_]);
       vmovdqu32(yj, ptr[ap + 64]);
       vpdpbusd(yj, wj, ptr[ap], EvexEncoding);
@@ -242,7 +267,9 @@ class Emitter : public CodeGenerator {
       if (next >= 16) throw_error("jit matvec: out of ymm registers");
       return Ymm(next++);
     };
+    g_ = R;
     mov(wp, wrow);
+    if (key_.packed && f_.side) mov(sp, srow);
     mov(ap, act);
     Label loop;
     if (key_.type == QuantType::Q8_0) {
@@ -273,7 +300,7 @@ class Emitter : public CodeGenerator {
         vmulps(f, f, da);
         vfmadd231ps(acc[size_t(r)], y, f);
       }
-      add(wp, 34);
+      next_block(34);
       add(ap, kQ8Record);
       add(dp, 4);
     } else if (key_.type == QuantType::Q4_K) {
@@ -321,7 +348,7 @@ class Emitter : public CodeGenerator {
         vcvtdq2ps(msum, msum);
         vfnmadd231ps(acc[size_t(r)], msum, f);
       }
-      add(wp, 144);
+      next_block(144);
       add(ap, kKRecord);
     } else {
       const Ymm sw = take(), swd = take(), ql0 = take(), ql1 = take(), qh = take(), q = take(),
@@ -368,7 +395,7 @@ class Emitter : public CodeGenerator {
         vcvtdq2ps(iacc, iacc);
         vfmadd231ps(acc[size_t(r)], iacc, f);
       }
-      add(wp, 210);
+      next_block(210);
       add(ap, kKRecord);
     }
     dec(cnt);
@@ -409,7 +436,9 @@ class Emitter : public CodeGenerator {
       a = pool.take();
       vpxord(a, a, a);
     }
+    g_ = R;
     mov(wp, wrow);
+    if (key_.packed && f_.side) mov(sp, srow);
     mov(ap, act);
     Label loop;
     if (q8) {
@@ -418,7 +447,7 @@ class Emitter : public CodeGenerator {
       L(loop);
       prefetch_rows(R, 1);
       q8_0_pair(pool, acc, n_acc, single);
-      add(wp, 34);
+      next_block(34);
       add(ap, kQ8Record);
       add(dp, 4);
     } else if (key_.type == QuantType::Q4_K) {
@@ -427,7 +456,7 @@ class Emitter : public CodeGenerator {
       L(loop);
       prefetch_rows(R, 3);
       for (int r = 0; r < R; ++r) q4k_row(s, r, acc[size_t(r)]);
-      add(wp, 144);
+      next_block(144);
       add(ap, kKRecord);
     } else {
       const Q6K s = q6k_setup(pool);
@@ -435,7 +464,7 @@ class Emitter : public CodeGenerator {
       L(loop);
       prefetch_rows(R, 4);
       for (int r = 0; r < R; ++r) q6k_row(s, r, acc[size_t(r)]);
-      add(wp, 210);
+      next_block(210);
       add(ap, kKRecord);
     }
     dec(cnt);
@@ -455,8 +484,24 @@ class Emitter : public CodeGenerator {
     }
   }
 
-  // Software prefetch `lines` cache lines per row, `pf_` bytes ahead of the current block.
+  // The next block: GGUF rows step by the block's bytes; packed planes by the group's record.
+  void next_block(int block_bytes) {
+    if (!key_.packed) return (void)add(wp, block_bytes);
+    add(wp, g_ * (f_.hdr + f_.body));
+    if (f_.side) add(sp, g_ * f_.side);
+  }
+
+  // Software prefetch `lines` cache lines per row, `pf_` bytes ahead of the current block; packed
+  // kernels read one stream: every line of the group's record, `pfp_` bytes ahead (and the side
+  // plane as far ahead in blocks).
   void prefetch_rows(int R, int lines) {
+    if (key_.packed) {
+      if (pfp_ <= 0) return;
+      const int rec = g_ * (f_.hdr + f_.body);
+      for (int l = 0; l < (rec + 63) / 64; ++l) prefetcht0(ptr[wp + pfp_ + 64 * l]);
+      if (f_.side) prefetcht0(ptr[sp + pfp_ / rec * g_ * f_.side]);
+      return;
+    }
     if (pf_ <= 0) return;
     for (int r = 0; r < R; ++r)
       for (int l = 0; l < lines; ++l) prefetcht0(W(r, pf_ + 64 * l));
@@ -465,8 +510,17 @@ class Emitter : public CodeGenerator {
   // latency-bound (1B decode, 2 threads, load ~2: Q8_0 19.5 -> 23.0 tok/s, Q4_K_M 36.0 -> 42.2;
   // 1024 is no better). JITLLM_MV_PF overrides it (0: off) for tuning.
   int pf_ = std::getenv("JITLLM_MV_PF") ? std::atoi(std::getenv("JITLLM_MV_PF")) : 512;
+  // Packed: one stream, prefetched this many bytes ahead (JITLLM_MV_PFP).
+  int pfp_ = std::getenv("JITLLM_MV_PFP") ? std::atoi(std::getenv("JITLLM_MV_PFP")) : 1024;
 
   void advance_rows(int R) {
+    if (key_.packed) {  // the pass walked the group's planes to the next group's start
+      mov(wrow, wp);
+      if (f_.side) mov(srow, sp);
+      add(out, 4 * R);
+      sub(nrows, R);
+      return;
+    }
     switch (R) {
       case 1: add(wrow, stride); break;
       case 2: lea(wrow, ptr[wrow + stride * 2]); break;
@@ -485,6 +539,7 @@ class Emitter : public CodeGenerator {
     mov(nrows, ptr[rdi + offsetof(MatvecArgs, n_rows)]);
     mov(act, ptr[rdi + offsetof(MatvecArgs, act)]);
     mov(out, ptr[rdi + offsetof(MatvecArgs, out)]);
+    if (key_.packed) mov(srow, ptr[rdi + offsetof(MatvecArgs, side)]);
     lea(stride3, ptr[stride + stride * 2]);
     if (wide()) {
       mov(r11d, 0xFF00);
@@ -596,8 +651,8 @@ std::vector<uint8_t> MatvecKernel::code() const {
 const MatvecKernel& matvec_kernel(const MatvecKey& key) {
   struct Hash {
     size_t operator()(const MatvecKey& k) const {
-      return ((size_t(k.type) * 1000003u ^ size_t(k.k)) * 1000003u ^ size_t(k.rows)) * 31u +
-             size_t(k.isa);
+      return (((size_t(k.type) * 1000003u ^ size_t(k.k)) * 1000003u ^ size_t(k.rows)) * 31u +
+              size_t(k.isa)) * 2u + size_t(k.packed);
     }
   };
   static std::mutex mutex;

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 
 #include "quant/types.h"
@@ -72,10 +73,24 @@ struct AttentionArgs {
   bool f32_tiles = false;
 };
 
+// A backend's private copy of a weight matrix (see CpuKernels::prepare_weights).
+struct PreparedWeights {
+  virtual ~PreparedWeights() = default;
+};
+
 class CpuKernels {
  public:
   virtual ~CpuKernels() = default;
   virtual const char* name() const = 0;
+
+  // A copy of a weight matrix (rows x row_bytes(type, k) GGUF bytes) in a layout this backend's
+  // decode kernels read faster, made once per matrix by the owner of the weights and passed back
+  // in MatmulTarget::prepared; nullptr when the backend has none for it (the default).
+  virtual std::unique_ptr<PreparedWeights> prepare_weights(QuantType type, const uint8_t* weights,
+                                                           int64_t rows, int64_t k) const {
+    (void)type, (void)weights, (void)rows, (void)k;
+    return nullptr;
+  }
 
   // out[t, r] = dot(weight row r, x[t]) for t < n, r < rows. weights: rows x row_bytes(type, k)
   // bytes in GGUF block layout; x: [n, k] floats; out: [n, rows].
@@ -89,6 +104,9 @@ class CpuKernels {
     const uint8_t* weights;
     int64_t rows;
     float* out;  // [n, rows]
+    // This backend's copy of `weights` from prepare_weights (nullptr: none); the copy must stand
+    // for the same matrix, read by decode (n == 1) where the backend wants it.
+    const PreparedWeights* prepared = nullptr;
   };
   virtual void matmul_group(std::span<const MatmulTarget> mats, int64_t k, const float* x,
                             int64_t n) const {

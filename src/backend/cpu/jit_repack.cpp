@@ -1,0 +1,90 @@
+// Row-interleaved decode copies of weight matrices (layout in jit_repack.h): the field table per
+// format and the copy itself, group by group over the pool.
+#include "backend/cpu/jit_repack.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "quant/formats.h"
+
+namespace jitllm::jit {
+
+bool repack_supported(QuantType type) {
+  return type == QuantType::Q8_0 || type == QuantType::Q4_K || type == QuantType::Q6_K;
+}
+
+RepackFields repack_fields(QuantType type) {
+  switch (type) {
+    case QuantType::Q8_0: return {34, 0, 0, 2, 32, 0, 2};
+    case QuantType::Q4_K: return {144, 0, 16, 16, 128, 0, 0};
+    case QuantType::Q6_K: return {210, 192, 16, 0, 192, 208, 2};
+    default: throw_error("repack: no interleaved layout for {}", quant_name(type));
+  }
+}
+
+bool repack_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("JITLLM_REPACK");
+    return !(e && std::strcmp(e, "0") == 0);
+  }();
+  return on;
+}
+
+std::unique_ptr<RepackedMatrix> repack_matrix(QuantType type, const uint8_t* weights, int64_t rows,
+                                              int64_t k, ThreadPool* pool) {
+  const RepackFields f = repack_fields(type);
+  const int64_t block_elems = quant_traits(type).block_elems;
+  if (k <= 0 || k % block_elems != 0)
+    throw_error("repack {}: row length {} is not a positive multiple of {}", quant_name(type), k,
+                block_elems);
+  if (rows <= 0) throw_error("repack {}: {} rows", quant_name(type), rows);
+  const int64_t nb = k / block_elems;
+  const size_t src_row = row_bytes(type, k);
+  if (src_row != size_t(nb * f.block_bytes))
+    throw_error("repack {}: row of {} bytes, expected {}", quant_name(type), src_row,
+                nb * f.block_bytes);
+
+  auto m = std::make_unique<RepackedMatrix>();
+  m->type = type;
+  m->rows = rows;
+  m->k = k;
+  m->main_row_bytes = nb * (f.hdr + f.body);
+  m->side_row_bytes = nb * f.side;
+  const size_t main_bytes = size_t(rows * m->main_row_bytes);
+  const size_t side_at = (main_bytes + 63) / 64 * 64;
+  m->storage = HugeBuffer(side_at + size_t(rows * m->side_row_bytes));
+  uint8_t* main = m->storage.data();
+  uint8_t* side = main + side_at;
+  m->main = main;
+  m->side = side;
+
+  const int64_t G = kRepackGroup, full = rows / G * G;
+  // Rows [r0, r0 + g): one group (g = G, or 1 in the tail).
+  auto group = [&](int64_t r0, int64_t g) {
+    uint8_t* dm = main + size_t(r0 * m->main_row_bytes);
+    uint8_t* ds = side + size_t(r0 * m->side_row_bytes);
+    for (int64_t b = 0; b < nb; ++b) {
+      for (int64_t r = 0; r < g; ++r) {
+        const uint8_t* src = weights + size_t(r0 + r) * src_row + size_t(b * f.block_bytes);
+        if (f.hdr) std::memcpy(dm + r * f.hdr, src + f.hdr_from, size_t(f.hdr));
+        std::memcpy(dm + g * f.hdr + r * f.body, src + f.body_from, size_t(f.body));
+        if (f.side) std::memcpy(ds + r * f.side, src + f.side_from, size_t(f.side));
+      }
+      dm += g * (f.hdr + f.body);
+      ds += g * f.side;
+    }
+  };
+  auto groups = [&](int64_t g0, int64_t g1) {
+    for (int64_t i = g0; i < g1; ++i) group(i * G, G);
+  };
+  if (pool && pool->size() > 1 && full / G > 1)
+    pool->parallel_for(full / G, 16, groups);
+  else
+    groups(0, full / G);
+  for (int64_t r = full; r < rows; ++r) group(r, 1);
+  return m;
+}
+
+}  // namespace jitllm::jit
