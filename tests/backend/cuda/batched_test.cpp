@@ -199,9 +199,11 @@ struct TogetherResult {
 TogetherResult together_vs_solo(const std::string& path, size_t S, int steps, bool invariant,
                                  float tol) {
   const auto file = load_model_file(path);
+  setenv("JITLLM_CUDA_MMQ", "1", 1);  // (while the MMQ is opt-in)
   if (invariant) setenv("JITLLM_BATCH_INVARIANT", "1", 1);
   Engine e(file, on_cuda());
   unsetenv("JITLLM_BATCH_INVARIANT");
+  unsetenv("JITLLM_CUDA_MMQ");
   const int64_t nv = e.config().n_vocab;
   std::vector<std::vector<int32_t>> prompts(S), next(S);
   std::vector<std::vector<float>> solo(S);

@@ -66,6 +66,27 @@ for s in $stages; do
         /tmp/bin/jitllm batched -m /tmp/$shape.gguf -s ${SESSIONS:-1,8,32,64} -p 16 -n 48 --devices cuda 2>&1 | tee -a $OUT/batched.log
       done
       ;;
+    mmq)  # gpubatch: MMQ kernel + N-sessions tests (1B included), MMQ vs matvec vs GEMM timings,
+      # jitllm batched per MMQ_ENVS variant (';'-separated), the kernel split of a 32-session step
+      for shape in llama-3.2-1b llama-3.1-8b; do
+        [ -f /tmp/$shape.gguf ] || /tmp/bin/jitllm synth /tmp/$shape.gguf --shape $shape --type q4_k_m 2>&1 | tail -n 1
+      done
+      JITLLM_TEST_1B=/tmp/llama-3.2-1b.gguf timeout 300 /tmp/bin/test_backend_cuda --gtest_filter='CudaMmq.*:CudaBatched.*' 2>&1 |
+        tee $OUT/mmq_tests.log | grep -E "^\[ cuda|FAILED|PASSED|Failure|Expected|Which is|actual" | head -n 80
+      JITLLM_CUDA_BENCH=1 timeout 240 /tmp/bin/test_backend_cuda --gtest_filter='CudaBench.MmqShapes' 2>&1 |
+        tee $OUT/mmq_bench.log | grep -E "bench|FAILED|Failure" | head -n 200
+      IFS=';' read -ra variants <<< "${MMQ_ENVS:-JITLLM_CUDA_MMQ=0;JITLLM_CUDA_MMQ=1}"
+      for shape in llama-3.2-1b llama-3.1-8b; do
+        for v in "${variants[@]}"; do
+          echo "== batched $shape $v" | tee -a $OUT/mmq_batched.log
+          env $v /tmp/bin/jitllm batched -m /tmp/$shape.gguf -s ${SESSIONS:-1,8,32,64} -p 128 -n ${MMQ_GEN:-128} --devices cuda 2>&1 |
+            grep -E "sessions|rror" | tee -a $OUT/mmq_batched.log
+        done
+      done
+      echo "== profile 8B, 32 sessions" | tee -a $OUT/mmq_profile.log
+      JITLLM_CUDA_MMQ=1 JITLLM_CUDA_PROFILE=1 /tmp/bin/jitllm batched -m /tmp/llama-3.1-8b.gguf -s 32 -p 16 -n 8 --devices cuda 2>&1 |
+        tail -n 60 | tee -a $OUT/mmq_profile.log
+      ;;
     prefill)  # cudaprefill: GEMM/flash/embedding tests, GEMM vs matvec and flash vs paged timings
       timeout 300 /tmp/bin/test_backend_cuda --gtest_also_run_disabled_tests \
         --gtest_filter='CudaGemm.*:CudaFlashAttention.*' 2>&1 | tee $OUT/prefill_tests.log |
