@@ -83,9 +83,15 @@ std::vector<int32_t> generate(Engine& engine, Session& session, const Tokenizer&
   StreamDecoder stream(tok);
   for (int32_t t : tokens) stream.push(t);
   std::vector<int32_t> out;
+  // Plain greedy sampling (temperature <= 0, no penalties or logit bias) needs only the argmax:
+  // the engine brings home the token id instead of the logits (on a card the pick runs there).
+  const SamplingParams& sp = sampler.params();
+  const bool ids_only = sp.temperature <= 0 && sp.logit_bias.empty() && sp.repeat_penalty == 1.0f &&
+                        sp.presence_penalty == 0.0f && sp.frequency_penalty == 0.0f;
+  int32_t picked = -1;  // the engine's greedy pick for the next token (ids_only)
   t0 = Clock::now();
   while (int(out.size()) < n_predict && !g_interrupt) {
-    const int32_t next = sampler.sample(logits);
+    const int32_t next = picked >= 0 ? picked : sampler.sample(logits);
     if (tok.vocab().is_eog(next)) break;
     sampler.accept(next);
     out.push_back(next);
@@ -95,7 +101,10 @@ std::vector<int32_t> generate(Engine& engine, Session& session, const Tokenizer&
       fmt::print(stderr, "\n[context of {} tokens is full]\n", session.n_ctx());
       break;
     }
-    logits = engine.decode(session, next);
+    if (ids_only)
+      picked = engine.decode_greedy(session, next);
+    else
+      logits = engine.decode(session, next);
   }
   fmt::print("{}", stream.finish());
   std::fflush(stdout);

@@ -33,6 +33,7 @@ struct SpeedOptions {
   std::string model;
   int prompt = 512, gen = 128, reps = 3, threads = 0;
   bool ttft = false;
+  bool logits = false;  // decode reads every step's logits (the path before the greedy hook)
   std::string devices = "cpu";
   std::string kernels = "jit";
 };
@@ -133,6 +134,7 @@ int run_speed(const SpeedOptions& o) {
     auto s = engine.new_session(n_ctx);
     if (o.prompt > 0) engine.prefill(*s, prompt_tokens(std::min(o.prompt, 64)), false);
     engine.decode(*s, 1);
+    engine.decode_greedy(*s, 1);
   }
   std::vector<double> pp, tg;
   for (int r = 0; r < o.reps; ++r) {
@@ -149,8 +151,12 @@ int run_speed(const SpeedOptions& o) {
       int32_t t = 1;
       const auto t0 = Clock::now();
       for (int i = 0; i < o.gen; ++i) {
-        const auto logits = engine.decode(*s, t);
-        t = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+        if (o.logits) {  // every step's logits come home and the host picks
+          const auto logits = engine.decode(*s, t);
+          t = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+        } else {  // only the greedy token comes home (on a card: the pick runs there)
+          t = engine.decode_greedy(*s, t);
+        }
       }
       tg.push_back(double(o.gen) / secs(t0, Clock::now()));
     }
@@ -194,6 +200,9 @@ const RegisterCommand kRegister{Command{
       app.add_option("-r,--reps", o->reps, "repetitions, the median is printed (default 3)");
       app.add_option("-t,--threads", o->threads, "threads (default: JITLLM_CORES or all cores)");
       app.add_flag("--ttft", o->ttft, "print load, ready and time-to-first-token phases");
+      app.add_flag("--logits", o->logits,
+                   "decode brings every step's logits home and picks there (default: greedy "
+                   "token ids only, picked where the model runs)");
       app.add_option("--devices", o->devices, "devices: cpu, cuda or cuda:N");
       app.add_option("--kernels", o->kernels, "jit (default) or reference");
       return [o] { return run_speed(*o); };

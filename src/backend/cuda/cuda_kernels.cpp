@@ -180,6 +180,12 @@ void CudaKernels::matmul_group(std::span<const MatmulSeg> segs, CUdeviceptr x, i
   spec.rpw = rpw_override_ > 0 ? rpw_override_ : rows_per_warp(nt);
   spec.unroll = unroll_override_ > 0 ? unroll_override_ : unroll();
   spec.prefetch = pdl_;
+  // JITLLM_CUDA_Q4K=1|2 (kernel variant), JITLLM_CUDA_Q4K_STEPS (variant 2's steps in flight).
+  static const int q4k_variant = std::clamp(env_int("JITLLM_CUDA_Q4K", 2), 1, 2);
+  static const int q4k_steps = std::clamp(env_int("JITLLM_CUDA_Q4K_STEPS", 4), 1, 8);
+  spec.q4k_variant = q4k_override_ > 0 ? q4k_override_ : q4k_variant;
+  // Batch tiles keep 2 steps in flight (4 would take 255 registers at NT = 8, RPW = 4).
+  spec.q4k_steps = q4k_steps_override_ > 0 ? q4k_steps_override_ : nt == 1 ? q4k_steps : std::min(q4k_steps, 2);
   MvArgs a{};
   bool q8_needed = false;
   int64_t ctas = 0;
@@ -274,6 +280,27 @@ void CudaKernels::rope_store(const RopeStoreCall& c, const Stream& s) {
   unsigned long long koff = c.koff, voff = c.voff;
   void* args[] = {&q, &k, &v, &cache, &nh, &nkv, &hd, &nr, &nx, &rows, &koff, &voff, &f16};
   run(elementwise_fn("rope_store"), unsigned(c.n), 1, 512, s, args, "rope_store");
+}
+
+namespace {
+constexpr int64_t kArgmaxChunks = 64;  // CTAs per logits row (128256 columns: ~2K each)
+}
+
+size_t CudaKernels::argmax_scratch_bytes(int64_t cap) {
+  return size_t(cap) * (4 + size_t(kArgmaxChunks) * 8);  // counters, values, columns
+}
+
+void CudaKernels::argmax_rows(CUdeviceptr x, int64_t n, int64_t cols, CUdeviceptr scratch,
+                              int64_t cap, CUdeviceptr ids, const Stream& s) {
+  if (n <= 0) return;
+  if (n > cap) throw_error("argmax_rows: {} rows for scratch of {}", n, cap);
+  if (cols <= 0 || cols > INT32_MAX) throw_error("argmax_rows: {} columns", cols);
+  const int64_t chunks = std::min<int64_t>(kArgmaxChunks, (cols + 255) / 256);
+  CUdeviceptr count = scratch, part_v = scratch + size_t(cap) * 4;
+  CUdeviceptr part_i = part_v + size_t(cap * kArgmaxChunks) * 4;
+  long long c = cols;
+  void* args[] = {&x, &c, &part_v, &part_i, &count, &ids};
+  run(elementwise_fn("argmax_rows"), unsigned(chunks), unsigned(n), 256, s, args, "argmax_rows");
 }
 
 void CudaKernels::attention(const AttentionCall& a, const Stream& s) {

@@ -106,12 +106,23 @@ class CudaKernels {
     Q8Buffers q8;  // when set (and head_dim % 32 == 0): out also quantized for the next matvec
   };
   void attention(const AttentionCall& a, const Stream& s);
+  // ids[t] = argmax of row t of x [n][cols] (lowest column among equal maxima). scratch:
+  // argmax_scratch_bytes(cap) for up to cap rows, zeroed before the first call (its row
+  // counters; the kernel leaves them zero).
+  static size_t argmax_scratch_bytes(int64_t cap);
+  void argmax_rows(CUdeviceptr x, int64_t n, int64_t cols, CUdeviceptr scratch, int64_t cap,
+                   CUdeviceptr ids, const Stream& s);
 
   const Compiler& compiler() const { return compiler_; }
   // Benches: force rows per warp / unroll for every later matvec (0 = the defaults above).
   void tune(int rpw, int unroll) {
     rpw_override_ = rpw;
     unroll_override_ = unroll;
+  }
+  // Benches: force the Q4_K kernel variant and its steps in flight (0 = the defaults).
+  void tune_q4k(int variant, int steps) {
+    q4k_override_ = variant;
+    q4k_steps_override_ = steps;
   }
   // Starts (or stops) timing every launch; see KernelProfile.
   void set_profiling(bool on) { profiling_ = on; }
@@ -131,6 +142,7 @@ class CudaKernels {
   std::map<std::string, CUfunction> ew_;
   bool profiling_ = false;
   int rpw_override_ = 0, unroll_override_ = 0;
+  int q4k_override_ = 0, q4k_steps_override_ = 0;
   bool pdl_ = false;  // JITLLM_CUDA_PDL
   KernelProfile profile_;
   std::unique_ptr<Event> ev0_, ev1_;

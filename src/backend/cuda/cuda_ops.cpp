@@ -159,6 +159,12 @@ CudaOps::~CudaOps() {
                  (long long)c.disk_hits, double(weight_bytes_) / 1e6, kv_pages_.size(),
                  (long long)graph_replays_);
     if (!gemm_) std::fprintf(stderr, "cuda: no prefill GEMM (cuBLASLt missing or disabled)\n");
+    if (timed_steps_ > 0)
+      std::fprintf(stderr,
+                   "cuda: %lld replayed steps: %.1f us/step on the host from begin() to the graph "
+                   "launch, %.1f us/step waiting for the card\n",
+                   (long long)timed_steps_, step_host_us_ / double(timed_steps_),
+                   step_wait_us_ / double(timed_steps_));
   }
   if (!kernels_.profile().by_name.empty())
     std::fprintf(stderr, "%s", kernels_.profile().report().c_str());
@@ -194,6 +200,7 @@ void CudaOps::begin(const Batch& batch, const KvLayout& kv) {
   if (!kv_pages_.empty() && kv.page_bytes() != kv_.page_bytes())
     throw_error("CUDA: the KV page layout changed between steps");
   device_.make_current();  // steps may come from another thread than the constructor's
+  step_t0_ = std::chrono::steady_clock::now();
   if (mode_ == Mode::Capture) {  // the previous step threw while capturing
     CUgraph g = nullptr;
     driver().cuStreamEndCapture(stream_.get(), &g);
@@ -286,17 +293,23 @@ void CudaOps::embed(const TensorInfo& table, Act out) {
   const int64_t n_vocab = table.rows(), k = table.row_length();
   const size_t rb = row_bytes(table.type, k);
   const size_t n = batch_.tokens.size();
-  if (gemm_ && int64_t(n) >= gemm_min_rows_ && mode_ == Mode::Direct &&
-      Gemm::embeds_on_card(table.type) && table.slice_stride == 0) {
-    // Prefill: the rows are made on the card from the table there (the same bits as
-    // dequantize_row), instead of n rows dequantized on the host and uploaded.
+  // Decode steps too (JITLLM_CUDA_DECODE_EMBED=0: host rows as before): only the ids travel,
+  // and a captured step replays the lookup with the ids staged before the graph launch.
+  static const bool decode_embed = [] {
+    const char* e = std::getenv("JITLLM_CUDA_DECODE_EMBED");
+    return !(e && std::string(e) == "0");
+  }();
+  if (gemm_ && Gemm::embeds_on_card(table.type) && table.slice_stride == 0 &&
+      ((int64_t(n) >= gemm_min_rows_ && mode_ == Mode::Direct) || decode_embed)) {
+    // The rows are made on the card from the table there (the same bits as dequantize_row),
+    // instead of n rows dequantized on the host and uploaded.
     for (size_t i = 0; i < n; ++i)
       if (batch_.tokens[i] < 0 || batch_.tokens[i] >= n_vocab)
         throw_error("token id {} is out of range (vocabulary of {})", batch_.tokens[i], n_vocab);
     const DeviceWeight& d = weight(table);
     ensure(embed_ids_, n * sizeof(int32_t));
     upload(embed_ids_.get(), batch_.tokens.data(), n * sizeof(int32_t));
-    gemm_->embed(d, embed_ids_.get(), int64_t(n), ptr(out), stream_);
+    if (launching()) gemm_->embed(d, embed_ids_.get(), int64_t(n), ptr(out), stream_);
     wrote(out);
     return;
   }
@@ -575,7 +588,7 @@ void CudaOps::select_rows(Act x, std::span<const int32_t> rows, Act out) {
           "cuMemcpyDtoDAsync");
 }
 
-void CudaOps::read(Act x, float* host) {
+void CudaOps::finish_step() {
   flush();
   if (mode_ == Mode::Capture) {
     CUgraph g = nullptr;
@@ -603,10 +616,46 @@ void CudaOps::read(Act x, float* host) {
     }
     check(driver().cuGraphLaunch(current_graph_, stream_.get()), "cuGraphLaunch");
     ++graph_replays_;
-  }  check(driver().cuMemcpyDtoHAsync(host, ptr(x), size_t(x.rows * x.cols) * sizeof(float),
+  }
+}
+
+void CudaOps::read(Act x, float* host) {
+  finish_step();
+  check(driver().cuMemcpyDtoHAsync(host, ptr(x), size_t(x.rows * x.cols) * sizeof(float),
                                    stream_.get()),
         "cuMemcpyDtoHAsync");
+  sync_step();
+}
+
+void CudaOps::sync_step() {
+  // Replayed steps are timed (JITLLM_CUDA_STATS): host time before the launch vs the wait.
+  const bool timed = mode_ == Mode::Replay;
+  const auto t1 = std::chrono::steady_clock::now();
   stream_.sync();
+  if (timed) {
+    const auto t2 = std::chrono::steady_clock::now();
+    step_host_us_ += std::chrono::duration<double, std::micro>(t1 - step_t0_).count();
+    step_wait_us_ += std::chrono::duration<double, std::micro>(t2 - t1).count();
+    ++timed_steps_;
+  }
+}
+
+void CudaOps::argmax_rows(Act x, int32_t* host) {
+  // The graph (when there is one) ends at the logits; the pick runs after it, outside the graph,
+  // so one captured graph serves steps that read logits and steps that read only the ids.
+  finish_step();
+  if (x.rows > argmax_cap_) {
+    stream_.sync();  // not part of any graph: growing it drops none
+    argmax_cap_ = std::max<int64_t>(x.rows, 64);
+    argmax_buf_ = DeviceBuffer(CudaKernels::argmax_scratch_bytes(argmax_cap_) + size_t(argmax_cap_) * 4);
+    check(driver().cuMemsetD8Async(argmax_buf_.get(), 0, argmax_buf_.bytes(), stream_.get()),
+          "cuMemsetD8Async");  // the counters start at zero
+  }
+  const CUdeviceptr ids = argmax_buf_.get() + CudaKernels::argmax_scratch_bytes(argmax_cap_);
+  kernels_.argmax_rows(ptr(x), x.rows, x.cols, argmax_buf_.get(), argmax_cap_, ids, stream_);
+  check(driver().cuMemcpyDtoHAsync(host, ids, size_t(x.rows) * 4, stream_.get()),
+        "cuMemcpyDtoHAsync");
+  sync_step();
 }
 
 std::unique_ptr<Ops> make_cuda_ops(const std::string& devices) {

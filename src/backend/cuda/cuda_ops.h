@@ -17,6 +17,7 @@
 // Kernels are compiled on first use through the on-disk cubin cache (compiler.h).
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,6 +51,7 @@ class CudaOps final : public Ops {
   void add(Act acc, Act x) override;
   void select_rows(Act x, std::span<const int32_t> rows, Act out) override;
   void read(Act x, float* host) override;
+  void argmax_rows(Act x, int32_t* host) override;
 
   const Device& device() const { return device_; }
   int64_t graph_replays() const { return graph_replays_; }
@@ -68,6 +70,11 @@ class CudaOps final : public Ops {
   void ensure(DeviceBuffer& buf, size_t bytes);
   void upload(CUdeviceptr dst, const void* src, size_t bytes);
   bool launching() const { return mode_ != Mode::Replay; }
+  // The end of a step's device work: launches what is held, ends a capture, launches the
+  // replayed graph (after its staged inputs). read() / argmax_rows() then copy the result home.
+  void finish_step();
+  // Waits for the step's copy home (timing replayed steps for JITLLM_CUDA_STATS).
+  void sync_step();
   void drop_graphs();
   // Fusion across op calls (direct and capture modes): a single matmul is held back until the
   // next op, so an add(acc, its output) that follows becomes the matvec's residual epilogue; the
@@ -132,6 +139,13 @@ class CudaOps final : public Ops {
   CUgraphExec current_graph_ = nullptr;
   int64_t graph_replays_ = 0;
   std::vector<float> host_rows_;
+  // argmax_rows(): the kernel's counters and partials (CudaKernels::argmax_scratch_bytes), then
+  // the ids [n] copied home.
+  DeviceBuffer argmax_buf_;
+  int64_t argmax_cap_ = 0;  // rows argmax_buf_ is laid out for
+  std::chrono::steady_clock::time_point step_t0_;  // begin() of this step
+  double step_host_us_ = 0, step_wait_us_ = 0;
+  int64_t timed_steps_ = 0;
 
   struct HeldMatmul {
     const DeviceWeight* w = nullptr;

@@ -208,6 +208,65 @@ extern "C" __global__ void rope_store(float* __restrict__ q, float* __restrict__
   store_row(v + (size_t)t * kv_dim, (u8*)(rows[t] + voff), kv_dim, kv_f16);
 }
 
+// Greedy pick per logits row: x [n][cols]; grid (chunks, n), block 256. Each CTA finds the
+// (largest value, lowest column) of its chunk into part_v / part_i [n][chunks]; the CTA that
+// finishes a row last (count[row], reset to 0 for the next launch) combines the chunks and writes
+// ids[row]. Ties go to the lowest column at every level, as the host's std::max_element.
+__device__ __forceinline__ void amax_pick(float& v, int& i, float ov, int oi) {
+  if (ov > v || (ov == v && oi < i)) { v = ov; i = oi; }
+}
+__device__ __forceinline__ void amax_block(float& v, int& i) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1)
+    amax_pick(v, i, __shfl_xor_sync(0xffffffffu, v, o), __shfl_xor_sync(0xffffffffu, i, o));
+  __shared__ float sv[32];
+  __shared__ int si[32];
+  const int w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  if ((threadIdx.x & 31) == 0) { sv[w] = v; si[w] = i; }
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    v = threadIdx.x < nw ? sv[threadIdx.x] : NEG_INF;
+    i = threadIdx.x < nw ? si[threadIdx.x] : 0x7fffffff;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+      amax_pick(v, i, __shfl_xor_sync(0xffffffffu, v, o), __shfl_xor_sync(0xffffffffu, i, o));
+  }
+}
+extern "C" __global__ void argmax_rows(const float* __restrict__ x, long long cols,
+                                       float* __restrict__ part_v, int* __restrict__ part_i,
+                                       unsigned* __restrict__ count, int* __restrict__ ids) {
+  PDL_TRIGGER();
+  PDL_WAIT();
+  const int row = blockIdx.y, nch = gridDim.x;
+  const long long per = (cols + nch - 1) / nch;
+  const long long c0 = (long long)blockIdx.x * per, c1 = min(cols, c0 + per);
+  const float* xr = x + (size_t)row * cols;
+  float v = NEG_INF;
+  int i = c0 < cols ? (int)c0 : 0x7fffffff;  // an all -inf chunk still names its first column
+  for (long long c = c0 + threadIdx.x; c < c1; c += blockDim.x) amax_pick(v, i, xr[c], (int)c);
+  amax_block(v, i);
+  __shared__ bool last;
+  if (threadIdx.x == 0) {
+    part_v[(size_t)row * nch + blockIdx.x] = v;
+    part_i[(size_t)row * nch + blockIdx.x] = i;
+    __threadfence();  // the partial is visible before the count says so
+    last = atomicAdd(count + row, 1u) == (unsigned)nch - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  v = NEG_INF;
+  i = 0x7fffffff;
+  for (int c = threadIdx.x; c < nch; c += blockDim.x)
+    amax_pick(v, i, ((volatile float*)part_v)[(size_t)row * nch + c],
+              ((volatile int*)part_i)[(size_t)row * nch + c]);
+  amax_block(v, i);
+  if (threadIdx.x == 0) {
+    ids[row] = i;
+    count[row] = 0;
+  }
+}
+
 // Row t of src ([n][dim]) to the KV row at rows[t] + offset, as f16 (kv_f16) or f32.
 extern "C" __global__ void store_kv(const float* __restrict__ src, const u64* __restrict__ rows,
                                     u64 offset, int dim, int kv_f16) {

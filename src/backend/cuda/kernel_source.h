@@ -37,6 +37,10 @@ struct MatvecSpec {
   int64_t k = 0;
   int nt = 1, rpw = 1, unroll = 4;
   bool prefetch = false;  // L2 prefetch of the first weight rows before waiting for the previous kernel (PDL)
+  // Q4_K segments: kernel variant (1: four lanes per block, two 16-byte nibble loads each; 2:
+  // eight lanes per block, one warp load = four blocks) and, for 2, steps of four blocks whose
+  // loads are issued together.
+  int q4k_variant = 2, q4k_steps = 4;
   std::string name() const;
 };
 

@@ -42,6 +42,10 @@ for s in $stages; do
       JITLLM_CUDA_BENCH=1 timeout 240 /tmp/bin/test_backend_cuda --gtest_filter='CudaBench.*' 2>&1 |
         tee $OUT/bench.log | grep -E "bench|FAILED|Failure" | head -n 300
       ;;
+    q4kbench)  # gpudecode: the Q4_K matvec variants per 8B/1B shape (GB/s, n = 1)
+      JITLLM_CUDA_BENCH=1 timeout 240 /tmp/bin/test_backend_cuda --gtest_filter='CudaBench.Q4KVariants' 2>&1 |
+        tee $OUT/q4kbench.log | grep -E "bench|FAILED|Failure" | head -n 100
+      ;;
     profile)  # cudadecode: per-kernel time of decode steps (every launch timed, no graphs)
       for shape in llama-3.2-1b llama-3.1-8b; do
         [ -f /tmp/$shape.gguf ] || /tmp/bin/jitllm synth /tmp/$shape.gguf --shape $shape --type q4_k_m 2>&1 | tail -n 1
@@ -55,7 +59,11 @@ for s in $stages; do
         [ -f /tmp/$shape.gguf ] || /tmp/bin/jitllm synth /tmp/$shape.gguf --shape $shape --type q4_k_m 2>&1 | tail -n 1
         for v in "${variants[@]}"; do
           echo "== $shape $v" | tee -a $OUT/decodeab.log
-          env $v /tmp/bin/jitllm speed -m /tmp/$shape.gguf -p 0 -n 128 -r 2 --devices cuda 2>&1 | grep -E "tg|decode:" | tee -a $OUT/decodeab.log
+          # A variant's words: NAME=value settings for the environment, --flags for jitllm speed.
+          envs=() flags=()
+          for word in $v; do if [[ $word == --* ]]; then flags+=("$word"); else envs+=("$word"); fi; done
+          env "${envs[@]}" JITLLM_CUDA_STATS=1 /tmp/bin/jitllm speed -m /tmp/$shape.gguf -p 0 -n 128 -r 2 --devices cuda "${flags[@]}" 2>&1 |
+            grep -E "tg|decode:|replayed steps" | tee -a $OUT/decodeab.log
         done
       done
       ;;

@@ -167,6 +167,51 @@ TEST(CudaEngine, GraphReplayEqualsDirectLaunches) {
   EXPECT_EQ(max_abs_diff(graphs.data(), direct.data(), direct.size()), 0.0f);
 }
 
+// The greedy hook on the card (argmax after the head, only the ids come home) against the host
+// argmax of the logits of the same steps: one session through captured and replayed decode
+// steps, then ragged steps of three sessions.
+TEST(CudaEngine, GreedyIdsOnTheCardEqualHostArgmax) {
+  JITLLM_REQUIRE_GPU();
+  const auto file = load_model_file(oracle_path("models/synth-llama.Q4_K_M.gguf"));
+  Engine e(file, on("cuda"));
+  const int64_t nv = e.config().n_vocab;
+  auto a = e.new_session(128), b = e.new_session(128);
+  const std::vector<int32_t> prompt = {1, 22, 333, 44, 5};
+  e.prefill(*a, prompt, false);
+  e.prefill(*b, prompt, false);
+  int32_t ta = 7, tb = 7;
+  for (int i = 0; i < 40; ++i) {
+    const std::vector<float> l = e.decode(*a, ta);
+    ta = argmax(l.data(), nv);
+    tb = e.decode_greedy(*b, tb);
+    ASSERT_EQ(ta, tb) << "step " << i;
+  }
+  std::vector<std::unique_ptr<Session>> s, u;
+  for (int i = 0; i < 3; ++i) {
+    s.push_back(e.new_session(64));
+    u.push_back(e.new_session(64));
+  }
+  std::vector<int32_t> next = {3, 30, 300};
+  for (int step = 0; step < 6; ++step) {
+    // Step 0 feeds session 0 a two-token chunk (a ragged step), later steps one token each.
+    const std::vector<int32_t> two = {next[0], 11};
+    std::vector<StepInput> in, un;
+    for (size_t i = 0; i < 3; ++i) {
+      const std::span<const int32_t> t = step == 0 && i == 0 ? std::span<const int32_t>(two)
+                                                             : std::span<const int32_t>(&next[i], 1);
+      in.push_back(StepInput{s[i].get(), t, false});
+      un.push_back(StepInput{u[i].get(), t, false});
+    }
+    const std::vector<float> l = e.step(in);
+    const std::vector<int32_t> ids = e.step_greedy(un);
+    ASSERT_EQ(ids.size(), 3u);
+    for (size_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(ids[i], argmax(l.data() + i * size_t(nv), nv)) << "step " << step << " row " << i;
+      next[i] = ids[i];
+    }
+  }
+}
+
 // The fused launches (norm+quantize, q/k/v and gate/up in one matvec, rope+KV store, attention
 // output quantized, residual add in the matvec epilogue, swiglu+quantize) against one kernel per
 // op (JITLLM_CUDA_FUSE=0), through a prompt and graph-replayed decode steps. Q4_K_M mixes Q4_K

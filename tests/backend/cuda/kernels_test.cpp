@@ -69,6 +69,57 @@ TEST(CudaKernels, MatmulHeadShape) {
   check_matmul({QuantType::Q4_K, 128256, 2048, 1e-2}, {1}, 0);
 }
 
+TEST(CudaKernels, MatmulQ4KVariants) {
+  // Both Q4_K kernels, variant 2 at every steps-in-flight and rows-per-warp setting, on ragged
+  // shapes: rows not a multiple of a CTA's rows, 22 blocks per row (a partial step of four), zero
+  // blocks; one row and a batch tile.
+  JITLLM_REQUIRE_GPU();
+  const std::pair<int, int> variants[] = {{1, 4}, {2, 1}, {2, 2}, {2, 4}, {2, 8}};
+  for (const auto& [v, steps] : variants) {
+    for (int rpw : {1, 4}) {
+      G->kernels->tune(rpw, 0);
+      G->kernels->tune_q4k(v, steps);
+      check_matmul({QuantType::Q4_K, 1003, 5632, 1e-2}, {1, 3}, 5);
+      check_matmul({QuantType::Q4_K, 260, 4096, 1e-2}, {1, 9}, 0);
+    }
+  }
+  G->kernels->tune(0, 0);
+  G->kernels->tune_q4k(0, 0);
+}
+
+TEST(CudaKernels, ArgmaxRowsEqualsHostArgmax) {
+  // Logits rows of the head's width and odd widths, values drawn from a few levels so that maxima
+  // tie (the lowest column must win, as std::max_element), a row of -inf, the maximum in the last
+  // column; repeated calls into the same ids (the kernel resets its row counters).
+  JITLLM_REQUIRE_GPU();
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> level(-20, 20);
+  const int64_t cap = 64;
+  DeviceBuffer scratch(CudaKernels::argmax_scratch_bytes(cap)), ids(size_t(cap) * 4);
+  check(driver().cuMemsetD8Async(scratch.get(), 0, scratch.bytes(), G->stream->get()), "memset");
+  for (int64_t cols : {int64_t(128256), int64_t(32000), int64_t(1000), int64_t(257), int64_t(1)}) {
+    for (int64_t n : {int64_t(1), int64_t(3), int64_t(64)}) {
+      std::vector<float> x(size_t(n * cols));
+      for (float& v : x) v = float(level(rng)) * 0.25f;
+      if (n > 1) std::fill(x.begin() + cols, x.begin() + 2 * cols, -INFINITY);  // row 1: all -inf
+      if (n > 2) x[size_t(3 * cols - 1)] = 100.0f;                                // row 2: last column
+      DeviceBuffer dx = to_device(x);
+      for (int rep = 0; rep < 2; ++rep) {
+        check(driver().cuMemsetD8Async(ids.get(), 0xff, ids.bytes(), G->stream->get()), "memset");
+        G->kernels->argmax_rows(dx.get(), n, cols, scratch.get(), cap, ids.get(), *G->stream);
+        G->stream->sync();
+        std::vector<int32_t> got(static_cast<size_t>(n));
+        check(driver().cuMemcpyDtoH(got.data(), ids.get(), got.size() * 4), "cuMemcpyDtoH");
+        for (int64_t r = 0; r < n; ++r) {
+          const float* row = x.data() + r * cols;
+          EXPECT_EQ(got[size_t(r)], int32_t(std::max_element(row, row + cols) - row))
+              << cols << " columns, row " << r << " of " << n << ", call " << rep;
+        }
+      }
+    }
+  }
+}
+
 TEST(CudaKernels, MatmulZeroBlocks) {
   for (QuantType t : {QuantType::Q4_K, QuantType::Q6_K, QuantType::Q8_0})
     check_matmul({t, 512, 2048, 1e-2}, {1, 5}, 3);
@@ -356,6 +407,58 @@ TEST(CudaBench, MatvecShapes) {
     }
   }
   G->kernels->tune(0, 0);
+}
+
+// Not a test: the Q4_K kernel variants (1: four lanes per block; 2: eight lanes per block with
+// S steps of four blocks in flight) per 8B/1B shape at n = 1, GB/s of weight bytes. Weights are
+// rotated over 3 copies (> L2 for the big shapes) so the bench reads HBM, not L2.
+TEST(CudaBench, Q4KVariants) {
+  if (!std::getenv("JITLLM_CUDA_BENCH")) GTEST_SKIP() << "set JITLLM_CUDA_BENCH=1";
+  JITLLM_REQUIRE_GPU();
+  struct Shape { const char* what; int64_t rows, k; };
+  const Shape shapes[] = {{"8B q/o", 4096, 4096},   {"8B gate", 14336, 4096},
+                          {"8B down", 4096, 14336}, {"1B q", 2048, 2048},
+                          {"1B gate", 8192, 2048},  {"1B down", 2048, 8192}};
+  struct Variant { int v, steps, rpw; };
+  const Variant variants[] = {{1, 4, 2}, {2, 4, 1}, {2, 4, 2}, {2, 2, 2}, {2, 4, 4}, {2, 8, 2}};
+  std::mt19937 rng(2);
+  Event e0, e1;
+  for (const Shape& sh : shapes) {
+    std::vector<DeviceWeight> dws;
+    for (int c = 0; c < 3; ++c) {
+      const auto w = random_weights(QuantType::Q4_K, sh.rows, sh.k, rng);
+      dws.push_back(DeviceWeight::upload(pack_weight(QuantType::Q4_K, w.data(), sh.rows, sh.k)));
+    }
+    const double bytes = double(row_bytes(QuantType::Q4_K, sh.k)) * double(sh.rows);
+    const auto x = random_floats(size_t(kMaxMatvecTile * sh.k), rng);
+    DeviceBuffer dx = to_device(x), dout(size_t(kMaxMatvecTile * sh.rows) * 4);
+    DeviceBuffer q8(CudaKernels::q8_bytes(kMaxMatvecTile, sh.k));
+    const Q8Buffers qb{q8.get(), q8.get() + CudaKernels::q8_ds_offset(1, sh.k)};
+    G->kernels->quantize_q8(dx.get(), 1, sh.k, qb, *G->stream);
+    std::vector<float> first;
+    for (const Variant& v : variants) {
+      G->kernels->tune(v.rpw, 0);
+      G->kernels->tune_q4k(v.v, v.steps);
+      G->kernels->matmul(dws[0], dx.get(), 1, dout.get(), qb, *G->stream, true);  // compile, warm
+      G->stream->sync();
+      // Every variant computes the same outputs (up to the f32 summation order).
+      const std::vector<float> got = from_device(dout, size_t(sh.rows));
+      if (first.empty()) first = got;
+      const double diff = rel_error(got, first);
+      const int reps = 60;
+      e0.record(*G->stream);
+      for (int r = 0; r < reps; ++r)
+        G->kernels->matmul(dws[size_t(r % 3)], dx.get(), 1, dout.get(), qb, *G->stream, true);
+      e1.record(*G->stream);
+      e1.sync();
+      const double us = 1000.0 * e1.ms_since(e0) / reps;
+      std::printf("[ bench    ] q4k %-8s %6ld x %5ld v%d steps=%d rpw=%d %8.2f us %7.1f GB/s (vs v1 %.1e)\n",
+                  sh.what, long(sh.rows), long(sh.k), v.v, v.steps, v.rpw, us, bytes / us / 1e3, diff);
+      EXPECT_LT(diff, 1e-5) << sh.what;
+    }
+  }
+  G->kernels->tune(0, 0);
+  G->kernels->tune_q4k(0, 0);
 }
 
 }  // namespace
