@@ -95,18 +95,15 @@ for s in $stages; do
       JITLLM_CUDA_MMQ=1 JITLLM_CUDA_PROFILE=1 /tmp/bin/jitllm batched -m /tmp/llama-3.1-8b.gguf -s 32 -p 16 -n 8 --devices cuda 2>&1 |
         tail -n 60 | tee -a $OUT/mmq_profile.log
       ;;
-    formats)  # gpuformats: the native block formats (tests, matvec GB/s at 14336x4096, weight bytes on the card native vs F16)
+    formats)  # gpuformats: the native block formats: tests, matvec GB/s at 14336x4096, 1B Q4_0 native vs F16 (weights MB on the card, pp512, tg)
       timeout ${FORMATS_TEST_S:-150} /tmp/bin/test_backend_cuda --gtest_filter="${FORMATS_FILTER:-CudaFormats*:*Fixture*}" 2>&1 |
         tee $OUT/formats_tests.log | grep -E "^\[ cuda|FAILED|PASSED|Failure|Expected|Which is|actual" | head -n 250
       JITLLM_CUDA_BENCH=1 timeout 120 /tmp/bin/test_backend_cuda --gtest_filter='CudaFormatsBench.*' 2>&1 |
         tee $OUT/formats_bench.log | grep -E "bench|FAILED|Failure"
-      for f in Q4_0 Q4_1 Q5_0 Q5_1 Q5_K_M Q3_K_M Q2_K IQ4_NL MXFP4; do
-        M=$C/shared/oracle/models/synth-llama.$f.gguf
-        [ -f $M ] || continue
-        for nat in 0 1; do
-          printf "%-7s native=%s " $f $nat | tee -a $OUT/formats_bytes.log
-          JITLLM_CUDA_NATIVE_FORMATS=$nat JITLLM_CUDA_STATS=1 /tmp/bin/jitllm run -m $M --ids -p "1 5 9" -n 4 --temp 0 --devices cuda 2>&1 | grep -E "weight|rror" | tee -a $OUT/formats_bytes.log
-        done
+      /tmp/bin/jitllm synth /tmp/llama-3.2-1b-q4_0.gguf --shape llama-3.2-1b --type q4_0 2>&1 | tail -n 1
+      for nat in 1 0; do
+        echo "== llama-3.2-1b q4_0 JITLLM_CUDA_NATIVE_FORMATS=$nat" | tee -a $OUT/formats_speed.log
+        JITLLM_CUDA_NATIVE_FORMATS=$nat JITLLM_CUDA_STATS=1 /tmp/bin/jitllm speed -m /tmp/llama-3.2-1b-q4_0.gguf -p 512 -n 64 -r 2 --devices cuda 2>&1 | tee -a $OUT/formats_speed.log | grep -E "pp|tg|weights|rror"
       done
       ;;
     prefill)  # cudaprefill: GEMM/flash/embedding tests, GEMM vs matvec and flash vs paged timings
