@@ -12,6 +12,7 @@
 
 #include "backend/cpu/jit_kernels.h"
 #include "cli/command.h"
+#include "cli/device_flags.h"
 #include "core/error.h"
 #include "runtime/engine.h"
 #include "runtime/model_loader.h"
@@ -26,6 +27,8 @@ struct BatchedOptions {
   std::string sessions = "1,8,32";
   int prompt = 16, gen = 64;
   std::string devices = "cpu";
+  std::string vram_budget;
+  int gpu_layers = -1;
   std::string kernels = "jit";
 };
 
@@ -54,6 +57,9 @@ int run_batched(const BatchedOptions& o) {
   EngineOptions eo;
   eo.kernels = &cpu_kernels_by_name(o.kernels);
   eo.devices = o.devices;
+  eo.vram_budget = o.vram_budget;
+  eo.gpu_layers = o.gpu_layers;
+  eo.kv_tokens = int64_t(*std::max_element(counts.begin(), counts.end())) * (o.prompt + o.gen + 8);
   Engine engine(file, eo);
   const int64_t nv = engine.config().n_vocab;
   std::mt19937 rng(99);
@@ -96,7 +102,7 @@ const RegisterCommand kRegister{Command{
       app.add_option("-s,--sessions", o->sessions, "session counts, comma-separated (default 1,8,32)");
       app.add_option("-p,--prompt", o->prompt, "prompt tokens per session (default 16)");
       app.add_option("-n,--gen", o->gen, "decode steps (default 64)");
-      app.add_option("--devices", o->devices, "devices: cpu, cuda or cuda:N");
+      add_device_flags(app, o->devices, o->vram_budget, o->gpu_layers);
       app.add_option("--kernels", o->kernels, "jit (default) or reference");
       return [o] { return run_batched(*o); };
     }}};

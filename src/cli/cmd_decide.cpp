@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/command.h"
+#include "cli/device_flags.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "server/served_model.h"
@@ -19,6 +20,8 @@ namespace {
 
 struct DecideArgs {
   std::string model, state, state_file, chat_template, kernels;
+  std::string devices = "cpu", vram_budget;
+  int gpu_layers = -1;
   std::vector<std::string> noul, choice, score;
   int threads = 0;
 };
@@ -65,6 +68,9 @@ int run_decide(const DecideArgs& a) {
   mo.path = a.model;
   mo.chat_template_file = a.chat_template;
   mo.kernels = a.kernels;
+  mo.devices = a.devices;
+  mo.vram_budget = a.vram_budget;
+  mo.gpu_layers = a.gpu_layers;
   mo.scheduler.cache_sessions = 0;
   server::ServedModel model(mo, metrics);
   const server::SystemOneResult result = model.run_systemone(req);
@@ -85,6 +91,7 @@ const RegisterCommand reg{Command{
       app.add_option("--chat-template", a->chat_template, "Jinja chat template file");
       app.add_option("-t,--threads", a->threads, "Threads (default: all cores)");
       app.add_option("--kernels", a->kernels, "CPU kernels: jit or reference");
+      add_device_flags(app, a->devices, a->vram_budget, a->gpu_layers);
       return [a] { return run_decide(*a); };
     }}};
 

@@ -11,6 +11,7 @@
 
 #include "backend/cpu/jit_kernels.h"
 #include "cli/command.h"
+#include "cli/device_flags.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "runtime/engine.h"
@@ -26,6 +27,8 @@ struct EvalArgs {
   std::string kv_type = "f16";
   std::string kernels;
   std::string devices = "cpu";
+  std::string vram_budget;
+  int gpu_layers = -1;
   int threads = 0;
   int64_t batch = 256;
 };
@@ -66,6 +69,9 @@ int run_eval(const EvalArgs& args) {
   options.n_batch = args.batch;
   options.kernels = args.kernels.empty() ? &default_cpu_kernels() : &cpu_kernels_by_name(args.kernels);
   options.devices = args.devices;
+  options.vram_budget = args.vram_budget;
+  options.gpu_layers = args.gpu_layers;
+  options.kv_tokens = int64_t(ids.size());
   Engine engine(load_model_file(args.model), options);
   const int64_t n_vocab = engine.config().n_vocab;
   auto session = engine.new_session(std::max<int64_t>(engine.config().n_ctx_train, int64_t(ids.size())));
@@ -101,7 +107,7 @@ const RegisterCommand reg{Command{
       app.add_option("--logits", args->logits_path, "Write float32 [n_tokens, n_vocab] here");
       app.add_option("--kv-type", args->kv_type, "KV cache type: f16 (default) or f32");
       app.add_option("--kernels", args->kernels, "CPU kernels: jit or reference (default: $JITLLM_KERNELS or jit)");
-      app.add_option("--devices", args->devices, "where the model runs: cpu, cuda or cuda:N");
+      add_device_flags(app, args->devices, args->vram_budget, args->gpu_layers);
       app.add_option("-t,--threads", args->threads, "Threads (default: all cores)");
       app.add_option("-b,--batch", args->batch, "Prefill chunk in tokens (default 256)");
       return [args] { return run_eval(*args); };

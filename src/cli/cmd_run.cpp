@@ -16,6 +16,7 @@
 #include "backend/cpu/jit_kernels.h"
 #include "chat/chat_template.h"
 #include "cli/command.h"
+#include "cli/device_flags.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "runtime/engine.h"
@@ -32,6 +33,8 @@ extern "C" void on_sigint(int) { g_interrupt = true; }
 struct RunArgs {
   std::string model, prompt, prompt_file, system, kernels;
   std::string devices = "cpu";
+  std::string vram_budget;
+  int gpu_layers = -1;
   int n_predict = 128;
   int64_t n_ctx = 0;
   int threads = 0;
@@ -184,6 +187,9 @@ int run_run(RunArgs args) {
   EngineOptions options;
   options.kernels = args.kernels.empty() ? &default_cpu_kernels() : &cpu_kernels_by_name(args.kernels);
   options.devices = args.devices;
+  options.vram_budget = args.vram_budget;
+  options.gpu_layers = args.gpu_layers;
+  options.kv_tokens = args.n_ctx;  // 0: the training context, as the session
   Engine engine(load_model_file(args.model), options);
   const Tokenizer tok(engine.model().file().metadata);
   if (int64_t(tok.n_vocab()) > engine.config().n_vocab)
@@ -238,7 +244,7 @@ const RegisterCommand reg{Command{
       app.add_option("-c,--ctx-size", a->n_ctx, "Context size (default: the model's)");
       app.add_option("-t,--threads", a->threads, "Threads (default: all cores)");
       app.add_option("--kernels", a->kernels, "CPU kernels: jit or reference");
-      app.add_option("--devices", a->devices, "where the model runs: cpu, cuda or cuda:N");
+      add_device_flags(app, a->devices, a->vram_budget, a->gpu_layers);
       app.add_flag("--chat", a->chat, "Interactive chat with the model's template");
       app.add_option("--system", a->system, "System message for --chat");
       app.add_flag("--ids", a->print_ids, "Print the generated token ids after the text");

@@ -15,6 +15,7 @@
 #include "backend/cuda/bandwidth.h"
 #endif
 #include "cli/command.h"
+#include "cli/device_flags.h"
 #include "core/aligned_buffer.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
@@ -35,6 +36,8 @@ struct SpeedOptions {
   bool ttft = false;
   bool logits = false;  // decode reads every step's logits (the path before the greedy hook)
   std::string devices = "cpu";
+  std::string vram_budget;
+  int gpu_layers = -1;
   std::string kernels = "jit";
 };
 
@@ -99,6 +102,10 @@ int run_speed(const SpeedOptions& o) {
   EngineOptions eo;
   eo.kernels = &cpu_kernels_by_name(o.kernels);
   eo.devices = o.devices;
+  eo.vram_budget = o.vram_budget;
+  eo.gpu_layers = o.gpu_layers;
+  eo.kv_tokens = int64_t(o.prompt) + o.gen + 8;  // one session at a time
+  eo.print_placement = false;  // printed with the results
   eo.n_batch = std::max(1, o.prompt);
   Engine engine(file, eo);
   const auto t_engine = Clock::now();
@@ -163,6 +170,7 @@ int run_speed(const SpeedOptions& o) {
   }
   fmt::print("model: {} ({}), devices: {}, kernels: {}, threads: {}\n", file->path,
              engine.config().n_layer, eo.devices, eo.kernels->name(), pool.size());
+  if (o.devices != "cpu") fmt::print("{}", engine.placement().table());
   auto list = [](const std::vector<double>& v) {
     std::string s;
     for (double x : v) s += fmt::format("{}{:.2f}", s.empty() ? "" : " ", x);
@@ -203,7 +211,7 @@ const RegisterCommand kRegister{Command{
       app.add_flag("--logits", o->logits,
                    "decode brings every step's logits home and picks there (default: greedy "
                    "token ids only, picked where the model runs)");
-      app.add_option("--devices", o->devices, "devices: cpu, cuda or cuda:N");
+      add_device_flags(app, o->devices, o->vram_budget, o->gpu_layers);
       app.add_option("--kernels", o->kernels, "jit (default) or reference");
       return [o] { return run_speed(*o); };
     }}};

@@ -3,6 +3,8 @@
 // supports) and prints, per path, the max |logit diff| against the reference path and how many
 // greedy tokens agree. Generated tokens are fed from the reference's greedy choice, so every path
 // sees the same contexts. Exit code 1 when a path disagrees on a greedy token.
+// With --devices (and --vram-budget) one more path runs the model placed on those devices (the
+// host part on the generated kernels), e.g. to check a partial offload against the reference.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 
 #include "backend/cpu/jit_kernels.h"
 #include "cli/command.h"
+#include "cli/device_flags.h"
 #include "core/error.h"
 #include "runtime/engine.h"
 #include "runtime/model_loader.h"
@@ -24,6 +27,8 @@ struct VerifyOptions {
   std::string model;
   std::string prompt = "The quick brown fox jumps over the lazy dog. Once upon a time";
   int gen = 16;
+  std::string devices = "cpu", vram_budget;
+  int gpu_layers = -1;
 };
 
 struct PathRun {
@@ -35,9 +40,9 @@ int argmax(const float* p, int64_t n) { return int(std::max_element(p, p + n) - 
 
 PathRun run_path(std::shared_ptr<const ModelFile> file, const CpuKernels& k,
                  const std::vector<int32_t>& prompt, const std::vector<int32_t>* feed, int gen,
-                 std::vector<int32_t>* greedy_out) {
-  EngineOptions eo;
+                 std::vector<int32_t>* greedy_out, EngineOptions eo = {}) {
   eo.kernels = &k;
+  eo.kv_tokens = int64_t(prompt.size()) + gen + 8;
   Engine engine(std::move(file), eo);
   const int64_t nv = engine.config().n_vocab;
   auto s = engine.new_session(int64_t(prompt.size()) + gen + 8);
@@ -73,8 +78,18 @@ int run_verify(const VerifyOptions& o) {
   fmt::print("{:<12} {:>14} {:>14} {:>10}\n", "reference", "0", "0",
              fmt::format("{}/{}", o.gen + 1, o.gen + 1));
   bool ok = true;
-  for (auto& [name, k] : paths) {
-    const PathRun r = run_path(file, *k, prompt, &greedy, o.gen, nullptr);
+  std::vector<std::pair<std::string, EngineOptions>> where(paths.size());
+  if (o.devices != "cpu") {
+    paths.emplace_back(o.devices, std::make_unique<JitKernels>(jit::selected_isa()));
+    EngineOptions eo;
+    eo.devices = o.devices;
+    eo.vram_budget = o.vram_budget;
+    eo.gpu_layers = o.gpu_layers;
+    where.emplace_back(o.devices, eo);
+  }
+  for (size_t pi = 0; pi < paths.size(); ++pi) {
+    auto& [name, k] = paths[pi];
+    const PathRun r = run_path(file, *k, prompt, &greedy, o.gen, nullptr, where[pi].second);
     float dp = 0, dg = 0;
     for (size_t i = 0; i < ref.prompt_logits.size(); ++i)
       dp = std::max(dp, std::fabs(ref.prompt_logits[i] - r.prompt_logits[i]));
@@ -88,7 +103,7 @@ int run_verify(const VerifyOptions& o) {
       agree += argmax(ref.gen_logits[size_t(i)].data(), nv) == argmax(r.gen_logits[size_t(i)].data(), nv);
     }
     ok = ok && agree == o.gen + 1;
-    fmt::print("{:<12} {:>14.3g} {:>14.3g} {:>10}\n", "jit-" + name, dp, dg,
+    fmt::print("{:<12} {:>14.3g} {:>14.3g} {:>10}\n", where[pi].first.empty() ? "jit-" + name : name, dp, dg,
                fmt::format("{}/{}", agree, o.gen + 1));
   }
   return ok ? 0 : 1;
@@ -101,6 +116,7 @@ const RegisterCommand kRegister{Command{
       app.add_option("model", o->model, "model file (.gguf / .jlm)")->required();
       app.add_option("--prompt", o->prompt, "prompt text");
       app.add_option("-n,--gen", o->gen, "greedy tokens to compare after the prompt (default 16)");
+      add_device_flags(app, o->devices, o->vram_budget, o->gpu_layers);
       return [o] { return run_verify(*o); };
     }}};
 

@@ -2,6 +2,7 @@
 // are llama.cpp's callback names, so dumps can be compared with llama-eval-callback output.
 #include "model/llama.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -13,31 +14,76 @@ LlamaModel::LlamaModel(std::shared_ptr<const ModelFile> file, Config config)
   weights_ = bind_llama_weights(*file_, config_);
 }
 
-void LlamaModel::forward(Ops& ops, const Batch& batch, const KvLayout& kv, float* logits,
-                         int32_t* argmax) {
+void LlamaModel::forward(const OpsRoute& route, const Batch& batch, const KvLayout& kv,
+                         float* logits, int32_t* argmax) {
   const Config& c = config_;
   const ModelWeights& w = weights_;
   const int64_t n = int64_t(batch.n_rows());
   const int64_t n_out = int64_t(batch.out_rows.size());
   if (n == 0) return;
-  ops.begin(batch, kv);
+  if (!route.embed || !route.head || route.layers.size() != size_t(c.n_layer))
+    throw_error("forward: the ops route covers {} of {} layers", route.layers.size(), c.n_layer);
 
   const RopeParams rope = c.rope_params();
   const float kq_scale = 1.0f / std::sqrt(float(c.head_dim));
 
-  Act x = ops.alloc(n, c.n_embd);       // [n, n_embd] residual stream
-  Act cur = ops.alloc(n, c.n_embd);     // [n, n_embd]
-  Act q = ops.alloc(n, c.q_dim());      // [n, n_head * head_dim]
-  Act k = ops.alloc(n, c.kv_dim());     // [n, n_head_kv * head_dim]
-  Act v = ops.alloc(n, c.kv_dim());     // [n, n_head_kv * head_dim]
-  Act attn = ops.alloc(n, c.q_dim());   // [n, n_head * head_dim]
-  Act gate = ops.alloc(n, c.n_ff);      // [n, n_ff]
-  Act up = ops.alloc(n, c.n_ff);        // [n, n_ff]
+  // Every backend of the route sees the batch and gets its buffers, in the same order every step
+  // (backends reuse scratch by allocation order): the residual stream on each, the layer
+  // buffers on those that run layers.
+  struct Buffers {
+    Ops* ops = nullptr;
+    Act x, cur, q, k, v, attn, gate, up;
+  };
+  std::vector<Buffers> on;
+  for (Ops* o : route.distinct()) {
+    o->enter();
+    o->begin(batch, kv);
+    Buffers b;
+    b.ops = o;
+    b.x = o->alloc(n, c.n_embd);  // [n, n_embd] residual stream
+    if (std::find(route.layers.begin(), route.layers.end(), o) != route.layers.end()) {
+      b.cur = o->alloc(n, c.n_embd);    // [n, n_embd]
+      b.q = o->alloc(n, c.q_dim());     // [n, n_head * head_dim]
+      b.k = o->alloc(n, c.kv_dim());    // [n, n_head_kv * head_dim]
+      b.v = o->alloc(n, c.kv_dim());    // [n, n_head_kv * head_dim]
+      b.attn = o->alloc(n, c.q_dim());  // [n, n_head * head_dim]
+      b.gate = o->alloc(n, c.n_ff);     // [n, n_ff]
+      b.up = o->alloc(n, c.n_ff);       // [n, n_ff]
+    }
+    on.push_back(b);
+  }
+  auto buffers = [&](Ops* o) -> Buffers& {
+    for (Buffers& b : on)
+      if (b.ops == o) return b;
+    throw_error("forward: a backend outside the route");
+  };
 
-  ops.embed(*w.token_embd, x);
-  dump_(ops, x, "inp_embd", -1);
+  // The residual stream x lives on one backend at a time. At a change of device it, and nothing
+  // else, crosses: read to the host, written into the next backend's copy.
+  Ops* at = route.embed;
+  at->enter();
+  Act x = buffers(at).x;
+  auto move_to = [&](Ops* to) {
+    if (to == at) return;
+    crossing_.resize(size_t(x.rows * x.cols));
+    at->read(x, crossing_.data());
+    to->enter();
+    Act moved = buffers(to).x;  // [x.rows, n_embd]: the rows still going on
+    moved.rows = x.rows;
+    to->write(moved, crossing_.data());
+    x = moved;
+    at = to;
+  };
+
+  at->embed(*w.token_embd, x);
+  dump_(*at, x, "inp_embd", -1);
 
   for (int il = 0; il < c.n_layer; ++il) {
+    // Layer il runs on the backend the placement gave it: its norms, attention with its KV, FFN.
+    move_to(route.layers[size_t(il)]);
+    Ops& ops = *at;
+    Buffers& b = buffers(at);
+    Act cur = b.cur, q = b.q, k = b.k, v = b.v, attn = b.attn, gate = b.gate, up = b.up;
     const LayerWeights& l = w.layers[size_t(il)];
     ops.rms_norm(x, l.attn_norm, c.rms_eps, cur);
     dump_(ops, cur, "attn_norm", il);
@@ -80,6 +126,8 @@ void LlamaModel::forward(Ops& ops, const Batch& batch, const KvLayout& kv, float
     dump_(ops, x, "l_out", il);
   }
   if (n_out == 0) return;
+  move_to(route.head);
+  Ops& ops = *at;
   Act norm = ops.alloc(n_out, c.n_embd);
   ops.rms_norm(x, w.output_norm, c.rms_eps, norm);
   dump_(ops, norm, "result_norm", -1);

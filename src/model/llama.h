@@ -12,13 +12,15 @@ namespace jitllm {
 class LlamaModel final : public Model {
  public:
   LlamaModel(std::shared_ptr<const ModelFile> file, Config config);
-  void forward(Ops& ops, const Batch& batch, const KvLayout& kv, float* logits,
+  using Model::forward;
+  void forward(const OpsRoute& route, const Batch& batch, const KvLayout& kv, float* logits,
                int32_t* argmax = nullptr) override;
   const ModelWeights& weights() const { return weights_; }
 
  private:
   ModelWeights weights_;
   TensorDumper dump_;
+  std::vector<float> crossing_;  // the residual stream on its way between devices [rows, n_embd]
 };
 
 }  // namespace jitllm

@@ -21,8 +21,14 @@ class Model {
   // Runs `batch` (KV pages already allocated for every row's position) and writes the logits of
   // batch.out_rows to `logits` ([out_rows.size(), n_vocab]); with `argmax` set, it writes only
   // the greedy token of each of those rows there (Ops::argmax_rows) and leaves `logits` alone.
-  virtual void forward(Ops& ops, const Batch& batch, const KvLayout& kv, float* logits,
-                       int32_t* argmax = nullptr) = 0;
+  // Each part of the graph runs on the backend `route` names for it (a split model: placement).
+  virtual void forward(const OpsRoute& route, const Batch& batch, const KvLayout& kv,
+                       float* logits, int32_t* argmax = nullptr) = 0;
+  // Everything on one backend.
+  void forward(Ops& ops, const Batch& batch, const KvLayout& kv, float* logits,
+               int32_t* argmax = nullptr) {
+    forward(OpsRoute::single(ops, config_.n_layer), batch, kv, logits, argmax);
+  }
 
  protected:
   Model(std::shared_ptr<const ModelFile> file, Config config)

@@ -91,11 +91,42 @@ class Ops {
   virtual void select_rows(Act x, std::span<const int32_t> rows, Act out) = 0;
   // Copies x to host memory (rows * cols floats).
   virtual void read(Act x, float* host) = 0;
+  // Copies rows * cols floats from host memory into x: the residual stream arriving from another
+  // device. Complete (or, in a replayed step, ordered before the step's work) when it returns.
+  virtual void write(Act x, const float* host) = 0;
+  // Called by the graph before it issues ops on this backend after ops on another one (a split
+  // model): a backend that keeps per-thread state (a CUDA context) makes itself current.
+  virtual void enter() {}
   // host[i] = the column of the largest value of row i of x (the greedy token of a logits row):
   // the lowest column among equal maxima, as std::max_element and the sampler's greedy pick
   // (rows holding NaN are not ordered). A backend that keeps x on a device can do this there
   // and bring home only the ids; this default reads x and scans it on the host.
   virtual void argmax_rows(Act x, int32_t* host);
+};
+
+// Which backend runs each part of one model's graph (runtime/placement.h decides; the graph
+// reads it in one place per layer). Several entries may point to the same Ops.
+struct OpsRoute {
+  Ops* embed = nullptr;      // the token embedding lookup
+  std::vector<Ops*> layers;  // [n_layer] the whole block: norms, attention with its KV, FFN
+  Ops* head = nullptr;       // output norm + output matrix
+  // Everything on one backend.
+  static OpsRoute single(Ops& ops, int n_layer) {
+    return OpsRoute{&ops, std::vector<Ops*>(size_t(n_layer), &ops), &ops};
+  }
+  // Each backend once, in the order the graph first uses it.
+  std::vector<Ops*> distinct() const {
+    std::vector<Ops*> out;
+    auto add = [&](Ops* o) {
+      for (Ops* e : out)
+        if (e == o) return;
+      out.push_back(o);
+    };
+    add(embed);
+    for (Ops* o : layers) add(o);
+    add(head);
+    return out;
+  }
 };
 
 }  // namespace jitllm

@@ -4,11 +4,6 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "backend/cpu/jit_kernels.h"
-#include "model/cpu_ops.h"
-#ifdef JITLLM_HAVE_CUDA
-#include "backend/cuda/cuda_ops.h"
-#endif
 
 namespace jitllm {
 
@@ -28,18 +23,12 @@ KvLayout make_layout(const Config& c, const EngineOptions& o) {
 Engine::Engine(std::shared_ptr<const ModelFile> file, EngineOptions options)
     : options_(options),
       model_(create_model(std::move(file))),
-      ops_(std::make_unique<CpuOps>(options.kernels ? *options.kernels : default_cpu_kernels())),
       kv_layout_(make_layout(model_->config(), options_)),
       pool_(kv_layout_, options.max_kv_pages) {
   if (options_.n_batch <= 0) throw_error("batch size must be positive, got {}", options_.n_batch);
-  if (!options_.devices.empty() && options_.devices != "cpu") {
-#ifdef JITLLM_HAVE_CUDA
-    ops_ = cuda::make_cuda_ops(options_.devices);
-#else
-    throw_error("-devices {}: this build has no CUDA backend (the CUDA toolkit was not found when "
-                "it was built); use -devices cpu", options_.devices);
-#endif
-  }
+  if (options_.kv_page_tokens <= 0)
+    throw_error("KV page size must be positive, got {}", options_.kv_page_tokens);
+  backends_ = make_backends(*model_, options_);
 }
 
 std::unique_ptr<Session> Engine::new_session(int64_t n_ctx) {
@@ -95,7 +84,7 @@ size_t Engine::run_step(std::span<const StepInput> inputs, std::vector<float>* l
   if (argmax) argmax->assign(out_rows.size(), 0);
   if (tokens.empty()) return 0;
   Batch b{tokens, pos, seq, seqs, out_rows};
-  model_->forward(*ops_, b, kv_layout_, logits ? logits->data() : nullptr,
+  model_->forward(backends_.route, b, kv_layout_, logits ? logits->data() : nullptr,
                   argmax ? argmax->data() : nullptr);
   // Positions advance only after the step succeeded.
   for (const StepInput& in : inputs)

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/model.h"
+#include "runtime/backends.h"
 #include "runtime/kv_pages.h"
 #include "runtime/session.h"
 
@@ -21,7 +22,15 @@ struct EngineOptions {
   int64_t n_batch = 256;               // prefill chunk (tokens per step)
   size_t max_kv_pages = 0;             // 0 = no cap
   const CpuKernels* kernels = nullptr; // null = reference kernels
-  std::string devices = "cpu";         // cpu, cuda (first card) or cuda:N: where the model runs
+  // Where the model runs (runtime/placement.h): cpu, cuda (every visible card), cuda:N, or a
+  // list (cuda:0,cuda:1). Blocks that do not fit on the cards run on the host.
+  std::string devices = "cpu";
+  std::string vram_budget;             // --vram-budget: per-card cap ("6G" or "6G,4G"); "" = none
+  int gpu_layers = -1;                 // --gpu-layers: at most this many layers on cards (-1: any)
+  size_t vram_reserve = size_t(512) << 20;  // per card: left free for the driver and others
+  int64_t kv_tokens = 0;               // KV positions planned for on the cards (sessions x n_ctx);
+                                       // 0 = max_kv_pages' tokens, else the training context
+  bool print_placement = true;         // the placement table on stderr at load (cards only)
 };
 
 struct StepInput {
@@ -38,6 +47,8 @@ class Engine {
   const Model& model() const { return *model_; }
   const EngineOptions& options() const { return options_; }
   const KvPagePool& kv_pool() const { return pool_; }
+  // Which device runs each block (all on the host for --devices cpu).
+  const Placement& placement() const { return backends_.placement; }
 
   // A new empty session; n_ctx <= 0 means the model's training context.
   std::unique_ptr<Session> new_session(int64_t n_ctx = 0);
@@ -67,7 +78,7 @@ class Engine {
 
   EngineOptions options_;
   std::unique_ptr<Model> model_;
-  std::unique_ptr<Ops> ops_;
+  Backends backends_;  // the host and the cards, and the route of each layer over them
   KvLayout kv_layout_;
   KvPagePool pool_;
 };

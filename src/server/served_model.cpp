@@ -48,6 +48,10 @@ ServedModel::ServedModel(ModelOptions options, Metrics& metrics)
     : id_(options.id.empty() ? stem_of(options.path) : options.id) {
   EngineOptions eo;
   eo.devices = options.devices;
+  eo.vram_budget = options.vram_budget;
+  eo.gpu_layers = options.gpu_layers;
+  // KV for every parallel sequence at its full context (0: the training context).
+  if (options.scheduler.n_ctx > 0) eo.kv_tokens = options.scheduler.n_ctx * options.scheduler.parallel;
   eo.kernels = options.kernels.empty() ? &default_cpu_kernels() : &cpu_kernels_by_name(options.kernels);
   engine_ = std::make_unique<Engine>(load_model_file(options.path), eo);
   const Metadata& md = engine_->model().file().metadata;

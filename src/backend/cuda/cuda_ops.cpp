@@ -190,8 +190,30 @@ void CudaOps::ensure(DeviceBuffer& buf, size_t bytes) {
 
 CUdeviceptr CudaOps::kv_page(uint8_t* host_page) {
   auto it = kv_pages_.find(host_page);
-  if (it == kv_pages_.end()) it = kv_pages_.emplace(host_page, DeviceBuffer(kv_.page_bytes())).first;
+  if (it == kv_pages_.end()) {
+    // Only this card's layers: [kv_n_layers_][K,V][page_tokens][kv_dim].
+    const int layers = kv_n_layers_ < 0 ? kv_.n_layer : kv_n_layers_;
+    it = kv_pages_.emplace(host_page, DeviceBuffer(kv_.plane_bytes() * 2 * size_t(layers))).first;
+  }
   return it->second.get();
+}
+
+void CudaOps::set_kv_layers(int first, int count) {
+  if (!kv_pages_.empty() && (first != kv_first_layer_ || count != kv_n_layers_))
+    throw_error("CUDA: the KV layer range of a card cannot change once it holds pages");
+  if (first < 0 || count < 0)
+    throw_error("CUDA: bad KV layer range {} + {}", first, count);
+  kv_first_layer_ = first;
+  kv_n_layers_ = count;
+}
+
+void CudaOps::write(Act x, const float* host) {
+  // The residual arriving from another device (placement). upload() makes it complete on the
+  // card before anything later in this step is launched (or, in a replayed step, stages it for
+  // read() to copy ahead of the graph launch).
+  flush();
+  upload(ptr(x), host, size_t(x.rows * x.cols) * sizeof(float));
+  wrote(x);
 }
 
 void CudaOps::begin(const Batch& batch, const KvLayout& kv) {
@@ -467,8 +489,13 @@ void CudaOps::attention(int il, Act q, Act k, Act v, Act out, int n_head, int n_
                 head_dim, kv_.kv_dim);
   const size_t n = batch_.n_rows();
   const bool f16 = kv_.type == QuantType::F16;
-  const uint64_t koff = kv_.plane_bytes() * uint64_t(2 * il);
-  const uint64_t voff = kv_.plane_bytes() * uint64_t(2 * il + 1);
+  // The card's pages hold only its own layers (set_kv_layers).
+  const int kl = il - kv_first_layer_;
+  if (kl < 0 || (kv_n_layers_ >= 0 && kl >= kv_n_layers_))
+    throw_error("CUDA attention: layer {} is not one of this card's layers ({} + {})", il,
+                kv_first_layer_, kv_n_layers_);
+  const uint64_t koff = kv_.plane_bytes() * uint64_t(2 * kl);
+  const uint64_t voff = kv_.plane_bytes() * uint64_t(2 * kl + 1);
   if (held_matmul_) flush();
   // The decode attention kernel also writes its output quantized for the wo matvec.
   const bool out_q8 = fuse_ && head_dim % 32 == 0;

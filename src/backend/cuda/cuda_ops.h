@@ -54,6 +54,12 @@ class CudaOps final : public Ops {
   void argmax_rows(Act x, int32_t* host) override;
 
   const Device& device() const { return device_; }
+  // Placement (runtime/placement.h): the residual stream arriving from another device, this
+  // card's context made current when the graph moves here, and the layers this card runs: its KV
+  // pages hold only layers [first, first + count) (page bytes = count layers of the host layout).
+  void write(Act x, const float* host) override;
+  void enter() override { device_.make_current(); }
+  void set_kv_layers(int first, int count);
   int64_t graph_replays() const { return graph_replays_; }
   const CompilerStats& compiler_stats() const { return compiler_.stats(); }
   size_t weight_bytes() const { return weight_bytes_; }
@@ -110,6 +116,7 @@ class CudaOps final : public Ops {
   std::unordered_map<const uint8_t*, DeviceWeight> weights_;  // by the tensor's host bytes
   std::unordered_map<const float*, DeviceBuffer> norms_;       // by the norm vector's data
   std::unordered_map<uint8_t*, DeviceBuffer> kv_pages_;        // host page -> device page
+  int kv_first_layer_ = 0, kv_n_layers_ = -1;  // set_kv_layers(); -1: every layer
   size_t weight_bytes_ = 0;
 
   Batch batch_;

@@ -26,7 +26,10 @@ const char* const kUsage = R"(usage: jitllmd serve [options]
   -id NAME            the name clients use for it (default: the file name without extension)
   -models DIR         also serve every .gguf / .jlm in DIR (named by file stem)
   -chat-template FILE Jinja chat template for -load (default: the model's; ChatML-like if none)
-  -devices DEV        cpu (default), cuda (the first card) or cuda:N
+  -devices DEV        cpu (default), cuda (every card), cuda:N or a list (cuda:0,cuda:1);
+                      layers that do not fit on the cards run on the host
+  -vram-budget SIZE   most memory to use per card, e.g. 6G, or one per card: 6G,4G
+  -gpu-layers N       at most N layers on the cards, the first ones (default: all that fit)
   -host ADDR          address to bind (default 127.0.0.1)
   -port N             port (default 8080; 0 = any free port, see -port-file)
   -port-file FILE     write the bound port here once listening
@@ -61,6 +64,8 @@ int serve(const std::map<std::string, std::string>& args) {
     else if (k == "models") models_dir = v;
     else if (k == "chat-template") mo.chat_template_file = v;
     else if (k == "devices") mo.devices = v;
+    else if (k == "vram-budget") mo.vram_budget = v;
+    else if (k == "gpu-layers") mo.gpu_layers = int(to_int(k, v, 0, 1 << 20));
     else if (k == "host") so.host = v;
     else if (k == "port") so.port = int(to_int(k, v, 0, 65535));
     else if (k == "port-file") so.port_file = v;

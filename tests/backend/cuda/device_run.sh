@@ -6,7 +6,8 @@
 # prefill (GEMM/flash tests + timings), speedab (pp512 with the prefill GEMM / flash attention off
 # and on; flash precise and fast), gputests (test_backend_cuda alone), speedq8 (8B Q8_0 speed),
 # bench (matvec shapes), profile (per-kernel decode time), decodeab (tg128 per DECODE_ENVS
-# variant), batched (N sessions decoding together: SESSIONS=1,8,32,64)
+# variant), batched (N sessions decoding together: SESSIONS=1,8,32,64), placement (gpuplace:
+# partial offload and two cards)
 set -u -o pipefail
 C=${C:-build/cuda-carry}
 OUT=${OUT:-/tmp/out}
@@ -117,6 +118,30 @@ for s in $stages; do
     speedq8)  # cudaprefill: synthetic Llama-3.1-8B Q8_0, pp512 / tg128 with --ttft
       /tmp/bin/jitllm synth /tmp/llama-3.1-8b-q8.gguf --shape llama-3.1-8b --type q8_0 2>&1 | tail -n 1
       JITLLM_CUDA_STATS=1 /tmp/bin/jitllm speed -m /tmp/llama-3.1-8b-q8.gguf -p ${PP:-512} -n 128 -r 3 --devices cuda --ttft 2>&1 | tee -a $OUT/speed.log
+      ;;
+    placement)  # gpuplace: placement tests (k of n layers on the card, two cards when there are),
+      # then the 8B Q4_K_M all on card 0, with a --vram-budget that holds half its layers (the
+      # host half on the CPU JIT kernels) and, on a 2-card machine, split over both cards; the
+      # greedy tokens of each (jitllm run --ids) must be the same.
+      timeout 240 /tmp/bin/test_backend_cuda --gtest_filter='*CudaPlacement*' 2>&1 | tee $OUT/placement_tests.log |
+        grep -E "^\[ cuda|FAILED|PASSED|OK \]|Failure|Expected|Which is|actual|offloaded|skipped|SKIPPED" | head -n 80
+      M8=/tmp/llama-3.1-8b.gguf
+      [ -f $M8 ] || /tmp/bin/jitllm synth $M8 --shape llama-3.1-8b --type q4_k_m 2>&1 | tail -n 1
+      P8="-p 128 -n 64 -r 1"
+      /tmp/bin/jitllm speed -m $M8 $P8 --devices cuda:0 2>&1 | tee $OUT/place_all.log | grep -E "tg|pp|offloaded|cuda:0|host"
+      # The card's "uses MB" for 16 layers (--gpu-layers 16), + 1 MB: the budget that holds them.
+      half=$(/tmp/bin/jitllm speed -m $M8 -p 0 -n 1 -r 1 --devices cuda:0 --gpu-layers 16 2>&1 | tee $OUT/place_ngl.log |
+             awk '$1 == "cuda:0" {print int($(NF-1)) + 1}')
+      echo "half budget: ${half}M" | tee -a $OUT/placement.log
+      /tmp/bin/jitllm speed -m $M8 -p 64 -n 32 -r 1 --devices cuda:0 --vram-budget ${half}M 2>&1 | tee $OUT/place_half.log | grep -E "tg|pp|offloaded|cuda:0|host|kernels"
+      ids="The quick brown fox jumps over the lazy dog"
+      for d in "--devices cuda:0" "--devices cuda:0 --vram-budget ${half}M"; do
+        echo "== run $d: $(/tmp/bin/jitllm run -m $M8 --ids -p "$ids" -n 16 --temp 0 $d 2>/dev/null | tail -n 1)" | tee -a $OUT/placement.log
+      done
+      if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+        /tmp/bin/jitllm speed -m $M8 $P8 --devices cuda --vram-budget ${half}M,1T 2>&1 | tee $OUT/place_two.log | grep -E "tg|pp|offloaded|cuda:|host"
+        echo "== run two cards: $(/tmp/bin/jitllm run -m $M8 --ids -p "$ids" -n 16 --temp 0 --devices cuda --vram-budget ${half}M,1T 2>/dev/null | tail -n 1)" | tee -a $OUT/placement.log
+      fi
       ;;
     speedab)  # cudaprefill: pp512 with the GEMM and flash attention off (the old path), then on
       for shape in llama-3.2-1b llama-3.1-8b; do

@@ -21,4 +21,6 @@ for f in F16 Q8_0 Q6_K Q4_K_M Q4_0 Q5_K_M IQ4_NL Q3_K_M Q2_K MXFP4 ${EXTRA_FIXTU
   cp $S/oracle/models/synth-llama.$f.gguf $C/shared/oracle/models/
   cp $S/oracle/logits/synth-llama.$f.* $C/shared/oracle/logits/
 done
+mkdir -p $C/shared/oracle/pydoc-llama  # gpuplace's placement test: a 6-layer model
+cp $S/oracle/pydoc-llama/pydoc-llama.Q8_0.gguf $C/shared/oracle/pydoc-llama/
 du -sh $C

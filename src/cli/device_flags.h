@@ -1,0 +1,23 @@
+// --devices and --vram-budget, the same on every command that loads a model (runtime/placement.h
+// says what they mean; bad values are reported by the Engine, naming the flag).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace jitllm::cli {
+
+inline void add_device_flags(CLI::App& app, std::string& devices, std::string& vram_budget,
+                             int& gpu_layers) {
+  app.add_option("--devices", devices,
+                 "where the model runs: cpu (default), cuda (every card), cuda:N or a list "
+                 "(cuda:0,cuda:1); layers that do not fit on the cards run on the host");
+  app.add_option("--vram-budget", vram_budget,
+                 "most memory to use on each card, e.g. 6G, or one per card: 6G,4G (ignored with "
+                 "--devices cpu)");
+  app.add_option("--gpu-layers", gpu_layers,
+                 "at most this many layers on the cards, the first ones (default: all that fit)");
+}
+
+}  // namespace jitllm::cli
