@@ -66,11 +66,16 @@ void Mmq::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q8,
   spec.k = segs[0].w->k;
   spec.nt8 = int((n + 7) / 8);
   // Defaults measured on the H200 (docs/cuda.md, "Batched decode"); JITLLM_CUDA_MMQ_MT /
-  // JITLLM_CUDA_MMQ_WARPS for benches.
+  // JITLLM_CUDA_MMQ_WARPS / JITLLM_CUDA_MMQ_PIPE for benches.
   static const int mt_env = std::clamp(env_int("JITLLM_CUDA_MMQ_MT", 2), 1, 4);
-  static const int warps_env = std::clamp(env_int("JITLLM_CUDA_MMQ_WARPS", 8), 1, 16);
+  static const int warps_env = std::clamp(env_int("JITLLM_CUDA_MMQ_WARPS", 4), 1, 16);
   spec.mt = mt_override_ > 0 ? mt_override_ : mt_env;
   spec.warps = warps_override_ > 0 ? warps_override_ : warps_env;
+  // The second register set fits (no spills, nvcc -Xptxas -v: 126-255 registers) while MT <= 2
+  // and MT x NT8 <= 8.
+  static const int pipe_env = env_int("JITLLM_CUDA_MMQ_PIPE", 1);
+  spec.pipe = (pipe_override_ >= 0 ? pipe_override_ : pipe_env) != 0 && spec.mt <= 2 &&
+              spec.mt * spec.nt8 <= 8;
   MqArgs a{};
   int64_t ctas = 0;
   for (size_t i = 0; i < segs.size(); ++i) {

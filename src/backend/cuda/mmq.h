@@ -31,7 +31,8 @@ struct MmqSpec {
   WeightKind kinds[3] = {WeightKind::Q4_K, WeightKind::Q4_K, WeightKind::Q4_K};
   int nseg = 1;
   int64_t k = 0;
-  int nt8 = 1, mt = 2, warps = 8;
+  int nt8 = 1, mt = 2, warps = 4;
+  bool pipe = false;  // two register sets: the next step's weights in flight during this one's MMAs
   std::string name() const;
 };
 
@@ -53,10 +54,12 @@ class Mmq {
   // to a multiple of 8), 1 <= n <= kMmqMaxRows.
   void matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q8, const Stream& s);
 
-  // Benches: force tiles per CTA / warps per CTA (0 = the defaults).
-  void tune(int mt, int warps) {
+  // Benches and tests: force tiles per CTA / warps per CTA (0 = the defaults) / the second
+  // register set (-1 = the default, 0 off, 1 on where it fits).
+  void tune(int mt, int warps, int pipe = -1) {
     mt_override_ = mt;
     warps_override_ = warps;
+    pipe_override_ = pipe;
   }
   // JITLLM_CUDA_PROFILE: every launch timed (as CudaKernels does).
   void set_profiling(bool on) { profiling_ = on; }
@@ -67,7 +70,7 @@ class Mmq {
 
   Compiler& compiler_;
   std::map<std::string, CUfunction> fns_;  // by MmqSpec::name()
-  int mt_override_ = 0, warps_override_ = 0;
+  int mt_override_ = 0, warps_override_ = 0, pipe_override_ = -1;
   bool profiling_ = false;
   KernelProfile profile_;
   std::unique_ptr<Event> ev0_, ev1_;

@@ -63,20 +63,23 @@ template <int KIND> struct Mq;
 constexpr const char* kQ4K = R"(
 template <> struct Mq<KIND_Q4_K> {
   static constexpr int STEPS = K / 256;
-  static __device__ __forceinline__ void step(const u8* __restrict__ w, const u8* __restrict__ w2,
-      const int (&row)[MT][2], int b, int g, int t, const i8* __restrict__ xq,
-      const float2* __restrict__ xds, float (&acc)[MT][NT8][4]) {
-    uint4 hd[MT][2];
-    uint2 qv[MT][2][4];
+  struct W { uint4 hd[MT][2]; uint2 qv[MT][2][4]; };
+  static __device__ __forceinline__ void load(W& r, const u8* __restrict__ w, const u8* __restrict__ w2,
+                                              const int (&row)[MT][2], int b, int t) {
 #pragma unroll
     for (int m = 0; m < MT; ++m)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const u8* blk = w + ((size_t)row[m][h] * STEPS + b) * 144;
-        hd[m][h] = *(const uint4*)blk;
+        r.hd[m][h] = *(const uint4*)blk;
 #pragma unroll
-        for (int p = 0; p < 4; ++p) qv[m][h][p] = *(const uint2*)(blk + 16 + 32 * p + 8 * t);
+        for (int p = 0; p < 4; ++p) r.qv[m][h][p] = *(const uint2*)(blk + 16 + 32 * p + 8 * t);
       }
+  }
+  static __device__ __forceinline__ void compute(const W& r, int b, int g, int t,
+      const i8* __restrict__ xq, const float2* __restrict__ xds, float (&acc)[MT][NT8][4]) {
+    const auto& hd = r.hd;
+    const auto& qv = r.qv;
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       float sc[MT][2], mn[MT][2];
@@ -131,26 +134,35 @@ template <> struct Mq<KIND_Q4_K> {
 constexpr const char* kQ6K = R"(
 template <> struct Mq<KIND_Q6_K> {
   static constexpr int STEPS = K / 128;
-  static __device__ __forceinline__ void step(const u8* __restrict__ w, const u8* __restrict__ w2,
-      const int (&row)[MT][2], int s, int g, int t, const i8* __restrict__ xq,
-      const float2* __restrict__ xds, float (&acc)[MT][NT8][4]) {
-    constexpr int NB = K / 256;
+  static constexpr int NB = K / 256;
+  struct W { u32 ql[MT][2][4], qh[MT][2][2]; uint2 sc8[MT][2]; u16 dh[MT][2]; };
+  static __device__ __forceinline__ void load(W& r, const u8* __restrict__ w, const u8* __restrict__ w2,
+                                              const int (&row)[MT][2], int s, int t) {
     const int b = s >> 1, hh = s & 1;
-    u32 ql[MT][2][4], qh[MT][2][2];
-    uint2 sc8[MT][2];
-    float d[MT][2];
 #pragma unroll
     for (int m = 0; m < MT; ++m)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const u8* blk = w + ((size_t)row[m][h] * NB + b) * 208;
 #pragma unroll
-        for (int u = 0; u < 4; ++u) ql[m][h][u] = *(const u32*)(blk + 64 * hh + 16 * u + 4 * t);
+        for (int u = 0; u < 4; ++u) r.ql[m][h][u] = *(const u32*)(blk + 64 * hh + 16 * u + 4 * t);
 #pragma unroll
-        for (int v = 0; v < 2; ++v) qh[m][h][v] = *(const u32*)(blk + 128 + 32 * hh + 16 * v + 4 * t);
-        sc8[m][h] = *(const uint2*)(blk + 192 + 8 * hh);
-        d[m][h] = h2f(*(const u16*)(w2 + ((size_t)row[m][h] * NB + b) * 2));
+        for (int v = 0; v < 2; ++v) r.qh[m][h][v] = *(const u32*)(blk + 128 + 32 * hh + 16 * v + 4 * t);
+        r.sc8[m][h] = *(const uint2*)(blk + 192 + 8 * hh);
+        r.dh[m][h] = *(const u16*)(w2 + ((size_t)row[m][h] * NB + b) * 2);
       }
+  }
+  static __device__ __forceinline__ void compute(const W& r, int s, int g, int t,
+      const i8* __restrict__ xq, const float2* __restrict__ xds, float (&acc)[MT][NT8][4]) {
+    const int b = s >> 1, hh = s & 1;
+    const auto& ql = r.ql;
+    const auto& qh = r.qh;
+    const auto& sc8 = r.sc8;
+    float d[MT][2];
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) d[m][h] = h2f(r.dh[m][h]);
 #pragma unroll
     for (int gq = 0; gq < 8; ++gq) {
       float ws[MT][2];
@@ -192,19 +204,23 @@ template <> struct Mq<KIND_Q6_K> {
 constexpr const char* kQ80 = R"(
 template <> struct Mq<KIND_Q8_0> {
   static constexpr int STEPS = K / 128;
-  static __device__ __forceinline__ void step(const u8* __restrict__ w, const u8* __restrict__ w2,
-      const int (&row)[MT][2], int b, int g, int t, const i8* __restrict__ xq,
-      const float2* __restrict__ xds, float (&acc)[MT][NT8][4]) {
-    uint2 qv[MT][2][4], dv[MT][2];
+  struct W { uint2 qv[MT][2][4], dv[MT][2]; };
+  static __device__ __forceinline__ void load(W& r, const u8* __restrict__ w, const u8* __restrict__ w2,
+                                              const int (&row)[MT][2], int b, int t) {
 #pragma unroll
     for (int m = 0; m < MT; ++m)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const u8* r = w + (size_t)row[m][h] * K + b * 128;
+        const u8* p = w + (size_t)row[m][h] * K + b * 128;
 #pragma unroll
-        for (int j = 0; j < 4; ++j) qv[m][h][j] = *(const uint2*)(r + 32 * j + 8 * t);
-        dv[m][h] = *(const uint2*)(w2 + ((size_t)row[m][h] * KB + b * 4) * 2);
+        for (int j = 0; j < 4; ++j) r.qv[m][h][j] = *(const uint2*)(p + 32 * j + 8 * t);
+        r.dv[m][h] = *(const uint2*)(w2 + ((size_t)row[m][h] * KB + b * 4) * 2);
       }
+  }
+  static __device__ __forceinline__ void compute(const W& r, int b, int g, int t,
+      const i8* __restrict__ xq, const float2* __restrict__ xds, float (&acc)[MT][NT8][4]) {
+    const auto& qv = r.qv;
+    const auto& dv = r.dv;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       float ws[MT][2];
@@ -254,9 +270,29 @@ __device__ __forceinline__ void mq_segment(const MqSeg& sg, int tile, const MqAr
     for (int n = 0; n < NT8; ++n)
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[m][n][i] = 0.0f;
-  for (int s = warp; s < Mq<KIND>::STEPS; s += WARPS)
-    Mq<KIND>::step((const u8*)sg.w, (const u8*)sg.w2, row, s, g, t, (const i8*)a.xq,
-                   (const float2*)a.xds, acc);
+  const u8* w = (const u8*)sg.w;
+  const u8* w2 = (const u8*)sg.w2;
+  const i8* xq = (const i8*)a.xq;
+  const float2* xds = (const float2*)a.xds;
+  typename Mq<KIND>::W wa, wb;
+#if PIPE
+  // Two register sets: the next step's weights are in flight while this step's MMAs run (the
+  // arithmetic and its order are the same as without: only the loads move earlier).
+  int s = warp;
+  if (s < Mq<KIND>::STEPS) Mq<KIND>::load(wa, w, w2, row, s, t);
+  for (; s < Mq<KIND>::STEPS; s += 2 * WARPS) {
+    if (s + WARPS < Mq<KIND>::STEPS) Mq<KIND>::load(wb, w, w2, row, s + WARPS, t);
+    Mq<KIND>::compute(wa, s, g, t, xq, xds, acc);
+    if (s + WARPS >= Mq<KIND>::STEPS) break;
+    if (s + 2 * WARPS < Mq<KIND>::STEPS) Mq<KIND>::load(wa, w, w2, row, s + 2 * WARPS, t);
+    Mq<KIND>::compute(wb, s + WARPS, g, t, xq, xds, acc);
+  }
+#else
+  for (int s = warp; s < Mq<KIND>::STEPS; s += WARPS) {
+    Mq<KIND>::load(wa, w, w2, row, s, t);
+    Mq<KIND>::compute(wa, s, g, t, xq, xds, acc);
+  }
+#endif
   for (int w = 0; w < WARPS; ++w) {
     if (warp == w) {
 #pragma unroll
@@ -319,7 +355,7 @@ bool mmq_supports(WeightKind kind, int64_t k) {
 std::string MmqSpec::name() const {
   std::string s = "mmq";
   for (int i = 0; i < nseg; ++i) s += fmt::format("{}{}", i ? "+" : " ", weight_kind_name(kinds[i]));
-  return s + fmt::format(" k={} nt8={} mt={} warps={}", k, nt8, mt, warps);
+  return s + fmt::format(" k={} nt8={} mt={} warps={}{}", k, nt8, mt, warps, pipe ? " pipe" : "");
 }
 
 std::string mmq_source(const MmqSpec& spec) {
@@ -328,8 +364,8 @@ std::string mmq_source(const MmqSpec& spec) {
     throw_error("mmq: {} tiles of 8 activation rows is not in [1, {}]", spec.nt8, kMmqMaxRows / 8);
   if (spec.mt < 1 || spec.mt > 4) throw_error("mmq: {} tiles of 16 weight rows is not in [1, 4]", spec.mt);
   if (spec.warps < 1 || spec.warps > 16) throw_error("mmq: {} warps is not in [1, 16]", spec.warps);
-  std::string defs = fmt::format("#define K {}\n#define NT8 {}\n#define MT {}\n#define WARPS {}\n#define NSEG {}\n",
-                                 spec.k, spec.nt8, spec.mt, spec.warps, spec.nseg);
+  std::string defs = fmt::format("#define K {}\n#define NT8 {}\n#define MT {}\n#define WARPS {}\n#define NSEG {}\n#define PIPE {}\n",
+                                 spec.k, spec.nt8, spec.mt, spec.warps, spec.nseg, spec.pipe ? 1 : 0);
   bool q4k = false, q6k = false, q80 = false;
   for (int i = 0; i < spec.nseg; ++i) {
     const WeightKind kind = spec.kinds[i];
