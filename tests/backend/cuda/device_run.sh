@@ -75,15 +75,14 @@ for s in $stages; do
         /tmp/bin/jitllm batched -m /tmp/$shape.gguf -s ${SESSIONS:-1,8,32,64} -p 16 -n 48 --devices cuda 2>&1 | tee -a $OUT/batched.log
       done
       ;;
-    mmq)  # gpubatch: MMQ kernel + N-sessions tests (1B included), MMQ vs matvec vs GEMM timings,
-      # jitllm batched per MMQ_ENVS variant (';'-separated), the kernel split of a 32-session step
+    mmq)  # gpubatch: MMQ kernel + N-sessions + engine tests (1B included), jitllm batched per
+      # MMQ_ENVS variant (';'-separated), the kernel split of 32-session steps, then MMQ vs matvec
+      # vs GEMM timings (MMQ_BENCH=quick: 8B q/o, gate, head only; 0: none)
       for shape in llama-3.2-1b llama-3.1-8b; do
         [ -f /tmp/$shape.gguf ] || /tmp/bin/jitllm synth /tmp/$shape.gguf --shape $shape --type q4_k_m 2>&1 | tail -n 1
       done
-      JITLLM_TEST_1B=/tmp/llama-3.2-1b.gguf timeout 300 /tmp/bin/test_backend_cuda --gtest_filter='CudaMmq.*:CudaBatched.*' 2>&1 |
+      JITLLM_TEST_1B=/tmp/llama-3.2-1b.gguf timeout 300 /tmp/bin/test_backend_cuda --gtest_filter=${MMQ_TESTS:-'CudaMmq.*:CudaBatched.*'} 2>&1 |
         tee $OUT/mmq_tests.log | grep -E "^\[ cuda|FAILED|PASSED|Failure|Expected|Which is|actual" | head -n 80
-      JITLLM_CUDA_BENCH=1 timeout 240 /tmp/bin/test_backend_cuda --gtest_filter='CudaBench.MmqShapes' 2>&1 |
-        tee $OUT/mmq_bench.log | grep -E "bench|FAILED|Failure" | head -n 200
       IFS=';' read -ra variants <<< "${MMQ_ENVS:-JITLLM_CUDA_MMQ=0;JITLLM_CUDA_MMQ=1}"
       for shape in llama-3.2-1b llama-3.1-8b; do
         for v in "${variants[@]}"; do
@@ -92,9 +91,14 @@ for s in $stages; do
             grep -E "sessions|rror" | tee -a $OUT/mmq_batched.log
         done
       done
+      # 1-token prompts: the profile is mostly the 32-row decode steps.
       echo "== profile 8B, 32 sessions" | tee -a $OUT/mmq_profile.log
-      JITLLM_CUDA_MMQ=1 JITLLM_CUDA_PROFILE=1 /tmp/bin/jitllm batched -m /tmp/llama-3.1-8b.gguf -s 32 -p 16 -n 8 --devices cuda 2>&1 |
-        tail -n 60 | tee -a $OUT/mmq_profile.log
+      JITLLM_CUDA_PROFILE=1 /tmp/bin/jitllm batched -m /tmp/llama-3.1-8b.gguf -s 32 -p 1 -n 16 --devices cuda 2>&1 |
+        tail -n 40 | tee -a $OUT/mmq_profile.log
+      if [ "${MMQ_BENCH:-1}" != 0 ]; then
+        JITLLM_CUDA_BENCH=${MMQ_BENCH:-1} timeout 240 /tmp/bin/test_backend_cuda --gtest_filter='CudaBench.MmqShapes' 2>&1 |
+          tee $OUT/mmq_bench.log | grep -E "bench|FAILED|Failure" | head -n 200
+      fi
       ;;
     formats)  # gpuformats: the native block formats: tests, matvec GB/s at 14336x4096, 1B Q4_0 native vs F16 (weights MB on the card, pp512, tg)
       timeout ${FORMATS_TEST_S:-150} /tmp/bin/test_backend_cuda --gtest_filter="${FORMATS_FILTER:-CudaFormats*:*Fixture*}" 2>&1 |
