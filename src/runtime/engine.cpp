@@ -29,6 +29,7 @@ Engine::Engine(std::shared_ptr<const ModelFile> file, EngineOptions options)
   if (options_.kv_page_tokens <= 0)
     throw_error("KV page size must be positive, got {}", options_.kv_page_tokens);
   backends_ = make_backends(*model_, options_);
+  if (options_.warm_up && backends_.cards) warm_up();
 }
 
 std::unique_ptr<Session> Engine::new_session(int64_t n_ctx) {

@@ -31,6 +31,9 @@ struct EngineOptions {
   int64_t kv_tokens = 0;               // KV positions planned for on the cards (sessions x n_ctx);
                                        // 0 = max_kv_pages' tokens, else the training context
   bool print_placement = true;         // the placement table on stderr at load (cards only)
+  // With a card: run warm_up() before the constructor returns, so "ready" means every kernel a
+  // first prompt needs is compiled and every weight is on its card.
+  bool warm_up = true;
 };
 
 struct StepInput {
@@ -69,6 +72,10 @@ class Engine {
   std::vector<float> decode(Session& session, int32_t token);
   // One token; returns the greedy next token (step_greedy).
   int32_t decode_greedy(Session& session, int32_t token);
+
+  // Runs the step shapes of a first prompt and its decode on a throwaway session (see
+  // engine_warmup.cpp); sessions and the KV pool are left as they were.
+  void warm_up();
 
  private:
   // step() and step_greedy(): writes the logits of the requested rows to `logits` or, with

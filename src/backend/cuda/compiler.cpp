@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -99,6 +100,9 @@ std::vector<char> Compiler::compile(const std::string& source, const std::string
 
 namespace {
 
+// Every module a Compiler of this process compiled or read from disk (see compiler.h).
+std::atomic<int64_t> g_modules_loaded{0};
+
 void write_cache_file(const std::string& dir, const std::string& path, const std::vector<char>& cubin) {
   // Written to a private name, then renamed: a concurrent process sees a whole file or none.
   std::error_code ec;
@@ -138,7 +142,10 @@ const Module& Compiler::module(const std::string& source, const std::string& wha
   }
   const Module& ref = *m;
   loaded_.emplace(k, std::move(m));
+  g_modules_loaded.fetch_add(1, std::memory_order_relaxed);
   return ref;
 }
+
+int64_t modules_loaded_in_process() { return g_modules_loaded.load(std::memory_order_relaxed); }
 
 }  // namespace jitllm::cuda

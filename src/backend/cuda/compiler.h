@@ -31,6 +31,11 @@ std::vector<std::string> nvrtc_options(const std::string& arch);
 std::vector<char> nvrtc_compile(const std::string& source, const std::string& what,
                                 const std::vector<std::string>& options);
 
+// Modules compiled by NVRTC or read from the disk cache by every Compiler of this process so far
+// (memory hits not counted). An engine that reports ready must not add to it while it serves its
+// first prompt: the warm-up test checks exactly that.
+int64_t modules_loaded_in_process();
+
 class Compiler {
  public:
   // cache_dir empty: the default directory; "-": no disk cache.

@@ -1,0 +1,49 @@
+// Engine::warm_up leaves no trace a caller could see: the KV pool is as before (no page kept) and
+// the logits of a prompt and its decode are bit for bit those of an engine that never warmed up.
+// (The GPU side, "nothing compiles after ready", is tests/backend/cuda/warmup_test.cpp.)
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "backend/cpu/jit_kernels.h"
+#include "runtime/engine.h"
+#include "runtime/model_loader.h"
+#include "testutil/shared_data.h"
+
+namespace jitllm {
+namespace {
+
+using testing::oracle_path;
+
+// Prompt logits (last row) and 4 greedy decode steps' logits, concatenated.
+std::vector<float> run(Engine& e) {
+  const std::vector<int32_t> prompt = {1, 450, 96, 173, 17, 299, 43, 172, 75, 278};
+  auto s = e.new_session(64);
+  std::vector<float> all = e.prefill(*s, prompt, false);
+  for (int i = 0; i < 4; ++i) {
+    const int64_t nv = e.config().n_vocab;
+    const float* last = all.data() + all.size() - size_t(nv);
+    const int32_t next = int32_t(std::max_element(last, last + nv) - last);
+    const std::vector<float> l = e.decode(*s, next);
+    all.insert(all.end(), l.begin(), l.end());
+  }
+  return all;
+}
+
+TEST(EngineWarmUp, LeavesThePoolEmptyAndTheOutputsUnchanged) {
+  const auto file = load_model_file(oracle_path("models/synth-llama.Q4_K_M.gguf"));
+  EngineOptions o;
+  o.kernels = &default_cpu_kernels();
+  Engine cold(file, o), warm(file, o);
+  warm.warm_up();
+  EXPECT_EQ(warm.kv_pool().pages_in_use(), 0u);
+  const std::vector<float> a = run(cold), b = run(warm);
+  ASSERT_EQ(a.size(), b.size());
+  size_t differ = 0;
+  for (size_t i = 0; i < a.size(); ++i) differ += a[i] != b[i];
+  EXPECT_EQ(differ, 0u) << "of " << a.size() << " logits";
+  EXPECT_EQ(warm.kv_pool().pages_in_use(), 0u);
+}
+
+}  // namespace
+}  // namespace jitllm
