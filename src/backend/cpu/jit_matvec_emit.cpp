@@ -510,8 +510,10 @@ class Emitter : public CodeGenerator {
   // latency-bound (1B decode, 2 threads, load ~2: Q8_0 19.5 -> 23.0 tok/s, Q4_K_M 36.0 -> 42.2;
   // 1024 is no better). JITLLM_MV_PF overrides it (0: off) for tuning.
   int pf_ = std::getenv("JITLLM_MV_PF") ? std::atoi(std::getenv("JITLLM_MV_PF")) : 512;
-  // Packed: one stream, prefetched this many bytes ahead (JITLLM_MV_PFP).
-  int pfp_ = std::getenv("JITLLM_MV_PFP") ? std::atoi(std::getenv("JITLLM_MV_PFP")) : 1024;
+  // Packed: one stream, prefetched this many bytes ahead (JITLLM_MV_PFP). One core, 128256x2048
+  // (DRAM), CPU ms at 2/4/8/16 KiB, load ~4: Q8_0 7.8/7.4-7.8/6.9-7.6/7.2, Q4_K 4.8/4.3/3.6-3.9/3.6,
+  // Q6_K 7.1/6.2-6.5/5.5-6.1/6.2; 1B Q4_K_M tg64 (2 threads) 1 KiB 28-29 tok/s, 4 KiB 29-33, 8 KiB 35.
+  int pfp_ = std::getenv("JITLLM_MV_PFP") ? std::atoi(std::getenv("JITLLM_MV_PFP")) : 8192;
 
   void advance_rows(int R) {
     if (key_.packed) {  // the pass walked the group's planes to the next group's start
