@@ -53,6 +53,9 @@ CUfunction Mmq::function(const MmqSpec& spec) {
   const std::string name = spec.name();
   if (auto it = fns_.find(name); it != fns_.end()) return it->second;
   CUfunction f = compiler_.module(mmq_source(spec), name).function("mmq");
+  if (const size_t smem = mmq_smem_bytes(spec); smem > 0)
+    check(driver().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(smem)),
+          "cuFuncSetAttribute(max dynamic shared memory)");
   fns_.emplace(name, f);
   return f;
 }
@@ -76,6 +79,13 @@ void Mmq::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q8,
   static const int pipe_env = env_int("JITLLM_CUDA_MMQ_PIPE", 1);
   spec.pipe = (pipe_override_ >= 0 ? pipe_override_ : pipe_env) != 0 && spec.mt <= 2 &&
               spec.mt * spec.nt8 <= 8;
+  // Activation copies in shared memory while they fit beside the reduction tile (227 KB a CTA).
+  static const int act_env = env_int("JITLLM_CUDA_MMQ_ACT", 1);
+  spec.act = (act_override_ >= 0 ? act_override_ : act_env) != 0;
+  if (spec.act) {
+    for (size_t i = 0; i < segs.size(); ++i) spec.kinds[i] = segs[i].w->kind;
+    spec.act = mmq_smem_bytes(spec) <= 200 * 1024;
+  }
   MqArgs a{};
   int64_t ctas = 0;
   for (size_t i = 0; i < segs.size(); ++i) {
@@ -93,8 +103,9 @@ void Mmq::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q8,
   void* args[] = {&a};
   const CUfunction f = function(spec);
   const unsigned block = unsigned(32 * spec.warps);
+  const size_t smem = mmq_smem_bytes(spec);
   if (!profiling_) {
-    launch(f, unsigned(ctas), 1, 1, block, 0, s, args, "mmq");
+    launch(f, unsigned(ctas), 1, 1, block, smem, s, args, "mmq");
     return;
   }
   std::string label = spec.name() + " rows";
@@ -106,7 +117,7 @@ void Mmq::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q8,
     ev1_ = std::make_unique<Event>();
   }
   ev0_->record(s);
-  launch(f, unsigned(ctas), 1, 1, block, 0, s, args, "mmq");
+  launch(f, unsigned(ctas), 1, 1, block, smem, s, args, "mmq");
   ev1_->record(s);
   ev1_->sync();
   KernelProfile::Entry& e = profile_.by_name[label];

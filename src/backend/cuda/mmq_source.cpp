@@ -18,6 +18,8 @@
 // quad), all loads of a step issued before its first MMA.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "backend/cuda/mmq.h"
 #include "core/error.h"
 
@@ -54,6 +56,54 @@ __device__ __forceinline__ void mq_acc(float (&acc)[4], const int (&c)[4], float
   acc[3] += ws1 * x1.x * (float)c[3];
 }
 template <int KIND> struct Mq;
+// The activation as the compute steps read it: straight from global memory (int8 rows [n][K],
+// (d, d*sum) [n][K / 32]) ...
+struct ActG {
+  const i8* __restrict__ xq;
+  const float2* __restrict__ xds;
+  __device__ __forceinline__ uint2 b8(int tok, int k) const { return *(const uint2*)(xq + (size_t)tok * K + k); }
+  __device__ __forceinline__ u32 b4(int tok, int k) const { return *(const u32*)(xq + (size_t)tok * K + k); }
+  __device__ __forceinline__ void ds2(int tok, int blk, float2& x0, float2& x1) const {
+    x0 = xds[(size_t)tok * KB + blk];
+    x1 = xds[(size_t)(tok + 1) * KB + blk];
+  }
+};
+// ... or from the warp's copy of one step in shared memory (ACT): rows of XS bytes per activation
+// row (padded so the fragment loads of a warp hit distinct banks), then (d, d*sum) as
+// [block of the step][activation row] (a thread's two rows 2t, 2t + 1 are one 16-byte load).
+#define NTOK (NT8 * 8)
+template <int XS>
+struct ActS {
+  const unsigned char* buf;
+  int k0;  // first value of the step
+  __device__ __forceinline__ uint2 b8(int tok, int k) const { return *(const uint2*)(buf + tok * XS + (k - k0)); }
+  __device__ __forceinline__ u32 b4(int tok, int k) const { return *(const u32*)(buf + tok * XS + (k - k0)); }
+  __device__ __forceinline__ void ds2(int tok, int blk, float2& x0, float2& x1) const {
+    const float4 v = *(const float4*)(buf + NTOK * XS + ((blk - k0 / 32) * NTOK + tok) * 8);
+    x0 = make_float2(v.x, v.y);
+    x1 = make_float2(v.z, v.w);
+  }
+};
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+  const u32 d = (u32)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(d), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
+  const u32 d = (u32)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(d), "l"(src) : "memory");
+}
+// One step's activation (values [s SV, (s + 1) SV) of every row) into buf by the warp's lanes.
+template <int SV, int XS>
+__device__ __forceinline__ void stage_act(unsigned char* buf, const i8* xq, const float2* xds, int s, int lane) {
+  constexpr int CH = SV / 16, SB = SV / 32;
+  const int k0 = s * SV;
+  for (int c = lane; c < NTOK * CH; c += 32)
+    cp_async16(buf + (c / CH) * XS + (c % CH) * 16, xq + (size_t)(c / CH) * K + k0 + (c % CH) * 16);
+  unsigned char* xd = buf + NTOK * XS;
+  for (int c = lane; c < NTOK * SB; c += 32)  // source row by row, stored block-major
+    cp_async8(xd + ((c % SB) * NTOK + c / SB) * 8, xds + (size_t)(c / SB) * KB + k0 / 32 + c % SB);
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
 )";
 
 // Q4_K, GGUF blocks of 256 (144 bytes: half d, half dmin, 12 bytes of 6-bit scales/mins, 128
@@ -62,7 +112,7 @@ template <int KIND> struct Mq;
 // 2p and 2p + 1. The mins go through the activation's d*sum: - dmin m_j * (dx sum x).
 constexpr const char* kQ4K = R"(
 template <> struct Mq<KIND_Q4_K> {
-  static constexpr int STEPS = K / 256;
+  static constexpr int STEPS = K / 256, SV = 256, XS = SV + 32;
   struct W { uint4 hd[MT][2]; uint2 qv[MT][2][4]; };
   static __device__ __forceinline__ void load(W& r, const u8* __restrict__ w, const u8* __restrict__ w2,
                                               const int (&row)[MT][2], int b, int t) {
@@ -76,8 +126,9 @@ template <> struct Mq<KIND_Q4_K> {
         for (int p = 0; p < 4; ++p) r.qv[m][h][p] = *(const uint2*)(blk + 16 + 32 * p + 8 * t);
       }
   }
-  static __device__ __forceinline__ void compute(const W& r, int b, int g, int t,
-      const i8* __restrict__ xq, const float2* __restrict__ xds, float (&acc)[MT][NT8][4]) {
+  template <class A>
+  static __device__ __forceinline__ void compute(const W& r, int b, int g, int t, const A& x,
+                                                 float (&acc)[MT][NT8][4]) {
     const auto& hd = r.hd;
     const auto& qv = r.qv;
 #pragma unroll
@@ -107,9 +158,9 @@ template <> struct Mq<KIND_Q4_K> {
       const int blk = b * 8 + j;
 #pragma unroll
       for (int n = 0; n < NT8; ++n) {
-        const uint2 xv = *(const uint2*)(xq + (size_t)(n * 8 + g) * K + blk * 32 + 8 * t);
-        const float2 x0 = xds[(size_t)(n * 8 + 2 * t) * KB + blk];
-        const float2 x1 = xds[(size_t)(n * 8 + 2 * t + 1) * KB + blk];
+        const uint2 xv = x.b8(n * 8 + g, blk * 32 + 8 * t);
+        float2 x0, x1;
+        x.ds2(n * 8 + 2 * t, blk, x0, x1);
 #pragma unroll
         for (int m = 0; m < MT; ++m) {
           int c[4] = {0, 0, 0, 0};
@@ -133,7 +184,7 @@ template <> struct Mq<KIND_Q4_K> {
 // as q - 32 in int8.
 constexpr const char* kQ6K = R"(
 template <> struct Mq<KIND_Q6_K> {
-  static constexpr int STEPS = K / 128;
+  static constexpr int STEPS = K / 128, SV = 128, XS = SV + 16;
   static constexpr int NB = K / 256;
   struct W { u32 ql[MT][2][4], qh[MT][2][2]; uint2 sc8[MT][2]; u16 dh[MT][2]; };
   static __device__ __forceinline__ void load(W& r, const u8* __restrict__ w, const u8* __restrict__ w2,
@@ -152,8 +203,9 @@ template <> struct Mq<KIND_Q6_K> {
         r.dh[m][h] = *(const u16*)(w2 + ((size_t)row[m][h] * NB + b) * 2);
       }
   }
-  static __device__ __forceinline__ void compute(const W& r, int s, int g, int t,
-      const i8* __restrict__ xq, const float2* __restrict__ xds, float (&acc)[MT][NT8][4]) {
+  template <class A>
+  static __device__ __forceinline__ void compute(const W& r, int s, int g, int t, const A& x,
+                                                 float (&acc)[MT][NT8][4]) {
     const int b = s >> 1, hh = s & 1;
     const auto& ql = r.ql;
     const auto& qh = r.qh;
@@ -184,9 +236,9 @@ template <> struct Mq<KIND_Q6_K> {
       const int off = b * 256 + hh * 128 + gq * 16 + 4 * t;
 #pragma unroll
       for (int n = 0; n < NT8; ++n) {
-        const u32 xv = *(const u32*)(xq + (size_t)(n * 8 + g) * K + off);
-        const float2 x0 = xds[(size_t)(n * 8 + 2 * t) * KB + blk];
-        const float2 x1 = xds[(size_t)(n * 8 + 2 * t + 1) * KB + blk];
+        const u32 xv = x.b4(n * 8 + g, off);
+        float2 x0, x1;
+        x.ds2(n * 8 + 2 * t, blk, x0, x1);
 #pragma unroll
         for (int m = 0; m < MT; ++m) {
           int c[4] = {0, 0, 0, 0};
@@ -203,7 +255,7 @@ template <> struct Mq<KIND_Q6_K> {
 // is 4 blocks (128 values); thread t loads positions 8t..8t+7 of each.
 constexpr const char* kQ80 = R"(
 template <> struct Mq<KIND_Q8_0> {
-  static constexpr int STEPS = K / 128;
+  static constexpr int STEPS = K / 128, SV = 128, XS = SV + 32;
   struct W { uint2 qv[MT][2][4], dv[MT][2]; };
   static __device__ __forceinline__ void load(W& r, const u8* __restrict__ w, const u8* __restrict__ w2,
                                               const int (&row)[MT][2], int b, int t) {
@@ -217,8 +269,9 @@ template <> struct Mq<KIND_Q8_0> {
         r.dv[m][h] = *(const uint2*)(w2 + ((size_t)row[m][h] * KB + b * 4) * 2);
       }
   }
-  static __device__ __forceinline__ void compute(const W& r, int b, int g, int t,
-      const i8* __restrict__ xq, const float2* __restrict__ xds, float (&acc)[MT][NT8][4]) {
+  template <class A>
+  static __device__ __forceinline__ void compute(const W& r, int b, int g, int t, const A& x,
+                                                 float (&acc)[MT][NT8][4]) {
     const auto& qv = r.qv;
     const auto& dv = r.dv;
 #pragma unroll
@@ -234,9 +287,9 @@ template <> struct Mq<KIND_Q8_0> {
       const int blk = b * 4 + j;
 #pragma unroll
       for (int n = 0; n < NT8; ++n) {
-        const uint2 xv = *(const uint2*)(xq + (size_t)(n * 8 + g) * K + blk * 32 + 8 * t);
-        const float2 x0 = xds[(size_t)(n * 8 + 2 * t) * KB + blk];
-        const float2 x1 = xds[(size_t)(n * 8 + 2 * t + 1) * KB + blk];
+        const uint2 xv = x.b8(n * 8 + g, blk * 32 + 8 * t);
+        float2 x0, x1;
+        x.ds2(n * 8 + 2 * t, blk, x0, x1);
 #pragma unroll
         for (int m = 0; m < MT; ++m) {
           int c[4] = {0, 0, 0, 0};
@@ -275,22 +328,73 @@ __device__ __forceinline__ void mq_segment(const MqSeg& sg, int tile, const MqAr
   const i8* xq = (const i8*)a.xq;
   const float2* xds = (const float2*)a.xds;
   typename Mq<KIND>::W wa, wb;
+  constexpr int SV = Mq<KIND>::SV, XS = Mq<KIND>::XS;
+#if ACT
+  // This warp's activation buffers (mmq_smem_bytes() on the host sizes them for every kind).
+  extern __shared__ __align__(16) unsigned char act_smem[];
+  unsigned char* ab0 = act_smem + warp * (PIPE ? 2 : 1) * ACT_BYTES;
+  unsigned char* ab1 = ab0 + ACT_BYTES;
+#endif
 #if PIPE
   // Two register sets: the next step's weights are in flight while this step's MMAs run (the
-  // arithmetic and its order are the same as without: only the loads move earlier).
+  // arithmetic and its order are the same as without: only the loads move earlier). With ACT the
+  // next step's activation is copied into the other buffer meanwhile.
   int s = warp;
-  if (s < Mq<KIND>::STEPS) Mq<KIND>::load(wa, w, w2, row, s, t);
+  if (s < Mq<KIND>::STEPS) {
+    Mq<KIND>::load(wa, w, w2, row, s, t);
+#if ACT
+    stage_act<SV, XS>(ab0, xq, xds, s, lane);
+#endif
+  }
   for (; s < Mq<KIND>::STEPS; s += 2 * WARPS) {
-    if (s + WARPS < Mq<KIND>::STEPS) Mq<KIND>::load(wb, w, w2, row, s + WARPS, t);
-    Mq<KIND>::compute(wa, s, g, t, xq, xds, acc);
-    if (s + WARPS >= Mq<KIND>::STEPS) break;
-    if (s + 2 * WARPS < Mq<KIND>::STEPS) Mq<KIND>::load(wa, w, w2, row, s + 2 * WARPS, t);
-    Mq<KIND>::compute(wb, s + WARPS, g, t, xq, xds, acc);
+    const bool more = s + WARPS < Mq<KIND>::STEPS;
+    if (more) {
+      Mq<KIND>::load(wb, w, w2, row, s + WARPS, t);
+#if ACT
+      stage_act<SV, XS>(ab1, xq, xds, s + WARPS, lane);
+#endif
+    }
+#if ACT
+    if (more) asm volatile("cp.async.wait_group 1;" ::: "memory");
+    else asm volatile("cp.async.wait_group 0;" ::: "memory");
+    __syncwarp();
+    Mq<KIND>::compute(wa, s, g, t, ActS<XS>{ab0, s * SV}, acc);
+    __syncwarp();  // every lane is done with ab0 before it is refilled
+#else
+    Mq<KIND>::compute(wa, s, g, t, ActG{xq, xds}, acc);
+#endif
+    if (!more) break;
+    const bool more2 = s + 2 * WARPS < Mq<KIND>::STEPS;
+    if (more2) {
+      Mq<KIND>::load(wa, w, w2, row, s + 2 * WARPS, t);
+#if ACT
+      stage_act<SV, XS>(ab0, xq, xds, s + 2 * WARPS, lane);
+#endif
+    }
+#if ACT
+    if (more2) asm volatile("cp.async.wait_group 1;" ::: "memory");
+    else asm volatile("cp.async.wait_group 0;" ::: "memory");
+    __syncwarp();
+    Mq<KIND>::compute(wb, s + WARPS, g, t, ActS<XS>{ab1, (s + WARPS) * SV}, acc);
+    __syncwarp();
+#else
+    Mq<KIND>::compute(wb, s + WARPS, g, t, ActG{xq, xds}, acc);
+#endif
   }
 #else
   for (int s = warp; s < Mq<KIND>::STEPS; s += WARPS) {
+#if ACT
+    stage_act<SV, XS>(ab0, xq, xds, s, lane);
+#endif
     Mq<KIND>::load(wa, w, w2, row, s, t);
-    Mq<KIND>::compute(wa, s, g, t, xq, xds, acc);
+#if ACT
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    __syncwarp();
+    Mq<KIND>::compute(wa, s, g, t, ActS<XS>{ab0, s * SV}, acc);
+    __syncwarp();
+#else
+    Mq<KIND>::compute(wa, s, g, t, ActG{xq, xds}, acc);
+#endif
   }
 #endif
   for (int w = 0; w < WARPS; ++w) {
@@ -332,6 +436,18 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) mmq(const MqArgs a) {
 }
 )";
 
+// Bytes of one step's activation copy for the launch's largest kind: 8 NT8 rows of XS bytes, then
+// (d, d*sum) of each block of the step (the SV / XS of the kinds' Mq structs).
+size_t act_bytes(const MmqSpec& spec) {
+  size_t most = 0;
+  for (int i = 0; i < spec.nseg; ++i) {
+    const size_t sv = spec.kinds[i] == WeightKind::Q4_K ? 256 : 128;
+    const size_t xs = sv + (spec.kinds[i] == WeightKind::Q6_K ? 16 : 32);
+    most = std::max(most, size_t(spec.nt8) * 8 * (xs + sv / 32 * 8));
+  }
+  return most;
+}
+
 int kind_id(WeightKind kind) {
   switch (kind) {
     case WeightKind::Q8_0: return 3;
@@ -342,6 +458,10 @@ int kind_id(WeightKind kind) {
 }
 
 }  // namespace
+
+size_t mmq_smem_bytes(const MmqSpec& spec) {
+  return spec.act ? act_bytes(spec) * size_t(spec.warps) * (spec.pipe ? 2 : 1) : 0;
+}
 
 bool mmq_supports(WeightKind kind, int64_t k) {
   switch (kind) {
@@ -355,7 +475,8 @@ bool mmq_supports(WeightKind kind, int64_t k) {
 std::string MmqSpec::name() const {
   std::string s = "mmq";
   for (int i = 0; i < nseg; ++i) s += fmt::format("{}{}", i ? "+" : " ", weight_kind_name(kinds[i]));
-  return s + fmt::format(" k={} nt8={} mt={} warps={}{}", k, nt8, mt, warps, pipe ? " pipe" : "");
+  return s + fmt::format(" k={} nt8={} mt={} warps={}{}{}", k, nt8, mt, warps, pipe ? " pipe" : "",
+                         act ? " act" : "");
 }
 
 std::string mmq_source(const MmqSpec& spec) {
@@ -364,8 +485,11 @@ std::string mmq_source(const MmqSpec& spec) {
     throw_error("mmq: {} tiles of 8 activation rows is not in [1, {}]", spec.nt8, kMmqMaxRows / 8);
   if (spec.mt < 1 || spec.mt > 4) throw_error("mmq: {} tiles of 16 weight rows is not in [1, 4]", spec.mt);
   if (spec.warps < 1 || spec.warps > 16) throw_error("mmq: {} warps is not in [1, 16]", spec.warps);
-  std::string defs = fmt::format("#define K {}\n#define NT8 {}\n#define MT {}\n#define WARPS {}\n#define NSEG {}\n#define PIPE {}\n",
-                                 spec.k, spec.nt8, spec.mt, spec.warps, spec.nseg, spec.pipe ? 1 : 0);
+  std::string defs = fmt::format(
+      "#define K {}\n#define NT8 {}\n#define MT {}\n#define WARPS {}\n#define NSEG {}\n#define PIPE {}\n"
+      "#define ACT {}\n#define ACT_BYTES {}\n",
+      spec.k, spec.nt8, spec.mt, spec.warps, spec.nseg, spec.pipe ? 1 : 0, spec.act ? 1 : 0,
+      act_bytes(spec));
   bool q4k = false, q6k = false, q80 = false;
   for (int i = 0; i < spec.nseg; ++i) {
     const WeightKind kind = spec.kinds[i];
