@@ -1,9 +1,7 @@
 // Host-side repacking of GGUF weight bytes into the layouts the CUDA kernels read.
 #include "backend/cuda/packed_weight.h"
 
-#include <cstdlib>
 #include <cstring>
-#include <string>
 
 #include "backend/cuda/weight_formats.h"
 #include "core/error.h"
@@ -21,15 +19,11 @@ WeightKind cuda_kind_for(QuantType type) {
     case QuantType::Q4_K: return WeightKind::Q4_K;
     case QuantType::Q6_K: return WeightKind::Q6_K;
     default: {
-      // The other block formats have kernels of their own (weight_formats.h);
-      // JITLLM_CUDA_NATIVE_FORMATS=0 runs them as F16 dequantized here (the old path, for A/B).
-      static const bool native = [] {
-        const char* e = std::getenv("JITLLM_CUDA_NATIVE_FORMATS");
-        return !(e && std::string(e) == "0");
-      }();
+      // The other block formats have kernels of their own (weight_formats.h), used where
+      // format_runs_native says so (JITLLM_CUDA_NATIVE_FORMATS); else dequantized here to F16.
       bool ok = false;
       const WeightKind kind = format_kind_for(type, &ok);
-      return ok && native ? kind : WeightKind::F16;
+      return ok && format_runs_native(kind) ? kind : WeightKind::F16;
     }
   }
 }

@@ -4,9 +4,9 @@
 //    aligned already).
 //  - Q8_0: int8 values [rows][k] (32-byte blocks, aligned), then the half scales [rows][k/32].
 //  - Q6_K: blocks of [ql 128][qh 64][scales 16] (208 bytes), then the half d's [rows][k/256].
-//  - Q4_0, Q4_1, Q5_0, Q5_1, Q5_K, Q3_K, Q2_K, IQ4_NL, MXFP4: see weight_formats.h.
-//  - every other format (and those with JITLLM_CUDA_NATIVE_FORMATS=0): dequantized and stored
-//    as F16 (correct, but 2-4x the bytes).
+//  - Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4 (and Q5_K, Q3_K, Q2_K when opted in): see
+//    weight_formats.h (format_runs_native).
+//  - every other format: dequantized and stored as F16 (correct, but 2-4x the bytes).
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,8 @@
 // Host side of the native block formats (weight_formats.h): kind names and ids, and the
 // repacking of GGUF blocks into the card layouts (and back, for the tests).
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "backend/cuda/packed_weight.h"
 #include "backend/cuda/weight_formats.h"
@@ -129,6 +131,19 @@ QuantType format_quant_type(WeightKind kind) { return info_or_throw(kind).type; 
 const char* format_kind_name(WeightKind kind) {
   const FormatInfo* f = info_for(kind);
   return f ? f->name : "?";
+}
+
+bool format_runs_native(WeightKind kind) {
+  static const int mode = [] {  // 0 none, 1 blocks of 32, 2 all
+    const char* e = std::getenv("JITLLM_CUDA_NATIVE_FORMATS");
+    if (!e || std::string(e) == "1") return 1;
+    if (std::string(e) == "0") return 0;
+    if (std::string(e) == "all") return 2;
+    throw_error("JITLLM_CUDA_NATIVE_FORMATS={}: expected 0, 1 or all", e);
+  }();
+  const FormatInfo* f = info_for(kind);
+  if (!f || mode == 0) return false;
+  return mode == 2 || f->block == 32;
 }
 
 int format_kind_id(WeightKind kind) { return int(info_or_throw(kind).kind); }

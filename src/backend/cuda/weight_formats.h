@@ -38,6 +38,13 @@ bool is_format_kind(WeightKind kind);
 WeightKind format_kind_for(QuantType type, bool* ok);
 QuantType format_quant_type(WeightKind kind);
 const char* format_kind_name(WeightKind kind);
+// Whether pack_weight / cuda_kind_for give `kind` (else the format is dequantized to F16 at
+// upload). JITLLM_CUDA_NATIVE_FORMATS: unset or 1 = the blocks of 32 (Q4_0, Q4_1, Q5_0, Q5_1,
+// IQ4_NL, MXFP4); all = also the K-quants Q5_K, Q3_K, Q2_K; 0 = none. The K-quants are opt-in:
+// their kernels agree with the CPU reference as Q4_K / Q6_K do, but the int8 blocks of 32 the
+// activation is rounded to differ from llama.cpp's CPU Q8_K rounding, and on the oracle fixtures
+// Q5_K_M and Q2_K that moved the logits just past the 0.03 tolerance (docs/cuda.md, "Kernels").
+bool format_runs_native(WeightKind kind);
 // KIND_ id in the generated sources (the enum's value: 6..14).
 int format_kind_id(WeightKind kind);
 // Row lengths must be a multiple of this (the block size: 32 or 256).

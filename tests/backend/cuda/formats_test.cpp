@@ -70,6 +70,17 @@ std::vector<uint8_t> random_blocks(QuantType t, int64_t rows, int64_t k, std::mt
   return w;
 }
 
+// The card layout of t whatever JITLLM_CUDA_NATIVE_FORMATS says (the K-quants are opt-in in the
+// engine; their kernels are tested here all the same); pack_weight for the other formats.
+PackedWeight pack_native(QuantType t, const uint8_t* w, int64_t rows, int64_t k) {
+  bool native = false;
+  format_kind_for(t, &native);
+  if (!native) return pack_weight(t, w, rows, k);
+  PackedWeight p;
+  pack_format_weight(t, w, rows, k, p);
+  return p;
+}
+
 WeightKind kind_of(QuantType t) {
   bool ok = false;
   const WeightKind k = format_kind_for(t, &ok);
@@ -82,7 +93,7 @@ void check_matmul(QuantType t, int64_t rows, int64_t k, std::initializer_list<in
   JITLLM_REQUIRE_GPU();
   std::mt19937 rng(uint32_t(rows * 31 + k + int(t)));
   const std::vector<uint8_t> w = random_blocks(t, rows, k, rng, zero_every);
-  const DeviceWeight dw = DeviceWeight::upload(pack_weight(t, w.data(), rows, k));
+  const DeviceWeight dw = DeviceWeight::upload(pack_native(t, w.data(), rows, k));
   ASSERT_EQ(dw.kind, kind_of(t)) << "runs as " << weight_kind_name(dw.kind);
   for (int64_t n : ns) {
     const std::vector<float> x = random_floats(size_t(n * k), rng);
@@ -131,7 +142,7 @@ TEST(CudaFormats, DequantizationAndEmbeddingBitEqualToDequantizeRow) {
   for (QuantType t : kTypes) {
     const int64_t rows = 96, k = 2560;  // 10 super-blocks, 80 blocks of 32
     const auto w = random_blocks(t, rows, k, rng, 7);
-    const DeviceWeight dw = DeviceWeight::upload(pack_weight(t, w.data(), rows, k));
+    const DeviceWeight dw = DeviceWeight::upload(pack_native(t, w.data(), rows, k));
     std::vector<float> ref(size_t(rows * k));
     for (int64_t r = 0; r < rows; ++r)
       dequantize_row(t, w.data() + size_t(r) * row_bytes(t, k), ref.data() + r * k, k);
@@ -176,7 +187,7 @@ TEST(CudaFormats, PrefillGemmVsCpuReference) {
   for (QuantType t : kTypes) {
     const int64_t rows = 1024, k = 2048, n = 64;
     const auto w = random_blocks(t, rows, k, rng);
-    const DeviceWeight dw = DeviceWeight::upload(pack_weight(t, w.data(), rows, k));
+    const DeviceWeight dw = DeviceWeight::upload(pack_native(t, w.data(), rows, k));
     const auto x = random_floats(size_t(n * k), rng);
     std::vector<float> ref(size_t(n * rows));
     reference_kernels().matmul(t, w.data(), rows, k, x.data(), n, ref.data());
@@ -265,7 +276,7 @@ TEST(CudaFormatsBench, Matvec14336x4096) {
                       QuantType::MXFP4, QuantType::Q4_K, QuantType::Q8_0}) {
     const auto w = random_blocks(t, rows, k, rng);
     std::vector<DeviceWeight> dws;
-    for (int c = 0; c < 3; ++c) dws.push_back(DeviceWeight::upload(pack_weight(t, w.data(), rows, k)));
+    for (int c = 0; c < 3; ++c) dws.push_back(DeviceWeight::upload(pack_native(t, w.data(), rows, k)));
     const double bytes = double(dws[0].buf.bytes());
     for (int64_t n : {int64_t(1)}) {
       const Q8Buffers qb{q8.get(), q8.get() + CudaKernels::q8_ds_offset(n, k)};

@@ -1,10 +1,12 @@
 // The native block formats of the CUDA backend (weight_formats.h) without a card: packing GGUF
 // rows into the card layouts loses nothing (unpacked bytes == the GGUF bytes, quantize_row
-// output with zero blocks included), the planes are 16-byte aligned, and every generated source
+// output with zero blocks included), the planes are 16-byte aligned, the default choice of
+// native kinds (blocks of 32 native, K-quants as F16), and every generated source
 // of these formats (matvec per kind / tile / rows per warp, grouped launches mixing them with the
 // other kinds, the GEMM's dequantization and embedding kernels) compiles under NVRTC for sm_90.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <random>
 
 #include "backend/cuda/compiler.h"
@@ -49,8 +51,9 @@ TEST(CudaFormatsNoGpu, PackingKeepsEveryGgufByte) {
   for (QuantType t : kTypes) {
     const int64_t rows = 5, k = 512;
     const auto w = quantized_rows(t, rows, k, rng);
-    const PackedWeight p = pack_weight(t, w.data(), rows, k);
-    ASSERT_TRUE(is_format_kind(p.kind)) << quant_name(t) << " still converted to " << weight_kind_name(p.kind);
+    PackedWeight p;
+    pack_format_weight(t, w.data(), rows, k, p);
+    ASSERT_TRUE(is_format_kind(p.kind)) << quant_name(t);
     EXPECT_FALSE(p.converted);
     EXPECT_EQ(format_quant_type(p.kind), t);
     EXPECT_EQ(p.scale_offset % 16, 0u) << quant_name(t);
@@ -65,10 +68,26 @@ TEST(CudaFormatsNoGpu, PackingKeepsEveryGgufByte) {
   }
 }
 
+TEST(CudaFormatsNoGpu, DefaultPolicyRunsTheBlocksOf32NativelyAndTheKQuantsAsF16) {
+  if (std::getenv("JITLLM_CUDA_NATIVE_FORMATS")) GTEST_SKIP() << "JITLLM_CUDA_NATIVE_FORMATS is set";
+  std::mt19937 rng(6);
+  for (QuantType t : kTypes) {
+    const bool k_quant = quant_traits(t).block_elems == 256;
+    const WeightKind kind = cuda_kind_for(t);
+    EXPECT_EQ(kind == WeightKind::F16, k_quant) << quant_name(t) << " runs as " << weight_kind_name(kind);
+    const auto w = quantized_rows(t, 2, 256, rng);
+    const PackedWeight p = pack_weight(t, w.data(), 2, 256);
+    EXPECT_EQ(p.kind, kind);
+    EXPECT_EQ(p.converted, k_quant);
+  }
+}
+
 TEST(CudaFormatsNoGpu, RowsThatAreNotWholeBlocksAreRefused) {
   std::vector<uint8_t> w(4096);
-  EXPECT_THROW(pack_weight(QuantType::Q5_K, w.data(), 1, 300), Error);
-  EXPECT_THROW(pack_weight(QuantType::Q4_0, w.data(), 1, 48), Error);
+  PackedWeight p;
+  EXPECT_THROW(pack_format_weight(QuantType::Q5_K, w.data(), 1, 300, p), Error);
+  EXPECT_THROW(pack_format_weight(QuantType::Q4_0, w.data(), 1, 48, p), Error);
+  EXPECT_THROW(pack_format_weight(QuantType::Q4_K, w.data(), 1, 256, p), Error);  // not one of them
   EXPECT_THROW(matvec_source(WeightKind::Q3_K, 2000, 1), Error);
   EXPECT_THROW(matvec_source(WeightKind::MXFP4, 48, 1), Error);
 }
