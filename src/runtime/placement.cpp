@@ -135,8 +135,15 @@ Placement plan_placement(const PlacementCosts& costs, std::span<const CardBudget
 
 std::string Placement::table() const {
   std::string s = fmt::format(
-      "placement (context {} tokens; per card: scratch {:.0f} MB, reserve {:.0f} MB):\n",
+      "placement (context {} tokens; per card: scratch {:.1f} MB, reserve {:.0f} MB):\n",
       costs.kv_tokens, mb(costs.scratch), mb(costs.reserve));
+  // The unit costs, so a budget for a given split can be worked out: scratch + k x layer.
+  size_t widest = 0;
+  for (size_t w : costs.layer_weights) widest = std::max(widest, w);
+  s += fmt::format(
+      "  unit costs: layer {:.1f} MB + KV {:.1f} MB, head {:.1f} MB, embedding {:.1f} MB{}\n",
+      mb(widest), mb(costs.layer_kv), mb(costs.head), mb(costs.embedding),
+      costs.tied ? " (the head's table)" : "");
   s += fmt::format("  {:<8} {:>9} {:>5} {:>5} {:>11} {:>9} {:>10} {:>9} {:>14}\n", "device",
                    "layers", "embd", "head", "weights MB", "KV MB", "room MB", "uses MB",
                    "free after MB");

@@ -127,17 +127,21 @@ for s in $stages; do
       # then the 8B Q4_K_M all on card 0, with a --vram-budget that holds half its layers (the
       # host half on the CPU JIT kernels) and, on a 2-card machine, split over both cards; the
       # greedy tokens of each (jitllm run --ids) must be the same.
-      timeout 240 /tmp/bin/test_backend_cuda --gtest_filter='*CudaPlacement*' 2>&1 | tee $OUT/placement_tests.log |
+      M1=/tmp/llama-3.2-1b.gguf
+      [ -f $M1 ] || /tmp/bin/jitllm synth $M1 --shape llama-3.2-1b --type q4_k_m 2>&1 | tail -n 1
+      JITLLM_PLACEMENT_MODEL=$M1 timeout 240 /tmp/bin/test_backend_cuda --gtest_filter='*CudaPlacement*' 2>&1 | tee $OUT/placement_tests.log |
         grep -E "^\[ cuda|FAILED|PASSED|OK \]|Failure|Expected|Which is|actual|offloaded|skipped|SKIPPED" | head -n 80
       M8=/tmp/llama-3.1-8b.gguf
       [ -f $M8 ] || /tmp/bin/jitllm synth $M8 --shape llama-3.1-8b --type q4_k_m 2>&1 | tail -n 1
       P8="-p 128 -n 64 -r 1"
-      /tmp/bin/jitllm speed -m $M8 $P8 --devices cuda:0 2>&1 | tee $OUT/place_all.log | grep -E "tg|pp|offloaded|cuda:0|host"
-      # The card's "uses MB" for 16 layers (--gpu-layers 16), + 1 MB: the budget that holds them.
-      half=$(/tmp/bin/jitllm speed -m $M8 -p 0 -n 1 -r 1 --devices cuda:0 --gpu-layers 16 2>&1 | tee $OUT/place_ngl.log |
-             awk '$1 == "cuda:0" {print int($(NF-1)) + 1}')
+      /tmp/bin/jitllm speed -m $M8 $P8 --devices cuda:0 2>&1 | tee $OUT/place_all.log | grep -E "tg|pp|offloaded|cuda:0|host|costs|scratch"
+      # The budget that holds the first 16 layers: what card 0 uses with --gpu-layers 16 (same
+      # step size, so the same scratch), less the embedding when it went there too, + 2 MB.
+      /tmp/bin/jitllm speed -m $M8 -p 128 -n 1 -r 1 --devices cuda:0 --gpu-layers 16 > $OUT/place_ngl.log 2>&1
+      half=$(awk '/unit costs/ {e = $14} $1 == "cuda:0" {u = $8; y = $3}
+                  END {printf "%d", u - (y == "yes" ? e : 0) + 2}' $OUT/place_ngl.log)
       echo "half budget: ${half}M" | tee -a $OUT/placement.log
-      /tmp/bin/jitllm speed -m $M8 -p 64 -n 32 -r 1 --devices cuda:0 --vram-budget ${half}M 2>&1 | tee $OUT/place_half.log | grep -E "tg|pp|offloaded|cuda:0|host|kernels"
+      /tmp/bin/jitllm speed -m $M8 $P8 --devices cuda:0 --vram-budget ${half}M 2>&1 | tee $OUT/place_half.log | grep -E "tg|pp|offloaded|cuda:0|host|kernels"
       ids="The quick brown fox jumps over the lazy dog"
       for d in "--devices cuda:0" "--devices cuda:0 --vram-budget ${half}M"; do
         echo "== run $d: $(/tmp/bin/jitllm run -m $M8 --ids -p "$ids" -n 16 --temp 0 $d 2>/dev/null | tail -n 1)" | tee -a $OUT/placement.log

@@ -21,6 +21,6 @@ for f in F16 Q8_0 Q6_K Q4_K_M Q4_0 Q4_1 Q5_0 Q5_1 Q5_K_M IQ4_NL Q3_K_M Q2_K MXFP
   cp $S/oracle/models/synth-llama.$f.gguf $C/shared/oracle/models/
   cp $S/oracle/logits/synth-llama.$f.* $C/shared/oracle/logits/
 done
-mkdir -p $C/shared/oracle/pydoc-llama  # gpuplace's placement test: a 6-layer model
+mkdir -p $C/shared/oracle/pydoc-llama  # a trained 6-layer model (jitllm verify --devices)
 cp $S/oracle/pydoc-llama/pydoc-llama.Q8_0.gguf $C/shared/oracle/pydoc-llama/
 du -sh $C
