@@ -31,7 +31,7 @@ struct MmqSpec {
   WeightKind kinds[3] = {WeightKind::Q4_K, WeightKind::Q4_K, WeightKind::Q4_K};
   int nseg = 1;
   int64_t k = 0;
-  int nt8 = 1, mt = 2, warps = 4;
+  int nt8 = 1, mt = 2, warps = 8;
   bool pipe = false;  // two register sets: the next step's weights in flight during this one's MMAs
   bool act = false;   // each warp copies its step's activation into shared memory (cp.async)
   std::string name() const;

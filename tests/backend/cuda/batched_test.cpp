@@ -181,7 +181,7 @@ TEST(CudaMmq, TileWarpAndPipelineVariants) {
   // second register set only moves loads, so with and without it the bits are the same.
   JITLLM_REQUIRE_GPU();
   struct V { int mt, warps, pipe, act; };
-  for (const V v : {V{2, 4, 1, 0}, V{2, 8, 0, 0}, V{2, 8, 1, 1}, V{1, 4, 1, 1}, V{1, 8, 0, 1},
+  for (const V v : {V{2, 4, 1, 0}, V{2, 4, 1, 1}, V{2, 8, 1, 1}, V{1, 4, 1, 1}, V{1, 8, 0, 1},
                     V{4, 8, 0, 1}}) {
     mmq().tune(v.mt, v.warps, v.pipe, v.act);
     std::printf("[ cuda     ] mmq variant mt=%d warps=%d pipe=%d act=%d\n", v.mt, v.warps, v.pipe, v.act);
@@ -306,13 +306,14 @@ void expect_together(const std::string& path, const char* what, size_t S, int st
 TEST(CudaBatched, SessionsTogetherMatchSoloRunsQ4KM) {
   JITLLM_REQUIRE_GPU();
   const std::string path = oracle_path("models/synth-llama.Q4_K_M.gguf");
-  for (size_t S : {13, 64}) expect_together(path, "Q4_K_M", S, 6);  // 32: the tests below
+  for (size_t S : {13, 64}) expect_together(path, "Q4_K_M", S, 4);  // 32: the tests below
 }
 
 TEST(CudaBatched, SessionsTogetherMatchSoloRunsQ6KQ80) {
   JITLLM_REQUIRE_GPU();
-  expect_together(oracle_path("models/synth-llama.Q6_K.gguf"), "Q6_K", 32, 6);
-  expect_together(oracle_path("models/synth-llama.Q8_0.gguf"), "Q8_0", 32, 6);
+  // 16 sessions: two tiles of 8 (the kernels for these kinds compile faster than at 32).
+  expect_together(oracle_path("models/synth-llama.Q6_K.gguf"), "Q6_K", 16, 4);
+  expect_together(oracle_path("models/synth-llama.Q8_0.gguf"), "Q8_0", 16, 4);
 }
 
 TEST(CudaBatched, SessionsTogetherMatchSoloRunsLlama1B) {
