@@ -53,11 +53,11 @@ CudaOps::CudaOps(int ordinal, std::string cache_dir)
     gemm_min_rows_ = gemm_min_rows();
   }
   // Batched decode on int8 tensor cores (mmq.h). JITLLM_BATCH_INVARIANT=1 keeps the matvec for
-  // every step, so N sessions stepped together equal their solo steps bit for bit. Opt-in
-  // (JITLLM_CUDA_MMQ=1) until it has run on a card.
+  // every step, so N sessions stepped together equal their solo steps bit for bit;
+  // JITLLM_CUDA_MMQ=0 turns it off (A/B).
   const char* mq = std::getenv("JITLLM_CUDA_MMQ");
   const char* bi = std::getenv("JITLLM_BATCH_INVARIANT");
-  if ((mq && std::string(mq) == "1") && !(bi && std::string(bi) == "1")) {
+  if (!(mq && std::string(mq) == "0") && !(bi && std::string(bi) == "1")) {
     mmq_ = std::make_unique<Mmq>(compiler_);
     if (const char* pr = std::getenv("JITLLM_CUDA_PROFILE"); pr && std::string(pr) == "1")
       mmq_->set_profiling(true);

@@ -238,12 +238,15 @@ TEST(CudaEngine, FusedLaunchesEqualOneKernelPerOp) {
   EXPECT_LE(d, 1e-5f);
 }
 
-// 20 sessions in one decode step (a 32-row matvec tile, a captured graph of 20 rows) equal their
-// solo runs.
+// 20 sessions in one decode step (matvec tiles of 8, a captured graph of 20 rows) equal their
+// solo runs bit for bit with JITLLM_BATCH_INVARIANT=1 (by default such a step runs the MMQ
+// kernel, whose f32 sums are in another order: batched_test.cpp states that contract).
 TEST(CudaEngine, TwentySessionsTogetherEqualSoloRuns) {
   JITLLM_REQUIRE_GPU();
   const auto file = load_model_file(oracle_path("models/synth-llama.Q4_K_M.gguf"));
+  setenv("JITLLM_BATCH_INVARIANT", "1", 1);
   Engine e(file, on("cuda"));
+  unsetenv("JITLLM_BATCH_INVARIANT");
   const int64_t nv = e.config().n_vocab;
   const size_t S = 20;
   const int steps = 4;
@@ -275,10 +278,10 @@ TEST(CudaEngine, TwentySessionsTogetherEqualSoloRuns) {
     for (size_t s = 0; s < S; ++s) {
       const float d = max_abs_diff(l.data() + s * size_t(nv), solo[s].data() + size_t(i) * size_t(nv), size_t(nv));
       worst = std::max(worst, d);
-      EXPECT_LE(d, 1e-4f) << "session " << s << " step " << i;
+      EXPECT_EQ(d, 0.0f) << "session " << s << " step " << i;
     }
   }
-  std::printf("[ cuda     ] 20 sessions together vs solo: max |diff| %.3g\n", worst);
+  std::printf("[ cuda     ] 20 sessions together vs solo (JITLLM_BATCH_INVARIANT=1): max |diff| %.3g\n", worst);
 }
 
 TEST(CudaCache, SecondCompilerOverTheSameDirectoryCompilesNothing) {
