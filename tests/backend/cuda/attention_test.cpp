@@ -2,6 +2,7 @@
 // in f32, as the kernel does) on a ragged batch: two sequences, one with 300 positions over
 // pages of 128 (rows 297..299 attend to pages written by an earlier step), one with 5 positions
 // (rows 0..4, causal inside the step); GQA 8 query heads over 2 KV heads; head sizes 64 and 128;
+// and pydoc-llama's head size 32 with 6 query heads over 2;
 // F16 and F32 KV; output poisoned first. Label gpu.
 #include <gtest/gtest.h>
 
@@ -11,10 +12,10 @@
 namespace jitllm::cuda::test {
 namespace {
 
-void check_attention(int head_dim, bool kv_f16) {
+void check_attention(int head_dim, bool kv_f16, int n_head = 8, int n_head_kv = 2) {
   JITLLM_REQUIRE_GPU();
   std::mt19937 rng(uint32_t(head_dim * 2 + kv_f16));
-  const int n_head = 8, n_head_kv = 2, kv_dim = n_head_kv * head_dim;
+  const int kv_dim = n_head_kv * head_dim;
   const int64_t page_tokens = 128;
   const size_t elt = kv_f16 ? 2 : 4, row_bytes = size_t(kv_dim) * elt;
   // One layer: a page is [K, V][page_tokens][kv_dim].
@@ -111,14 +112,20 @@ void check_attention(int head_dim, bool kv_f16) {
   G->kernels->attention(c, *G->stream);
   G->stream->sync();
   const double err = rel_error(from_device(dout, q.size()), ref);
-  EXPECT_LT(err, 1e-5) << "head_dim " << head_dim << (kv_f16 ? " f16" : " f32");
-  std::printf("[ cuda     ] attention head_dim %d %s KV: rel err %.2e\n", head_dim,
-              kv_f16 ? "f16" : "f32", err);
+  EXPECT_LT(err, 1e-5) << "head_dim " << head_dim << (kv_f16 ? " f16" : " f32") << " GQA "
+                       << n_head << "/" << n_head_kv;
+  std::printf("[ cuda     ] attention head_dim %d GQA %d/%d %s KV: rel err %.2e\n", head_dim,
+              n_head, n_head_kv, kv_f16 ? "f16" : "f32", err);
 }
 
 TEST(CudaKernels, AttentionPagedRaggedGqa) {
   for (int hd : {64, 128})
     for (bool f16 : {true, false}) check_attention(hd, f16);
+}
+
+// pydoc-llama's shape: head size 32, 6 query heads over 2 KV heads (groups of 3).
+TEST(CudaKernels, AttentionHeadSize32GroupOf3) {
+  for (bool f16 : {true, false}) check_attention(32, f16, 6, 2);
 }
 
 }  // namespace

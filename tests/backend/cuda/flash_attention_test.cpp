@@ -180,6 +180,19 @@ TEST(CudaFlashAttention, PromptsFromPositionZero) {
   }
 }
 
+// pydoc-llama's shape (head size 32, 6 query heads over 2 KV heads: a group of 3), a prompt
+// longer than one KV page.
+TEST(CudaFlashAttention, HeadSize32GroupOf3) {
+  JITLLM_REQUIRE_GPU();
+  for (int64_t len : {17, 300})
+    for (bool precise : {true, false}) {
+      const double err = run_case(prompt(len, 32, 6, 2), precise);
+      EXPECT_LT(err, tol(precise)) << "len " << len << " precise " << precise;
+      std::printf("[ cuda     ] flash attention %-7s len %-4ld hd 32 GQA 6/2: rel err %.2e\n",
+                  precise ? "precise" : "fast", long(len), err);
+    }
+}
+
 TEST(CudaFlashAttention, PromptContinuingEarlierPositions) {
   JITLLM_REQUIRE_GPU();
   AttnCase s;
