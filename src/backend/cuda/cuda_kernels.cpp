@@ -28,8 +28,13 @@ struct MvArgs {
   MvSegArg seg[3];
   uint64_t xq, xds, xf;
   int32_t n, nseg, total, pad;
+  uint64_t nw, nout, nq, nds, cnt;  // the norm epilogue
+  float eps;
+  int32_t ncols;
+  uint64_t rope, kvrows, koff, voff;  // the rope epilogue
+  int32_t hd, nrot, kvf16, pad2;
 };
-static_assert(sizeof(MvSegArg) == 40 && sizeof(MvArgs) == 160, "must match the kernel's MvArgs");
+static_assert(sizeof(MvSegArg) == 40 && sizeof(MvArgs) == 256, "must match the kernel's MvArgs");
 
 }  // namespace
 
@@ -140,7 +145,7 @@ size_t CudaKernels::q8_bytes(int64_t n, int64_t k) {
 CUfunction CudaKernels::matvec_fn(const MatvecSpec& spec) {
   const std::string name = spec.name();
   if (auto it = matvec_.find(name); it != matvec_.end()) return it->second;
-  CUfunction f = compiler_.module(matvec_source(spec), name).function("matvec");
+  CUfunction f = compiler_.module(matvec_source(spec), name).function(spec.swiglu ? "matvec_swiglu" : "matvec");
   matvec_.emplace(name, f);
   return f;
 }
@@ -167,10 +172,74 @@ void CudaKernels::matmul(const DeviceWeight& w, CUdeviceptr x, int64_t n, CUdevi
   matmul_group(std::span<const MatmulSeg>(&seg, 1), x, n, q8, s, x_quantized);
 }
 
+bool CudaKernels::rope_epilogue_fits(std::span<const MatmulSeg> segs, int64_t n, int head_dim) const {
+  const int nt = tile_for(n);
+  const int rpw = rpw_override_ > 0 ? rpw_override_ : rows_per_warp(nt);
+  return segs.size() == 3 && rpw % 2 == 0 && head_dim % 2 == 0 && segs[0].w->rows % head_dim == 0 &&
+         segs[1].w->rows % head_dim == 0 && segs[1].w->rows == segs[2].w->rows;
+}
+
+bool CudaKernels::swiglu_fits(std::span<const MatmulSeg> segs, int64_t n) {
+  return segs.size() == 2 && segs[0].w->rows == segs[1].w->rows && segs[0].w->rows % 32 == 0 &&
+         segs[0].w->k == segs[1].w->k && n >= 1 && n <= 8 && segs[0].res == 0 && segs[1].res == 0;
+}
+
+void CudaKernels::matmul_swiglu(std::span<const MatmulSeg> segs, CUdeviceptr x, int64_t n,
+                                Q8Buffers q8, const Stream& s, bool x_quantized, CUdeviceptr out,
+                                Q8Buffers q8_out) {
+  if (!swiglu_fits(segs, n)) throw_error("matvec: the swiglu epilogue needs gate and up of 32-row blocks");
+  const int nt = tile_for(n);
+  const int64_t k = segs[0].w->k;
+  MatvecSpec spec;
+  spec.nseg = 2;
+  spec.k = k;
+  spec.nt = nt;
+  spec.rpw = 4;
+  spec.unroll = unroll_override_ > 0 ? unroll_override_ : unroll();
+  static const int q4k_variant = std::clamp(env_int("JITLLM_CUDA_Q4K", 1), 1, 2);
+  spec.q4k_variant = q4k_override_ > 0 ? q4k_override_ : q4k_variant;
+  spec.q4k_steps = q4k_steps_override_ > 0 ? q4k_steps_override_ : 2;
+  spec.swiglu = true;
+  MvArgs a{};
+  bool q8_needed = false;
+  for (size_t i = 0; i < 2; ++i) {
+    const DeviceWeight& w = *segs[i].w;
+    spec.kinds[i] = w.kind;
+    q8_needed |= uses_q8_activation(w.kind);
+    a.seg[i] = MvSegArg{w.buf.get(), w.buf.get() + w.scale_offset, segs[i].out, 0, int32_t(w.rows), 0};
+  }
+  if (q8_needed) {
+    if (!x_quantized) quantize_q8(x, (n + nt - 1) / nt * nt, k, q8, s);
+    a.xq = q8.q;
+    a.xds = q8.ds;
+  }
+  a.xf = x;
+  a.n = int32_t(n);
+  a.nseg = 2;
+  a.nout = out;
+  a.nq = q8_out.q;
+  a.nds = q8_out.ds;
+  void* args[] = {&a};
+  std::string label = "matvec_swiglu";
+  if (profiling_) label = spec.name() + fmt::format(" rows {}x2", segs[0].w->rows);
+  run(matvec_fn(spec), unsigned(segs[0].w->rows / 32), unsigned((n + nt - 1) / nt), 256, s, args,
+      label.c_str());
+}
+
+bool CudaKernels::norm_epilogue_fits(std::span<const MatmulSeg> segs, int64_t n, int64_t cols) {
+  return segs.size() == 1 && segs[0].res != 0 && segs[0].w->rows == cols && cols % 32 == 0 &&
+         n >= 1 && n <= tile_for(n) && n <= kNormCounters;
+}
+
 void CudaKernels::matmul_group(std::span<const MatmulSeg> segs, CUdeviceptr x, int64_t n,
-                               Q8Buffers q8, const Stream& s, bool x_quantized) {
+                               Q8Buffers q8, const Stream& s, bool x_quantized,
+                               const NormEpilogue* norm, const RopeEpilogue* rope) {
   if (n <= 0 || segs.empty()) return;
   if (segs.size() > 3) throw_error("matvec: {} matrices in one launch (at most 3)", segs.size());
+  if (norm && !norm_epilogue_fits(segs, n, segs[0].w->rows))
+    throw_error("matvec: the norm epilogue needs one residual matrix and one tile of rows");
+  if (rope && !rope_epilogue_fits(segs, n, rope->head_dim))
+    throw_error("matvec: the rope epilogue needs q, k, v and an even number of rows per warp");
   const int nt = tile_for(n);
   const int64_t k = segs[0].w->k;
   MatvecSpec spec;
@@ -181,7 +250,9 @@ void CudaKernels::matmul_group(std::span<const MatmulSeg> segs, CUdeviceptr x, i
   spec.unroll = unroll_override_ > 0 ? unroll_override_ : unroll();
   spec.prefetch = pdl_;
   // JITLLM_CUDA_Q4K=1|2 (kernel variant), JITLLM_CUDA_Q4K_STEPS (variant 2's steps in flight).
-  static const int q4k_variant = std::clamp(env_int("JITLLM_CUDA_Q4K", 2), 1, 2);
+  // Variant 1 is the default: on the H200 the 8B decode ran 367 tok/s with it and 353 with
+  // variant 2 (same call), although variant 2 timed 5-9% faster per 8B shape alone.
+  static const int q4k_variant = std::clamp(env_int("JITLLM_CUDA_Q4K", 1), 1, 2);
   static const int q4k_steps = std::clamp(env_int("JITLLM_CUDA_Q4K_STEPS", 4), 1, 8);
   spec.q4k_variant = q4k_override_ > 0 ? q4k_override_ : q4k_variant;
   // Batch tiles keep 2 steps in flight (4 would take 255 registers at NT = 8, RPW = 4).
@@ -208,16 +279,39 @@ void CudaKernels::matmul_group(std::span<const MatmulSeg> segs, CUdeviceptr x, i
   a.n = int32_t(n);
   a.nseg = spec.nseg;
   a.total = int32_t(ctas);
+  if (norm) {
+    spec.norm = true;
+    a.nw = norm->w;
+    a.nout = norm->out;
+    a.nq = norm->q8.q;
+    a.nds = norm->q8.ds;
+    a.cnt = norm->counters;
+    a.eps = norm->eps;
+    a.ncols = int32_t(segs[0].w->rows);
+  }
+  if (rope) {
+    spec.rope = true;
+    a.rope = rope->cache;
+    a.kvrows = rope->rows;
+    a.koff = rope->koff;
+    a.voff = rope->voff;
+    a.hd = rope->head_dim;
+    a.nrot = rope->n_rot;
+    a.kvf16 = rope->f16 ? 1 : 0;
+  }
   // JITLLM_CUDA_PERSIST=P: at most P CTAs per SM, each looping over row groups (bench knob;
   // with PDL, P = 8 measured slower on the H200: 8B tg128 276 vs 286).
   static const int persist = std::max(0, env_int("JITLLM_CUDA_PERSIST", 0));
-  const int64_t grid = persist > 0 ? std::min<int64_t>(ctas, int64_t(persist) * device_.sm_count()) : ctas;
+  // (The norm epilogue counts CTAs: every row group is a CTA of its own there.)
+  const int64_t grid = persist > 0 && !norm ? std::min<int64_t>(ctas, int64_t(persist) * device_.sm_count()) : ctas;
   void* args[] = {&a};
   std::string label = "matvec";
   if (profiling_) {  // per kinds and shape: "matvec q4_k+q4_k+q6_k k=2048 nt=1 ... rows 2048+512+512"
     label = spec.name() + " rows";
     for (size_t i = 0; i < segs.size(); ++i) label += fmt::format("{}{}", i ? "+" : " ", segs[i].w->rows);
     if (segs[0].res) label += " +res";
+    if (norm) label += " +norm";
+    if (rope) label += " +rope";
   }
   run(matvec_fn(spec), unsigned(grid), unsigned((n + nt - 1) / nt), 128, s, args, label.c_str());
 }

@@ -63,9 +63,37 @@ class CudaKernels {
   // x_quantized: q8 already holds x quantized (several matrices reading the same activation).
   void matmul(const DeviceWeight& w, CUdeviceptr x, int64_t n, CUdeviceptr out, Q8Buffers q8,
               const Stream& s, bool x_quantized = false);
+  // After a residual matvec (res += W x), RMSNorm of the updated residual rows into out and q8
+  // (as rms_norm_q8, same bits), done by the launch's last CTA. counters: kNormCounters u32,
+  // zero before the first launch (each launch leaves them zero).
+  struct NormEpilogue {
+    CUdeviceptr w = 0, out = 0, counters = 0;
+    Q8Buffers q8;
+    float eps = 0;
+  };
+  static constexpr int64_t kNormCounters = 64;
+  // q, k, v of one launch: RoPE (normal, pairs of adjacent rows) on q and k from the step's
+  // cos/sin table [n][n_rot], and the K and V rows stored at rows[t] + koff / voff (f16 or f32),
+  // as rope_store does after a plain launch.
+  struct RopeEpilogue {
+    CUdeviceptr cache = 0, rows = 0;
+    uint64_t koff = 0, voff = 0;
+    int head_dim = 0, n_rot = 0;
+    bool f16 = true;
+  };
+  bool rope_epilogue_fits(std::span<const MatmulSeg> segs, int64_t n, int head_dim) const;
+  // gate and up (same rows, a multiple of 32; n <= 8): out [n][rows] = silu(x . gate^T) *
+  // (x . up^T) and out quantized into q8_out, bit-identical to the two matvecs then swiglu_q8;
+  // the gate and up outputs of segs are not written. q8_out must not overlap q8.
+  static bool swiglu_fits(std::span<const MatmulSeg> segs, int64_t n);
+  void matmul_swiglu(std::span<const MatmulSeg> segs, CUdeviceptr x, int64_t n, Q8Buffers q8,
+                     const Stream& s, bool x_quantized, CUdeviceptr out, Q8Buffers q8_out);
+  // One matrix with a residual, output rows == cols, one tile of activation rows.
+  static bool norm_epilogue_fits(std::span<const MatmulSeg> segs, int64_t n, int64_t cols);
   // Up to 3 matrices of one row length reading the same x in one launch (segments of any kinds).
   void matmul_group(std::span<const MatmulSeg> segs, CUdeviceptr x, int64_t n, Q8Buffers q8,
-                    const Stream& s, bool x_quantized = false);
+                    const Stream& s, bool x_quantized = false,
+                    const NormEpilogue* norm = nullptr, const RopeEpilogue* rope = nullptr);
   void quantize_q8(CUdeviceptr x, int64_t n, int64_t k, Q8Buffers q8, const Stream& s);
   void rms_norm(CUdeviceptr x, CUdeviceptr w, CUdeviceptr out, int64_t n, int64_t dim, float eps,
                 const Stream& s);

@@ -100,6 +100,7 @@ Q8Buffers CudaOps::q8_for(int64_t n, int64_t k) {
 }
 
 void CudaOps::flush_ropes() {
+  flush_group();  // the held ropes read what the held q/k/v launch writes
   for (const HeldRope& r : held_ropes_)
     kernels_.rope(ptr(r.x), rope_cache_.get(), r.x.rows, r.n_heads, r.head_dim, rope_params_.n_rot,
                   rope_params_.mode == RopeMode::Neox, stream_);
@@ -111,7 +112,7 @@ void CudaOps::flush() {
   if (held_matmul_) {
     const HeldMatmul h = *held_matmul_;
     held_matmul_.reset();
-    launch_matmul(*h.w, h.x, h.out, 0);
+    launch_matmul(*h.w, h.x, h.out, h.res);
   }
 }
 
@@ -236,6 +237,7 @@ void CudaOps::begin(const Batch& batch, const KvLayout& kv) {
   mode_ = Mode::Direct;
   grew_ = false;
   held_matmul_.reset();
+  held_group_.reset();
   held_ropes_.clear();
   staged_.clear();
   stage_host_.clear();
@@ -355,6 +357,11 @@ void CudaOps::rms_norm(Act x, const std::vector<float>& w, float eps, Act out) {
   }
   if (int64_t(w.size()) != x.cols)
     throw_error("CUDA rms_norm: {} weights for rows of {}", w.size(), x.cols);
+  if (launching() && launch_fused_norm(x, it->second.get(), eps, out)) {
+    wrote(out);
+    quantized(out);
+    return;
+  }
   flush();
   if (fuse_ && x.cols % 32 == 0) {
     // The matvec after a norm reads the int8 copy: quantize it here instead of in a launch of its
@@ -450,7 +457,7 @@ void CudaOps::matmul_group(Act x, std::span<const MatmulOut> outs) {
     reuse = q8_src_ == x.data && q8_rows_ == x.rows && q8_k_ == x.cols;
     if (!reuse) ensure(q8_, CudaKernels::q8_bytes(x.rows, x.cols));
   }
-  if (launching())
+  if (launching() && !hold_group(std::span<const MatmulSeg>(segs, outs.size()), x, reuse))
     run_matmuls(std::span<const MatmulSeg>(segs, outs.size()), x, q8_for(x.rows, x.cols), reuse);
   if (q8) quantized(x);
 }
@@ -497,6 +504,11 @@ void CudaOps::attention(int il, Act q, Act k, Act v, Act out, int n_head, int n_
   const uint64_t koff = kv_.plane_bytes() * uint64_t(2 * kl);
   const uint64_t voff = kv_.plane_bytes() * uint64_t(2 * kl + 1);
   if (held_matmul_) flush();
+  // q/k/v held by matmul_group(): launched now with the RoPE + KV store epilogue when the held
+  // ropes fit (before anything below may grow q8_, which it reads); else flush_ropes() below
+  // launches it plain, then the ropes.
+  const bool epilogue_rope =
+      launching() && launch_fused_rope(q, k, v, n_head, n_head_kv, head_dim, koff, voff, f16);
   // The decode attention kernel also writes its output quantized for the wo matvec.
   const bool out_q8 = fuse_ && head_dim % 32 == 0;
   if (out_q8) ensure(q8_, CudaKernels::q8_bytes(out.rows, out.cols));
@@ -506,7 +518,7 @@ void CudaOps::attention(int il, Act q, Act k, Act v, Act out, int n_head, int n_
     return;
   }
   // K and V of every row first: rows of one sequence attend to each other causally.
-  const bool fused_rope = held_ropes_.size() == 2 && held_ropes_[0].x.data == q.data &&
+  const bool fused_rope = !epilogue_rope && held_ropes_.size() == 2 && held_ropes_[0].x.data == q.data &&
                           held_ropes_[1].x.data == k.data && held_ropes_[0].n_heads == n_head &&
                           held_ropes_[1].n_heads == n_head_kv &&
                           held_ropes_[0].head_dim == head_dim && held_ropes_[1].head_dim == head_dim;
@@ -528,7 +540,7 @@ void CudaOps::attention(int il, Act q, Act k, Act v, Act out, int n_head, int n_
     c.neox = rope_params_.mode == RopeMode::Neox;
     c.f16 = f16;
     kernels_.rope_store(c, stream_);
-  } else {
+  } else if (!epilogue_rope) {
     flush_ropes();
     kernels_.store_kv(ptr(k), store_rows_, koff, int64_t(n), kv_.kv_dim, f16, stream_);
     kernels_.store_kv(ptr(v), store_rows_, voff, int64_t(n), kv_.kv_dim, f16, stream_);
@@ -574,6 +586,11 @@ void CudaOps::attention(int il, Act q, Act k, Act v, Act out, int n_head, int n_
 }
 
 void CudaOps::swiglu(Act gate, Act up, Act out) {
+  if (launching() && launch_fused_swiglu(gate, up, out)) {
+    wrote(out);
+    quantized(out);
+    return;
+  }
   flush();
   if (fuse_ && gate.cols % 32 == 0) {  // quantized here for the ffn_down matvec
     ensure(q8_, CudaKernels::q8_bytes(gate.rows, gate.cols));
@@ -592,6 +609,12 @@ void CudaOps::add(Act acc, Act x) {
   if (held_matmul_ && held_matmul_->out.data == x.data && held_matmul_->out.rows == x.rows &&
       acc.rows == x.rows && acc.cols == x.cols) {
     // acc += W x as the held matvec's epilogue (it still writes its own output too).
+    if (epilogue_on("norm")) {  // held on: an rms_norm of acc next adds its norm epilogue
+      held_matmul_->res = ptr(acc);
+      held_matmul_->acc = acc;
+      wrote(acc);
+      return;
+    }
     const HeldMatmul h = *held_matmul_;
     held_matmul_.reset();
     flush_ropes();

@@ -157,8 +157,35 @@ class CudaOps final : public Ops {
   struct HeldMatmul {
     const DeviceWeight* w = nullptr;
     Act x, out;
+    CUdeviceptr res = 0;  // add(acc, out) came: acc += out in the epilogue (acc: res's Act)
+    Act acc;
   };
   std::optional<HeldMatmul> held_matmul_;
+  // Epilogue fusion for decode steps (decode_fusion.cpp; opt-in: JITLLM_CUDA_FUSE_EPILOGUE=all or
+  // a list of rope, norm, swiglu; measured slower so far): the q/k/v launch is held until attention(), which gives it the RoPE + KV store
+  // epilogue (no rope_store launch); a residual matvec (held by add()) is launched by the next
+  // rms_norm of the residual with the norm + q8 done by its last CTA (no rms_norm_q8 launch).
+  struct HeldGroup {
+    MatmulSeg segs[3];
+    size_t n = 0;
+    Act x;
+    bool reuse = false;
+  };
+  std::optional<HeldGroup> held_group_;
+  DeviceBuffer norm_counters_;  // CudaKernels::kNormCounters u32, zero between launches
+  static bool epilogue_on(const char* which);  // "rope", "norm" or "swiglu"
+  void flush_group();
+  // matmul_group(): holds q/k/v when attention() may fuse them; false: launch as usual.
+  bool hold_group(std::span<const MatmulSeg> segs, Act x, bool reuse);
+  // attention(): launches the held q/k/v with the RoPE + KV store epilogue (true), or nothing.
+  bool launch_fused_rope(Act q, Act k, Act v, int n_head, int n_head_kv, int head_dim,
+                         uint64_t koff, uint64_t voff, bool f16);
+  // rms_norm(): launches the held residual matvec with the norm epilogue (true), or nothing.
+  bool launch_fused_norm(Act x, CUdeviceptr w, float eps, Act out);
+  // swiglu(): launches the held gate/up with the SwiGLU + q8 epilogue (true), or nothing. Its q8
+  // output goes to q8_alt_, which then becomes q8_ (the input it reads is in q8_).
+  bool launch_fused_swiglu(Act gate, Act up, Act out);
+  DeviceBuffer q8_alt_;
   struct HeldRope {
     Act x;
     int n_heads = 0, head_dim = 0;

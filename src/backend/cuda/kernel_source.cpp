@@ -34,6 +34,14 @@ typedef unsigned long long u64;
 __device__ __forceinline__ float h2f(u16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
 __device__ __forceinline__ u16 f2h(float f) { u16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 __device__ __forceinline__ float bf2f(u16 h) { return __uint_as_float(((u32)h) << 16); }
+// One RoPE rotation, rounded op by op (no FMA contraction), so every kernel that rotates (rope,
+// rope_store, the matvec's rope epilogue) gives the same bits.
+__device__ __forceinline__ float rope_lo(float x0, float x1, float c, float s) {
+  return __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
+}
+__device__ __forceinline__ float rope_hi(float x0, float x1, float c, float s) {
+  return __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
+}
 __device__ __forceinline__ int dp4a(int a, int b, int c) {
   int r; asm("dp4a.s32.s32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); return r;
 }
@@ -131,8 +139,8 @@ extern "C" __global__ void rope(float* __restrict__ x, const float* __restrict__
     const int a = neox ? j : 2 * j, b = neox ? j + pairs : 2 * j + 1;
     const float c = cs[2 * j], s = cs[2 * j + 1];
     const float x0 = v[a], x1 = v[b];
-    v[a] = x0 * c - x1 * s;
-    v[b] = x0 * s + x1 * c;
+    v[a] = rope_lo(x0, x1, c, s);
+    v[b] = rope_hi(x0, x1, c, s);
   }
 }
 
@@ -180,8 +188,8 @@ __device__ __forceinline__ void rope_row(float* __restrict__ xr, const float* __
     const int a = neox ? j : 2 * j, b = neox ? j + pairs : 2 * j + 1;
     const float c = cs[2 * j], s = cs[2 * j + 1];
     const float x0 = v[a], x1 = v[b];
-    v[a] = x0 * c - x1 * s;
-    v[b] = x0 * s + x1 * c;
+    v[a] = rope_lo(x0, x1, c, s);
+    v[b] = rope_hi(x0, x1, c, s);
   }
 }
 __device__ __forceinline__ void store_row(const float* __restrict__ s, u8* dst, int dim, int kv_f16) {

@@ -40,7 +40,16 @@ struct MatvecSpec {
   // Q4_K segments: kernel variant (1: four lanes per block, two 16-byte nibble loads each; 2:
   // eight lanes per block, one warp load = four blocks) and, for 2, steps of four blocks whose
   // loads are issued together.
-  int q4k_variant = 2, q4k_steps = 4;
+  int q4k_variant = 1, q4k_steps = 4;
+  // One residual matrix whose last CTA also applies RMSNorm + q8 to the updated residual rows
+  // (CudaKernels::NormEpilogue).
+  bool norm = false;
+  // q, k, v (3 segments, RPW even): RoPE (normal) on q and k and the K/V rows stored in the
+  // cache in the epilogue (CudaKernels::RopeEpilogue).
+  bool rope = false;
+  // gate and up (2 segments, RPW 4): entry point "matvec_swiglu" (grid rows / 32, block 256)
+  // writes silu(gate) * up and its q8 blocks (CudaKernels::matmul_swiglu).
+  bool swiglu = false;
   std::string name() const;
 };
 

@@ -21,7 +21,11 @@ namespace {
 // (the residual add after wo / ffn_down, so no separate add launch).
 constexpr const char* kMatvecHead = R"(
 struct MvSeg { u64 w, w2, out, res; int rows, cta0; };
-struct MvArgs { MvSeg seg[3]; u64 xq, xds, xf; int n, nseg, total, pad; };
+struct MvArgs {
+  MvSeg seg[3]; u64 xq, xds, xf; int n, nseg, total, pad;
+  u64 nw, nout, nq, nds, cnt; float eps; int ncols;        // NORM epilogue (see mv_norm_row)
+  u64 rope, kvrows, koff, voff; int hd, nrot, kvf16, pad2;  // ROPE epilogue (see mv_segment)
+};
 __device__ __forceinline__ uint4 ldw16(const void* p) {
   uint4 v;
   asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
@@ -379,7 +383,8 @@ template <> struct Mv<KIND_F32> {
 
 // The kernel: picks the segment of this CTA, runs its kind's body, reduces and stores.
 constexpr const char* kMatvecTail = R"(
-template <int KIND>
+// SEG: the segment's index in the launch (the ROPE epilogue: 0 = q, 1 = k, 2 = v).
+template <int KIND, int SEG>
 __device__ __forceinline__ void mv_segment(const MvSeg& sg, int cta, const MvArgs& a) {
   const int lane = threadIdx.x & 31;
   const int r0 = (cta * 4 + (threadIdx.x >> 5)) * RPW;
@@ -397,15 +402,49 @@ __device__ __forceinline__ void mv_segment(const MvSeg& sg, int cta, const MvArg
                 (const float2*)a.xds, (const float*)a.xf, c0, acc);
   float* out = (float*)sg.out;
   float* res = (float*)sg.res;
+  float sm[RPW][NT];
+#pragma unroll
+  for (int j = 0; j < RPW; ++j)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) sm[j][t] = warp_sum(acc[j][t]);
+#if ROPE
+  // The ROPE epilogue (q, k, v of one launch; llama's normal RoPE, RPW even): rows r, r + 1 (r
+  // even) of q and k are a rotated pair, both in this warp, rotated here as the rope kernel does
+  // (cos/sin of the pair from the step's table [n][n_rot]); k and v rows are also stored in the
+  // KV cache (kvrows[t] + koff / voff), so rope_store has nothing left to do.
+  if (SEG < 2) {
+#pragma unroll
+    for (int j = 0; j < RPW; j += 2) {
+      const int d = (r0 + j) % a.hd;
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        if (d < a.nrot && c0 + t < a.n) {
+          const float* cs = (const float*)a.rope + (size_t)(c0 + t) * a.nrot + d;
+          const float c = cs[0], s = cs[1];
+          const float x0 = sm[j][t], x1 = sm[j + 1][t];
+          sm[j][t] = rope_lo(x0, x1, c, s);
+          sm[j + 1][t] = rope_hi(x0, x1, c, s);
+        }
+      }
+    }
+  }
+#endif
 #pragma unroll
   for (int j = 0; j < RPW; ++j) {
 #pragma unroll
     for (int t = 0; t < NT; ++t) {
-      const float s = warp_sum(acc[j][t]);
+      const float s = sm[j][t];
       if (lane == 0 && c0 + t < a.n && r0 + j < sg.rows) {
         const size_t o = (size_t)(c0 + t) * sg.rows + r0 + j;
         out[o] = s;
         if (res) res[o] += s;
+#if ROPE
+        if (SEG > 0) {
+          u8* dst = (u8*)(((const u64*)a.kvrows)[c0 + t] + (SEG == 1 ? a.koff : a.voff));
+          if (a.kvf16) ((u16*)dst)[r0 + j] = f2h(s);
+          else ((float*)dst)[r0 + j] = s;
+        }
+#endif
       }
     }
   }
@@ -423,6 +462,113 @@ __device__ __forceinline__ void mv_prefetch(const MvSeg& sg, int cta) {
   for (long long off = (long long)(threadIdx.x & 31) * 128; off < bytes; off += 32 * 128)
     asm volatile("prefetch.global.L2 [%0];" :: "l"(base + off));
 }
+#if SWIGLU
+// gate (seg 0) and up (seg 1) with the SwiGLU and its q8 in the epilogue: CTA c (8 warps) owns
+// rows [32 c, 32 c + 32) of both matrices, warp w rows 32 c + 4 w .. + 3 (RPW 4), so a q8 block
+// of the output is one CTA's. nout = silu(gate) * up (the swiglu kernel's expression), its int8
+// blocks to (nq, nds); the raw gate and up values are not written.
+extern "C" __global__ void __launch_bounds__(256) matvec_swiglu(const MvArgs a) {
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  const int rows = a.seg[0].rows;
+  const int r0 = blockIdx.x * 32 + w * RPW;
+  const int c0 = blockIdx.y * NT;
+  int rr[RPW];
+#pragma unroll
+  for (int j = 0; j < RPW; ++j) rr[j] = r0 + j;  // rows is a multiple of 32
+  float ga[RPW][NT], ua[RPW][NT];
+#pragma unroll
+  for (int j = 0; j < RPW; ++j)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) ga[j][t] = ua[j][t] = 0.0f;
+  Mv<KIND0>::run((const u8*)a.seg[0].w, (const u8*)a.seg[0].w2, rr, lane, (const i8*)a.xq,
+                 (const float2*)a.xds, (const float*)a.xf, c0, ga);
+  Mv<KIND1>::run((const u8*)a.seg[1].w, (const u8*)a.seg[1].w2, rr, lane, (const i8*)a.xq,
+                 (const float2*)a.xds, (const float*)a.xf, c0, ua);
+  __shared__ float hs[NT][32];
+#pragma unroll
+  for (int j = 0; j < RPW; ++j) {
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      const float gv = warp_sum(ga[j][t]), u = warp_sum(ua[j][t]);
+      if (lane == 0) hs[t][w * RPW + j] = gv / (1.0f + expf(-gv)) * u;
+    }
+  }
+  __syncthreads();
+  if (w < NT && c0 + w < a.n) {
+    const int t = c0 + w;
+    const float v = hs[w][lane];
+    ((float*)a.nout)[(size_t)t * rows + blockIdx.x * 32 + lane] = v;
+    q8_block(v, lane, (i8*)a.nq, (float2*)a.nds, (long long)t * (rows / 32) + blockIdx.x);
+  }
+}
+#endif
+#if NORM
+// The NORM epilogue: after a residual matvec (seg[0].res += W x, one segment, one tile of rows),
+// the last CTA to finish (a.cnt counts them; it resets the count) applies the RMSNorm that the
+// next matvec's input needs to the updated residual rows and quantizes them, so the separate
+// rms_norm_q8 launch goes away. The sum of squares runs in rms_norm_q8's exact order (1024
+// virtual threads: this CTA's thread t plays t + 128 m; each real warp reduces one virtual warp
+// at a time with the same shuffle tree; the 32 warp partials summed in order), so the bits equal
+// rms_norm_q8's. Rows the other CTAs wrote are read through L2 (__ldcg).
+__device__ __forceinline__ void mv_norm_row(const MvArgs& a, int t) {
+  const int dim = a.ncols, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  const float* xr = (const float*)a.seg[0].res + (size_t)t * dim;
+  __shared__ double part[32];
+#pragma unroll
+  for (int m = 0; m < 8; ++m) {
+    double s = 0.0;
+    for (int i = threadIdx.x + 128 * m; i < dim; i += 1024) {
+      const float xv = __ldcg(xr + i);
+      s += (double)(xv * xv);
+    }
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (lane == 0) part[4 * m + w] = s;
+  }
+  __syncthreads();
+  double total = 0.0;
+  for (int i = 0; i < 32; ++i) total += part[i];
+  const float mean = (float)(total / (double)dim);
+  const float scale = 1.0f / sqrtf(mean + a.eps);
+  // The output and its q8 blocks, one block of 32 per thread (no shuffles; the same values as
+  // q8_block: the max and the integer sum do not depend on the order).
+  const float* wn = (const float*)a.nw;
+  float* yr = (float*)a.nout + (size_t)t * dim;
+  const int nb = dim / 32;
+  for (int b = threadIdx.x; b < nb; b += 128) {
+    float v[32];
+    float amax = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 32; i += 4) {
+      const float4 x4 = __ldcg((const float4*)(xr + b * 32 + i));
+      const float4 w4 = *(const float4*)(wn + b * 32 + i);
+      v[i] = x4.x * scale * w4.x; v[i + 1] = x4.y * scale * w4.y;
+      v[i + 2] = x4.z * scale * w4.z; v[i + 3] = x4.w * scale * w4.w;
+      *(float4*)(yr + b * 32 + i) = make_float4(v[i], v[i + 1], v[i + 2], v[i + 3]);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) amax = fmaxf(amax, fabsf(v[i + k]));
+    }
+    const float d = amax / 127.0f;
+    float sum = 0.0f;
+    u32 packed[8];
+#pragma unroll
+    for (int i = 0; i < 32; i += 4) {
+      u32 p = 0;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const int q = amax == 0.0f ? 0 : __float2int_rn(v[i + k] / d);
+        sum += (float)q;
+        p |= ((u32)(q & 0xff)) << (8 * k);
+      }
+      packed[i / 4] = p;
+    }
+    uint4* qd = (uint4*)((i8*)a.nq + ((size_t)t * nb + b) * 32);
+    qd[0] = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+    qd[1] = make_uint4(packed[4], packed[5], packed[6], packed[7]);
+    ((float2*)a.nds)[(size_t)t * nb + b] = make_float2(d, d * sum);
+  }
+  __syncthreads();  // part[] is reused by the next row
+}
+#endif
 extern "C" __global__ void __launch_bounds__(128) matvec(const MvArgs a) {
   PDL_TRIGGER();
   if (PREFETCH && blockIdx.x < a.total) {
@@ -438,13 +584,26 @@ extern "C" __global__ void __launch_bounds__(128) matvec(const MvArgs a) {
   PDL_WAIT();
   for (int cta = blockIdx.x; cta < a.total; cta += gridDim.x) {
 #if NSEG > 2
-    if (cta >= a.seg[2].cta0) { mv_segment<KIND2>(a.seg[2], cta - a.seg[2].cta0, a); continue; }
+    if (cta >= a.seg[2].cta0) { mv_segment<KIND2, 2>(a.seg[2], cta - a.seg[2].cta0, a); continue; }
 #endif
 #if NSEG > 1
-    if (cta >= a.seg[1].cta0) { mv_segment<KIND1>(a.seg[1], cta - a.seg[1].cta0, a); continue; }
+    if (cta >= a.seg[1].cta0) { mv_segment<KIND1, 1>(a.seg[1], cta - a.seg[1].cta0, a); continue; }
 #endif
-    mv_segment<KIND0>(a.seg[0], cta, a);
+    mv_segment<KIND0, 0>(a.seg[0], cta, a);
   }
+#if NORM
+  __threadfence();  // this thread's residual stores are visible before the count says so
+  __syncthreads();
+  __shared__ int mv_last;
+  if (threadIdx.x == 0) mv_last = atomicAdd((unsigned*)a.cnt + blockIdx.y, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (mv_last) {
+    __threadfence();
+    const int c0 = blockIdx.y * NT;
+    for (int t = 0; t < NT && c0 + t < a.n; ++t) mv_norm_row(a, c0 + t);
+    if (threadIdx.x == 0) ((unsigned*)a.cnt)[blockIdx.y] = 0u;
+  }
+#endif
 }
 )";
 
@@ -475,6 +634,9 @@ std::string MatvecSpec::name() const {
   bool q4k = false;
   for (int i = 0; i < nseg; ++i) q4k |= kinds[i] == WeightKind::Q4_K;
   if (q4k) s += fmt::format(" q4k=v{}/{}", q4k_variant, q4k_steps);
+  if (norm) s += " norm";
+  if (rope) s += " rope";
+  if (swiglu) s += " swiglu";
   return s + fmt::format(" k={} nt={} rpw={} unroll={}{}", k, nt, rpw, unroll, prefetch ? " prefetch" : "");
 }
 
@@ -488,6 +650,12 @@ std::string matvec_source(const MatvecSpec& spec) {
     throw_error("matvec: Q4_K kernel variant {} (1 or 2)", spec.q4k_variant);
   if (spec.q4k_steps < 1 || spec.q4k_steps > 8)
     throw_error("matvec: {} Q4_K steps in flight is not in [1, 8]", spec.q4k_steps);
+  if (spec.norm && spec.nseg != 1)
+    throw_error("matvec: the norm epilogue takes one matrix, not {}", spec.nseg);
+  if (spec.rope && (spec.nseg != 3 || spec.rpw % 2 != 0))
+    throw_error("matvec: the rope epilogue takes q, k, v and an even number of rows per warp");
+  if (spec.swiglu && (spec.nseg != 2 || spec.rpw != 4 || spec.nt > 8))
+    throw_error("matvec: the swiglu epilogue takes gate and up, 4 rows per warp, tiles of <= 8");
   const int64_t k = spec.k;
   std::string defs = fmt::format(
       "#define K {}\n#define NT {}\n#define RPW {}\n#define UNR {}\n#define NSEG {}\n#define VEC {}\n"
@@ -507,6 +675,8 @@ std::string matvec_source(const MatvecSpec& spec) {
     q6k |= kind == WeightKind::Q6_K;
     q80 |= kind == WeightKind::Q8_0;
   }
+  defs += fmt::format("#define NORM {}\n#define ROPE {}\n#define SWIGLU {}\n", spec.norm ? 1 : 0,
+                      spec.rope ? 1 : 0, spec.swiglu ? 1 : 0);
   if (q4k) {
     bodies += spec.q4k_variant == 2 ? kQ4KWide : kQ4K;
     defs += fmt::format("#define Q4ST {}\n", spec.q4k_steps);

@@ -54,8 +54,9 @@ for s in $stages; do
         JITLLM_CUDA_PROFILE=1 /tmp/bin/jitllm speed -m /tmp/$shape.gguf -p 0 -n 8 -r 1 --devices cuda 2>&1 | head -n 40 | tee -a $OUT/profile.log
       done
       ;;
-    decodeab)  # cudadecode: tg128 per variant (DECODE_ENVS: ';'-separated env settings)
-      IFS=';' read -ra variants <<< "${DECODE_ENVS:-JITLLM_CUDA_RPW=2;JITLLM_CUDA_RPW=1;JITLLM_CUDA_RPW=4;JITLLM_CUDA_FUSE=0}"
+    decodeab)  # gpudecode: tg128 per variant (DECODE_ENVS: ';'-separated; default: the defaults, the
+      # logits path, each decode epilogue alone, the Q4_K variant 2)
+      IFS=';' read -ra variants <<< "${DECODE_ENVS:-;--logits;JITLLM_CUDA_FUSE_EPILOGUE=rope;JITLLM_CUDA_FUSE_EPILOGUE=norm;JITLLM_CUDA_FUSE_EPILOGUE=swiglu;JITLLM_CUDA_Q4K=2}"
       for shape in llama-3.2-1b llama-3.1-8b; do
         [ -f /tmp/$shape.gguf ] || /tmp/bin/jitllm synth /tmp/$shape.gguf --shape $shape --type q4_k_m 2>&1 | tail -n 1
         for v in "${variants[@]}"; do

@@ -1,0 +1,221 @@
+// The decode epilogues of the matvec (decode_fusion.cpp) against the launches they replace:
+// q/k/v with RoPE + KV store == matvec then rope_store; a residual matvec with the RMSNorm + q8
+// epilogue == matvec with the residual then rms_norm_q8 (same bits); and a whole decode run with
+// the epilogues on == off. Label gpu.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "backend/cpu/reference_kernels.h"
+#include "cuda_test_util.h"
+#include "runtime/engine.h"
+#include "runtime/model_loader.h"
+#include "testutil/shared_data.h"
+
+namespace jitllm::cuda::test {
+namespace {
+
+std::vector<uint8_t> bytes_of(const DeviceBuffer& d, size_t count) {
+  std::vector<uint8_t> v(count);
+  d.download(v.data(), count);
+  return v;
+}
+
+TEST(CudaDecodeFusion, RopeEpilogueEqualsMatvecThenRopeStore) {
+  JITLLM_REQUIRE_GPU();
+  std::mt19937 rng(31);
+  const int64_t k = 2048;
+  const int nh = 8, nkv = 2, hd = 64;
+  const QuantType types[3] = {QuantType::Q4_K, QuantType::Q4_K, QuantType::Q6_K};
+  const int64_t rows[3] = {nh * hd, nkv * hd, nkv * hd};
+  std::vector<DeviceWeight> dw;
+  for (int i = 0; i < 3; ++i) {
+    const auto w = random_weights(types[i], rows[i], k, rng);
+    dw.push_back(DeviceWeight::upload(pack_weight(types[i], w.data(), rows[i], k)));
+  }
+  for (int n_rot : {64, 32}) {       // full and partial rotary
+    for (int64_t n : {1, 3, 8}) {    // one row, a ragged tile, a full tile
+      const auto x = random_floats(size_t(n * k), rng);
+      const auto cache = random_floats(size_t(n * n_rot), rng);
+      DeviceBuffer dx = to_device(x, size_t(kMaxMatvecTile * k)), dc = to_device(cache);
+      DeviceBuffer q8(CudaKernels::q8_bytes(n, k));
+      const Q8Buffers qb{q8.get(), q8.get() + CudaKernels::q8_ds_offset(n, k)};
+      const size_t row = size_t(nkv * hd) * 2;  // f16 K or V row
+      const uint64_t voff = size_t(n) * row;
+      DeviceBuffer kv1(size_t(n) * row * 2), kv2(size_t(n) * row * 2);
+      check(driver().cuMemsetD8Async(kv1.get(), 0x5a, kv1.bytes(), G->stream->get()), "memset");
+      check(driver().cuMemsetD8Async(kv2.get(), 0x5a, kv2.bytes(), G->stream->get()), "memset");
+      std::vector<uint64_t> r1(static_cast<size_t>(n)), r2(static_cast<size_t>(n));
+      for (int64_t t = 0; t < n; ++t) {
+        r1[size_t(t)] = kv1.get() + size_t(t) * row;
+        r2[size_t(t)] = kv2.get() + size_t(t) * row;
+      }
+      DeviceBuffer dr1(size_t(n) * 8), dr2(size_t(n) * 8);
+      dr1.upload(r1.data(), dr1.bytes());
+      dr2.upload(r2.data(), dr2.bytes());
+      std::vector<DeviceBuffer> o1, o2;
+      MatmulSeg s1[3], s2[3];
+      for (int i = 0; i < 3; ++i) {
+        o1.emplace_back(size_t(n * rows[i]) * 4);
+        o2.emplace_back(size_t(n * rows[i]) * 4);
+        check(driver().cuMemsetD8Async(o2.back().get(), 0xff, o2.back().bytes(), G->stream->get()), "memset");
+        s1[i] = MatmulSeg{&dw[size_t(i)], o1.back().get(), 0};
+        s2[i] = MatmulSeg{&dw[size_t(i)], o2.back().get(), 0};
+      }
+      G->kernels->matmul_group(s1, dx.get(), n, qb, *G->stream);
+      CudaKernels::RopeStoreCall c;
+      c.q = o1[0].get();
+      c.k = o1[1].get();
+      c.v = o1[2].get();
+      c.cache = dc.get();
+      c.rows = dr1.get();
+      c.voff = voff;
+      c.n = n;
+      c.n_head = nh;
+      c.n_head_kv = nkv;
+      c.head_dim = hd;
+      c.n_rot = n_rot;
+      G->kernels->rope_store(c, *G->stream);
+      CudaKernels::RopeEpilogue re;
+      re.cache = dc.get();
+      re.rows = dr2.get();
+      re.voff = voff;
+      re.head_dim = hd;
+      re.n_rot = n_rot;
+      for (int rep = 0; rep < 2; ++rep)  // a repeated launch writes the same bits
+        G->kernels->matmul_group(s2, dx.get(), n, qb, *G->stream, true, nullptr, &re);
+      G->stream->sync();
+      for (int i = 0; i < 3; ++i) {
+        const auto a = from_device(o1[size_t(i)], size_t(n * rows[i]));
+        const auto b = from_device(o2[size_t(i)], size_t(n * rows[i]));
+        // The rotation is rounded op by op in both (rope_lo / rope_hi): the same bits.
+        EXPECT_EQ(b, a) << "segment " << i << " n=" << n << " n_rot=" << n_rot;
+      }
+      EXPECT_EQ(bytes_of(kv1, kv1.bytes()), bytes_of(kv2, kv2.bytes())) << "n=" << n << " n_rot=" << n_rot;
+    }
+  }
+}
+
+TEST(CudaDecodeFusion, NormEpilogueEqualsResidualThenRmsNormQ8) {
+  JITLLM_REQUIRE_GPU();
+  std::mt19937 rng(32);
+  struct Shape { QuantType t; int64_t rows, k; };
+  for (const Shape& sh : {Shape{QuantType::Q4_K, 2048, 2048}, Shape{QuantType::Q6_K, 2048, 8192},
+                          Shape{QuantType::Q4_K, 4096, 4096}}) {
+    const auto w = random_weights(sh.t, sh.rows, sh.k, rng);
+    const DeviceWeight dw = DeviceWeight::upload(pack_weight(sh.t, w.data(), sh.rows, sh.k));
+    const auto nw = random_floats(size_t(sh.rows), rng, 0.5, 1.5);
+    DeviceBuffer dnw = to_device(nw), counters(size_t(CudaKernels::kNormCounters) * 4);
+    check(driver().cuMemsetD8Async(counters.get(), 0, counters.bytes(), G->stream->get()), "memset");
+    for (int64_t n : {1, 3, 8}) {
+      const auto x = random_floats(size_t(n * sh.k), rng);
+      const auto r0 = random_floats(size_t(n * sh.rows), rng, -4, 4);
+      DeviceBuffer dx = to_device(x, size_t(kMaxMatvecTile * sh.k));
+      DeviceBuffer q8in(CudaKernels::q8_bytes(n, sh.k));
+      const Q8Buffers qin{q8in.get(), q8in.get() + CudaKernels::q8_ds_offset(n, sh.k)};
+      DeviceBuffer qa(CudaKernels::q8_bytes(n, sh.rows)), qb(CudaKernels::q8_bytes(n, sh.rows));
+      const size_t dso = CudaKernels::q8_ds_offset(n, sh.rows);
+      const Q8Buffers q8a{qa.get(), qa.get() + dso}, q8b{qb.get(), qb.get() + dso};
+      DeviceBuffer res1 = to_device(r0), res2 = to_device(r0);
+      DeviceBuffer out1(size_t(n * sh.rows) * 4), out2(size_t(n * sh.rows) * 4);
+      DeviceBuffer y1(size_t(n * sh.rows) * 4), y2(size_t(n * sh.rows) * 4);
+      check(driver().cuMemsetD8Async(y2.get(), 0xff, y2.bytes(), G->stream->get()), "memset");
+      check(driver().cuMemsetD8Async(qb.get(), 0xff, qb.bytes(), G->stream->get()), "memset");
+      const MatmulSeg s1{&dw, out1.get(), res1.get()}, s2{&dw, out2.get(), res2.get()};
+      G->kernels->matmul_group(std::span<const MatmulSeg>(&s1, 1), dx.get(), n, qin, *G->stream);
+      G->kernels->rms_norm_q8(res1.get(), dnw.get(), y1.get(), q8a, n, sh.rows, 1e-5f, *G->stream);
+      CudaKernels::NormEpilogue ne;
+      ne.w = dnw.get();
+      ne.out = y2.get();
+      ne.counters = counters.get();
+      ne.q8 = q8b;
+      ne.eps = 1e-5f;
+      G->kernels->matmul_group(std::span<const MatmulSeg>(&s2, 1), dx.get(), n, qin, *G->stream,
+                               true, &ne);
+      G->stream->sync();
+      const size_t cnt = size_t(n * sh.rows);
+      EXPECT_EQ(from_device(res1, cnt), from_device(res2, cnt)) << "residual n=" << n;
+      EXPECT_EQ(from_device(y1, cnt), from_device(y2, cnt)) << "normed n=" << n;
+      const auto ba = bytes_of(qa, qa.bytes()), bb = bytes_of(qb, qb.bytes());
+      EXPECT_TRUE(std::equal(ba.begin(), ba.begin() + long(cnt), bb.begin())) << "int8 n=" << n;
+      EXPECT_TRUE(std::equal(ba.begin() + long(dso), ba.begin() + long(dso + cnt / 32 * 8),
+                             bb.begin() + long(dso)))
+          << "scales n=" << n;
+      std::printf("[ cuda     ] norm epilogue %s %ldx%ld n=%ld checked\n", quant_name(sh.t),
+                  long(sh.rows), long(sh.k), long(n));
+    }
+    std::vector<uint32_t> left(static_cast<size_t>(CudaKernels::kNormCounters));
+    counters.download(left.data(), counters.bytes());
+    EXPECT_EQ(*std::max_element(left.begin(), left.end()), 0u) << "the counters are reset";
+  }
+}
+
+TEST(CudaDecodeFusion, SwigluEpilogueEqualsGateUpThenSwigluQ8) {
+  JITLLM_REQUIRE_GPU();
+  std::mt19937 rng(33);
+  struct Shape { QuantType t; int64_t rows, k; };
+  for (const Shape& sh : {Shape{QuantType::Q4_K, 8192, 2048}, Shape{QuantType::Q6_K, 1024, 4096},
+                          Shape{QuantType::Q8_0, 544, 2048}}) {
+    std::vector<DeviceWeight> dw;
+    for (int i = 0; i < 2; ++i) {
+      const auto w = random_weights(sh.t, sh.rows, sh.k, rng, i == 0 ? 7 : 0);  // zero blocks
+      dw.push_back(DeviceWeight::upload(pack_weight(sh.t, w.data(), sh.rows, sh.k)));
+    }
+    for (int64_t n : {1, 3, 8}) {
+      const auto x = random_floats(size_t(n * sh.k), rng, -2, 2);
+      DeviceBuffer dx = to_device(x, size_t(kMaxMatvecTile * sh.k));
+      DeviceBuffer q8in(CudaKernels::q8_bytes(n, sh.k));
+      const Q8Buffers qin{q8in.get(), q8in.get() + CudaKernels::q8_ds_offset(n, sh.k)};
+      const size_t cnt = size_t(n * sh.rows), dso = CudaKernels::q8_ds_offset(n, sh.rows);
+      DeviceBuffer g(cnt * 4), u(cnt * 4), h1(cnt * 4), h2(cnt * 4);
+      DeviceBuffer qa(CudaKernels::q8_bytes(n, sh.rows)), qb(CudaKernels::q8_bytes(n, sh.rows));
+      const Q8Buffers q8a{qa.get(), qa.get() + dso}, q8b{qb.get(), qb.get() + dso};
+      check(driver().cuMemsetD8Async(h2.get(), 0xff, h2.bytes(), G->stream->get()), "memset");
+      check(driver().cuMemsetD8Async(qb.get(), 0xff, qb.bytes(), G->stream->get()), "memset");
+      const MatmulSeg plain[2] = {{&dw[0], g.get(), 0}, {&dw[1], u.get(), 0}};
+      G->kernels->matmul_group(plain, dx.get(), n, qin, *G->stream);
+      G->kernels->swiglu_q8(g.get(), u.get(), h1.get(), q8a, int64_t(cnt), *G->stream);
+      for (int rep = 0; rep < 2; ++rep)
+        G->kernels->matmul_swiglu(plain, dx.get(), n, qin, *G->stream, true, h2.get(), q8b);
+      G->stream->sync();
+      EXPECT_EQ(from_device(h1, cnt), from_device(h2, cnt)) << quant_name(sh.t) << " n=" << n;
+      const auto ba = bytes_of(qa, qa.bytes()), bb = bytes_of(qb, qb.bytes());
+      EXPECT_TRUE(std::equal(ba.begin(), ba.begin() + long(cnt), bb.begin())) << "int8 n=" << n;
+      EXPECT_TRUE(std::equal(ba.begin() + long(dso), ba.begin() + long(dso + cnt / 32 * 8),
+                             bb.begin() + long(dso)))
+          << "scales n=" << n;
+    }
+  }
+}
+
+TEST(CudaDecodeFusion, EpiloguesOnEqualOff) {
+  JITLLM_REQUIRE_GPU();
+  const auto file = load_model_file(jitllm::testing::oracle_path("models/synth-llama.Q4_K_M.gguf"));
+  auto run = [&](const char* on) {
+    setenv("JITLLM_CUDA_FUSE_EPILOGUE", on, 1);  // "all": rope, norm and swiglu
+    EngineOptions o;
+    o.kernels = &reference_kernels();
+    o.devices = "cuda";
+    Engine e(file, o);
+    auto s = e.new_session(160);
+    std::vector<float> l = e.prefill(*s, std::vector<int32_t>{1, 22, 333, 44, 5}, false), all = l;
+    // 140 steps, graphs captured and replayed on both sides.
+    for (int i = 0; i < 140; ++i) {
+      l = e.decode(*s, int32_t(std::max_element(l.begin(), l.end()) - l.begin()));
+      all.insert(all.end(), l.begin(), l.end());
+    }
+    unsetenv("JITLLM_CUDA_FUSE_EPILOGUE");
+    return all;
+  };
+  const std::vector<float> on = run("all"), off = run("");
+  ASSERT_EQ(on.size(), off.size());
+  float d = 0;
+  for (size_t i = 0; i < on.size(); ++i) d = std::max(d, std::fabs(on[i] - off[i]));
+  std::printf("[ cuda     ] epilogues on vs off: max |diff| %.3g over %zu logits\n", d, on.size());
+  EXPECT_EQ(d, 0.0f);  // every epilogue gives the bits of the launches it replaces
+}
+
+}  // namespace
+}  // namespace jitllm::cuda::test

@@ -1,0 +1,107 @@
+// The decode kernel variants of this slice compile under NVRTC for sm_90 (no card needed): both
+// Q4_K matvec variants at every steps-in-flight setting, the norm, rope and swiglu epilogues, the
+// argmax kernel (in the element-wise source); bad epilogue settings are refused.
+#include <gtest/gtest.h>
+
+#include "backend/cuda/compiler.h"
+#include "backend/cuda/cuda_api.h"
+#include "backend/cuda/kernel_source.h"
+#include "core/error.h"
+
+namespace jitllm::cuda {
+namespace {
+
+bool have_nvrtc() {
+  try {
+    nvrtc();
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+TEST(CudaDecodeNoGpu, DecodeVariantsCompileForSm90) {
+  if (!have_nvrtc()) GTEST_SKIP() << "NVRTC is not installed";
+  const auto opts = nvrtc_options("sm_90");
+  MatvecSpec spec;
+  spec.kinds[0] = WeightKind::Q4_K;
+  for (int v : {1, 2}) {
+    for (int steps : {1, 4, 8}) {
+      for (int64_t k : {int64_t(2048), int64_t(5632), int64_t(14336)}) {
+        spec.k = k;
+        spec.q4k_variant = v;
+        spec.q4k_steps = steps;
+        spec.rpw = 2;
+        spec.nt = 1;
+        EXPECT_GT(nvrtc_compile(matvec_source(spec), spec.name(), opts).size(), 1000u) << spec.name();
+      }
+    }
+  }
+  MatvecSpec norm;  // a residual matrix with the norm epilogue
+  norm.kinds[0] = WeightKind::Q6_K;
+  norm.k = 8192;
+  norm.rpw = 2;
+  norm.norm = true;
+  for (int nt : {1, 8}) {
+    norm.nt = nt;
+    EXPECT_GT(nvrtc_compile(matvec_source(norm), norm.name(), opts).size(), 1000u) << norm.name();
+  }
+  MatvecSpec rope;  // q, k, v with the rope epilogue
+  rope.kinds[0] = rope.kinds[1] = WeightKind::Q4_K;
+  rope.kinds[2] = WeightKind::Q6_K;
+  rope.nseg = 3;
+  rope.k = 4096;
+  rope.rope = true;
+  for (int rpw : {2, 4}) {
+    rope.rpw = rpw;
+    rope.nt = rpw == 2 ? 1 : 8;
+    EXPECT_GT(nvrtc_compile(matvec_source(rope), rope.name(), opts).size(), 1000u) << rope.name();
+  }
+  MatvecSpec sw;  // gate and up with the swiglu epilogue
+  sw.kinds[0] = sw.kinds[1] = WeightKind::Q4_K;
+  sw.nseg = 2;
+  sw.k = 2048;
+  sw.rpw = 4;
+  sw.swiglu = true;
+  for (int nt : {1, 8}) {
+    sw.nt = nt;
+    const std::string src = matvec_source(sw);
+    EXPECT_NE(src.find("matvec_swiglu"), std::string::npos);
+    EXPECT_GT(nvrtc_compile(src, sw.name(), opts).size(), 1000u) << sw.name();
+  }
+  EXPECT_NE(elementwise_source().find("argmax_rows"), std::string::npos);
+}
+
+TEST(CudaDecodeNoGpu, BadEpilogueSettingsAreRefused) {
+  MatvecSpec rope;
+  rope.kinds[0] = rope.kinds[1] = rope.kinds[2] = WeightKind::Q4_K;
+  rope.nseg = 3;
+  rope.k = 2048;
+  rope.rope = true;
+  rope.rpw = 1;  // the rotated pairs need two rows per warp
+  EXPECT_THROW(matvec_source(rope), Error);
+  rope.rpw = 2;
+  rope.nseg = 2;
+  EXPECT_THROW(matvec_source(rope), Error);
+  MatvecSpec norm;
+  norm.kinds[0] = norm.kinds[1] = WeightKind::Q4_K;
+  norm.nseg = 2;
+  norm.k = 2048;
+  norm.norm = true;
+  EXPECT_THROW(matvec_source(norm), Error);
+  MatvecSpec sw;
+  sw.kinds[0] = sw.kinds[1] = WeightKind::Q4_K;
+  sw.nseg = 2;
+  sw.k = 2048;
+  sw.rpw = 2;  // the swiglu epilogue's CTA owns 32 rows: 8 warps x 4
+  sw.swiglu = true;
+  EXPECT_THROW(matvec_source(sw), Error);
+  MatvecSpec q4;
+  q4.kinds[0] = WeightKind::Q4_K;
+  q4.k = 2048;
+  q4.q4k_variant = 3;
+  EXPECT_THROW(matvec_source(q4), Error);
+}
+
+}  // namespace
+}  // namespace jitllm::cuda
