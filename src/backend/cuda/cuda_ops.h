@@ -150,7 +150,8 @@ class CudaOps final : public Ops {
   // the ids [n] copied home.
   DeviceBuffer argmax_buf_;
   int64_t argmax_cap_ = 0;  // rows argmax_buf_ is laid out for
-  std::chrono::steady_clock::time_point step_t0_;  // begin() of this step
+  std::chrono::steady_clock::time_point step_t0_;        // begin() of this step
+  std::chrono::steady_clock::time_point step_launched_;  // its graph launch (replayed steps)
   double step_host_us_ = 0, step_wait_us_ = 0;
   int64_t timed_steps_ = 0;
 
