@@ -1,7 +1,7 @@
 // Decode matvec weight throughput (jit_matvec.h): GGUF-layout kernels vs the row-interleaved
 // copies in huge pages (jit_repack.h), per format, on the 1B's 128256 x 2048 output head shape
 // (DRAM-sized: 184-279 MB) and 8192 x 2048 (an FFN matrix, L3-sized for Q4_K). Reports weight
-// GB/s. Threads: the global pool (JITLLM_CORES=1 for one core).
+// GB/s; and the repack itself. Threads: the global pool (JITLLM_CORES=1 for one core).
 // Run: bench_matvec [--benchmark_filter=Q8_0]
 #include <benchmark/benchmark.h>
 
@@ -56,6 +56,19 @@ void run(benchmark::State& state, Q type, int64_t rows, int64_t k, bool packed) 
                                               benchmark::Counter::kIsRate);
 }
 
+// The one-time copy into the interleaved layout, fresh huge pages included (what a model's first
+// decode step pays per matrix): GB/s of weights.
+void repack(benchmark::State& state, Q type, int64_t rows, int64_t k) {
+  const HugeBuffer w = weights(type, rows, k);
+  for (auto _ : state) {
+    auto m = jit::repack_matrix(type, w.data(), rows, k, &ThreadPool::global());
+    benchmark::DoNotOptimize(m->main);
+  }
+  state.counters["GB/s"] = benchmark::Counter(double(row_bytes(type, k) * size_t(rows)) *
+                                                  double(state.iterations()),
+                                              benchmark::Counter::kIsRate);
+}
+
 void register_all() {
   for (Q t : {Q::Q8_0, Q::Q4_K, Q::Q6_K})
     for (int64_t rows : {int64_t(128256), int64_t(8192)})
@@ -66,6 +79,11 @@ void register_all() {
           run(s, t, rows, 2048, packed);
         })->Unit(benchmark::kMillisecond)->UseRealTime();
       }
+  for (Q t : {Q::Q8_0, Q::Q4_K, Q::Q6_K})
+    benchmark::RegisterBenchmark((std::string("repack/") + quant_name(t) + "/128256x2048").c_str(),
+                                 [=](benchmark::State& s) { repack(s, t, 128256, 2048); })
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
 }
 
 }  // namespace

@@ -51,8 +51,10 @@ struct RepackFields {
 bool repack_supported(QuantType type);
 RepackFields repack_fields(QuantType type);
 
-// A repacked matrix: both planes in one HugeBuffer (the side plane after the main one, 64-byte
-// aligned). The original is not referenced after construction.
+// A repacked matrix: both planes in one piece of a shared huge-page slab (the side plane after the
+// main one, 64-byte aligned). Matrices share slabs of >= 32 MiB (a 512 x 2048 Q4_K attn_k is 576
+// KiB: a 2 MiB buffer of its own would waste 70%); a slab lives while a matrix in it does. The
+// original is not referenced after construction.
 struct RepackedMatrix final : PreparedWeights {
   QuantType type;
   int64_t rows = 0, k = 0;
@@ -60,8 +62,8 @@ struct RepackedMatrix final : PreparedWeights {
   int64_t side_row_bytes = 0;  // nb * side
   const uint8_t* main = nullptr;  // [rows, main_row_bytes], interleaved as above
   const uint8_t* side = nullptr;  // [rows, side_row_bytes], interleaved as above
-  HugeBuffer storage;
-  size_t bytes() const { return storage.size(); }
+  size_t bytes = 0;                      // of both planes
+  std::shared_ptr<const HugeBuffer> slab;  // holds the planes
 };
 
 // Repacks rows x k weights (GGUF rows of row_bytes(type, k)) into fresh storage; the copy is
