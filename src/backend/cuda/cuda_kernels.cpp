@@ -93,6 +93,11 @@ std::string KernelProfile::report() const {
 
 void CudaKernels::run(CUfunction f, unsigned gx, unsigned gy, unsigned block, const Stream& s,
                       void** args, const char* what) {
+  run3(f, gx, gy, 1, block, s, args, what);
+}
+
+void CudaKernels::run3(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned block,
+                       const Stream& s, void** args, const char* what) {
   if (pdl_ && !profiling_) {
     // Programmatic dependent launch: this kernel may be scheduled while the previous one still
     // runs; it waits (griddepcontrol.wait) before reading what that one wrote.
@@ -102,7 +107,7 @@ void CudaKernels::run(CUfunction f, unsigned gx, unsigned gy, unsigned block, co
     CUlaunchConfig cfg{};
     cfg.gridDimX = gx;
     cfg.gridDimY = gy;
-    cfg.gridDimZ = 1;
+    cfg.gridDimZ = gz;
     cfg.blockDimX = block;
     cfg.blockDimY = 1;
     cfg.blockDimZ = 1;
@@ -114,7 +119,7 @@ void CudaKernels::run(CUfunction f, unsigned gx, unsigned gy, unsigned block, co
     return;
   }
   if (!profiling_) {
-    launch(f, gx, gy, 1, block, 0, s, args, what);
+    launch(f, gx, gy, gz, block, 0, s, args, what);
     return;
   }
   if (!ev0_) {
@@ -122,7 +127,7 @@ void CudaKernels::run(CUfunction f, unsigned gx, unsigned gy, unsigned block, co
     ev1_ = std::make_unique<Event>();
   }
   ev0_->record(s);
-  launch(f, gx, gy, 1, block, 0, s, args, what);
+  launch(f, gx, gy, gz, block, 0, s, args, what);
   ev1_->record(s);
   ev1_->sync();
   KernelProfile::Entry& e = profile_.by_name[what];

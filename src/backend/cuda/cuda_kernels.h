@@ -134,6 +134,13 @@ class CudaKernels {
     Q8Buffers q8;  // when set (and head_dim % 32 == 0): out also quantized for the next matvec
   };
   void attention(const AttentionCall& a, const Stream& s);
+  // Split-K decode attention (split_attention.cpp): the same result as attention() (bitwise for
+  // rows of one split), the keys of a row split over split_count(n_kv, max_splits) CTAs per head
+  // and merged in a second launch. scratch: split_scratch_bytes(n_rows, n_head, head_dim,
+  // max_splits).
+  static int split_count(int64_t n_kv, int max_splits);
+  static size_t split_scratch_bytes(int64_t n_rows, int n_head, int head_dim, int max_splits);
+  void attention_split(const AttentionCall& a, int max_splits, CUdeviceptr scratch, const Stream& s);
   // ids[t] = argmax of row t of x [n][cols] (lowest column among equal maxima). scratch:
   // argmax_scratch_bytes(cap) for up to cap rows, zeroed before the first call (its row
   // counters; the kernel leaves them zero).
@@ -161,12 +168,15 @@ class CudaKernels {
   CUfunction elementwise_fn(const char* name);
   void run(CUfunction f, unsigned gx, unsigned gy, unsigned block, const Stream& s, void** args,
            const char* what);
+  void run3(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned block, const Stream& s,
+            void** args, const char* what);
 
   const Device& device_;
   Compiler& compiler_;
   const Module* elementwise_ = nullptr;
   std::map<std::string, CUfunction> matvec_;  // by MatvecSpec::name()
   std::map<std::pair<int, bool>, CUfunction> attention_;
+  std::map<std::pair<int, bool>, std::pair<CUfunction, CUfunction>> split_attention_;
   std::map<std::string, CUfunction> ew_;
   bool profiling_ = false;
   int rpw_override_ = 0, unroll_override_ = 0;

@@ -578,9 +578,19 @@ void CudaOps::attention(int il, Act q, Act k, Act v, Act out, int n_head, int n_
       return;
     }
   }
+  // JITLLM_CUDA_SPLITK=S (opt-in, not yet timed on a card): split-K decode attention, a row's keys
+  // over up to S CTAs per head (split_attention.cpp); rows of at most 256 keys give the same bits.
+  const char* sk = std::getenv("JITLLM_CUDA_SPLITK");
+  const int max_splits = sk ? std::clamp(std::atoi(sk), 0, 1024) : 0;
+  if (max_splits > 0)
+    ensure(split_scratch_, CudaKernels::split_scratch_bytes(int64_t(n), n_head, head_dim, max_splits));
   if (out_q8) {
     a.q8 = q8_for(out.rows, out.cols);
     quantized(out);
+  }
+  if (max_splits > 0) {
+    kernels_.attention_split(a, max_splits, split_scratch_.get(), stream_);
+    return;
   }
   kernels_.attention(a, stream_);
 }

@@ -187,6 +187,7 @@ class CudaOps final : public Ops {
   // output goes to q8_alt_, which then becomes q8_ (the input it reads is in q8_).
   bool launch_fused_swiglu(Act gate, Act up, Act out);
   DeviceBuffer q8_alt_;
+  DeviceBuffer split_scratch_;  // JITLLM_CUDA_SPLITK: the partial softmax states
   struct HeldRope {
     Act x;
     int n_heads = 0, head_dim = 0;

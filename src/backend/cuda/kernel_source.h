@@ -69,5 +69,8 @@ std::string elementwise_source();
 
 // Decode/prefill attention over paged KV for one head size. Entry point "attention".
 std::string attention_source(int head_dim, bool kv_f16);
+// Split-K decode attention (split_attention.cpp): entry points "attention_split" and
+// "attention_merge".
+std::string split_attention_source(int head_dim, bool kv_f16);
 
 }  // namespace jitllm::cuda

@@ -1,6 +1,7 @@
 // The decode kernel variants of this slice compile under NVRTC for sm_90 (no card needed): both
 // Q4_K matvec variants at every steps-in-flight setting, the norm, rope and swiglu epilogues, the
-// argmax kernel (in the element-wise source); bad epilogue settings are refused.
+// argmax kernel (in the element-wise source) and split-K decode attention; bad epilogue settings
+// are refused.
 #include <gtest/gtest.h>
 
 #include "backend/cuda/compiler.h"
@@ -70,6 +71,9 @@ TEST(CudaDecodeNoGpu, DecodeVariantsCompileForSm90) {
     EXPECT_GT(nvrtc_compile(src, sw.name(), opts).size(), 1000u) << sw.name();
   }
   EXPECT_NE(elementwise_source().find("argmax_rows"), std::string::npos);
+  for (int hd : {64, 128, 80})  // split-K decode attention
+    for (bool f16 : {true, false})
+      EXPECT_GT(nvrtc_compile(split_attention_source(hd, f16), "split attention", opts).size(), 1000u);
 }
 
 TEST(CudaDecodeNoGpu, BadEpilogueSettingsAreRefused) {
@@ -101,6 +105,7 @@ TEST(CudaDecodeNoGpu, BadEpilogueSettingsAreRefused) {
   q4.k = 2048;
   q4.q4k_variant = 3;
   EXPECT_THROW(matvec_source(q4), Error);
+  EXPECT_THROW(split_attention_source(0, true), Error);
 }
 
 }  // namespace
