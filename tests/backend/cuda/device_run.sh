@@ -43,6 +43,19 @@ for s in $stages; do
       JITLLM_CUDA_BENCH=1 timeout 240 /tmp/bin/test_backend_cuda --gtest_filter='CudaBench.*' 2>&1 |
         tee $OUT/bench.log | grep -E "bench|FAILED|Failure" | head -n 300
       ;;
+    splitk)  # gpudecode: split-K decode attention tests, then decode after a 4096-token prompt
+      # (jitllm batched -s 1: tok/s of the steps after the prompt) without and with JITLLM_CUDA_SPLITK
+      timeout 120 /tmp/bin/test_backend_cuda --gtest_filter='CudaSplitAttention.*' 2>&1 |
+        tee $OUT/splitk_tests.log | grep -E "^\[ cuda|FAILED|PASSED|Failure|Expected|Which is" | head -n 40
+      for shape in llama-3.2-1b llama-3.1-8b; do
+        [ -f /tmp/$shape.gguf ] || /tmp/bin/jitllm synth /tmp/$shape.gguf --shape $shape --type q4_k_m 2>&1 | tail -n 1
+        for sk in 0 32; do
+          echo "== $shape JITLLM_CUDA_SPLITK=$sk" | tee -a $OUT/splitk.log
+          JITLLM_CUDA_SPLITK=$sk /tmp/bin/jitllm batched -m /tmp/$shape.gguf -s 1 -p 4096 -n 64 --devices cuda 2>&1 |
+            grep sessions | tee -a $OUT/splitk.log
+        done
+      done
+      ;;
     q4kbench)  # gpudecode: the Q4_K matvec variants per 8B/1B shape (GB/s, n = 1)
       JITLLM_CUDA_BENCH=1 timeout 240 /tmp/bin/test_backend_cuda --gtest_filter='CudaBench.Q4KVariants' 2>&1 |
         tee $OUT/q4kbench.log | grep -E "bench|FAILED|Failure" | head -n 100
