@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "backend/cuda/compiler.h"
+#include "nvrtc_test_util.h"
 #include "backend/cuda/cuda_api.h"
 #include "backend/cuda/kernel_source.h"
 #include "core/error.h"
@@ -15,17 +16,8 @@
 namespace jitllm::cuda {
 namespace {
 
-bool have_nvrtc() {
-  try {
-    nvrtc();
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
-}
-
 TEST(CudaNoGpu, EveryGeneratedSourceCompilesForSm90) {
-  if (!have_nvrtc()) GTEST_SKIP() << "NVRTC is not installed";
+  JITLLM_REQUIRE_NVRTC();
   const auto opts = nvrtc_options("sm_90");
   const WeightKind kinds[] = {WeightKind::F32, WeightKind::F16, WeightKind::BF16,
                               WeightKind::Q8_0, WeightKind::Q4_K, WeightKind::Q6_K};
@@ -67,7 +59,7 @@ TEST(CudaNoGpu, EveryGeneratedSourceCompilesForSm90) {
 }
 
 TEST(CudaNoGpu, CompileErrorsCarryTheLog) {
-  if (!have_nvrtc()) GTEST_SKIP() << "NVRTC is not installed";
+  JITLLM_REQUIRE_NVRTC();
   try {
     nvrtc_compile("extern \"C\" __global__ void f() { undeclared_thing(); }", "broken kernel",
                   nvrtc_options("sm_90"));

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "backend/cuda/compiler.h"
+#include "nvrtc_test_util.h"
 #include "backend/cuda/cuda_api.h"
 #include "backend/cuda/kernel_source.h"
 #include "core/error.h"
@@ -12,17 +13,8 @@
 namespace jitllm::cuda {
 namespace {
 
-bool have_nvrtc() {
-  try {
-    nvrtc();
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
-}
-
 TEST(CudaDecodeNoGpu, DecodeVariantsCompileForSm90) {
-  if (!have_nvrtc()) GTEST_SKIP() << "NVRTC is not installed";
+  JITLLM_REQUIRE_NVRTC();
   const auto opts = nvrtc_options("sm_90");
   MatvecSpec spec;
   spec.kinds[0] = WeightKind::Q4_K;

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "backend/cuda/compiler.h"
+#include "nvrtc_test_util.h"
 #include "backend/cuda/cuda_api.h"
 #include "backend/cuda/gemm.h"
 #include "backend/cuda/packed_weight.h"
@@ -23,15 +24,6 @@ namespace {
 constexpr QuantType kTypes[] = {QuantType::Q4_0, QuantType::Q4_1,  QuantType::Q5_0,
                                 QuantType::Q5_1, QuantType::Q5_K,  QuantType::Q3_K,
                                 QuantType::Q2_K, QuantType::IQ4_NL, QuantType::MXFP4};
-
-bool have_nvrtc() {
-  try {
-    nvrtc();
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
-}
 
 std::vector<uint8_t> quantized_rows(QuantType t, int64_t rows, int64_t k, std::mt19937& rng) {
   std::uniform_real_distribution<float> u(-2, 2);
@@ -93,7 +85,7 @@ TEST(CudaFormatsNoGpu, RowsThatAreNotWholeBlocksAreRefused) {
 }
 
 TEST(CudaFormatsNoGpu, GeneratedSourcesCompileForSm90) {
-  if (!have_nvrtc()) GTEST_SKIP() << "NVRTC is not installed";
+  JITLLM_REQUIRE_NVRTC();
   const auto opts = nvrtc_options("sm_90");
   for (QuantType t : kTypes) {
     bool ok = false;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "backend/cuda/compiler.h"
+#include "nvrtc_test_util.h"
 #include "backend/cuda/cuda_api.h"
 #include "backend/cuda/mmq.h"
 #include "core/error.h"
@@ -11,17 +12,8 @@
 namespace jitllm::cuda {
 namespace {
 
-bool have_nvrtc() {
-  try {
-    nvrtc();
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
-}
-
 TEST(MmqNoGpu, EveryVariantCompilesForSm90) {
-  if (!have_nvrtc()) GTEST_SKIP() << "NVRTC is not installed";
+  JITLLM_REQUIRE_NVRTC();
   const auto opts = nvrtc_options("sm_90");
   // Single matrices of each kind at the 1B/8B row lengths, the smallest and largest row tiles.
   for (WeightKind kind : {WeightKind::Q4_K, WeightKind::Q6_K, WeightKind::Q8_0}) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "backend/cuda/compiler.h"
+#include "nvrtc_test_util.h"
 #include "backend/cuda/cuda_api.h"
 #include "backend/cuda/flash_attention.h"
 #include "backend/cuda/gemm.h"
@@ -13,17 +14,8 @@
 namespace jitllm::cuda {
 namespace {
 
-bool have_nvrtc() {
-  try {
-    nvrtc();
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
-}
-
 TEST(CudaPrefillNoGpu, SourcesCompileForSm90) {
-  if (!have_nvrtc()) GTEST_SKIP() << "NVRTC is not installed";
+  JITLLM_REQUIRE_NVRTC();
   const auto opts = nvrtc_options("sm_90");
   EXPECT_GT(nvrtc_compile(gemm_source(), "gemm kernels", opts).size(), 1000u);
   for (int hd : {64, 80, 128})
