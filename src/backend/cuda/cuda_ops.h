@@ -162,8 +162,8 @@ class CudaOps final : public Ops {
     Act acc;
   };
   std::optional<HeldMatmul> held_matmul_;
-  // Epilogue fusion for decode steps (decode_fusion.cpp; opt-in: JITLLM_CUDA_FUSE_EPILOGUE=all or
-  // a list of rope, norm, swiglu; measured slower so far): the q/k/v launch is held until attention(), which gives it the RoPE + KV store
+  // Epilogue fusion for decode steps (decode_fusion.cpp; JITLLM_CUDA_FUSE_EPILOGUE=all, none or
+  // a list of rope, norm, swiglu; default rope, the one measured faster): the q/k/v launch is held until attention(), which gives it the RoPE + KV store
   // epilogue (no rope_store launch); a residual matvec (held by add()) is launched by the next
   // rms_norm of the residual with the norm + q8 done by its last CTA (no rms_norm_q8 launch).
   struct HeldGroup {

@@ -11,12 +11,14 @@
 namespace jitllm::cuda {
 
 bool CudaOps::epilogue_on(const char* which) {
-  // JITLLM_CUDA_FUSE_EPILOGUE: "all" or a comma list of rope, norm, swiglu; off by default. On
-  // the H200 (one call, 2026-11-29) all three together made decode slower: tg128 1B 1029 vs
-  // 1176 tok/s, 8B 336 vs 371 (see docs/cuda.md). Read at every use (a few per layer), so tests
-  // compare both settings in one process.
+  // JITLLM_CUDA_FUSE_EPILOGUE: "all", "none" or a comma list of rope, norm, swiglu; default
+  // "rope". On the H200 (2026-11-29) all three together made decode slower (tg128 1B 1029 vs
+  // 1176 tok/s, 8B 336 vs 371), one at a time on the 1B (one call, A B C A): none 1181 / 1190,
+  // rope 1238, norm 954 (see docs/cuda.md). Read at every use (a few per layer), so tests
+  // compare settings in one process.
   const char* e = std::getenv("JITLLM_CUDA_FUSE_EPILOGUE");
-  if (!e || !*e) return false;
+  if (!e) e = "rope";
+  if (!*e) return false;
   const std::string v = std::string(",") + e + ",";
   return v == ",all," || v.find(std::string(",") + which + ",") != std::string::npos;
 }
