@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -29,7 +30,8 @@ HugeBuffer::HugeBuffer(size_t bytes) {
   size_ = bytes;
   mapped_ = len;
 #ifdef MADV_HUGEPAGE
-  madvise(data_, mapped_, MADV_HUGEPAGE);  // advice only: small pages still work
+  // Advice only: small pages still work.
+  if (!std::getenv("JITLLM_NOHUGE")) madvise(data_, mapped_, MADV_HUGEPAGE);
 #endif
 }
 
