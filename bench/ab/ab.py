@@ -316,7 +316,8 @@ def main(argv):
 
     for r in results:
         print(f"A/A {r.metric}: median ratio {r.aa.ratio:.4f}, IQR/med {r.aa.rel_iqr:.4f}"
-              + (f" -> REFUSED: {r.aa_refusal}" if r.aa_refusal else " ok"))
+              + (f" -> REFUSED: {r.aa_refusal}" if r.aa_refusal else " ok")
+              + " (rounds: " + " ".join(f"{x:.3f}" for x in r.aa.ratios) + ")")
     if any(r.aa_refusal for r in results):
         print("ab: A/A self-control failed; nothing recorded", file=sys.stderr)
         return EXIT_AA_REFUSED
@@ -339,6 +340,8 @@ def main(argv):
                f"{r.ab.a_median:.2f}", f"{r.ab.b_median:.2f}", f"{r.ab.ratio:.3f}",
                f"{r.ab.rel_iqr:.3f}", r.verdict]
         print(ab_board.format_row(row))
+        # Each round's ratio, so a refused row still shows how far apart its rounds were.
+        print(f"A/B {r.metric} per-round ratios: " + " ".join(f"{x:.3f}" for x in r.ab.ratios))
         if not r.refusal:
             rows.append(row)
     out = a.out or (None if a.dry_run else os.path.join(REPO, "docs", "perf", f"{a.backend}.md"))
