@@ -15,6 +15,7 @@
 
 #include "backend/cpu/jit_formats.h"
 #include "backend/cpu/jit_kernels.h"
+#include "jit_test_data.h"
 #include "core/error.h"
 #include "core/fp16.h"
 #include "quant/formats.h"
@@ -31,64 +32,6 @@ const Q kBlock[] = {Q::Q4_1, Q::Q5_0, Q::Q5_1, Q::IQ4_NL, Q::MXFP4};
 const Q kAll[] = {Q::F16, Q::BF16, Q::Q4_1, Q::Q5_0, Q::Q5_1, Q::IQ4_NL, Q::MXFP4};
 
 bool is_float(Q t) { return t == Q::F16 || t == Q::BF16; }
-
-std::vector<Isa> isas() {
-  std::vector<Isa> out;
-  for (Isa i : {Isa::Avx2, Isa::AvxVnni, Isa::Avx512Vnni})
-    if (jit::cpu_supports(i)) out.push_back(i);
-  return out;
-}
-
-// Valid weights: random floats converted / quantized by the reference (small shapes, and always
-// for the float formats), or random bytes with each format's scales made finite and modest.
-std::vector<uint8_t> make_weights(Q type, int64_t rows, int64_t k, uint32_t seed, bool quantize) {
-  std::mt19937 rng(seed);
-  const size_t rb = row_bytes(type, k);
-  std::vector<uint8_t> w(rb * size_t(rows));
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  if (is_float(type)) {
-    for (size_t i = 0; i < w.size(); i += 2) {
-      const float v = nd(rng);
-      const uint16_t h = type == Q::F16 ? f32_to_fp16(v) : f32_to_bf16(v);
-      std::memcpy(&w[i], &h, 2);
-    }
-    return w;
-  }
-  if (quantize) {
-    std::vector<float> x(static_cast<size_t>(k));
-    for (int64_t r = 0; r < rows; ++r) {
-      for (float& v : x) v = nd(rng);
-      quantize_row(type, x.data(), w.data() + size_t(r) * rb, k);
-    }
-    return w;
-  }
-  std::uniform_int_distribution<int> expo(118, 126);
-  for (size_t i = 0; i + 4 <= w.size(); i += 4) {  // 4 random bytes per draw
-    const uint32_t r = rng();
-    std::memcpy(&w[i], &r, 4);
-  }
-  std::uniform_real_distribution<float> sd(0.001f, 0.02f);
-  const size_t bb = quant_traits(type).block_bytes;
-  for (size_t off = 0; off < w.size(); off += bb) {
-    uint8_t* b = w.data() + off;
-    auto put = [&](size_t at, float v) {
-      const uint16_t h = f32_to_fp16(v);
-      std::memcpy(b + at, &h, 2);
-    };
-    if (type == Q::MXFP4) b[0] = uint8_t(expo(rng));
-    else put(0, sd(rng));
-    if (type == Q::Q4_1 || type == Q::Q5_1) put(2, -8 * sd(rng));
-  }
-  return w;
-}
-
-std::vector<float> make_x(int64_t n, int64_t k, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> x(static_cast<size_t>(n * k));
-  for (float& v : x) v = nd(rng);
-  return x;
-}
 
 // Float formats: identical bits. Block formats: the lane-wise float accumulation differs from the
 // reference's one float per block by ~1e-7 relative per block.
@@ -116,9 +59,9 @@ void expect_match(Q type, const std::vector<float>& ref, const std::vector<float
 }
 
 void check(Q type, int64_t rows, int64_t k, int64_t n, bool quantize, uint32_t seed,
-           const std::vector<Isa>& levels = isas()) {
-  const auto w = make_weights(type, rows, k, seed, quantize);
-  const auto x = make_x(n, k, seed + 1);
+           const std::vector<Isa>& levels = jit_test::cpu_isas()) {
+  const auto w = jit_test::random_weights(type, rows, k, seed, quantize);
+  const auto x = jit_test::random_activation(n, k, seed + 1);
   std::vector<float> ref(size_t(rows * n));
   reference_kernels().matmul(type, w.data(), rows, k, x.data(), n, ref.data());
   for (Isa isa : levels) {
@@ -130,7 +73,7 @@ void check(Q type, int64_t rows, int64_t k, int64_t n, bool quantize, uint32_t s
 }
 
 TEST(JitFormats, PackedActivationEqualsQuantizeActivation) {
-  auto x = make_x(3, 1024, 5);
+  auto x = jit_test::random_activation(3, 1024, 5);
   std::fill(x.begin() + 64, x.begin() + 96, 0.0f);  // an all-zero block
   x[200] = 1e30f;                                    // one huge value among small ones
   x[300] = -3e-30f;
@@ -138,7 +81,7 @@ TEST(JitFormats, PackedActivationEqualsQuantizeActivation) {
   for (int j = 0; j < 32; ++j) x[2048 + 160 + j] = float(j % 9) - 4.5f;
   x[2048 + 170] = 127.0f;
   for (Q type : kBlock)
-    for (Isa isa : isas()) {
+    for (Isa isa : jit_test::cpu_isas()) {
       const size_t tb = jit::fmt_act_bytes(type, isa, 1024);
       std::vector<uint8_t> packed(tb * 3);
       jit::fmt_pack_activation(type, isa, x.data(), 1024, 3, packed.data());
@@ -223,8 +166,8 @@ TEST(JitFormats, Bf16EmulationAtTheAvx512Level) {
 TEST(JitFormats, ShapesWithoutKernelFallBack) {
   // One token with k % 64 != 0: ggml_vec_dot's tail is not emitted; JitKernels still matches.
   for (Q t : kFloat) {
-    const auto w = make_weights(t, 8, 96, 40, true);
-    const auto x = make_x(1, 96, 41);
+    const auto w = jit_test::random_weights(t, 8, 96, 40, true);
+    const auto x = jit_test::random_activation(1, 96, 41);
     std::vector<float> ref(8), got(8);
     EXPECT_FALSE(jit::matmul_other_formats(jit::cpu_best_isa(), t, w.data(), 8, 96, x.data(), 1,
                                            got.data()));
@@ -238,16 +181,16 @@ TEST(JitFormats, ShapesWithoutKernelFallBack) {
 
 TEST(JitFormats, ZeroBlocksAndZeroActivations) {
   for (Q t : kAll) {
-    auto w = make_weights(t, 64, 1024, 50, true);
+    auto w = jit_test::random_weights(t, 64, 1024, 50, true);
     const size_t rb = row_bytes(t, 1024);
     std::fill(w.begin(), w.begin() + ptrdiff_t(rb), uint8_t(0));  // row 0: zero bytes
     std::fill(w.begin() + ptrdiff_t(rb), w.begin() + ptrdiff_t(rb + 64), uint8_t(0));
-    auto x = make_x(3, 1024, 51);
+    auto x = jit_test::random_activation(3, 1024, 51);
     std::fill(x.begin() + 1024, x.begin() + 2048, 0.0f);  // token 1: all zero
     std::fill(x.begin(), x.begin() + 64, 0.0f);           // token 0: two zero blocks
     std::vector<float> ref(64 * 3);
     reference_kernels().matmul(t, w.data(), 64, 1024, x.data(), 3, ref.data());
-    for (Isa isa : isas()) {
+    for (Isa isa : jit_test::cpu_isas()) {
       std::vector<float> got(64 * 3, -1.0f);
       ASSERT_TRUE(jit::matmul_other_formats(isa, t, w.data(), 64, 1024, x.data(), 3, got.data()));
       expect_match(t, ref, got, fmt::format("zeros {} {}", quant_name(t), jit::isa_name(isa)));
@@ -260,12 +203,12 @@ TEST(JitFormats, ZeroBlocksAndZeroActivations) {
 
 TEST(JitFormats, TwoCallsIntoOneBufferOverwrite) {
   for (Q t : kAll) {
-    const auto w = make_weights(t, 100, 512, 60, true);
-    const auto x1 = make_x(4, 512, 61), x2 = make_x(4, 512, 62);
+    const auto w = jit_test::random_weights(t, 100, 512, 60, true);
+    const auto x1 = jit_test::random_activation(4, 512, 61), x2 = jit_test::random_activation(4, 512, 62);
     std::vector<float> ref(400), ref1(100);
     reference_kernels().matmul(t, w.data(), 100, 512, x2.data(), 4, ref.data());
     reference_kernels().matmul(t, w.data(), 100, 512, x2.data() + 512, 1, ref1.data());
-    for (Isa isa : isas()) {
+    for (Isa isa : jit_test::cpu_isas()) {
       const JitKernels jk(isa);
       std::vector<float> got(400);
       jk.matmul(t, w.data(), 100, 512, x1.data(), 4, got.data());
@@ -281,7 +224,7 @@ TEST(JitFormats, TwoCallsIntoOneBufferOverwrite) {
 
 TEST(JitFormats, EmissionIsDeterministic) {
   for (Q t : kAll)
-    for (Isa isa : isas()) {
+    for (Isa isa : jit_test::cpu_isas()) {
       const jit::TileShape d = jit::fmt_decode_tile(t, isa, 2048 + 64);
       const jit::FmtKey key{t, 2048 + 64, d.rows, d.tokens, isa, jit::FloatOrder::Vec};
       const jit::FmtKernel a(key), b(key);

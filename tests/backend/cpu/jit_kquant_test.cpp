@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend/cpu/jit_kernels.h"
+#include "jit_test_data.h"
 #include "backend/cpu/jit_kquant_matmul.h"
 #include "core/error.h"
 #include "core/fp16.h"
@@ -25,57 +26,6 @@ namespace {
 using jit::Isa;
 
 const QuantType kFormats[] = {QuantType::Q2_K, QuantType::Q3_K, QuantType::Q5_K};
-
-std::vector<Isa> isas() {
-  std::vector<Isa> out;
-  for (Isa i : {Isa::Avx2, Isa::AvxVnni, Isa::Avx512Vnni})
-    if (jit::cpu_supports(i)) out.push_back(i);
-  return out;
-}
-
-// Valid weights: random floats through the reference quantizer (small shapes), or random bytes
-// with finite modest fp16 scales (large shapes, where quantizing would be slow). Random bytes
-// reach every level, scale and min, including the extremes.
-std::vector<uint8_t> make_weights(QuantType type, int64_t rows, int64_t k, uint32_t seed,
-                                  bool quantize) {
-  std::mt19937 rng(seed);
-  const size_t rb = row_bytes(type, k);
-  std::vector<uint8_t> w(rb * size_t(rows));
-  if (quantize) {
-    std::normal_distribution<float> nd(0.0f, 1.0f);
-    std::vector<float> x(static_cast<size_t>(k));
-    for (int64_t r = 0; r < rows; ++r) {
-      for (float& v : x) v = nd(rng);
-      quantize_row(type, x.data(), w.data() + size_t(r) * rb, k);
-    }
-    return w;
-  }
-  std::uniform_int_distribution<int> byte(0, 255);
-  for (auto& b : w) b = uint8_t(byte(rng));
-  std::uniform_real_distribution<float> sd(0.001f, 0.02f);
-  const size_t bb = quant_traits(type).block_bytes;
-  for (size_t off = 0; off < w.size(); off += bb) {
-    auto put = [&](size_t at) {
-      const uint16_t h = f32_to_fp16(sd(rng));
-      std::memcpy(w.data() + off + at, &h, 2);
-    };
-    switch (type) {
-      case QuantType::Q2_K: put(80); put(82); break;
-      case QuantType::Q3_K: put(108); break;
-      case QuantType::Q5_K: put(0); put(2); break;
-      default: break;
-    }
-  }
-  return w;
-}
-
-std::vector<float> make_x(int64_t n, int64_t k, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> x(static_cast<size_t>(n * k));
-  for (float& v : x) v = nd(rng);
-  return x;
-}
 
 // Same tolerance as the other generated matmuls: the integer sums are exact, only the float
 // accumulation order differs.
@@ -95,11 +45,11 @@ void expect_close(const std::vector<float>& ref, const std::vector<float>& got,
 }
 
 void check(QuantType type, int64_t rows, int64_t k, int64_t n, bool quantize, uint32_t seed) {
-  const auto w = make_weights(type, rows, k, seed, quantize);
-  const auto x = make_x(n, k, seed + 1);
+  const auto w = jit_test::random_weights(type, rows, k, seed, quantize);
+  const auto x = jit_test::random_activation(n, k, seed + 1);
   std::vector<float> ref(size_t(rows * n));
   reference_kernels().matmul(type, w.data(), rows, k, x.data(), n, ref.data());
-  for (Isa isa : isas()) {
+  for (Isa isa : jit_test::cpu_isas()) {
     const JitKernels jk(isa);
     std::vector<float> got(size_t(rows * n), 12345.0f);
     jk.matmul(type, w.data(), rows, k, x.data(), n, got.data());
@@ -110,7 +60,7 @@ void check(QuantType type, int64_t rows, int64_t k, int64_t n, bool quantize, ui
 
 TEST(JitKQuant, PackedActivationBytesEqualQuantizeActivation) {
   const int64_t k = 2048, n = 3;
-  auto x = make_x(n, k, 1);
+  auto x = jit_test::random_activation(n, k, 1);
   std::fill(x.begin() + 256, x.begin() + 512, 0.0f);  // an all-zero super-block
   x[7] = -9.0f;                                         // a negative largest element
   x[600] = 9.0f;
@@ -171,18 +121,18 @@ TEST(JitKQuant, PrefillTilesAndRaggedTails) {
 
 TEST(JitKQuant, ZeroBlocksAndZeroActivations) {
   for (QuantType t : kFormats) {
-    auto w = make_weights(t, 64, 1024, 30, true);
+    auto w = jit_test::random_weights(t, 64, 1024, 30, true);
     const size_t rb = row_bytes(t, 1024);
     // First row entirely zero bytes; the second row's first super-block zero.
     std::fill(w.begin(), w.begin() + ptrdiff_t(rb), uint8_t(0));
     std::fill(w.begin() + ptrdiff_t(rb), w.begin() + ptrdiff_t(rb + quant_traits(t).block_bytes),
               uint8_t(0));
-    auto x = make_x(3, 1024, 31);
+    auto x = jit_test::random_activation(3, 1024, 31);
     std::fill(x.begin() + 1024, x.begin() + 2048, 0.0f);  // token 1: all zero
     std::fill(x.begin() + 2048, x.begin() + 2048 + 256, 0.0f);  // token 2: first block zero
     std::vector<float> ref(64 * 3);
     reference_kernels().matmul(t, w.data(), 64, 1024, x.data(), 3, ref.data());
-    for (Isa isa : isas()) {
+    for (Isa isa : jit_test::cpu_isas()) {
       std::vector<float> got(64 * 3, -1.0f);
       JitKernels(isa).matmul(t, w.data(), 64, 1024, x.data(), 3, got.data());
       expect_close(ref, got, fmt::format("zeros {} {}", quant_name(t), jit::isa_name(isa)));
@@ -194,11 +144,11 @@ TEST(JitKQuant, ZeroBlocksAndZeroActivations) {
 
 TEST(JitKQuant, TwoCallsIntoOneBufferOverwrite) {
   for (QuantType t : kFormats) {
-    const auto w = make_weights(t, 100, 512, 40, true);
-    const auto x1 = make_x(4, 512, 41), x2 = make_x(4, 512, 42);
+    const auto w = jit_test::random_weights(t, 100, 512, 40, true);
+    const auto x1 = jit_test::random_activation(4, 512, 41), x2 = jit_test::random_activation(4, 512, 42);
     std::vector<float> ref(400);
     reference_kernels().matmul(t, w.data(), 100, 512, x2.data(), 4, ref.data());
-    for (Isa isa : isas()) {
+    for (Isa isa : jit_test::cpu_isas()) {
       const JitKernels jk(isa);
       std::vector<float> got(400);
       jk.matmul(t, w.data(), 100, 512, x1.data(), 4, got.data());
@@ -217,15 +167,15 @@ TEST(JitKQuant, EveryTileAgainstTheReferenceDot) {
   // The kernels themselves (not the dispatch): every T up to the GEMM tile, R = 1..4, ragged rows.
   const int64_t k = 512, rows = 11;
   for (QuantType t : kFormats) {
-    const auto w = make_weights(t, rows, k, 50, true);
-    const auto x = make_x(8, k, 51);
+    const auto w = jit_test::random_weights(t, rows, k, 50, true);
+    const auto x = jit_test::random_activation(8, k, 51);
     const jit::KqActLayout al = jit::kq_act_layout(k);
     std::vector<uint8_t> act(al.bytes * 8 + 64);
     uint8_t* a = act.data() + (64 - reinterpret_cast<uintptr_t>(act.data()) % 64) % 64;
     jit::kq_pack_activation(x.data(), k, 8, a);
     std::vector<float> ref(size_t(8 * rows));
     reference_kernels().matmul(t, w.data(), rows, k, x.data(), 8, ref.data());
-    for (Isa isa : isas())
+    for (Isa isa : jit_test::cpu_isas())
       for (auto [R, T] : {std::pair{1, 1}, {4, 1}, {3, 1}, {2, 2}, {1, 3},
                           {jit::kq_gemm_tile(t, isa).rows, jit::kq_gemm_tile(t, isa).tokens}}) {
           const jit::KqKernel kern({t, k, R, T, isa});
@@ -243,7 +193,7 @@ TEST(JitKQuant, EveryTileAgainstTheReferenceDot) {
 
 TEST(JitKQuant, EmissionIsDeterministic) {
   for (QuantType t : kFormats)
-    for (Isa isa : isas()) {
+    for (Isa isa : jit_test::cpu_isas()) {
       const jit::KqTile d = jit::kq_decode_tile(t, isa);
       const jit::KqKey key{t, 2048, d.rows, d.tokens, isa};
       const jit::KqKernel a(key), b(key);

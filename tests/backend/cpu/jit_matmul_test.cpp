@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend/cpu/jit_kernels.h"
+#include "jit_test_data.h"
 #include "core/error.h"
 #include "core/fp16.h"
 #include "quant/formats.h"
@@ -24,62 +25,6 @@ using jit::Isa;
 
 const QuantType kFormats[] = {QuantType::Q8_0, QuantType::Q4_0, QuantType::Q4_K,
                               QuantType::Q6_K};
-
-std::vector<Isa> isas() {
-  std::vector<Isa> out;
-  for (Isa i : {Isa::Avx2, Isa::AvxVnni, Isa::Avx512Vnni})
-    if (jit::cpu_supports(i)) out.push_back(i);
-  return out;
-}
-
-// Valid weights: random floats quantized by the reference quantizer (small shapes), or random
-// field values inside each format's range (large shapes, where quantizing would be slow).
-std::vector<uint8_t> make_weights(QuantType type, int64_t rows, int64_t k, uint32_t seed,
-                                  bool quantize) {
-  std::mt19937 rng(seed);
-  std::vector<uint8_t> w(row_bytes(type, k) * size_t(rows));
-  if (quantize) {
-    std::normal_distribution<float> nd(0.0f, 1.0f);
-    std::vector<float> x(static_cast<size_t>(k));
-    for (int64_t r = 0; r < rows; ++r) {
-      for (float& v : x) v = nd(rng);
-      quantize_row(type, x.data(), w.data() + size_t(r) * row_bytes(type, k), k);
-    }
-    return w;
-  }
-  std::uniform_int_distribution<int> byte(0, 255);
-  for (auto& b : w) b = uint8_t(byte(rng));
-  // Scales: finite, positive, modest (random fp16 bits could be inf/NaN).
-  std::uniform_real_distribution<float> sd(0.001f, 0.02f);
-  const size_t bb = quant_traits(type).block_bytes;
-  for (size_t off = 0; off < w.size(); off += bb) {
-    uint8_t* b = w.data() + off;
-    auto put = [&](size_t at) {
-      const uint16_t h = f32_to_fp16(sd(rng));
-      std::memcpy(b + at, &h, 2);
-    };
-    switch (type) {
-      case QuantType::Q8_0:
-        put(0);
-        for (int j = 0; j < 32; ++j)
-          if (b[2 + j] == 0x80) b[2 + j] = 0x81;  // -128 is not a Q8_0 level
-        break;
-      case QuantType::Q4_0: put(0); break;
-      case QuantType::Q4_K: put(0); put(2); break;
-      case QuantType::Q6_K: put(208); break;
-      default: break;
-    }
-  }
-  return w;
-}
-
-std::vector<float> make_x(int64_t n, int64_t k, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> x(static_cast<size_t>(n * k));
-  for (float& v : x) v = nd(rng);
-  return x;
-}
 
 void expect_close(const std::vector<float>& ref, const std::vector<float>& got,
                   const std::string& what) {
@@ -97,11 +42,11 @@ void expect_close(const std::vector<float>& ref, const std::vector<float>& got,
 }
 
 void check(QuantType type, int64_t rows, int64_t k, int64_t n, bool quantize, uint32_t seed) {
-  const auto w = make_weights(type, rows, k, seed, quantize);
-  const auto x = make_x(n, k, seed + 1);
+  const auto w = jit_test::random_weights(type, rows, k, seed, quantize);
+  const auto x = jit_test::random_activation(n, k, seed + 1);
   std::vector<float> ref(size_t(rows * n));
   reference_kernels().matmul(type, w.data(), rows, k, x.data(), n, ref.data());
-  for (Isa isa : isas()) {
+  for (Isa isa : jit_test::cpu_isas()) {
     const JitKernels jk(isa);
     std::vector<float> got(size_t(rows * n), 12345.0f);
     jk.matmul(type, w.data(), rows, k, x.data(), n, got.data());
@@ -155,10 +100,10 @@ TEST(JitMatmul, GemmTilesAreBitIdenticalToOneTokenKernels) {
   // 8m + 1, 6m + 1), rows leave a row tail.
   const int64_t rows = 1024 + 3, k = 2048;
   for (QuantType type : kFormats) {
-    const auto w = make_weights(type, rows, k, 50, false);
+    const auto w = jit_test::random_weights(type, rows, k, 50, false);
     for (int64_t n : {2, 9, 13}) {
-      const auto x = make_x(n, k, uint32_t(51 + n));
-      for (Isa isa : isas()) {
+      const auto x = jit_test::random_activation(n, k, uint32_t(51 + n));
+      for (Isa isa : jit_test::cpu_isas()) {
         std::vector<uint8_t> act(jit::act_layout(type, k).bytes * size_t(n));
         jit::pack_activation(type, isa, x.data(), k, n, act.data());
         const jit::TileShape g = jit::gemm_tile(type, isa, k);
@@ -181,10 +126,10 @@ TEST(JitMatmul, Q8_0PrefillIsBitIdenticalToDecode) {
   // Q8_0 must keep ggml's float order (a near-tie in pydoc-llama flips otherwise): prefill
   // through JitKernels gives exactly the floats of one-token matmuls (the decode path).
   const int64_t rows = 2048 + 3, k = 2048;
-  const auto w = make_weights(QuantType::Q8_0, rows, k, 50, false);
+  const auto w = jit_test::random_weights(QuantType::Q8_0, rows, k, 50, false);
   for (int64_t n : {2, 9, 67}) {
-    const auto x = make_x(n, k, uint32_t(51 + n));
-    for (Isa isa : isas()) {
+    const auto x = jit_test::random_activation(n, k, uint32_t(51 + n));
+    for (Isa isa : jit_test::cpu_isas()) {
       const JitKernels jk(isa);
       std::vector<float> gemm(static_cast<size_t>(rows * n)), one(static_cast<size_t>(rows));
       jk.matmul(QuantType::Q8_0, w.data(), rows, k, x.data(), n, gemm.data());
@@ -200,16 +145,16 @@ TEST(JitMatmul, Q8_0PrefillIsBitIdenticalToDecode) {
 
 TEST(JitMatmul, ZeroBlocksAndZeroActivations) {
   for (QuantType t : kFormats) {
-    auto w = make_weights(t, 64, 1024, 30, true);
+    auto w = jit_test::random_weights(t, 64, 1024, 30, true);
     // First row entirely zero bytes; the second row's first block zero.
     std::fill(w.begin(), w.begin() + ptrdiff_t(row_bytes(t, 1024)), uint8_t(0));
     std::fill(w.begin() + ptrdiff_t(row_bytes(t, 1024)),
               w.begin() + ptrdiff_t(row_bytes(t, 1024) + quant_traits(t).block_bytes), uint8_t(0));
-    auto x = make_x(3, 1024, 31);
+    auto x = jit_test::random_activation(3, 1024, 31);
     std::fill(x.begin() + 1024, x.begin() + 2048, 0.0f);  // token 1: all zero
     std::vector<float> ref(64 * 3);
     reference_kernels().matmul(t, w.data(), 64, 1024, x.data(), 3, ref.data());
-    for (Isa isa : isas()) {
+    for (Isa isa : jit_test::cpu_isas()) {
       std::vector<float> got(64 * 3, -1.0f);
       JitKernels(isa).matmul(t, w.data(), 64, 1024, x.data(), 3, got.data());
       expect_close(ref, got, fmt::format("zeros {} {}", quant_name(t), jit::isa_name(isa)));
@@ -221,11 +166,11 @@ TEST(JitMatmul, ZeroBlocksAndZeroActivations) {
 
 TEST(JitMatmul, TwoCallsIntoOneBufferOverwrite) {
   for (QuantType t : kFormats) {
-    const auto w = make_weights(t, 100, 512, 40, true);
-    const auto x1 = make_x(4, 512, 41), x2 = make_x(4, 512, 42);
+    const auto w = jit_test::random_weights(t, 100, 512, 40, true);
+    const auto x1 = jit_test::random_activation(4, 512, 41), x2 = jit_test::random_activation(4, 512, 42);
     std::vector<float> ref(400);
     reference_kernels().matmul(t, w.data(), 100, 512, x2.data(), 4, ref.data());
-    for (Isa isa : isas()) {
+    for (Isa isa : jit_test::cpu_isas()) {
       const JitKernels jk(isa);
       std::vector<float> got(400);
       jk.matmul(t, w.data(), 100, 512, x1.data(), 4, got.data());
@@ -242,7 +187,7 @@ TEST(JitMatmul, TwoCallsIntoOneBufferOverwrite) {
 
 TEST(JitMatmul, EmissionIsDeterministic) {
   for (QuantType t : kFormats)
-    for (Isa isa : isas()) {
+    for (Isa isa : jit_test::cpu_isas()) {
       const jit::TileShape d = jit::decode_tile(t, isa, 2048);
       const jit::MatKey key{t, 2048, d.rows, d.tokens, isa};
       const jit::MatKernel a(key), b(key);

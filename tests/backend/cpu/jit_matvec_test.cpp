@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend/cpu/jit_kernels.h"
+#include "jit_test_data.h"
 #include "backend/cpu/jit_matvec.h"
 #include "core/error.h"
 #include "core/fp16.h"
@@ -30,55 +31,9 @@ const QuantType kFormats[] = {QuantType::Q4_K, QuantType::Q6_K, QuantType::Q8_0}
 
 std::vector<Isa> isas(QuantType t, int64_t k) {
   std::vector<Isa> out;
-  for (Isa i : {Isa::Avx2, Isa::AvxVnni, Isa::Avx512Vnni})
-    if (jit::cpu_supports(i) && jit::matvec_supported(t, i, k)) out.push_back(i);
+  for (Isa i : jit_test::cpu_isas())
+    if (jit::matvec_supported(t, i, k)) out.push_back(i);
   return out;
-}
-
-// Valid weights: random floats through the reference quantizer (small shapes), or random field
-// values inside each format's range (large shapes, where quantizing would be slow).
-std::vector<uint8_t> make_weights(QuantType type, int64_t rows, int64_t k, uint32_t seed,
-                                  bool quantize) {
-  std::mt19937 rng(seed);
-  std::vector<uint8_t> w(row_bytes(type, k) * size_t(rows));
-  if (quantize) {
-    std::normal_distribution<float> nd(0.0f, 1.0f);
-    std::vector<float> x(static_cast<size_t>(k));
-    for (int64_t r = 0; r < rows; ++r) {
-      for (float& v : x) v = nd(rng);
-      quantize_row(type, x.data(), w.data() + size_t(r) * row_bytes(type, k), k);
-    }
-    return w;
-  }
-  std::uniform_int_distribution<uint32_t> word;
-  for (size_t i = 0; i + 4 <= w.size(); i += 4) {
-    const uint32_t v = word(rng);
-    std::memcpy(w.data() + i, &v, 4);
-  }
-  std::uniform_real_distribution<float> sd(0.001f, 0.02f);
-  const size_t bb = quant_traits(type).block_bytes;
-  for (size_t off = 0; off < w.size(); off += bb) {
-    uint8_t* b = w.data() + off;
-    auto put = [&](size_t at) {
-      const uint16_t h = f32_to_fp16(sd(rng));
-      std::memcpy(b + at, &h, 2);
-    };
-    switch (type) {
-      case QuantType::Q8_0: put(0); break;
-      case QuantType::Q4_K: put(0); put(2); break;
-      case QuantType::Q6_K: put(208); break;
-      default: break;
-    }
-  }
-  return w;
-}
-
-std::vector<float> make_x(int64_t k, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> x(static_cast<size_t>(k));
-  for (float& v : x) v = nd(rng);
-  return x;
 }
 
 void expect_close(const std::vector<float>& ref, const std::vector<float>& got,
@@ -124,8 +79,8 @@ std::vector<float> run(Isa isa, QuantType t, const std::vector<uint8_t>& w, int6
 }
 
 void check(QuantType t, int64_t rows, int64_t k, bool quantize, uint32_t seed) {
-  const auto w = make_weights(t, rows, k, seed, quantize);
-  const auto x = make_x(k, seed + 1);
+  const auto w = jit_test::random_weights(t, rows, k, seed, quantize);
+  const auto x = jit_test::random_activation(1, k, seed + 1);
   std::vector<float> ref(static_cast<size_t>(rows));
   reference_kernels().matmul(t, w.data(), rows, k, x.data(), 1, ref.data());
   for (Isa isa : isas(t, k)) {
@@ -175,12 +130,12 @@ TEST(JitMatvec, RaggedRowTails) {
 TEST(JitMatvec, ZeroBlocksAndZeroActivation) {
   for (QuantType t : kFormats) {
     const int64_t k = 1024, rows = 64;
-    auto w = make_weights(t, rows, k, 30, true);
+    auto w = jit_test::random_weights(t, rows, k, 30, true);
     const size_t rb = row_bytes(t, k);
     std::fill(w.begin(), w.begin() + ptrdiff_t(rb), uint8_t(0));  // row 0: all zero bytes
     std::fill(w.begin() + ptrdiff_t(rb), w.begin() + ptrdiff_t(rb + quant_traits(t).block_bytes),
               uint8_t(0));  // row 1: first block zero
-    const auto x = make_x(k, 31);
+    const auto x = jit_test::random_activation(1, k, 31);
     std::vector<float> ref(static_cast<size_t>(rows));
     reference_kernels().matmul(t, w.data(), rows, k, x.data(), 1, ref.data());
     const std::vector<float> zx(size_t(k), 0.0f);
@@ -196,8 +151,8 @@ TEST(JitMatvec, ZeroBlocksAndZeroActivation) {
 TEST(JitMatvec, TwoCallsIntoOneBufferOverwrite) {
   for (QuantType t : kFormats) {
     const int64_t k = 512, rows = 100;
-    const auto w = make_weights(t, rows, k, 40, true);
-    const auto x1 = make_x(k, 41), x2 = make_x(k, 42);
+    const auto w = jit_test::random_weights(t, rows, k, 40, true);
+    const auto x1 = jit_test::random_activation(1, k, 41), x2 = jit_test::random_activation(1, k, 42);
     std::vector<float> ref(static_cast<size_t>(rows));
     reference_kernels().matmul(t, w.data(), rows, k, x2.data(), 1, ref.data());
     for (Isa isa : isas(t, k)) {
@@ -213,10 +168,10 @@ TEST(JitMatvec, TwoCallsIntoOneBufferOverwrite) {
 TEST(JitMatvec, GroupOfMixedFormatsSharesOneInput) {
   // q (Q4_K), k (Q4_K), v (Q6_K) as in Q4_K_M attention, through JitKernels::matmul_group.
   const int64_t k = 2048;
-  const auto wq = make_weights(QuantType::Q4_K, 2048, k, 50, false);
-  const auto wk = make_weights(QuantType::Q4_K, 512, k, 51, false);
-  const auto wv = make_weights(QuantType::Q6_K, 512 + 5, k, 52, false);
-  const auto x = make_x(k, 53);
+  const auto wq = jit_test::random_weights(QuantType::Q4_K, 2048, k, 50, false);
+  const auto wk = jit_test::random_weights(QuantType::Q4_K, 512, k, 51, false);
+  const auto wv = jit_test::random_weights(QuantType::Q6_K, 512 + 5, k, 52, false);
+  const auto x = jit_test::random_activation(1, k, 53);
   std::vector<float> rq(2048), rk(512), rv(517);
   reference_kernels().matmul(QuantType::Q4_K, wq.data(), 2048, k, x.data(), 1, rq.data());
   reference_kernels().matmul(QuantType::Q4_K, wk.data(), 512, k, x.data(), 1, rk.data());
@@ -237,7 +192,7 @@ TEST(JitMatvec, GroupOfMixedFormatsSharesOneInput) {
 TEST(JitMatvec, PackedActivationHoldsTheReferenceQuants) {
   // The records (jit_matvec.h) rebuilt here from quantize_activation, byte for byte.
   const int64_t k = 2048;
-  auto x = make_x(k, 60);
+  auto x = jit_test::random_activation(1, k, 60);
   x[5] = 40.0f;  // an outlier block
   std::fill(x.begin() + 256, x.begin() + 512, 0.0f);  // an all-zero super-block
   for (QuantType t : kFormats)

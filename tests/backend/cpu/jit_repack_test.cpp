@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend/cpu/jit_kernels.h"
+#include "jit_test_data.h"
 #include "backend/cpu/jit_matvec.h"
 #include "backend/cpu/jit_repack.h"
 #include "core/error.h"
@@ -29,44 +30,6 @@ using jit::Isa;
 
 const QuantType kFormats[] = {QuantType::Q4_K, QuantType::Q6_K, QuantType::Q8_0};
 
-std::vector<Isa> isas() {
-  std::vector<Isa> out;
-  for (Isa i : {Isa::Avx2, Isa::AvxVnni, Isa::Avx512Vnni})
-    if (jit::cpu_supports(i)) out.push_back(i);
-  return out;
-}
-
-// Random bytes with each block's fp16 scales set to small finite values (so sums stay finite).
-std::vector<uint8_t> make_weights(QuantType type, int64_t rows, int64_t k, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<uint8_t> w(row_bytes(type, k) * size_t(rows));
-  std::uniform_int_distribution<uint32_t> word;
-  for (size_t i = 0; i + 4 <= w.size(); i += 4) {
-    const uint32_t v = word(rng);
-    std::memcpy(w.data() + i, &v, 4);
-  }
-  std::uniform_real_distribution<float> sd(0.001f, 0.02f);
-  const size_t bb = quant_traits(type).block_bytes;
-  for (size_t off = 0; off < w.size(); off += bb) {
-    auto put = [&](size_t at) {
-      const uint16_t h = f32_to_fp16(sd(rng));
-      std::memcpy(w.data() + off + at, &h, 2);
-    };
-    if (type == QuantType::Q8_0) put(0);
-    if (type == QuantType::Q4_K) put(0), put(2);
-    if (type == QuantType::Q6_K) put(208);
-  }
-  return w;
-}
-
-std::vector<float> make_x(int64_t k, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> x(static_cast<size_t>(k));
-  for (float& v : x) v = nd(rng);
-  return x;
-}
-
 std::vector<float> run(Isa isa, QuantType t, const uint8_t* w, const jit::RepackedMatrix* packed,
                        int64_t rows, int64_t k, const std::vector<float>& x, float fill) {
   std::vector<float> out(size_t(rows), fill);
@@ -79,8 +42,8 @@ std::vector<float> run(Isa isa, QuantType t, const uint8_t* w, const jit::Repack
 void check_same(QuantType t, const std::vector<uint8_t>& w, int64_t rows, int64_t k,
                 uint32_t seed) {
   const auto packed = jit::repack_matrix(t, w.data(), rows, k, &ThreadPool::global());
-  const auto x = make_x(k, seed);
-  for (Isa isa : isas()) {
+  const auto x = jit_test::random_activation(1, k, seed);
+  for (Isa isa : jit_test::cpu_isas()) {
     const auto want = run(isa, t, w.data(), nullptr, rows, k, x, 1.0f);
     const auto got = run(isa, t, w.data(), packed.get(), rows, k, x, -1.0f);
     size_t differ = 0;
@@ -105,7 +68,7 @@ TEST(JitRepack, BytesFollowTheDocumentedLayout) {
       const int64_t k = f.t == QuantType::Q8_0 ? 96 : 512;
       const int64_t nb = k / quant_traits(f.t).block_elems;
       const size_t bb = quant_traits(f.t).block_bytes;
-      const auto w = make_weights(f.t, rows, k, uint32_t(rows));
+      const auto w = jit_test::random_weights(f.t, rows, k, uint32_t(rows), false);
       const auto m = jit::repack_matrix(f.t, w.data(), rows, k);
       ASSERT_EQ(reinterpret_cast<uintptr_t>(m->main) % 64, 0u);
       ASSERT_EQ(reinterpret_cast<uintptr_t>(m->side) % 64, 0u);
@@ -130,36 +93,36 @@ TEST(JitRepack, BytesFollowTheDocumentedLayout) {
 
 TEST(JitRepack, ModelShapesMatchTheGgufKernels) {
   for (QuantType t : kFormats) {
-    check_same(t, make_weights(t, 2048, 2048, 1), 2048, 2048, 2);
-    check_same(t, make_weights(t, 8192, 2048, 3), 8192, 2048, 4);
-    check_same(t, make_weights(t, 2048, 8192, 5), 2048, 8192, 6);
+    check_same(t, jit_test::random_weights(t, 2048, 2048, 1, false), 2048, 2048, 2);
+    check_same(t, jit_test::random_weights(t, 8192, 2048, 3, false), 8192, 2048, 4);
+    check_same(t, jit_test::random_weights(t, 2048, 8192, 5, false), 2048, 8192, 6);
   }
 }
 
 TEST(JitRepack, VocabShapesMatchTheGgufKernels) {
   // The 1B output heads: Q6_K in Q4_K_M, Q8_0 in Q8_0.
   for (QuantType t : {QuantType::Q6_K, QuantType::Q8_0})
-    check_same(t, make_weights(t, 128256, 2048, 7), 128256, 2048, 8);
+    check_same(t, jit_test::random_weights(t, 128256, 2048, 7, false), 128256, 2048, 8);
 }
 
 TEST(JitRepack, RaggedRowsAndOddBlockCounts) {
   for (QuantType t : kFormats)
     for (int64_t rows : {1, 2, 3, 5, 6, 7, 17, 2048 + 13})
-      check_same(t, make_weights(t, rows, 512, uint32_t(rows)), rows, 512, 9);
-  check_same(QuantType::Q8_0, make_weights(QuantType::Q8_0, 37, 96, 10), 37, 96, 11);
+      check_same(t, jit_test::random_weights(t, rows, 512, uint32_t(rows), false), rows, 512, 9);
+  check_same(QuantType::Q8_0, jit_test::random_weights(QuantType::Q8_0, 37, 96, 10, false), 37, 96, 11);
 }
 
 TEST(JitRepack, ZeroBlocksAndTwoCallsIntoOneBuffer) {
   for (QuantType t : kFormats) {
     const int64_t k = 1024, rows = 70;
-    auto w = make_weights(t, rows, k, 20);
+    auto w = jit_test::random_weights(t, rows, k, 20, false);
     const size_t rb = row_bytes(t, k), bb = quant_traits(t).block_bytes;
     std::fill(w.begin(), w.begin() + ptrdiff_t(rb), uint8_t(0));  // row 0 all zero
     std::fill(w.begin() + ptrdiff_t(rb), w.begin() + ptrdiff_t(rb + bb), uint8_t(0));  // row 1, block 0
     std::fill(w.end() - ptrdiff_t(bb), w.end(), uint8_t(0));  // the tail row's last block
     const auto packed = jit::repack_matrix(t, w.data(), rows, k);
-    const auto x1 = make_x(k, 21), x2 = make_x(k, 22);
-    for (Isa isa : isas()) {
+    const auto x1 = jit_test::random_activation(1, k, 21), x2 = jit_test::random_activation(1, k, 22);
+    for (Isa isa : jit_test::cpu_isas()) {
       const auto want = run(isa, t, w.data(), nullptr, rows, k, x2, 0.0f);
       std::vector<float> got(size_t(rows), 5.0f);
       const jit::MatvecTarget tg{t, w.data(), rows, got.data(), packed.get()};
@@ -178,10 +141,10 @@ TEST(JitRepack, GroupThroughJitKernelsUsesThePreparedCopy) {
   // q/k/v of a Q4_K_M layer (v in Q6_K, 517 rows: a ragged tail), prepared by the kernels as the
   // model's CpuOps does; the prepared copy alone is read (the originals are poisoned after).
   const int64_t k = 2048;
-  auto wq = make_weights(QuantType::Q4_K, 2048, k, 30);
-  auto wv = make_weights(QuantType::Q6_K, 517, k, 31);
-  const auto x = make_x(k, 32);
-  for (Isa isa : isas()) {
+  auto wq = jit_test::random_weights(QuantType::Q4_K, 2048, k, 30, false);
+  auto wv = jit_test::random_weights(QuantType::Q6_K, 517, k, 31, false);
+  const auto x = jit_test::random_activation(1, k, 32);
+  for (Isa isa : jit_test::cpu_isas()) {
     const JitKernels kern(isa);
     std::vector<float> rq(2048), rv(517), q(2048, 3.0f), v(517, 3.0f);
     const CpuKernels::MatmulTarget plain[] = {{QuantType::Q4_K, wq.data(), 2048, rq.data()},
@@ -205,10 +168,10 @@ TEST(JitRepack, GroupThroughJitKernelsUsesThePreparedCopy) {
 
 TEST(JitRepack, MismatchedCopyAndBadInputsAreErrors) {
   const int64_t k = 512;
-  const auto w = make_weights(QuantType::Q8_0, 8, k, 40);
+  const auto w = jit_test::random_weights(QuantType::Q8_0, 8, k, 40, false);
   const auto m = jit::repack_matrix(QuantType::Q8_0, w.data(), 8, k);
   std::vector<float> out(9);
-  const auto x = make_x(k, 41);
+  const auto x = jit_test::random_activation(1, k, 41);
   const jit::MatvecTarget tg{QuantType::Q8_0, w.data(), 9, out.data(), m.get()};  // 9 != 8 rows
   EXPECT_THROW(jit::matvec_group(jit::cpu_best_isa(), {&tg, 1}, k, x.data(), ThreadPool::global()),
                Error);
@@ -220,7 +183,7 @@ TEST(JitRepack, MismatchedCopyAndBadInputsAreErrors) {
 
 TEST(JitRepack, EmissionIsDeterministic) {
   for (QuantType t : kFormats)
-    for (Isa isa : isas()) {
+    for (Isa isa : jit_test::cpu_isas()) {
       const jit::MatvecKey key{t, 2048, jit::kRepackGroup, isa, true};
       const jit::MatvecKernel a(key), b(key);
       EXPECT_EQ(a.code(), b.code()) << quant_name(t) << " " << jit::isa_name(isa);
