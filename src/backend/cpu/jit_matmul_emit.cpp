@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backend/cpu/jit_emit_q6k.h"
 #include "backend/cpu/jit_matmul_emitter.h"
 #include "quant/formats.h"
 
@@ -179,22 +180,7 @@ void Emitter::unit_q6_k(int R, const std::vector<std::vector<Ymm>>& acc, Pool& p
       vmovdqu(ql1, W(r, 64 * h + 32));
       vmovdqu(qh, W(r, 128 + 32 * h));
       for (int j = 0; j < 4; ++j) {
-        // level = low nibble (ql0/ql1, low or high) | 2 bits of qh at bits 4-5.
-        const Ymm& ql = (j & 1) ? ql1 : ql0;
-        if (j < 2) {
-          vpand(q, ql, ptr[rip + c0F_]);
-        } else {
-          vpsrlw(q, ql, 4);
-          vpand(q, q, ptr[rip + c0F_]);
-        }
-        switch (j) {
-          case 0: vpsllw(tt, qh, 4); break;
-          case 1: vpsllw(tt, qh, 2); break;
-          case 2: vmovdqa(tt, qh); break;
-          default: vpsrlw(tt, qh, 2); break;
-        }
-        vpand(tt, tt, ptr[rip + c30_]);
-        vpor(q, q, tt);
+        emit_q6k_levels(*this, q, tt, ql0, ql1, qh, j, c0F_, c30_);
         // lanes 0-3: group 8h+2j, lanes 4-7: group 8h+2j+1
         vpshufb(Xmm(e.getIdx()), Xmm(sc.getIdx()), ptr[rip + q6ctrl_ + 16 * (4 * h + j)]);
         vpmovsxbd(e, Xmm(e.getIdx()));

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "backend/cpu/jit_emit_q6k.h"
 #include "backend/cpu/jit_matvec.h"
 #include "backend/cpu/jit_repack.h"
 #include "core/error.h"
@@ -366,21 +367,7 @@ class Emitter : public CodeGenerator {
           vmovdqu(ql1, W(r, 64 * h + 32));
           vmovdqu(qh, W(r, 128 + 32 * h));
           for (int j = 0; j < 4; ++j) {
-            const Ymm& ql = (j & 1) ? ql1 : ql0;
-            if (j < 2) {
-              vpand(q, ql, ptr[rip + c0F_]);
-            } else {
-              vpsrlw(q, ql, 4);
-              vpand(q, q, ptr[rip + c0F_]);
-            }
-            switch (j) {
-              case 0: vpsllw(tt, qh, 4); break;
-              case 1: vpsllw(tt, qh, 2); break;
-              case 2: vmovdqa(tt, qh); break;
-              default: vpsrlw(tt, qh, 2); break;
-            }
-            vpand(tt, tt, ptr[rip + c30_]);
-            vpor(q, q, tt);
+            emit_q6k_levels(*this, q, tt, ql0, ql1, qh, j, c0F_, c30_);
             vpshufb(sc, swd, ptr[rip + q6yctrl_ + 32 * j]);  // groups 8h+2j | 8h+2j+1
             vpmaddubsw(p, q, ptr[ap + 128 * h + 32 * j]);
             dot16(iacc, p, sc);
