@@ -47,9 +47,9 @@ using PackFn = void (*)(const float*, uint8_t*, int64_t);
 
 class ActEmitter : public CodeGenerator {
  public:
-  ActEmitter(bool kq, int64_t k, int mul)
-      : CodeGenerator(4096, AutoGrow), kq_(kq), k_(k), mul_(mul),
-        l_(act_layout(kq ? QuantType::Q4_K : QuantType::Q8_0, k)) {
+  ActEmitter(bool kq, int64_t k, int mul, const ActLayout& l)
+      : CodeGenerator(4096, AutoGrow), kq_(kq), k_(k), mul_(mul), l_(l),
+        s32_(l.s32 != ActLayout::kNoPlane) {
     emit();
     ready();
   }
@@ -62,6 +62,7 @@ class ActEmitter : public CodeGenerator {
   int64_t k_;
   int mul_;
   ActLayout l_;
+  bool s32_;  // the layout has the per-32 plane
   Label abs_, f127_, fm127_, f1_, i127_, im128_;
 
   // Largest |x| of n8 ymm loads from xp into xm (broadcast in every lane; max is exact, so the
@@ -148,7 +149,7 @@ class ActEmitter : public CodeGenerator {
     vpxor(t, t, t);
     for (int i = 0; i < 8; ++i) vmovdqu(ptr[qs + 32 * i], t);
     mov(dword[dp], 0);
-    vmovdqu(ptr[s32], t);
+    if (s32_) vmovdqu(ptr[s32], t);
     vmovdqu(ptr[s16], t);
     jmp(done, T_NEAR);
     L(nonzero);
@@ -184,6 +185,7 @@ class ActEmitter : public CodeGenerator {
       store8(ptr[qs + 16 * g + 8], q1, t);
       hsum_epi32(qsum, t, eax);
       mov(ptr[s16 + 2 * g], ax);
+      if (!s32_) continue;
       if (g % 2 == 0) {
         mov(sum2.cvt32(), eax);
       } else {
@@ -209,7 +211,7 @@ class ActEmitter : public CodeGenerator {
     mov(xp, x);
     lea(qs, ptr[dst + int(l_.qs)]);
     lea(dp, ptr[dst + int(l_.d)]);
-    lea(s32, ptr[dst + int(l_.s32)]);
+    if (s32_) lea(s32, ptr[dst + int(l_.s32)]);
     lea(s16, ptr[dst + int(l_.s16)]);
     mov(cnt, k_ / unit);
     L(blk);
@@ -218,7 +220,7 @@ class ActEmitter : public CodeGenerator {
       add(xp, 4 * kQK_K);
       add(qs, kQK_K);
       add(dp, 4);
-      add(s32, 32);
+      if (s32_) add(s32, 32);
       add(s16, 32);
     } else {
       block_q8_0();
@@ -261,7 +263,18 @@ const ActEmitter& act_kernel(QuantType weight_type, Isa isa, int64_t k) {
   const int mul = kq ? 0 : bias_mul(weight_type, isa);
   std::lock_guard<std::mutex> lock(mu);
   auto& e = cache[{kq, k, mul}];
-  if (!e) e = std::make_unique<ActEmitter>(kq, k, mul);
+  if (!e) e = std::make_unique<ActEmitter>(kq, k, mul, act_layout(weight_type, k));
+  return *e;
+}
+
+// One Q8_K kernel per layout other than act_layout's (the K-quant kernels' records).
+const ActEmitter& q8k_kernel(const ActLayout& l) {
+  static std::mutex mu;
+  static std::map<std::tuple<int64_t, size_t, size_t, size_t, size_t, size_t>,
+                  std::unique_ptr<ActEmitter>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& e = cache[{l.k, l.qs, l.d, l.s32, l.s16, l.bytes}];
+  if (!e) e = std::make_unique<ActEmitter>(true, l.k, 0, l);
   return *e;
 }
 
@@ -290,10 +303,14 @@ void pack_activation(QuantType weight_type, Isa isa, const float* x, int64_t k, 
   if (n > 0) act_kernel(weight_type, isa, k).fn()(x, dst, n);
 }
 
+void pack_q8k_activation(const ActLayout& l, const float* x, int64_t n, uint8_t* dst) {
+  if (n > 0) q8k_kernel(l).fn()(x, dst, n);
+}
+
 std::vector<uint8_t> act_kernel_code(QuantType weight_type, Isa isa, int64_t k) {
   // A fresh emission (not the cached kernel), so two calls compare two emissions.
   const bool kq = is_k_format(weight_type);
-  const ActEmitter e(kq, k, kq ? 0 : bias_mul(weight_type, isa));
+  const ActEmitter e(kq, k, kq ? 0 : bias_mul(weight_type, isa), act_layout(weight_type, k));
   return std::vector<uint8_t>(e.getCode(), e.getCode() + e.getSize());
 }
 

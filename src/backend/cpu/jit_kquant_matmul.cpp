@@ -1,5 +1,5 @@
 // The process-wide cache of the K-quant kernels (jit_kquant_matmul.h), their activation layout,
-// and matmul_k_quants: activation packing (jit_kquant_act.cpp) cached per thread, so q/k/v and
+// and matmul_k_quants: activation packing (the Q8_K packer of jit_act.cpp) cached per thread, so q/k/v and
 // gate/up quantize their shared input once; rows handed out in 16-row multiples (threads never
 // share an output cache line); the prefill GEMM blocked so a thread's weight rows stay in L1
 // while a block of tokens stays in L2.
@@ -14,6 +14,7 @@
 #include "backend/cpu/jit_pack_cache.h"
 #include "backend/cpu/jit_row_split.h"
 #include "backend/cpu/jit_kquant_matmul.h"
+#include "backend/cpu/jit_matmul.h"
 #include "core/aligned_buffer.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
@@ -64,6 +65,20 @@ KqActLayout kq_act_layout(int64_t k) {
   l.s16 = l.d + pad64(size_t(k / kQK_K) * 4);
   l.bytes = l.s16 + pad64(size_t(k / 16) * 2);
   return l;
+}
+
+void kq_pack_activation(const float* x, int64_t k, int64_t n, uint8_t* dst) {
+  if (k <= 0 || k % kQK_K != 0) throw_error("k-quant activation: k {} is not a multiple of 256", k);
+  // The GEMM's generated Q8_K packer, writing this record (no per-32 plane).
+  const KqActLayout kl = kq_act_layout(k);
+  ActLayout l;
+  l.k = k;
+  l.qs = kl.qs;
+  l.d = kl.d;
+  l.s32 = ActLayout::kNoPlane;
+  l.s16 = kl.s16;
+  l.bytes = kl.bytes;
+  pack_q8k_activation(l, x, n, dst);
 }
 
 const KqKernel& kq_kernel(const KqKey& key) {

@@ -36,9 +36,9 @@ struct KqActLayout {
 };
 KqActLayout kq_act_layout(int64_t k);
 
-// Quantizes n rows of x ([n, k] floats, k % 256 == 0) into dst (n * layout.bytes bytes) with a
-// generated kernel (jit_kquant_act.cpp); same bytes as quantize_activation (checked in the
-// tests). Padding is not written.
+// Quantizes n rows of x ([n, k] floats, k % 256 == 0) into dst (n * layout.bytes bytes) with the
+// generated Q8_K packer of jit_act.cpp; same bytes as quantize_activation (checked in the tests).
+// Padding is not written.
 void kq_pack_activation(const float* x, int64_t k, int64_t n, uint8_t* dst);
 
 struct KqArgs {

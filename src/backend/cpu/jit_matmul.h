@@ -29,6 +29,7 @@ bool jit_matmul_supported(QuantType type);
 // int32 per-32 values (32-block formats: -bias_mul * sum of the block's quants; K formats: the sum
 // of each 32-element group), and int16 per-16 sums (K formats). Sizes padded to 64 bytes.
 struct ActLayout {
+  static constexpr size_t kNoPlane = ~size_t(0);  // s32 of a layout without that plane
   int64_t k = 0;
   size_t qs = 0, d = 0, s32 = 0, s16 = 0;
   size_t bytes = 0;  // per token, a multiple of 64
@@ -40,6 +41,9 @@ ActLayout act_layout(QuantType weight_type, int64_t k);
 // bit-identical to quantize_activation's; padding is not written.
 void pack_activation(QuantType weight_type, Isa isa, const float* x, int64_t k, int64_t n,
                      uint8_t* dst);
+// Q8_K packing (the K formats' quants, scales and sums) into any layout `l` (l.s32 may be
+// ActLayout::kNoPlane: that plane is then not written); the K-quant kernels' packing uses it.
+void pack_q8k_activation(const ActLayout& l, const float* x, int64_t n, uint8_t* dst);
 // The machine code of that kernel, freshly emitted (for the determinism test).
 std::vector<uint8_t> act_kernel_code(QuantType weight_type, Isa isa, int64_t k);
 // The same through the scalar reference quantize_activation (the test oracle of the above).
