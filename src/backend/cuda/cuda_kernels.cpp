@@ -51,9 +51,13 @@ DeviceWeight DeviceWeight::upload(const PackedWeight& p) {
 
 CudaKernels::CudaKernels(const Device& device, Compiler& compiler)
     : device_(device), compiler_(compiler) {
-  // JITLLM_CUDA_PDL=1: programmatic dependent launch for every kernel (sm_90 and later). Off by
-  // default: measured slower on the H200 (tg128 1B 787 vs 842, 8B 286 vs 332 tok/s).
-  pdl_ = env_int("JITLLM_CUDA_PDL", 0) != 0 && device.cc_major() >= 9;
+  // JITLLM_CUDA_PDL: programmatic dependent launch for every kernel (sm_90 and later). 1: the
+  // matvec prefetches its first weight rows into L2 before waiting (measured slower on the H200:
+  // tg128 1B 787 vs 842, 8B 286 vs 332 tok/s); 2: it loads its first weight step into registers
+  // before waiting, dependents released at each CTA's start; 3: the same, dependents released
+  // after the CTA's dot products (MatvecSpec::preload).
+  pdl_mode_ = device.cc_major() >= 9 ? std::clamp(env_int("JITLLM_CUDA_PDL", 0), 0, 3) : 0;
+  pdl_ = pdl_mode_ != 0;
 }
 
 int CudaKernels::tile_for(int64_t n) {
@@ -253,7 +257,8 @@ void CudaKernels::matmul_group(std::span<const MatmulSeg> segs, CUdeviceptr x, i
   spec.nt = nt;
   spec.rpw = rpw_override_ > 0 ? rpw_override_ : rows_per_warp(nt);
   spec.unroll = unroll_override_ > 0 ? unroll_override_ : unroll();
-  spec.prefetch = pdl_;
+  spec.prefetch = pdl_mode_ == 1;
+  spec.preload = pdl_mode_ >= 2 && !norm ? pdl_mode_ - 1 : 0;
   // JITLLM_CUDA_Q4K=1|2 (kernel variant), JITLLM_CUDA_Q4K_STEPS (variant 2's steps in flight).
   // Variant 1 is the default: on the H200 the 8B decode ran 367 tok/s with it and 353 with
   // variant 2 (same call), although variant 2 timed 5-9% faster per 8B shape alone.

@@ -181,7 +181,8 @@ class CudaKernels {
   bool profiling_ = false;
   int rpw_override_ = 0, unroll_override_ = 0;
   int q4k_override_ = 0, q4k_steps_override_ = 0;
-  bool pdl_ = false;  // JITLLM_CUDA_PDL
+  bool pdl_ = false;  // JITLLM_CUDA_PDL set: launches allow programmatic overlap
+  int pdl_mode_ = 0;  // JITLLM_CUDA_PDL's value (0..3)
   KernelProfile profile_;
   std::unique_ptr<Event> ev0_, ev1_;
 };

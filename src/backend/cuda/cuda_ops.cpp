@@ -138,7 +138,12 @@ void CudaOps::run_matmuls(std::span<const MatmulSeg> segs, Act x, Q8Buffers q8, 
       const int64_t t = CudaKernels::tile_for(x.rows);
       kernels_.quantize_q8(ptr(x), (x.rows + t - 1) / t * t, x.cols, q8, stream_);
     }
-    mmq_->matmul_group(segs, x.rows, q8, stream_);
+    CUdeviceptr xh = 0;
+    if (Mmq::use_dq(segs)) {  // sized by the direct step before any capture of this row count
+      ensure(xh_, DqMma::f16_bytes(x.rows, x.cols));
+      xh = xh_.get();
+    }
+    mmq_->matmul_group(segs, x.rows, q8, stream_, xh);
     return;
   }
   kernels_.matmul_group(segs, ptr(x), x.rows, q8, stream_, reuse);
@@ -171,6 +176,8 @@ CudaOps::~CudaOps() {
     std::fprintf(stderr, "%s", kernels_.profile().report().c_str());
   if (mmq_ && !mmq_->profile().by_name.empty())
     std::fprintf(stderr, "%s", mmq_->profile().report().c_str());
+  if (mmq_ && !mmq_->dq().profile().by_name.empty())
+    std::fprintf(stderr, "%s", mmq_->dq().profile().report().c_str());
   try {
     stream_.sync();
   } catch (const Error&) {

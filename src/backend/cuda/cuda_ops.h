@@ -124,6 +124,7 @@ class CudaOps final : public Ops {
   std::vector<DeviceBuffer> scratch_;  // i-th alloc() of a step, reused across steps
   size_t next_ = 0;
   DeviceBuffer q8_;      // quantized activation for the dp4a kernels
+  DeviceBuffer xh_;      // f16 copy of the quantized activation for the DQ-MMA kernel (dq_mma.h)
   // q8_ holds q8_src_ ([q8_rows, q8_k]) quantized: Q, K and V (gate and up) read one activation,
   // which is quantized once for the three (two) matrices.
   const float* q8_src_ = nullptr;

@@ -37,6 +37,10 @@ struct MatvecSpec {
   int64_t k = 0;
   int nt = 1, rpw = 1, unroll = 4;
   bool prefetch = false;  // L2 prefetch of the first weight rows before waiting for the previous kernel (PDL)
+  // Programmatic dependent launch with the first weight loads in registers before waiting for the
+  // previous kernel (the weights do not depend on it): 0 off, 1 the dependents are let go at the
+  // start of each CTA, 2 after its dot products (so at most one kernel waits ahead).
+  int preload = 0;
   // Q4_K segments: kernel variant (1: four lanes per block, two 16-byte nibble loads each; 2:
   // eight lanes per block, one warp load = four blocks) and, for 2, steps of four blocks whose
   // loads are issued together.

@@ -49,6 +49,16 @@ __device__ __forceinline__ u16 ldw2(const void* p) {
 #define KIND_Q4_K 4
 #define KIND_Q6_K 5
 template <int KIND> struct Mv;
+// PRELOAD (PDL): a body with kPreload waits for the previous kernel (MV_WAIT) after issuing its
+// weight loads of a step and before reading the activation, so the first step's weights are in
+// flight while the previous kernel finishes; other bodies are entered after the wait.
+#if PRELOAD
+#define MV_WAIT() PDL_WAIT()
+#else
+#define MV_WAIT()
+#endif
+template <class T, class = void> struct MvPreloads { static constexpr bool value = false; };
+template <class T> struct MvPreloads<T, decltype((void)T::kPreload, void())> { static constexpr bool value = T::kPreload; };
 )";
 
 // Q4_K (GGUF block of 256: half d, half dmin, 12 bytes of 6-bit scales/mins, 128 bytes of
@@ -56,6 +66,7 @@ template <int KIND> struct Mv;
 // sub-block 2p, its high nibbles sub-block 2p+1. Activation: int8 blocks of 32 with (d, d*sum).
 constexpr const char* kQ4K = R"(
 template <> struct Mv<KIND_Q4_K> {
+  static constexpr bool kPreload = true;
   static __device__ __forceinline__ void run(const u8* __restrict__ w, const u8* __restrict__ w2,
       const int (&rr)[RPW], int lane, const i8* __restrict__ xq, const float2* __restrict__ xds,
       const float* __restrict__ xf, int c0, float (&acc)[RPW][NT]) {
@@ -71,6 +82,7 @@ template <> struct Mv<KIND_Q4_K> {
         qa[j] = ldw16(blk + 16 + 32 * p);
         qb[j] = ldw16(blk + 32 + 32 * p);
       }
+      MV_WAIT();
       float da[RPW], db[RPW], ma[RPW], mb[RPW];
       const int ja = 2 * p, jb = 2 * p + 1;
 #pragma unroll
@@ -125,6 +137,7 @@ template <> struct Mv<KIND_Q4_K> {
 // term (dmin m x the activation block's sum) is added once per sub-block, by the hh = 0 lane.
 constexpr const char* kQ4KWide = R"(
 template <> struct Mv<KIND_Q4_K> {
+  static constexpr bool kPreload = true;
   static __device__ __forceinline__ void run(const u8* __restrict__ w, const u8* __restrict__ w2,
       const int (&rr)[RPW], int lane, const i8* __restrict__ xq, const float2* __restrict__ xds,
       const float* __restrict__ xf, int c0, float (&acc)[RPW][NT]) {
@@ -150,6 +163,7 @@ template <> struct Mv<KIND_Q4_K> {
           }
         }
       }
+      MV_WAIT();
 #pragma unroll
       for (int st = 0; st < SPR; ++st) {
         const int b = (s0 + st) * 4 + g;
@@ -204,6 +218,7 @@ template <> struct Mv<KIND_Q4_K> {
 // The -32 offset goes through the activation's int8 sums (one per group, shared by all rows).
 constexpr const char* kQ6K = R"(
 template <> struct Mv<KIND_Q6_K> {
+  static constexpr bool kPreload = true;
   static __device__ __forceinline__ void run(const u8* __restrict__ w, const u8* __restrict__ w2,
       const int (&rr)[RPW], int lane, const i8* __restrict__ xq, const float2* __restrict__ xds,
       const float* __restrict__ xf, int c0, float (&acc)[RPW][NT]) {
@@ -224,6 +239,7 @@ template <> struct Mv<KIND_Q6_K> {
         S[j] = ldw8(blk + 192 + h * 8);
         dh[j] = ldw2(w2 + ((size_t)rr[j] * NB + b) * 2);
       }
+      MV_WAIT();
 #pragma unroll
       for (int t = 0; t < NT; ++t) {
         const i8* xr = xq + (size_t)(c0 + t) * K + b * 256 + h * 128 + l0;
@@ -273,6 +289,7 @@ template <> struct Mv<KIND_Q6_K> {
 // block of 32 per lane per step.
 constexpr const char* kQ80 = R"(
 template <> struct Mv<KIND_Q8_0> {
+  static constexpr bool kPreload = true;
   static __device__ __forceinline__ void run(const u8* __restrict__ w, const u8* __restrict__ w2,
       const int (&rr)[RPW], int lane, const i8* __restrict__ xq, const float2* __restrict__ xds,
       const float* __restrict__ xf, int c0, float (&acc)[RPW][NT]) {
@@ -288,6 +305,7 @@ template <> struct Mv<KIND_Q8_0> {
         q1[j] = ldw16(blk + 16);
         dh[j] = ldw2(w2 + ((size_t)rr[j] * NB + b) * 2);
       }
+      MV_WAIT();
 #pragma unroll
       for (int t = 0; t < NT; ++t) {
         const int4* xp = (const int4*)(xq + (size_t)(c0 + t) * K + b * 32);
@@ -398,8 +416,17 @@ __device__ __forceinline__ void mv_segment(const MvSeg& sg, int cta, const MvArg
   for (int j = 0; j < RPW; ++j)
 #pragma unroll
     for (int t = 0; t < NT; ++t) acc[j][t] = 0.0f;
+#if PRELOAD
+  if (!MvPreloads<Mv<KIND>>::value) PDL_WAIT();
+#endif
   Mv<KIND>::run((const u8*)sg.w, (const u8*)sg.w2, rr, lane, (const i8*)a.xq,
                 (const float2*)a.xds, (const float*)a.xf, c0, acc);
+#if PRELOAD
+  PDL_WAIT();  // lanes without a step of their own; the epilogue reads and writes shared buffers
+#if PRELOAD == 2
+  PDL_TRIGGER();
+#endif
+#endif
   float* out = (float*)sg.out;
   float* res = (float*)sg.res;
   float sm[RPW][NT];
@@ -468,6 +495,8 @@ __device__ __forceinline__ void mv_prefetch(const MvSeg& sg, int cta) {
 // of the output is one CTA's. nout = silu(gate) * up (the swiglu kernel's expression), its int8
 // blocks to (nq, nds); the raw gate and up values are not written.
 extern "C" __global__ void __launch_bounds__(256) matvec_swiglu(const MvArgs a) {
+  PDL_TRIGGER();
+  PDL_WAIT();
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
   const int rows = a.seg[0].rows;
   const int r0 = blockIdx.x * 32 + w * RPW;
@@ -570,7 +599,9 @@ __device__ __forceinline__ void mv_norm_row(const MvArgs& a, int t) {
 }
 #endif
 extern "C" __global__ void __launch_bounds__(128) matvec(const MvArgs a) {
+#if PRELOAD != 2
   PDL_TRIGGER();
+#endif
   if (PREFETCH && blockIdx.x < a.total) {
     const int cta = blockIdx.x;
 #if NSEG > 2
@@ -581,7 +612,9 @@ extern "C" __global__ void __launch_bounds__(128) matvec(const MvArgs a) {
 #endif
     mv_prefetch<KIND0>(a.seg[0], cta);
   }
+#if !PRELOAD
   PDL_WAIT();
+#endif
   for (int cta = blockIdx.x; cta < a.total; cta += gridDim.x) {
 #if NSEG > 2
     if (cta >= a.seg[2].cta0) { mv_segment<KIND2, 2>(a.seg[2], cta - a.seg[2].cta0, a); continue; }
@@ -591,6 +624,12 @@ extern "C" __global__ void __launch_bounds__(128) matvec(const MvArgs a) {
 #endif
     mv_segment<KIND0, 0>(a.seg[0], cta, a);
   }
+#if PRELOAD
+  PDL_WAIT();  // warps past the last row never reached the waits in mv_segment
+#if PRELOAD == 2
+  PDL_TRIGGER();
+#endif
+#endif
 #if NORM
   __threadfence();  // this thread's residual stores are visible before the count says so
   __syncthreads();
@@ -637,6 +676,7 @@ std::string MatvecSpec::name() const {
   if (norm) s += " norm";
   if (rope) s += " rope";
   if (swiglu) s += " swiglu";
+  if (preload) s += fmt::format(" preload{}", preload);
   return s + fmt::format(" k={} nt={} rpw={} unroll={}{}", k, nt, rpw, unroll, prefetch ? " prefetch" : "");
 }
 
@@ -646,6 +686,9 @@ std::string matvec_source(const MatvecSpec& spec) {
   if (spec.nseg < 1 || spec.nseg > 3) throw_error("matvec: {} matrices in one launch (1 to 3)", spec.nseg);
   if (spec.rpw < 1 || spec.rpw > 8) throw_error("matvec: {} rows per warp is not in [1, 8]", spec.rpw);
   if (spec.unroll < 1 || spec.unroll > 64) throw_error("matvec: unroll {} is not in [1, 64]", spec.unroll);
+  if (spec.preload < 0 || spec.preload > 2) throw_error("matvec: preload mode {} (0, 1 or 2)", spec.preload);
+  if (spec.preload && (spec.prefetch || spec.norm || spec.swiglu))
+    throw_error("matvec: the preload mode goes without the L2 prefetch and the norm/swiglu epilogues");
   if (spec.q4k_variant < 1 || spec.q4k_variant > 2)
     throw_error("matvec: Q4_K kernel variant {} (1 or 2)", spec.q4k_variant);
   if (spec.q4k_steps < 1 || spec.q4k_steps > 8)
@@ -659,9 +702,9 @@ std::string matvec_source(const MatvecSpec& spec) {
   const int64_t k = spec.k;
   std::string defs = fmt::format(
       "#define K {}\n#define NT {}\n#define RPW {}\n#define UNR {}\n#define NSEG {}\n#define VEC {}\n"
-      "#define VEC4 {}\n#define PREFETCH {}\n",
+      "#define VEC4 {}\n#define PREFETCH {}\n#define PRELOAD {}\n",
       k, spec.nt, spec.rpw, spec.unroll, spec.nseg, k % 8 == 0 ? 1 : 0, k % 4 == 0 ? 1 : 0,
-      spec.prefetch ? 1 : 0);
+      spec.prefetch ? 1 : 0, spec.preload);
   std::string bodies;
   bool q4k = false, q6k = false, q80 = false;
   for (int i = 0; i < spec.nseg; ++i) {

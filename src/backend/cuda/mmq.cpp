@@ -30,7 +30,7 @@ static_assert(sizeof(MqSegArg) == 40 && sizeof(MqArgs) == 152, "must match the k
 
 }  // namespace
 
-Mmq::Mmq(Compiler& compiler) : compiler_(compiler) {}
+Mmq::Mmq(Compiler& compiler) : compiler_(compiler), dq_(compiler) {}
 
 bool Mmq::supports(std::span<const MatmulSeg> segs) {
   if (segs.empty() || segs.size() > 3) return false;
@@ -60,8 +60,13 @@ CUfunction Mmq::function(const MmqSpec& spec) {
   return f;
 }
 
-void Mmq::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q8, const Stream& s) {
+void Mmq::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q8, const Stream& s,
+                       CUdeviceptr xh) {
   if (n <= 0 || segs.empty()) return;
+  if (xh && use_dq(segs)) {
+    dq_.matmul_group(segs, n, q8, xh, s);
+    return;
+  }
   if (n > kMmqMaxRows) throw_error("mmq: {} activation rows in one launch (at most {})", n, kMmqMaxRows);
   if (!supports(segs)) throw_error("mmq: these matrices have no MMQ kernel (check Mmq::supports first)");
   MmqSpec spec;

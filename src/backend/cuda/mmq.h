@@ -19,6 +19,7 @@
 #include <string>
 
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/dq_mma.h"
 
 namespace jitllm::cuda {
 
@@ -56,7 +57,13 @@ class Mmq {
 
   // segs[i].out [n][rows_i] = x . w_i^T (and res += the same); q8 holds x quantized (rows padded
   // to a multiple of 8), 1 <= n <= kMmqMaxRows.
-  void matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q8, const Stream& s);
+  // With xh (an f16 buffer of DqMma::f16_bytes(n, k)) and use_dq(segs), the step runs on the
+  // f16 tensor cores instead (dq_mma.h).
+  void matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q8, const Stream& s,
+                    CUdeviceptr xh = 0);
+  // True when a batched step of these matrices takes the DQ-MMA kernel (JITLLM_CUDA_DQMMA).
+  static bool use_dq(std::span<const MatmulSeg> segs) { return DqMma::enabled() && DqMma::supports(segs); }
+  DqMma& dq() { return dq_; }
 
   // Benches and tests: force tiles per CTA / warps per CTA (0 = the defaults) / the second
   // register set (-1 = the default, 0 off, 1 on where it fits).
@@ -67,13 +74,17 @@ class Mmq {
     act_override_ = act;
   }
   // JITLLM_CUDA_PROFILE: every launch timed (as CudaKernels does).
-  void set_profiling(bool on) { profiling_ = on; }
+  void set_profiling(bool on) {
+    profiling_ = on;
+    dq_.set_profiling(on);
+  }
   const KernelProfile& profile() const { return profile_; }
 
  private:
   CUfunction function(const MmqSpec& spec);
 
   Compiler& compiler_;
+  DqMma dq_;
   std::map<std::string, CUfunction> fns_;  // by MmqSpec::name()
   int mt_override_ = 0, warps_override_ = 0, pipe_override_ = -1, act_override_ = -1;
   bool profiling_ = false;

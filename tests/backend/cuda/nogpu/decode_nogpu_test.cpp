@@ -62,6 +62,36 @@ TEST(CudaDecodeNoGpu, DecodeVariantsCompileForSm90) {
     EXPECT_NE(src.find("matvec_swiglu"), std::string::npos);
     EXPECT_GT(nvrtc_compile(src, sw.name(), opts).size(), 1000u) << sw.name();
   }
+  // The PDL preload modes: the weight loads before griddepcontrol.wait in the bodies that preload
+  // (Q4_K both variants, Q6_K, Q8_0), the wait before the body in the others (F16, Q4_0), with
+  // the rope epilogue and in mixed groups.
+  MatvecSpec pre;
+  pre.k = 4096;
+  pre.rpw = 2;
+  for (int mode : {1, 2}) {
+    pre.preload = mode;
+    pre.nseg = 3;
+    pre.kinds[0] = WeightKind::Q4_K;
+    pre.kinds[1] = WeightKind::Q8_0;
+    pre.kinds[2] = WeightKind::Q6_K;
+    pre.rope = true;
+    std::string src = matvec_source(pre);
+    EXPECT_NE(src.find("#define PRELOAD " + std::to_string(mode)), std::string::npos);
+    EXPECT_GT(nvrtc_compile(src, pre.name(), opts).size(), 1000u) << pre.name();
+    pre.rope = false;
+    pre.nseg = 2;
+    pre.kinds[0] = WeightKind::F16;
+    pre.kinds[1] = WeightKind::Q4_0;
+    pre.q4k_variant = 1;
+    EXPECT_GT(nvrtc_compile(matvec_source(pre), pre.name(), opts).size(), 1000u) << pre.name();
+    pre.nseg = 1;
+    pre.kinds[0] = WeightKind::Q4_K;
+    pre.q4k_variant = 2;
+    EXPECT_GT(nvrtc_compile(matvec_source(pre), pre.name(), opts).size(), 1000u) << pre.name();
+    pre.q4k_variant = 1;
+  }
+  pre.norm = true;  // the preload goes without the norm epilogue (its CTAs count each other)
+  EXPECT_THROW(matvec_source(pre), Error);
   EXPECT_NE(elementwise_source().find("argmax_rows"), std::string::npos);
   for (int hd : {64, 128, 80})  // split-K decode attention
     for (bool f16 : {true, false})

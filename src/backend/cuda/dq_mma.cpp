@@ -1,0 +1,127 @@
+// Host side of the DQ-MMA kernel (see dq_mma.h): picks the variant for a step, compiles it on
+// first use through the cubin cache and launches the q8 -> f16 conversion and the kernel.
+#include "backend/cuda/dq_mma.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "core/error.h"
+
+namespace jitllm::cuda {
+
+namespace {
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+// The kernel's parameter, laid out as DqSeg / DqArgs in the generated source.
+struct DqSegArg {
+  uint64_t w, w2, out, res;
+  int32_t rows, cta0;
+};
+struct DqArgs {
+  DqSegArg seg[3];
+  uint64_t xh;
+  int32_t n, nseg, total, pad;
+};
+static_assert(sizeof(DqSegArg) == 40 && sizeof(DqArgs) == 144, "must match the kernel's DqArgs");
+
+}  // namespace
+
+DqMma::DqMma(Compiler& compiler) : compiler_(compiler) {}
+
+bool DqMma::supports(std::span<const MatmulSeg> segs) {
+  if (segs.empty() || segs.size() > 3) return false;
+  for (const MatmulSeg& s : segs) {
+    const DeviceWeight& w = *s.w;
+    if (w.k != segs[0].w->k || !dq_mma_supports(w.kind, w.k)) return false;
+    if (w.kind == WeightKind::Q4_K && w.scale_offset != 0) return false;  // not the GGUF layout
+  }
+  return true;
+}
+
+bool DqMma::enabled() {
+  static const bool on = env_int("JITLLM_CUDA_DQMMA", 1) != 0;
+  return on;
+}
+
+size_t DqMma::f16_bytes(int64_t n, int64_t k) { return size_t((n + 7) / 8 * 8) * size_t(k) * 2; }
+
+CUfunction DqMma::function(const DqMmaSpec& spec) {
+  const std::string name = spec.name();
+  if (auto it = fns_.find(name); it != fns_.end()) return it->second;
+  CUfunction f = compiler_.module(dq_mma_source(spec), name).function("dqmma");
+  check(driver().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                    int(dq_mma_smem_bytes(spec))),
+        "cuFuncSetAttribute(max dynamic shared memory)");
+  fns_.emplace(name, f);
+  return f;
+}
+
+void DqMma::run(CUfunction f, unsigned grid, unsigned block, size_t smem, const Stream& s,
+                void** args, const std::string& label) {
+  if (!profiling_) {
+    launch(f, grid, 1, 1, block, smem, s, args, "dqmma");
+    return;
+  }
+  if (!ev0_) {
+    ev0_ = std::make_unique<Event>();
+    ev1_ = std::make_unique<Event>();
+  }
+  ev0_->record(s);
+  launch(f, grid, 1, 1, block, smem, s, args, "dqmma");
+  ev1_->record(s);
+  ev1_->sync();
+  KernelProfile::Entry& e = profile_.by_name[label];
+  ++e.count;
+  e.ms += ev1_->ms_since(*ev0_);
+}
+
+void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q8, CUdeviceptr xh,
+                         const Stream& s) {
+  if (n <= 0 || segs.empty()) return;
+  if (n > 64) throw_error("dqmma: {} activation rows in one launch (at most 64)", n);
+  if (!supports(segs)) throw_error("dqmma: these matrices have no kernel (check DqMma::supports first)");
+  const int64_t k = segs[0].w->k;
+  DqMmaSpec spec;
+  spec.nseg = int(segs.size());
+  spec.k = k;
+  spec.nt8 = int((n + 7) / 8);
+  // Registers: two steps of weights, MT x NT8 accumulator tiles; MT 2 while NT8 <= 4.
+  static const int mt_env = std::clamp(env_int("JITLLM_CUDA_DQ_MT", 0), 0, 2);
+  static const int warps_env = std::clamp(env_int("JITLLM_CUDA_DQ_WARPS", 4), 1, 8);
+  spec.mt = mt_override_ > 0 ? mt_override_ : mt_env > 0 ? mt_env : spec.nt8 <= 4 ? 2 : 1;
+  spec.warps = warps_override_ > 0 ? warps_override_ : warps_env;
+  const int64_t rows_per_cta = 16 * spec.mt * spec.warps;
+  DqArgs a{};
+  int64_t ctas = 0;
+  for (size_t i = 0; i < segs.size(); ++i) {
+    const DeviceWeight& w = *segs[i].w;
+    spec.kinds[i] = w.kind;
+    a.seg[i] = DqSegArg{w.buf.get(), w.buf.get() + w.scale_offset, segs[i].out, segs[i].res,
+                        int32_t(w.rows), int32_t(ctas)};
+    ctas += (w.rows + rows_per_cta - 1) / rows_per_cta;
+  }
+  a.xh = xh;
+  a.n = int32_t(n);
+  a.nseg = spec.nseg;
+  a.total = int32_t(ctas);
+  // The f16 copy of the activation, padded rows included (they are read, never stored).
+  if (!to_f16_) to_f16_ = compiler_.module(q8_to_f16_source(), "q8_to_f16").function("q8_to_f16");
+  long long groups = (long long)((n + 7) / 8 * 8) * k / 8;
+  CUdeviceptr xq = q8.q, xds = q8.ds, xhp = xh;
+  void* cargs[] = {&xq, &xds, &xhp, &groups};
+  run(to_f16_, unsigned((groups + 255) / 256), 256, 0, s, cargs, "q8_to_f16");
+  void* args[] = {&a};
+  std::string label = "dqmma";
+  if (profiling_) {
+    label = spec.name() + " rows";
+    for (size_t i = 0; i < segs.size(); ++i) label += fmt::format("{}{}", i ? "+" : " ", segs[i].w->rows);
+    label += fmt::format(" n={}{}", n, segs[0].res ? " +res" : "");
+  }
+  run(function(spec), unsigned(ctas), unsigned(32 * spec.warps), dq_mma_smem_bytes(spec), s, args, label);
+}
+
+}  // namespace jitllm::cuda

@@ -1,0 +1,82 @@
+// Batched decode on f16 tensor cores ("DQ-MMA"): out[t][r] = dot(w row r, x[t]) for steps of
+// 8..64 activation rows, every weight byte read once per step for all rows. The weights are
+// dequantized to f16 in registers (scale and min folded into each value) and multiplied on the
+// tensor cores (mma.sync m16n8k16, f32 accumulation), so the f32 scale work that the int8 MMQ
+// (mmq.h) does after every MMA is gone; each dequantized block is used for all activation rows.
+//  - Weights are read as the matvec stores them on the card (packed_weight.h): Q4_K GGUF blocks,
+//    the repacked Q6_K and Q8_0; rows whose length is a multiple of 256.
+//  - The activation is the matvec's q8 rows, turned into f16(q d) by q8_to_f16 first (rows padded
+//    to a multiple of 8), so a batched row sees the activation the solo matvec rounds to, up to
+//    the f16 rounding of each value; the weights differ from the exact dequantization by their f16
+//    rounding. Repeated calls give the same bits (no atomics; fixed MMA order).
+// Owns no device memory: the caller passes the f16 activation buffer (f16_bytes()).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "backend/cuda/cuda_kernels.h"
+
+namespace jitllm::cuda {
+
+// One variant: 1..3 matrices of row length k reading one activation, NT8 tiles of 8 activation
+// rows, MT tiles of 16 weight rows per warp, WARPS warps per CTA (16 MT WARPS rows).
+struct DqMmaSpec {
+  WeightKind kinds[3] = {WeightKind::Q4_K, WeightKind::Q4_K, WeightKind::Q4_K};
+  int nseg = 1;
+  int64_t k = 0;
+  int nt8 = 1, mt = 2, warps = 4;
+  std::string name() const;
+};
+
+// True when the kernel reads this kind at row length k.
+bool dq_mma_supports(WeightKind kind, int64_t k);
+// Dynamic shared memory of a launch: two staging buffers of a step's activation.
+size_t dq_mma_smem_bytes(const DqMmaSpec& spec);
+// CUDA C++ text of one variant (entry point "dqmma"), and of the q8 -> f16 conversion
+// ("q8_to_f16"). Throws for unsupported kinds or shapes.
+std::string dq_mma_source(const DqMmaSpec& spec);
+std::string q8_to_f16_source();
+
+class DqMma {
+ public:
+  explicit DqMma(Compiler& compiler);
+
+  // True when every segment can run here (kinds, row length, the Q4_K layout as stored).
+  static bool supports(std::span<const MatmulSeg> segs);
+  // JITLLM_CUDA_DQMMA (default 1): 0 keeps the int8 MMQ for every batched step.
+  static bool enabled();
+  // Bytes of the f16 activation for n rows of k (n padded to a multiple of 8).
+  static size_t f16_bytes(int64_t n, int64_t k);
+
+  // segs[i].out [n][rows_i] = x . w_i^T (and res += the same); q8 holds x quantized (rows padded
+  // to a multiple of 8); xh receives its f16 copy (f16_bytes(n, k)); 1 <= n <= 64.
+  void matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q8, CUdeviceptr xh,
+                    const Stream& s);
+
+  // Benches and tests: force tiles per warp / warps per CTA (0 = the defaults).
+  void tune(int mt, int warps) {
+    mt_override_ = mt;
+    warps_override_ = warps;
+  }
+  void set_profiling(bool on) { profiling_ = on; }
+  const KernelProfile& profile() const { return profile_; }
+
+ private:
+  CUfunction function(const DqMmaSpec& spec);
+  void run(CUfunction f, unsigned grid, unsigned block, size_t smem, const Stream& s, void** args,
+           const std::string& label);
+
+  Compiler& compiler_;
+  std::map<std::string, CUfunction> fns_;  // by DqMmaSpec::name()
+  CUfunction to_f16_ = nullptr;
+  int mt_override_ = 0, warps_override_ = 0;
+  bool profiling_ = false;
+  KernelProfile profile_;
+  std::unique_ptr<Event> ev0_, ev1_;
+};
+
+}  // namespace jitllm::cuda

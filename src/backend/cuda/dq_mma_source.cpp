@@ -1,0 +1,369 @@
+// CUDA C++ text of the DQ-MMA kernel (batched decode on f16 tensor cores; see dq_mma.h).
+//
+// Work split: a CTA of WARPS warps owns 16 MT WARPS consecutive weight rows of one matrix and
+// every activation row of the step (NT8 tiles of 8); each warp owns 16 MT of those rows over the
+// whole row length, in steps of 256 values. The step's activation (f16, made from the q8 rows by
+// q8_to_f16) is copied into shared memory once per CTA with cp.async, double-buffered, one barrier
+// per step; the weights stream from global memory straight into registers, the next step's in
+// flight while this one's MMAs run.
+//
+// Tensor cores: mma.sync m16n8k16 f16 x f16 -> f32. A = 16 weight rows dequantized in registers
+// (the block's scale and min folded into each value, so no per-MMA epilogue), B = 8 activation
+// rows. The dot over k does not depend on the order of its positions, so a thread's k slots hold
+// the values it loads contiguously: of a block of 32, thread t owns positions 8t..8t+7; the first
+// MMA's slots (2t, 2t+1, 2t+8, 2t+9) take positions 8t..8t+3, the second's 8t+4..8t+7. Its B
+// fragment is then one 16-byte shared-memory load per block and activation tile.
+#include <fmt/format.h>
+
+#include "backend/cuda/dq_mma.h"
+#include "core/error.h"
+
+namespace jitllm::cuda {
+
+namespace {
+
+constexpr const char* kHead = R"(
+#define NTOK (NT8 * 8)
+#define STEPS (K / 256)
+#define KB (K / 32)
+// Halves per staged activation row: 256 + 32, so 576 bytes (64 mod 128): the 8 rows of one
+// fragment load phase hit distinct banks.
+#define XS 288
+#define ROWS_PER_CTA (16 * MT * WARPS)
+#define KIND_Q8_0 3
+#define KIND_Q4_K 4
+#define KIND_Q6_K 5
+struct DqSeg { u64 w, w2, out, res; int rows, cta0; };
+struct DqArgs { DqSeg seg[3]; u64 xh; int n, nseg, total, pad; };
+__device__ __forceinline__ void mma_f16(float (&c)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ u32 hsub2(u32 a, u32 b) { u32 r; asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r; }
+__device__ __forceinline__ u32 hmul2(u32 a, u32 b) { u32 r; asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r; }
+__device__ __forceinline__ u32 hfma2(u32 a, u32 b, u32 c) { u32 r; asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); return r; }
+__device__ __forceinline__ u32 prmt(u32 a, u32 b, u32 s) { u32 r; asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(s)); return r; }
+// (f16(lo), f16(hi)) in one register, lo in the low half.
+__device__ __forceinline__ u32 h2pack(float lo, float hi) { u32 r; asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r; }
+// Bytes 0, 1 (sel 0x4140) or 2, 3 (0x4342) of v (each < 256) as the f16 pair (1024 + b0, 1024 + b1).
+#define BYTES_F16(v, sel) prmt((v), 0x64646464u, (sel))
+__device__ __forceinline__ uint4 dq_ld16(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ uint2 dq_ld8(const void* p) {
+  uint2 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ u16 dq_ld2(const void* p) {
+  u16 v;
+  asm volatile("ld.global.nc.L1::no_allocate.u16 %0, [%1];" : "=h"(v) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+  const u32 d = (u32)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(d), "l"(src) : "memory");
+}
+// Step s of every activation row (values [256 s, 256 s + 256)) into one staging buffer.
+__device__ __forceinline__ void dq_stage(u16* buf, const u16* __restrict__ xh, int s) {
+  for (int c = threadIdx.x; c < NTOK * 32; c += WARPS * 32)
+    cp_async16(buf + (c >> 5) * XS + (c & 31) * 8, xh + (size_t)(c >> 5) * K + s * 256 + (c & 31) * 8);
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
+// A kind: W holds one step's weight bytes of the warp's rows (row[m][h]: m-tile m, h = 0 for
+// fragment row g, 1 for g + 8); block() makes the A registers of block j of the step for one row:
+// positions 8t..8t+7 as four f16 pairs.
+template <int KIND> struct Dq;
+)";
+
+// Q4_K (GGUF blocks of 256 as stored: half d, half dmin, 12 bytes of 6-bit scales/mins, 128
+// bytes of nibbles; block j of 32 is the low (j even) or high (j odd) nibbles of qs[32 (j / 2),
+// + 32)). Value = d sc_j q - dmin m_j: (1024 + q) as f16 from the byte, minus 1024 (exact), then
+// one fma with (s, -m) rounded to f16.
+constexpr const char* kQ4K = R"(
+template <> struct Dq<KIND_Q4_K> {
+  struct W { uint4 hd[MT][2]; uint2 qv[MT][2][4]; };
+  static __device__ __forceinline__ void load(W& r, const u8* __restrict__ w, const u8* __restrict__ w2,
+                                              const int (&row)[MT][2], int s, int t) {
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const u8* blk = w + ((size_t)row[m][h] * STEPS + s) * 144;
+        r.hd[m][h] = dq_ld16(blk);
+#pragma unroll
+        for (int p = 0; p < 4; ++p) r.qv[m][h][p] = dq_ld8(blk + 16 + 32 * p + 8 * t);
+      }
+  }
+  static __device__ __forceinline__ void block(const W& r, int j, int m, int h, int t, u32 (&a)[4]) {
+    const uint4 hd = r.hd[m][h];
+    const u32 s0 = hd.y, s1 = hd.z, s2 = hd.w;
+    u32 scj, mnj;  // get_scale_min_k4
+    if (j < 4) {
+      scj = (s0 >> (8 * j)) & 63;
+      mnj = (s1 >> (8 * j)) & 63;
+    } else {
+      const int i = j - 4;
+      scj = ((s2 >> (8 * i)) & 0xF) | (((s0 >> (8 * i + 6)) & 3) << 4);
+      mnj = ((s2 >> (8 * i + 4)) & 0xF) | (((s1 >> (8 * i + 6)) & 3) << 4);
+    }
+    const float sc = h2f((u16)(hd.x & 0xffff)) * (float)scj, mn = h2f((u16)(hd.x >> 16)) * (float)mnj;
+    const u32 s2h = h2pack(sc, sc), m2h = h2pack(-mn, -mn);
+    const uint2 q = r.qv[m][h][j >> 1];
+    const u32 n0 = ((j & 1) ? q.x >> 4 : q.x) & 0x0F0F0F0Fu, n1 = ((j & 1) ? q.y >> 4 : q.y) & 0x0F0F0F0Fu;
+    a[0] = hfma2(hsub2(BYTES_F16(n0, 0x4140u), 0x64006400u), s2h, m2h);
+    a[1] = hfma2(hsub2(BYTES_F16(n0, 0x4342u), 0x64006400u), s2h, m2h);
+    a[2] = hfma2(hsub2(BYTES_F16(n1, 0x4140u), 0x64006400u), s2h, m2h);
+    a[3] = hfma2(hsub2(BYTES_F16(n1, 0x4342u), 0x64006400u), s2h, m2h);
+  }
+};
+)";
+
+// Q6_K repacked per block as [ql 128][qh 64][scales 16] (208 bytes) with the half d's in w2
+// [rows][K / 256]. Block j = 4 hh + qq of 32 (hh: half of the block, qq: quarter of the half):
+// low (qq < 2) or high nibbles of ql[64 hh + 32 (qq % 2), + 32], bits 2 qq.. of qh[32 hh, + 32];
+// positions 8t..8t+7 are in scale group 2 j + t / 2. Value = d sc (q - 32): (1024 + q) from the
+// byte, minus 1056 (exact), times (d sc) rounded to f16.
+constexpr const char* kQ6K = R"(
+template <> struct Dq<KIND_Q6_K> {
+  static constexpr int NB = K / 256;
+  struct W { uint2 ql[MT][2][4], qh[MT][2][2]; uint4 sc[MT][2]; u16 dh[MT][2]; };
+  static __device__ __forceinline__ void load(W& r, const u8* __restrict__ w, const u8* __restrict__ w2,
+                                              const int (&row)[MT][2], int s, int t) {
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const u8* blk = w + ((size_t)row[m][h] * NB + s) * 208;
+#pragma unroll
+        for (int u = 0; u < 4; ++u) r.ql[m][h][u] = dq_ld8(blk + 64 * (u >> 1) + 32 * (u & 1) + 8 * t);
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) r.qh[m][h][hh] = dq_ld8(blk + 128 + 32 * hh + 8 * t);
+        r.sc[m][h] = dq_ld16(blk + 192);
+        r.dh[m][h] = dq_ld2(w2 + ((size_t)row[m][h] * NB + s) * 2);
+      }
+  }
+  static __device__ __forceinline__ void block(const W& r, int j, int m, int h, int t, u32 (&a)[4]) {
+    const int hh = j >> 2, qq = j & 3;
+    const uint2 l = r.ql[m][h][hh * 2 + (qq & 1)];
+    const uint2 hb = r.qh[m][h][hh];
+    const u32 q0 = (((qq >= 2) ? l.x >> 4 : l.x) & 0x0F0F0F0Fu) | (((hb.x >> (2 * qq)) & 0x03030303u) << 4);
+    const u32 q1 = (((qq >= 2) ? l.y >> 4 : l.y) & 0x0F0F0F0Fu) | (((hb.y >> (2 * qq)) & 0x03030303u) << 4);
+    const uint4 scv = r.sc[m][h];
+    const u32 word = (j >> 1) == 0 ? scv.x : (j >> 1) == 1 ? scv.y : (j >> 1) == 2 ? scv.z : scv.w;
+    const float sc = h2f(r.dh[m][h]) * (float)(i8)(word >> (8 * (2 * (j & 1) + (t >> 1))));
+    const u32 s2h = h2pack(sc, sc);
+    a[0] = hmul2(hsub2(BYTES_F16(q0, 0x4140u), 0x64206420u), s2h);
+    a[1] = hmul2(hsub2(BYTES_F16(q0, 0x4342u), 0x64206420u), s2h);
+    a[2] = hmul2(hsub2(BYTES_F16(q1, 0x4140u), 0x64206420u), s2h);
+    a[3] = hmul2(hsub2(BYTES_F16(q1, 0x4342u), 0x64206420u), s2h);
+  }
+};
+)";
+
+// Q8_0 repacked: int8 [rows][K] and the half d of each block of 32 in w2 [rows][K / 32]. Value =
+// d q: (1024 + 128 + q) from the byte with its sign bit flipped, minus 1152 (exact), times d (one
+// rounding of the exact product, as f16(d * q) in f32).
+constexpr const char* kQ80 = R"(
+template <> struct Dq<KIND_Q8_0> {
+  struct W { uint2 q[MT][2][8]; uint4 d[MT][2]; };
+  static __device__ __forceinline__ void load(W& r, const u8* __restrict__ w, const u8* __restrict__ w2,
+                                              const int (&row)[MT][2], int s, int t) {
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const u8* p = w + (size_t)row[m][h] * K + s * 256;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) r.q[m][h][j] = dq_ld8(p + 32 * j + 8 * t);
+        r.d[m][h] = dq_ld16(w2 + ((size_t)row[m][h] * KB + s * 8) * 2);
+      }
+  }
+  static __device__ __forceinline__ void block(const W& r, int j, int m, int h, int t, u32 (&a)[4]) {
+    const uint4 dv = r.d[m][h];
+    const u32 dw = (j >> 1) == 0 ? dv.x : (j >> 1) == 1 ? dv.y : (j >> 1) == 2 ? dv.z : dv.w;
+    const u32 dh = (j & 1) ? dw >> 16 : dw & 0xffffu;
+    const u32 d2 = dh | (dh << 16);
+    const u32 x0 = r.q[m][h][j].x ^ 0x80808080u, x1 = r.q[m][h][j].y ^ 0x80808080u;
+    a[0] = hmul2(hsub2(BYTES_F16(x0, 0x4140u), 0x64806480u), d2);
+    a[1] = hmul2(hsub2(BYTES_F16(x0, 0x4342u), 0x64806480u), d2);
+    a[2] = hmul2(hsub2(BYTES_F16(x1, 0x4140u), 0x64806480u), d2);
+    a[3] = hmul2(hsub2(BYTES_F16(x1, 0x4342u), 0x64806480u), d2);
+  }
+};
+)";
+
+constexpr const char* kTail = R"(
+// One step: 8 blocks of 32, each dequantized once per row and used for every activation tile.
+template <int KIND>
+__device__ __forceinline__ void dq_compute(const typename Dq<KIND>::W& r, const u16* xb, int g, int t,
+                                           float (&acc)[MT][NT8][4]) {
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    u32 a[MT][2][4];
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) Dq<KIND>::block(r, j, m, h, t, a[m][h]);
+#pragma unroll
+    for (int n = 0; n < NT8; ++n) {
+      const uint4 b = *(const uint4*)(xb + (n * 8 + g) * XS + 32 * j + 8 * t);
+#pragma unroll
+      for (int m = 0; m < MT; ++m) {
+        mma_f16(acc[m][n], a[m][0][0], a[m][1][0], a[m][0][1], a[m][1][1], b.x, b.y);
+        mma_f16(acc[m][n], a[m][0][2], a[m][1][2], a[m][0][3], a[m][1][3], b.z, b.w);
+      }
+    }
+  }
+}
+// Waits for this thread's copies of step s, then for every thread (its copies visible, and
+// every warp done with step s - 1, whose buffer the copy of step s + 1 reuses).
+__device__ __forceinline__ void dq_sync_stage(u16* xs, const u16* __restrict__ xh, int s) {
+  asm volatile("cp.async.wait_all;" ::: "memory");
+  __syncthreads();
+  if (s + 1 < STEPS) dq_stage(xs + ((s + 1) & 1) * NTOK * XS, xh, s + 1);
+}
+template <int KIND>
+__device__ __forceinline__ void dq_segment(const DqSeg& sg, int tile, const DqArgs& a, u16* xs) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  // Warps past the last row still take part in the copies and barriers (their rows clamp to the
+  // last one; nothing of theirs is stored).
+  const int r0 = tile * ROWS_PER_CTA + warp * 16 * MT;
+  int row[MT][2];
+#pragma unroll
+  for (int m = 0; m < MT; ++m) {
+    row[m][0] = min(r0 + 16 * m + g, sg.rows - 1);
+    row[m][1] = min(r0 + 16 * m + g + 8, sg.rows - 1);
+  }
+  float acc[MT][NT8][4];
+#pragma unroll
+  for (int m = 0; m < MT; ++m)
+#pragma unroll
+    for (int n = 0; n < NT8; ++n)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[m][n][i] = 0.0f;
+  const u8* w = (const u8*)sg.w;
+  const u8* w2 = (const u8*)sg.w2;
+  const u16* xh = (const u16*)a.xh;
+  typename Dq<KIND>::W wa, wb;
+  Dq<KIND>::load(wa, w, w2, row, 0, t);
+  PDL_WAIT();  // the weights do not depend on the previous kernel; the activation does
+  dq_stage(xs, xh, 0);
+  for (int s = 0; s < STEPS; s += 2) {
+    dq_sync_stage(xs, xh, s);
+    if (s + 1 < STEPS) Dq<KIND>::load(wb, w, w2, row, s + 1, t);
+    dq_compute<KIND>(wa, xs + (s & 1) * NTOK * XS, g, t, acc);
+    if (s + 1 >= STEPS) break;
+    dq_sync_stage(xs, xh, s + 1);
+    if (s + 2 < STEPS) Dq<KIND>::load(wa, w, w2, row, s + 2, t);
+    dq_compute<KIND>(wb, xs + ((s + 1) & 1) * NTOK * XS, g, t, acc);
+  }
+  float* out = (float*)sg.out;
+  float* res = (float*)sg.res;
+#pragma unroll
+  for (int m = 0; m < MT; ++m)
+#pragma unroll
+    for (int n = 0; n < NT8; ++n)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int r = r0 + 16 * m + g + 8 * (i >> 1), tok = n * 8 + 2 * t + (i & 1);
+        if (r < sg.rows && tok < a.n) {
+          const size_t o = (size_t)tok * sg.rows + r;
+          out[o] = acc[m][n][i];
+          if (res) res[o] += acc[m][n][i];
+        }
+      }
+}
+extern "C" __global__ void __launch_bounds__(WARPS * 32) dqmma(const DqArgs a) {
+  PDL_TRIGGER();
+  extern __shared__ __align__(16) unsigned char dq_smem[];
+  u16* xs = (u16*)dq_smem;  // [2][NTOK][XS]
+  const int cta = blockIdx.x;
+#if NSEG > 2
+  if (cta >= a.seg[2].cta0) { dq_segment<KIND2>(a.seg[2], cta - a.seg[2].cta0, a, xs); return; }
+#endif
+#if NSEG > 1
+  if (cta >= a.seg[1].cta0) { dq_segment<KIND1>(a.seg[1], cta - a.seg[1].cta0, a, xs); return; }
+#endif
+  dq_segment<KIND0>(a.seg[0], cta, a, xs);
+}
+)";
+
+// The activation for the kernel above: f16(q d) of the q8 blocks, 8 values per thread, so the
+// batched matmuls see the same rounded activation as the solo matvec (up to the f16 rounding).
+constexpr const char* kToF16 = R"(
+extern "C" __global__ void q8_to_f16(const i8* __restrict__ xq, const float2* __restrict__ xds,
+                                     u16* __restrict__ xh, long long groups) {
+  PDL_TRIGGER();
+  PDL_WAIT();
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= groups) return;
+  const uint2 q = *(const uint2*)(xq + i * 8);
+  const float d = xds[i / 4].x;
+  u32 o[4];
+  const u32 w[2] = {q.x, q.y};
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const u32 v = w[k >> 1] >> (16 * (k & 1));
+    o[k] = (u32)f2h((float)(i8)(v & 0xff) * d) | ((u32)f2h((float)(i8)(v >> 8) * d) << 16);
+  }
+  *(uint4*)(xh + i * 8) = make_uint4(o[0], o[1], o[2], o[3]);
+}
+)";
+
+int kind_id(WeightKind kind) {
+  switch (kind) {
+    case WeightKind::Q8_0: return 3;
+    case WeightKind::Q4_K: return 4;
+    case WeightKind::Q6_K: return 5;
+    default: return -1;
+  }
+}
+
+}  // namespace
+
+bool dq_mma_supports(WeightKind kind, int64_t k) {
+  return (kind == WeightKind::Q4_K || kind == WeightKind::Q6_K || kind == WeightKind::Q8_0) && k > 0 &&
+         k % 256 == 0;
+}
+
+size_t dq_mma_smem_bytes(const DqMmaSpec& spec) { return size_t(2) * spec.nt8 * 8 * 288 * 2; }
+
+std::string DqMmaSpec::name() const {
+  std::string s = "dqmma";
+  for (int i = 0; i < nseg; ++i) s += fmt::format("{}{}", i ? "+" : " ", weight_kind_name(kinds[i]));
+  return s + fmt::format(" k={} nt8={} mt={} warps={}", k, nt8, mt, warps);
+}
+
+std::string dq_mma_source(const DqMmaSpec& spec) {
+  if (spec.nseg < 1 || spec.nseg > 3) throw_error("dqmma: {} matrices in one launch (1 to 3)", spec.nseg);
+  if (spec.nt8 < 1 || spec.nt8 > 8) throw_error("dqmma: {} tiles of 8 activation rows is not in [1, 8]", spec.nt8);
+  if (spec.mt < 1 || spec.mt > 2) throw_error("dqmma: {} tiles of 16 weight rows per warp is not in [1, 2]", spec.mt);
+  if (spec.warps < 1 || spec.warps > 8) throw_error("dqmma: {} warps is not in [1, 8]", spec.warps);
+  std::string defs = fmt::format("#define K {}\n#define NT8 {}\n#define MT {}\n#define WARPS {}\n#define NSEG {}\n",
+                                 spec.k, spec.nt8, spec.mt, spec.warps, spec.nseg);
+  bool q4k = false, q6k = false, q80 = false;
+  for (int i = 0; i < spec.nseg; ++i) {
+    const WeightKind kind = spec.kinds[i];
+    if (!dq_mma_supports(kind, spec.k))
+      throw_error("dqmma: no kernel for {} rows of length {} (Q4_K, Q6_K, Q8_0: multiples of 256)",
+                  weight_kind_name(kind), spec.k);
+    defs += fmt::format("#define KIND{} {}\n", i, kind_id(kind));
+    q4k |= kind == WeightKind::Q4_K;
+    q6k |= kind == WeightKind::Q6_K;
+    q80 |= kind == WeightKind::Q8_0;
+  }
+  std::string src = defs + kernel_prelude() + kHead;
+  if (q4k) src += kQ4K;
+  if (q6k) src += kQ6K;
+  if (q80) src += kQ80;
+  return src + kTail;
+}
+
+std::string q8_to_f16_source() { return kernel_prelude() + std::string(kToF16); }
+
+}  // namespace jitllm::cuda

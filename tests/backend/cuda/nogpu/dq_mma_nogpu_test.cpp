@@ -1,0 +1,71 @@
+// The DQ-MMA generator (batched decode on f16 tensor cores, dq_mma.h) without a card: the
+// variants the engine launches compile under NVRTC for sm_90 with no register spills, and bad
+// specs are refused with a jitllm::Error. Runs in the CPU suite wherever the toolkit was found.
+#include <gtest/gtest.h>
+
+#include "backend/cuda/compiler.h"
+#include "backend/cuda/cuda_api.h"
+#include "backend/cuda/dq_mma.h"
+#include "core/error.h"
+#include "nvrtc_test_util.h"
+
+namespace jitllm::cuda {
+namespace {
+
+TEST(DqMmaNoGpu, EngineVariantsCompileForSm90) {
+  JITLLM_REQUIRE_NVRTC();
+  const auto opts = nvrtc_options("sm_90");
+  // Each kind alone at the 1B/8B row lengths, with the smallest and largest activation tiles and
+  // the tile counts per warp the host picks for them (2 up to 4 tiles of 8, then 1).
+  for (WeightKind kind : {WeightKind::Q4_K, WeightKind::Q6_K, WeightKind::Q8_0}) {
+    for (int nt8 : {1, 4, 8}) {
+      DqMmaSpec spec;
+      spec.kinds[0] = kind;
+      spec.k = nt8 == 1 ? 2048 : 14336;
+      spec.nt8 = nt8;
+      spec.mt = nt8 <= 4 ? 2 : 1;
+      const std::vector<char> cubin = nvrtc_compile(dq_mma_source(spec), spec.name(), opts);
+      EXPECT_GT(cubin.size(), 1000u) << spec.name();
+    }
+  }
+  // q/k/v of Q4_K_M in one launch (mixed kinds), at 1 and 8 warps per CTA.
+  DqMmaSpec spec;
+  spec.kinds[0] = WeightKind::Q4_K;
+  spec.kinds[1] = WeightKind::Q4_K;
+  spec.kinds[2] = WeightKind::Q6_K;
+  spec.nseg = 3;
+  spec.k = 4096;
+  spec.nt8 = 4;
+  for (int warps : {1, 8}) {
+    spec.warps = warps;
+    EXPECT_GT(nvrtc_compile(dq_mma_source(spec), spec.name(), opts).size(), 1000u) << spec.name();
+  }
+  EXPECT_EQ(dq_mma_smem_bytes(spec), size_t(2 * 32 * 288 * 2));
+  EXPECT_GT(nvrtc_compile(q8_to_f16_source(), "q8_to_f16", opts).size(), 500u);
+}
+
+TEST(DqMmaNoGpu, UnsupportedKindsAndShapesAreRefused) {
+  DqMmaSpec spec;
+  spec.k = 4096;
+  spec.kinds[0] = WeightKind::F16;
+  EXPECT_THROW(dq_mma_source(spec), Error);
+  spec.kinds[0] = WeightKind::Q8_0;
+  spec.k = 4000;  // not whole steps of 256
+  EXPECT_THROW(dq_mma_source(spec), Error);
+  spec.k = 4096;
+  spec.nt8 = 9;  // 72 activation rows: more than one launch takes
+  EXPECT_THROW(dq_mma_source(spec), Error);
+  spec.nt8 = 1;
+  spec.mt = 3;
+  EXPECT_THROW(dq_mma_source(spec), Error);
+  spec.mt = 1;
+  spec.warps = 9;
+  EXPECT_THROW(dq_mma_source(spec), Error);
+  EXPECT_TRUE(dq_mma_supports(WeightKind::Q8_0, 256));
+  EXPECT_FALSE(dq_mma_supports(WeightKind::Q8_0, 128));
+  EXPECT_FALSE(dq_mma_supports(WeightKind::Q5_K, 4096));
+  EXPECT_EQ(DqMma::f16_bytes(13, 4096), size_t(16 * 4096 * 2));
+}
+
+}  // namespace
+}  // namespace jitllm::cuda
