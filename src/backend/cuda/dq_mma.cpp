@@ -92,9 +92,11 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
   // Registers: two steps of weights, MT x NT8 accumulator tiles; MT 2 while NT8 <= 4.
   static const int mt_env = std::clamp(env_int("JITLLM_CUDA_DQ_MT", 0), 0, 2);
   static const int warps_env = std::clamp(env_int("JITLLM_CUDA_DQ_WARPS", 4), 1, 8);
+  static const int splitk_env = env_int("JITLLM_CUDA_DQ_SPLITK", 1);
   spec.mt = mt_override_ > 0 ? mt_override_ : mt_env > 0 ? mt_env : spec.nt8 <= 4 ? 2 : 1;
   spec.warps = warps_override_ > 0 ? warps_override_ : warps_env;
-  const int64_t rows_per_cta = 16 * spec.mt * spec.warps;
+  spec.splitk = (splitk_override_ >= 0 ? splitk_override_ : splitk_env) != 0;
+  const int64_t rows_per_cta = 16 * spec.mt * (spec.splitk ? 1 : spec.warps);
   DqArgs a{};
   int64_t ctas = 0;
   for (size_t i = 0; i < segs.size(); ++i) {

@@ -23,12 +23,16 @@
 namespace jitllm::cuda {
 
 // One variant: 1..3 matrices of row length k reading one activation, NT8 tiles of 8 activation
-// rows, MT tiles of 16 weight rows per warp, WARPS warps per CTA (16 MT WARPS rows).
+// rows, MT tiles of 16 weight rows per warp, WARPS warps per CTA (16 MT WARPS rows, or 16 MT with
+// splitk).
 struct DqMmaSpec {
   WeightKind kinds[3] = {WeightKind::Q4_K, WeightKind::Q4_K, WeightKind::Q4_K};
   int nseg = 1;
   int64_t k = 0;
   int nt8 = 1, mt = 2, warps = 4;
+  // The warps split the row length of 16 MT rows (activation read from global memory, tiles
+  // added in shared memory at the end) instead of each owning 16 MT rows of the whole length.
+  bool splitk = false;
   std::string name() const;
 };
 
@@ -57,10 +61,12 @@ class DqMma {
   void matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q8, CUdeviceptr xh,
                     const Stream& s);
 
-  // Benches and tests: force tiles per warp / warps per CTA (0 = the defaults).
-  void tune(int mt, int warps) {
+  // Benches and tests: force tiles per warp / warps per CTA (0 = the defaults) / the split of the
+  // row length over the warps (-1 = the default, 0 off, 1 on).
+  void tune(int mt, int warps, int splitk = -1) {
     mt_override_ = mt;
     warps_override_ = warps;
+    splitk_override_ = splitk;
   }
   void set_profiling(bool on) { profiling_ = on; }
   const KernelProfile& profile() const { return profile_; }
@@ -73,7 +79,7 @@ class DqMma {
   Compiler& compiler_;
   std::map<std::string, CUfunction> fns_;  // by DqMmaSpec::name()
   CUfunction to_f16_ = nullptr;
-  int mt_override_ = 0, warps_override_ = 0;
+  int mt_override_ = 0, warps_override_ = 0, splitk_override_ = -1;
   bool profiling_ = false;
   KernelProfile profile_;
   std::unique_ptr<Event> ev0_, ev1_;

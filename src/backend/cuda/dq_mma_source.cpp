@@ -29,7 +29,15 @@ constexpr const char* kHead = R"(
 // Halves per staged activation row: 256 + 32, so 576 bytes (64 mod 128): the 8 rows of one
 // fragment load phase hit distinct banks.
 #define XS 288
+// SPLITK: the CTA's warps split the row length of 16 MT rows instead (steps warp, warp + WARPS,
+// ...), each reading its activation slices straight from global memory (no staging, no barrier
+// per step), and add their tiles in shared memory in warp order at the end.
+#if SPLITK
+#define ROWS_PER_CTA (16 * MT)
+#define RS (16 * MT + 4)  // row stride of the reduction tile
+#else
 #define ROWS_PER_CTA (16 * MT * WARPS)
+#endif
 #define KIND_Q8_0 3
 #define KIND_Q4_K 4
 #define KIND_Q6_K 5
@@ -199,8 +207,10 @@ template <> struct Dq<KIND_Q8_0> {
 
 constexpr const char* kTail = R"(
 // One step: 8 blocks of 32, each dequantized once per row and used for every activation tile.
-template <int KIND>
-__device__ __forceinline__ void dq_compute(const typename Dq<KIND>::W& r, const u16* xb, int g, int t,
+// xb: value 0 of the step for activation row 0; XR: halves from one activation row to the next
+// (XS in the staging buffer, K in global memory).
+template <int KIND, int XR>
+__device__ __forceinline__ void dq_compute(const typename Dq<KIND>::W& r, const u16* __restrict__ xb, int g, int t,
                                            float (&acc)[MT][NT8][4]) {
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
@@ -211,7 +221,7 @@ __device__ __forceinline__ void dq_compute(const typename Dq<KIND>::W& r, const 
       for (int h = 0; h < 2; ++h) Dq<KIND>::block(r, j, m, h, t, a[m][h]);
 #pragma unroll
     for (int n = 0; n < NT8; ++n) {
-      const uint4 b = *(const uint4*)(xb + (n * 8 + g) * XS + 32 * j + 8 * t);
+      const uint4 b = *(const uint4*)(xb + (size_t)(n * 8 + g) * XR + 32 * j + 8 * t);
 #pragma unroll
       for (int m = 0; m < MT; ++m) {
         mma_f16(acc[m][n], a[m][0][0], a[m][1][0], a[m][0][1], a[m][1][1], b.x, b.y);
@@ -232,7 +242,11 @@ __device__ __forceinline__ void dq_segment(const DqSeg& sg, int tile, const DqAr
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   // Warps past the last row still take part in the copies and barriers (their rows clamp to the
   // last one; nothing of theirs is stored).
+#if SPLITK
+  const int r0 = tile * ROWS_PER_CTA;
+#else
   const int r0 = tile * ROWS_PER_CTA + warp * 16 * MT;
+#endif
   int row[MT][2];
 #pragma unroll
   for (int m = 0; m < MT; ++m) {
@@ -250,20 +264,57 @@ __device__ __forceinline__ void dq_segment(const DqSeg& sg, int tile, const DqAr
   const u8* w2 = (const u8*)sg.w2;
   const u16* xh = (const u16*)a.xh;
   typename Dq<KIND>::W wa, wb;
+  float* out = (float*)sg.out;
+  float* res = (float*)sg.res;
+#if SPLITK
+  int s = warp;
+  if (s < STEPS) Dq<KIND>::load(wa, w, w2, row, s, t);
+  PDL_WAIT();  // the weights do not depend on the previous kernel; the activation does
+  for (; s < STEPS; s += 2 * WARPS) {
+    const bool more = s + WARPS < STEPS;
+    if (more) Dq<KIND>::load(wb, w, w2, row, s + WARPS, t);
+    dq_compute<KIND, K>(wa, xh + s * 256, g, t, acc);
+    if (!more) break;
+    if (s + 2 * WARPS < STEPS) Dq<KIND>::load(wa, w, w2, row, s + 2 * WARPS, t);
+    dq_compute<KIND, K>(wb, xh + (s + WARPS) * 256, g, t, acc);
+  }
+  float* red = (float*)xs;  // [activation row][weight row of the tile], warps added in order
+  for (int wp = 0; wp < WARPS; ++wp) {
+    if (warp == wp) {
+#pragma unroll
+      for (int m = 0; m < MT; ++m)
+#pragma unroll
+        for (int n = 0; n < NT8; ++n)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            float* p = red + (n * 8 + 2 * t + (i & 1)) * RS + 16 * m + g + 8 * (i >> 1);
+            *p = wp == 0 ? acc[m][n][i] : *p + acc[m][n][i];
+          }
+    }
+    __syncthreads();
+  }
+  for (int i = threadIdx.x; i < ROWS_PER_CTA * NTOK; i += WARPS * 32) {
+    const int tok = i / ROWS_PER_CTA, r = i % ROWS_PER_CTA;
+    if (tok < a.n && r0 + r < sg.rows) {
+      const float v = red[tok * RS + r];
+      const size_t o = (size_t)tok * sg.rows + r0 + r;
+      out[o] = v;
+      if (res) res[o] += v;
+    }
+  }
+#else
   Dq<KIND>::load(wa, w, w2, row, 0, t);
   PDL_WAIT();  // the weights do not depend on the previous kernel; the activation does
   dq_stage(xs, xh, 0);
   for (int s = 0; s < STEPS; s += 2) {
     dq_sync_stage(xs, xh, s);
     if (s + 1 < STEPS) Dq<KIND>::load(wb, w, w2, row, s + 1, t);
-    dq_compute<KIND>(wa, xs + (s & 1) * NTOK * XS, g, t, acc);
+    dq_compute<KIND, XS>(wa, xs + (s & 1) * NTOK * XS, g, t, acc);
     if (s + 1 >= STEPS) break;
     dq_sync_stage(xs, xh, s + 1);
     if (s + 2 < STEPS) Dq<KIND>::load(wa, w, w2, row, s + 2, t);
-    dq_compute<KIND>(wb, xs + ((s + 1) & 1) * NTOK * XS, g, t, acc);
+    dq_compute<KIND, XS>(wb, xs + ((s + 1) & 1) * NTOK * XS, g, t, acc);
   }
-  float* out = (float*)sg.out;
-  float* res = (float*)sg.res;
 #pragma unroll
   for (int m = 0; m < MT; ++m)
 #pragma unroll
@@ -277,6 +328,7 @@ __device__ __forceinline__ void dq_segment(const DqSeg& sg, int tile, const DqAr
           if (res) res[o] += acc[m][n][i];
         }
       }
+#endif
 }
 extern "C" __global__ void __launch_bounds__(WARPS * 32) dqmma(const DqArgs a) {
   PDL_TRIGGER();
@@ -331,12 +383,14 @@ bool dq_mma_supports(WeightKind kind, int64_t k) {
          k % 256 == 0;
 }
 
-size_t dq_mma_smem_bytes(const DqMmaSpec& spec) { return size_t(2) * spec.nt8 * 8 * 288 * 2; }
+size_t dq_mma_smem_bytes(const DqMmaSpec& spec) {
+  return spec.splitk ? size_t(spec.nt8) * 8 * (16 * spec.mt + 4) * 4 : size_t(2) * spec.nt8 * 8 * 288 * 2;
+}
 
 std::string DqMmaSpec::name() const {
   std::string s = "dqmma";
   for (int i = 0; i < nseg; ++i) s += fmt::format("{}{}", i ? "+" : " ", weight_kind_name(kinds[i]));
-  return s + fmt::format(" k={} nt8={} mt={} warps={}", k, nt8, mt, warps);
+  return s + fmt::format(" k={} nt8={} mt={} warps={}{}", k, nt8, mt, warps, splitk ? " splitk" : "");
 }
 
 std::string dq_mma_source(const DqMmaSpec& spec) {
@@ -344,8 +398,9 @@ std::string dq_mma_source(const DqMmaSpec& spec) {
   if (spec.nt8 < 1 || spec.nt8 > 8) throw_error("dqmma: {} tiles of 8 activation rows is not in [1, 8]", spec.nt8);
   if (spec.mt < 1 || spec.mt > 2) throw_error("dqmma: {} tiles of 16 weight rows per warp is not in [1, 2]", spec.mt);
   if (spec.warps < 1 || spec.warps > 8) throw_error("dqmma: {} warps is not in [1, 8]", spec.warps);
-  std::string defs = fmt::format("#define K {}\n#define NT8 {}\n#define MT {}\n#define WARPS {}\n#define NSEG {}\n",
-                                 spec.k, spec.nt8, spec.mt, spec.warps, spec.nseg);
+  std::string defs = fmt::format(
+      "#define K {}\n#define NT8 {}\n#define MT {}\n#define WARPS {}\n#define NSEG {}\n#define SPLITK {}\n",
+      spec.k, spec.nt8, spec.mt, spec.warps, spec.nseg, spec.splitk ? 1 : 0);
   bool q4k = false, q6k = false, q80 = false;
   for (int i = 0; i < spec.nseg; ++i) {
     const WeightKind kind = spec.kinds[i];

@@ -266,19 +266,36 @@ TEST(CudaDqMma, GroupedMixedKindsAndLaunchShapesGiveTheSameBits) {
   G->stream->sync();
   std::vector<std::vector<float>> want;
   for (int i = 0; i < 3; ++i) want.push_back(download(grouped[size_t(i)].get(), size_t(n * rows[i])));
-  for (auto [mt, warps] : {std::pair{0, 0}, std::pair{1, 1}, std::pair{1, 8}, std::pair{2, 2}, std::pair{2, 8}}) {
-    mmq().dq().tune(mt, warps);
+  // Launch shapes of the same arithmetic: any tiles per warp at the default split of the row
+  // length (the default warps); without the split, any tiles and warps. Across the two modes
+  // only the order of the f32 sums differs.
+  struct V { int mt, warps, splitk; bool same; };
+  for (const V v : {V{0, 0, -1, true}, V{1, 0, -1, true}, V{2, 0, -1, true}, V{1, 1, 0, false},
+                    V{2, 8, 0, false}, V{1, 8, 1, false}, V{2, 2, 1, false}}) {
+    mmq().dq().tune(v.mt, v.warps, v.splitk);
+    std::vector<std::vector<float>> got;
     for (int i = 0; i < 3; ++i) {
       DeviceBuffer one_out(size_t(n * rows[i]) * 4);
       const MatmulSeg one{&dw[size_t(i)], one_out.get(), 0};
       mmq().matmul_group(std::span<const MatmulSeg>(&one, 1), n, qb, *G->stream, xh.get());
       G->stream->sync();
-      EXPECT_EQ(download(one_out.get(), size_t(n * rows[i])), want[size_t(i)])
-          << "segment " << i << " alone, mt=" << mt << " warps=" << warps;
+      got.push_back(download(one_out.get(), size_t(n * rows[i])));
+      if (v.same)
+        EXPECT_EQ(got.back(), want[size_t(i)]) << "segment " << i << " alone, mt=" << v.mt;
+      else
+        EXPECT_LT(rel_error(got.back(), want[size_t(i)]), 1e-6) << "segment " << i << " mt=" << v.mt
+                                                               << " warps=" << v.warps << " splitk=" << v.splitk;
+    }
+    if (!v.same) {  // a second shape of the same mode gives its own bits again
+      DeviceBuffer again(size_t(n * rows[0]) * 4);
+      const MatmulSeg one{&dw[0], again.get(), 0};
+      mmq().matmul_group(std::span<const MatmulSeg>(&one, 1), n, qb, *G->stream, xh.get());
+      G->stream->sync();
+      EXPECT_EQ(download(again.get(), size_t(n * rows[0])), got[0]);
     }
   }
-  mmq().dq().tune(0, 0);
-  std::printf("[ cuda     ] dqmma grouped q/k/v == single launches at 5 launch shapes (bitwise)\n");
+  mmq().dq().tune(0, 0, -1);
+  std::printf("[ cuda     ] dqmma grouped q/k/v == single launches (bitwise), 7 launch shapes\n");
 }
 
 // ---- Engines: N sessions stepped together vs their solo runs ----
@@ -473,16 +490,19 @@ TEST(CudaBench, MmqShapes) {
       }
       mmq().tune(0, 0, -1, -1);
       DeviceBuffer xh(DqMma::f16_bytes(n, sh.k));
-      for (auto [mt, warps] : {std::pair{0, 0}, std::pair{1, 4}, std::pair{2, 8}, std::pair{1, 2}}) {
+      struct DV { int mt, warps, splitk; };
+      for (const DV v : {DV{0, 0, -1}, DV{1, 4, 1}, DV{2, 4, 1}, DV{1, 8, 1}, DV{2, 8, 1}, DV{1, 2, 1},
+                         DV{1, 4, 0}}) {
+        const int mt = v.mt, warps = v.warps;
         if ((mt || warps) && (!sh.variants || n != 32)) continue;
-        mmq().dq().tune(mt, warps);
-        const std::string how = mt ? fmt::format("dqmma mt={} w={}", mt, warps) : "dqmma";
+        mmq().dq().tune(mt, warps, v.splitk);
+        const std::string how = mt ? fmt::format("dqmma mt={} w={} s={}", mt, warps, v.splitk) : "dqmma";
         line(how.c_str(), time([&](const DeviceWeight& d) {
                const MatmulSeg seg{&d, dout.get(), 0};
                mmq().matmul_group(std::span<const MatmulSeg>(&seg, 1), n, qb, *G->stream, xh.get());
              }));
       }
-      mmq().dq().tune(0, 0);
+      mmq().dq().tune(0, 0, -1);
     }
   }
 }

@@ -174,5 +174,32 @@ for s in $stages; do
         done
       done
       ;;
+    dq)  # session 4: DQ-MMA tests, N-sessions engine tests (DQ-MMA by default), the kernel bench at
+      # n = 8..64 (8B q/o, gate, head), jitllm batched with the int8 MMQ and with DQ-MMA, then tg128
+      # with the matvec PDL modes (PDL_MODES; A B C A order)
+      for shape in llama-3.2-1b llama-3.1-8b; do
+        [ -f /tmp/$shape.gguf ] || /tmp/bin/jitllm synth /tmp/$shape.gguf --shape $shape --type q4_k_m 2>&1 | tail -n 1
+      done
+      JITLLM_TEST_1B=/tmp/llama-3.2-1b.gguf timeout ${DQ_TEST_S:-200} /tmp/bin/test_backend_cuda --gtest_filter=${DQ_TESTS:-'CudaDqMma.*:CudaBatched.*'} 2>&1 |
+        tee $OUT/dq_tests.log | grep -E "^\[ cuda|FAILED|PASSED|Failure|Expected|Which is|actual" | head -n 60
+      for v in ${PDL_TEST_MODES:-3}; do
+        JITLLM_CUDA_PDL=$v timeout 120 /tmp/bin/test_backend_cuda --gtest_filter='CudaEngine.*:Fixtures/CudaFixture.*/Q4_K_M:Fixtures/CudaFixture.*/Q6_K' 2>&1 |
+          tee $OUT/pdl${v}_tests.log | grep -E "FAILED|PASSED|Failure|Expected|Which is" | head -n 30
+      done
+      JITLLM_CUDA_BENCH=quick timeout 150 /tmp/bin/test_backend_cuda --gtest_filter='CudaBench.MmqShapes' 2>&1 |
+        tee $OUT/dq_bench.log | grep -E "bench.*(mmq|dqmma)|FAILED|Failure" | head -n 80
+      IFS=';' read -ra dqv <<< "${DQ_ENVS:-JITLLM_CUDA_DQMMA=0;JITLLM_CUDA_DQMMA=1}"
+      for v in "${dqv[@]}"; do
+        echo "== batched 8B $v" | tee -a $OUT/dq_batched.log
+        env $v /tmp/bin/jitllm batched -m /tmp/llama-3.1-8b.gguf -s ${SESSIONS:-8,32,64} -p 128 -n 64 --devices cuda 2>&1 |
+          grep -E "sessions|rror" | tee -a $OUT/dq_batched.log
+      done
+      for shape in llama-3.2-1b llama-3.1-8b; do
+        for v in ${PDL_MODES:-0 2 3 0}; do
+          echo "== $shape JITLLM_CUDA_PDL=$v" | tee -a $OUT/pdl.log
+          JITLLM_CUDA_PDL=$v /tmp/bin/jitllm speed -m /tmp/$shape.gguf -p 0 -n 128 -r 2 --devices cuda 2>&1 | grep -E "tg|rror" | tee -a $OUT/pdl.log
+        done
+      done
+      ;;
   esac
 done

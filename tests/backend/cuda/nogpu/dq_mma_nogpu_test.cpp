@@ -24,8 +24,11 @@ TEST(DqMmaNoGpu, EngineVariantsCompileForSm90) {
       spec.k = nt8 == 1 ? 2048 : 14336;
       spec.nt8 = nt8;
       spec.mt = nt8 <= 4 ? 2 : 1;
-      const std::vector<char> cubin = nvrtc_compile(dq_mma_source(spec), spec.name(), opts);
-      EXPECT_GT(cubin.size(), 1000u) << spec.name();
+      for (bool splitk : {false, true}) {  // warps own rows / warps split the row length
+        spec.splitk = splitk;
+        const std::vector<char> cubin = nvrtc_compile(dq_mma_source(spec), spec.name(), opts);
+        EXPECT_GT(cubin.size(), 1000u) << spec.name();
+      }
     }
   }
   // q/k/v of Q4_K_M in one launch (mixed kinds), at 1 and 8 warps per CTA.
@@ -41,6 +44,9 @@ TEST(DqMmaNoGpu, EngineVariantsCompileForSm90) {
     EXPECT_GT(nvrtc_compile(dq_mma_source(spec), spec.name(), opts).size(), 1000u) << spec.name();
   }
   EXPECT_EQ(dq_mma_smem_bytes(spec), size_t(2 * 32 * 288 * 2));
+  spec.splitk = true;  // the reduction tile: 32 activation rows x (16 MT + 4) floats
+  EXPECT_EQ(dq_mma_smem_bytes(spec), size_t(32 * (16 * 2 + 4) * 4));
+  EXPECT_GT(nvrtc_compile(dq_mma_source(spec), spec.name(), opts).size(), 1000u) << spec.name();
   EXPECT_GT(nvrtc_compile(q8_to_f16_source(), "q8_to_f16", opts).size(), 500u);
 }
 
