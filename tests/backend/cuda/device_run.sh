@@ -182,7 +182,7 @@ for s in $stages; do
       done
       JITLLM_TEST_1B=/tmp/llama-3.2-1b.gguf timeout ${DQ_TEST_S:-200} /tmp/bin/test_backend_cuda --gtest_filter=${DQ_TESTS:-'CudaDqMma.*:CudaBatched.*'} 2>&1 |
         tee $OUT/dq_tests.log | grep -E "^\[ cuda|FAILED|PASSED|Failure|Expected|Which is|actual" | head -n 60
-      for v in ${PDL_TEST_MODES:-3}; do
+      for v in ${PDL_TEST_MODES-3}; do
         JITLLM_CUDA_PDL=$v timeout 120 /tmp/bin/test_backend_cuda --gtest_filter='CudaEngine.*:Fixtures/CudaFixture.*/Q4_K_M:Fixtures/CudaFixture.*/Q6_K' 2>&1 |
           tee $OUT/pdl${v}_tests.log | grep -E "FAILED|PASSED|Failure|Expected|Which is" | head -n 30
       done
@@ -195,7 +195,7 @@ for s in $stages; do
           grep -E "sessions|rror" | tee -a $OUT/dq_batched.log
       done
       for shape in llama-3.2-1b llama-3.1-8b; do
-        for v in ${PDL_MODES:-0 2 3 0}; do
+        for v in ${PDL_MODES-0 2 3 0}; do
           echo "== $shape JITLLM_CUDA_PDL=$v" | tee -a $OUT/pdl.log
           JITLLM_CUDA_PDL=$v /tmp/bin/jitllm speed -m /tmp/$shape.gguf -p 0 -n 128 -r 2 --devices cuda 2>&1 | grep -E "tg|rror" | tee -a $OUT/pdl.log
         done
