@@ -15,19 +15,21 @@ namespace jitllm {
 
 void Engine::warm_up() {
   // Shapes: one 16-row prompt step (the prefill GEMM and flash-attention path), one 15-row step
-  // (matvec tiles of 8, 4, 2 and 1 rows, paged attention over an earlier prompt), then three
-  // one-token decode steps (a direct step, the step that captures the decode graph, a replay),
-  // once returning logits and once only the greedy token (its own kernels and graph).
-  constexpr int64_t kPrompt = 16, kTail = 15, kDecode = 3;
-  const int64_t n_ctx = kPrompt + kTail + 2 * kDecode;
+  // (matvec tiles of 8, 4, 2 and 1 rows, paged attention over an earlier prompt), one 7-row step
+  // (a single tile: q/k/v take the RoPE + KV-store epilogue there, as a short prompt tail does),
+  // then three one-token decode steps (a direct step, the step that captures the decode graph, a
+  // replay), once returning logits and once only the greedy token (its own kernels and graph).
+  constexpr int64_t kPrompt = 16, kTail = 15, kSmall = 7, kDecode = 3;
+  const int64_t n_ctx = kPrompt + kTail + kSmall + 2 * kDecode;
   if (config().n_ctx_train > 0 && config().n_ctx_train < n_ctx) return;  // a toy model: nothing to gain
   auto session = new_session(n_ctx);
   // Any valid ids serve; spread them so the embedding lookup reads several rows.
-  std::vector<int32_t> ids(size_t(kPrompt + kTail));
+  std::vector<int32_t> ids(size_t(kPrompt + kTail + kSmall));
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t((i * 7919) % size_t(config().n_vocab));
   const std::span<const int32_t> all(ids);
   prefill(*session, all.first(kPrompt), false, std::min<int64_t>(kPrompt, options_.n_batch));
-  prefill(*session, all.subspan(kPrompt), false, std::min<int64_t>(kTail, options_.n_batch));
+  prefill(*session, all.subspan(kPrompt, kTail), false, std::min<int64_t>(kTail, options_.n_batch));
+  prefill(*session, all.subspan(kPrompt + kTail), false, std::min<int64_t>(kSmall, options_.n_batch));
   for (int64_t i = 0; i < kDecode; ++i) decode(*session, ids[size_t(i)]);
   for (int64_t i = 0; i < kDecode; ++i) decode_greedy(*session, ids[size_t(i)]);
 }

@@ -171,7 +171,7 @@ CUfunction CudaKernels::elementwise_fn(const char* name) {
 void CudaKernels::quantize_q8(CUdeviceptr x, int64_t n, int64_t k, Q8Buffers q8, const Stream& s) {
   if (k % 32 != 0) throw_error("quantize_q8: row length {} is not a multiple of 32", k);
   long long nblocks = (long long)(n * (k / 32));
-  void* args[] = {&x, &q8.q, &q8.ds, &nblocks};
+  void* args[] = {&x, &q8.q, &q8.ds, &nblocks, &q8.h};
   run(elementwise_fn("quantize_q8"), blocks_for(nblocks, 8, INT32_MAX), 1, 256, s, args,
       "quantize_q8");
 }
@@ -338,7 +338,7 @@ void CudaKernels::rms_norm_q8(CUdeviceptr x, CUdeviceptr w, CUdeviceptr out, Q8B
                               int64_t n, int64_t dim, float eps, const Stream& s) {
   if (dim % 32 != 0) throw_error("rms_norm_q8: row length {} is not a multiple of 32", dim);
   int d = int(dim);
-  void* args[] = {&x, &w, &out, &q8.q, &q8.ds, &d, &eps};
+  void* args[] = {&x, &w, &out, &q8.q, &q8.ds, &d, &eps, &q8.h};
   run(elementwise_fn("rms_norm_q8"), unsigned(n), 1, 1024, s, args, "rms_norm_q8");
 }
 
@@ -360,7 +360,7 @@ void CudaKernels::swiglu_q8(CUdeviceptr gate, CUdeviceptr up, CUdeviceptr out, Q
                             int64_t count, const Stream& s) {
   if (count % 32 != 0) throw_error("swiglu_q8: {} values are not whole blocks of 32", count);
   long long nblocks = count / 32;
-  void* args[] = {&gate, &up, &out, &q8.q, &q8.ds, &nblocks};
+  void* args[] = {&gate, &up, &out, &q8.q, &q8.ds, &nblocks, &q8.h};
   run(elementwise_fn("swiglu_q8"), blocks_for(nblocks, 8, INT32_MAX), 1, 256, s, args, "swiglu_q8");
 }
 
@@ -422,12 +422,12 @@ void CudaKernels::attention(const AttentionCall& a, const Stream& s) {
     it = attention_.emplace(key, m.function("attention")).first;
   }
   CUdeviceptr q = a.q, out = a.out, pages = a.pages, row_pt = a.row_pt, n_kv = a.n_kv;
-  CUdeviceptr xq = a.q8.q, xds = a.q8.ds;
+  CUdeviceptr xq = a.q8.q, xds = a.q8.ds, xh = a.q8.h;
   unsigned long long koff = a.koff, voff = a.voff;
   int pt = a.page_tokens, rb = a.row_bytes, nh = a.n_head, group = a.n_head / a.n_head_kv;
   float scale = a.scale;
   void* args[] = {&q, &out, &pages, &row_pt, &n_kv, &koff, &voff, &pt, &rb, &nh, &group, &scale,
-                  &xq, &xds};
+                  &xq, &xds, &xh};
   run(it->second, unsigned(a.n_rows), unsigned(a.n_head), 128, s, args, "attention");
 }
 

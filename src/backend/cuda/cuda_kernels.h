@@ -24,9 +24,10 @@ struct DeviceWeight {
   static DeviceWeight upload(const PackedWeight& p);
 };
 
-// Activation rows quantized for the dp4a kernels: int8 [n][k] and (d, d*sum) [n][k/32].
+// Activation rows quantized for the dp4a kernels: int8 [n][k] and (d, d*sum) [n][k/32]; when h
+// is set, the kernels that quantize also write f16(q d) [n][k] there (the DQ-MMA activation).
 struct Q8Buffers {
-  CUdeviceptr q = 0, ds = 0;
+  CUdeviceptr q = 0, ds = 0, h = 0;
 };
 
 // One matrix of a grouped matvec launch: out [n][w.rows] = x . w^T, and res [n][w.rows] += the

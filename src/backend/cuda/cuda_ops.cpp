@@ -96,7 +96,12 @@ void CudaOps::upload(CUdeviceptr dst, const void* src, size_t bytes) {
 }
 
 Q8Buffers CudaOps::q8_for(int64_t n, int64_t k) {
-  return Q8Buffers{q8_.get(), q8_.get() + CudaKernels::q8_ds_offset(n, k)};
+  return Q8Buffers{q8_.get(), q8_.get() + CudaKernels::q8_ds_offset(n, k), dq_step_ ? xh_.get() : 0};
+}
+
+void CudaOps::ensure_q8(int64_t n, int64_t k) {
+  ensure(q8_, CudaKernels::q8_bytes(n, k));
+  if (dq_step_) ensure(xh_, DqMma::f16_bytes(n, k));
 }
 
 void CudaOps::flush_ropes() {
@@ -138,8 +143,8 @@ void CudaOps::run_matmuls(std::span<const MatmulSeg> segs, Act x, Q8Buffers q8, 
       const int64_t t = CudaKernels::tile_for(x.rows);
       kernels_.quantize_q8(ptr(x), (x.rows + t - 1) / t * t, x.cols, q8, stream_);
     }
-    CUdeviceptr xh = 0;
-    if (Mmq::use_dq(segs)) {  // sized by the direct step before any capture of this row count
+    CUdeviceptr xh = q8.h;  // set in a DQ step: every q8 producer of the step also wrote it
+    if (!xh && Mmq::use_dq(segs)) {  // sized by the direct step before any capture of this row count
       ensure(xh_, DqMma::f16_bytes(x.rows, x.cols));
       xh = xh_.get();
     }
@@ -258,6 +263,16 @@ void CudaOps::begin(const Batch& batch, const KvLayout& kv) {
   q8_src_ = nullptr;
   flash_tile_count_ = -1;
   const size_t n = batch.n_rows();
+  // A DQ step (a decode step the batched kernels take): every q8 producer of the step also writes
+  // the f16 copy the DQ-MMA kernel reads (q8_for), so it needs no conversion launch of its own.
+  // JITLLM_CUDA_DQ_FUSED=0: the DQ-MMA kernel converts the q8 rows itself (q8_to_f16).
+  static const bool dq_fused = [] {
+    const char* v = std::getenv("JITLLM_CUDA_DQ_FUSED");
+    return !(v && std::string(v) == "0");
+  }();
+  dq_step_ = mmq_ && dq_fused && DqMma::enabled() && int64_t(n) >= Mmq::min_rows() &&
+             n <= size_t(kMmqMaxRows) && n <= size_t(kDecodeGraphRows) && batch.out_rows.size() == n &&
+             CudaKernels::tile_for(int64_t(n)) % 8 == 0;
   // Blob: u64 pages[P] | u64 store_rows[n] | i32 row_pt[n] | i32 n_kv[n].
   std::vector<uint64_t> pages;
   std::vector<int32_t> table_start(batch.seqs.size());
@@ -373,7 +388,7 @@ void CudaOps::rms_norm(Act x, const std::vector<float>& w, float eps, Act out) {
   if (fuse_ && x.cols % 32 == 0) {
     // The matvec after a norm reads the int8 copy: quantize it here instead of in a launch of its
     // own (same bits).
-    ensure(q8_, CudaKernels::q8_bytes(x.rows, x.cols));
+    ensure_q8(x.rows, x.cols);
     if (launching())
       kernels_.rms_norm_q8(ptr(x), it->second.get(), ptr(out), q8_for(x.rows, x.cols), x.rows,
                            x.cols, eps, stream_);
@@ -422,9 +437,8 @@ void CudaOps::matmul(const TensorInfo& w, Act x, Act out) {
   bool reuse = false;
   if (uses_q8_activation(d.kind)) {
     reuse = q8_src_ == x.data && q8_rows_ == x.rows && q8_k_ == d.k;
-    if (!reuse) ensure(q8_, CudaKernels::q8_bytes(x.rows, d.k));
-    q8.q = q8_.get();
-    q8.ds = q8_.get() + CudaKernels::q8_ds_offset(x.rows, d.k);
+    if (!reuse) ensure_q8(x.rows, d.k);
+    q8 = q8_for(x.rows, d.k);
   }
   wrote(out);
   q8_reuse_ = reuse;
@@ -462,7 +476,7 @@ void CudaOps::matmul_group(Act x, std::span<const MatmulOut> outs) {
   bool reuse = false;
   if (q8) {
     reuse = q8_src_ == x.data && q8_rows_ == x.rows && q8_k_ == x.cols;
-    if (!reuse) ensure(q8_, CudaKernels::q8_bytes(x.rows, x.cols));
+    if (!reuse) ensure_q8(x.rows, x.cols);
   }
   if (launching() && !hold_group(std::span<const MatmulSeg>(segs, outs.size()), x, reuse))
     run_matmuls(std::span<const MatmulSeg>(segs, outs.size()), x, q8_for(x.rows, x.cols), reuse);
@@ -518,7 +532,7 @@ void CudaOps::attention(int il, Act q, Act k, Act v, Act out, int n_head, int n_
       launching() && launch_fused_rope(q, k, v, n_head, n_head_kv, head_dim, koff, voff, f16);
   // The decode attention kernel also writes its output quantized for the wo matvec.
   const bool out_q8 = fuse_ && head_dim % 32 == 0;
-  if (out_q8) ensure(q8_, CudaKernels::q8_bytes(out.rows, out.cols));
+  if (out_q8) ensure_q8(out.rows, out.cols);
   wrote(out);
   if (!launching()) {
     if (out_q8) quantized(out);
@@ -610,7 +624,7 @@ void CudaOps::swiglu(Act gate, Act up, Act out) {
   }
   flush();
   if (fuse_ && gate.cols % 32 == 0) {  // quantized here for the ffn_down matvec
-    ensure(q8_, CudaKernels::q8_bytes(gate.rows, gate.cols));
+    ensure_q8(gate.rows, gate.cols);
     if (launching())
       kernels_.swiglu_q8(ptr(gate), ptr(up), ptr(out), q8_for(gate.rows, gate.cols),
                          gate.rows * gate.cols, stream_);

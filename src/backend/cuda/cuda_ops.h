@@ -96,8 +96,10 @@ class CudaOps final : public Ops {
   // JITLLM_CUDA_MMQ_PREFILL=1) whose matrices the MMQ kernel reads; never with
   // JITLLM_BATCH_INVARIANT=1 (then a step of N sessions equals their solo steps bit for bit).
   bool use_mmq(std::span<const MatmulSeg> segs, int64_t rows) const;
-  // q8_ sized for n rows of k and its two parts.
+  // q8_ sized for n rows of k and its two parts (and xh_ in a DQ step).
   Q8Buffers q8_for(int64_t n, int64_t k);
+  // Grows q8_ (and in a DQ step xh_) for n rows of k.
+  void ensure_q8(int64_t n, int64_t k);
   void quantized(Act a) {
     q8_src_ = a.data;
     q8_rows_ = a.rows;
@@ -130,6 +132,7 @@ class CudaOps final : public Ops {
   const float* q8_src_ = nullptr;
   int64_t q8_rows_ = 0, q8_k_ = 0;
   bool q8_reuse_ = false;  // the held matmul finds x already quantized in q8_
+  bool dq_step_ = false;   // this step's q8 producers also write the f16 copy into xh_ (begin())
   DeviceBuffer tables_;  // per step: page tables, KV store rows, row -> table, n_kv
   CUdeviceptr pages_ = 0, store_rows_ = 0, row_pt_ = 0, n_kv_ = 0;
   DeviceBuffer rope_cache_;

@@ -85,7 +85,9 @@ bool CudaOps::launch_fused_norm(Act x, CUdeviceptr w, float eps, Act out) {
   const HeldMatmul& h = *held_matmul_;
   const MatmulSeg seg{h.w, ptr(h.out), h.res};
   const std::span<const MatmulSeg> segs(&seg, 1);
-  if (!CudaKernels::norm_epilogue_fits(segs, x.rows, x.cols) || use_mmq(segs, x.rows)) return false;
+  // (Not in a DQ step: the epilogue's quantizer writes no f16 copy.)
+  if (!CudaKernels::norm_epilogue_fits(segs, x.rows, x.cols) || use_mmq(segs, x.rows) || dq_step_)
+    return false;
   // q8_ holds the matvec's quantized input and receives the norm's output: it must already be
   // large enough for both (growing it here would lose the input).
   if (q8_.bytes() < CudaKernels::q8_bytes(x.rows, x.cols) ||

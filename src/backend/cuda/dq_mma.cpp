@@ -104,7 +104,11 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
   spec.splitk = splitk_override_ >= 0 ? splitk_override_ != 0 : splitk_env >= 0 ? splitk_env != 0 : !wide;
   spec.mt = mt_override_ > 0 ? mt_override_ : mt_env > 0 ? mt_env
             : spec.splitk && spec.nt8 >= 2 && spec.nt8 <= 4 ? 2 : 1;
-  spec.warps = warps_override_ > 0 ? warps_override_ : warps_env > 0 ? warps_env : 4;
+  // Long rows split over the warps (ffn_down, K = 14336 on the 8B): JITLLM_CUDA_DQ_WARPS_LONG
+  // warps for K >= 8192 (4 = the same as the others until timed otherwise).
+  static const int warps_long = std::clamp(env_int("JITLLM_CUDA_DQ_WARPS_LONG", 4), 1, 8);
+  spec.warps = warps_override_ > 0 ? warps_override_ : warps_env > 0 ? warps_env
+               : spec.splitk && k >= 8192 ? warps_long : 4;
   const int64_t rows_per_cta = 16 * spec.mt * (spec.splitk ? 1 : spec.warps);
   DqArgs a{};
   int64_t ctas = 0;
@@ -119,12 +123,15 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
   a.n = int32_t(n);
   a.nseg = spec.nseg;
   a.total = int32_t(ctas);
-  // The f16 copy of the activation, padded rows included (they are read, never stored).
-  if (!to_f16_) to_f16_ = compiler_.module(q8_to_f16_source(), "q8_to_f16").function("q8_to_f16");
-  long long groups = (long long)((n + 7) / 8 * 8) * k / 8;
-  CUdeviceptr xq = q8.q, xds = q8.ds, xhp = xh;
-  void* cargs[] = {&xq, &xds, &xhp, &groups};
-  run(to_f16_, unsigned((groups + 255) / 256), 256, 0, s, cargs, "q8_to_f16");
+  // The f16 copy of the activation, padded rows included (they are read, never stored), unless
+  // the kernel that quantized x wrote it (q8.h: CudaOps in a DQ step).
+  if (q8.h != xh) {
+    if (!to_f16_) to_f16_ = compiler_.module(q8_to_f16_source(), "q8_to_f16").function("q8_to_f16");
+    long long groups = (long long)((n + 7) / 8 * 8) * k / 8;
+    CUdeviceptr xq = q8.q, xds = q8.ds, xhp = xh;
+    void* cargs[] = {&xq, &xds, &xhp, &groups};
+    run(to_f16_, unsigned((groups + 255) / 256), 256, 0, s, cargs, "q8_to_f16");
+  }
   void* args[] = {&a};
   std::string label = "dqmma";
   if (profiling_) {

@@ -57,7 +57,8 @@ class DqMma {
   static size_t f16_bytes(int64_t n, int64_t k);
 
   // segs[i].out [n][rows_i] = x . w_i^T (and res += the same); q8 holds x quantized (rows padded
-  // to a multiple of 8); xh receives its f16 copy (f16_bytes(n, k)); 1 <= n <= 64.
+  // to a multiple of 8); xh receives its f16 copy (f16_bytes(n, k)), or already holds it when
+  // q8.h == xh (the quantizing kernel wrote it); 1 <= n <= 64.
   void matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q8, CUdeviceptr xh,
                     const Stream& s);
 

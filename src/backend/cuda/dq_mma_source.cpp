@@ -110,17 +110,17 @@ template <> struct Dq<KIND_Q4_K> {
   static __device__ __forceinline__ void block(const W& r, int j, int m, int h, int t, u32 (&a)[4]) {
     const uint4 hd = r.hd[m][h];
     const u32 s0 = hd.y, s1 = hd.z, s2 = hd.w;
-    u32 scj, mnj;  // get_scale_min_k4
-    if (j < 4) {
-      scj = (s0 >> (8 * j)) & 63;
-      mnj = (s1 >> (8 * j)) & 63;
-    } else {
-      const int i = j - 4;
-      scj = ((s2 >> (8 * i)) & 0xF) | (((s0 >> (8 * i + 6)) & 3) << 4);
-      mnj = ((s2 >> (8 * i + 4)) & 0xF) | (((s1 >> (8 * i + 6)) & 3) << 4);
-    }
-    const float sc = h2f((u16)(hd.x & 0xffff)) * (float)scj, mn = h2f((u16)(hd.x >> 16)) * (float)mnj;
-    const u32 s2h = h2pack(sc, sc), m2h = h2pack(-mn, -mn);
+    // get_scale_min_k4 for the four sub-blocks of a half at once (a byte each): j < 4 in the low
+    // 6 bits of s0 / s1, j >= 4 split over s2's nibbles and the top 2 bits of s0 / s1. The pair
+    // (j & ~1, j | 1) as f16 (exact small integers), times d (and -dmin) in f16: one rounding of
+    // the exact product, as f16(d * sc) in f32; then this j's half broadcast to both halves.
+    const u32 scw = j < 4 ? s0 & 0x3F3F3F3Fu : (s2 & 0x0F0F0F0Fu) | ((s0 >> 2) & 0x30303030u);
+    const u32 mnw = j < 4 ? s1 & 0x3F3F3F3Fu : ((s2 >> 4) & 0x0F0F0F0Fu) | ((s1 >> 2) & 0x30303030u);
+    const u32 sel = (j & 2) ? 0x4342u : 0x4140u;
+    const u32 d2 = prmt(hd.x, 0u, 0x1010u), dn2 = prmt(hd.x, 0u, 0x3232u) ^ 0x80008000u;
+    const u32 sp = hmul2(hsub2(BYTES_F16(scw, sel), 0x64006400u), d2);
+    const u32 mp = hmul2(hsub2(BYTES_F16(mnw, sel), 0x64006400u), dn2);
+    const u32 s2h = prmt(sp, 0u, (j & 1) ? 0x3232u : 0x1010u), m2h = prmt(mp, 0u, (j & 1) ? 0x3232u : 0x1010u);
     const uint2 q = r.qv[m][h][j >> 1];
     const u32 n0 = ((j & 1) ? q.x >> 4 : q.x) & 0x0F0F0F0Fu, n1 = ((j & 1) ? q.y >> 4 : q.y) & 0x0F0F0F0Fu;
     a[0] = hfma2(hsub2(BYTES_F16(n0, 0x4140u), 0x64006400u), s2h, m2h);

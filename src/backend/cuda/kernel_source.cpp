@@ -56,13 +56,16 @@ __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 // v (lane's value of a block of 32) to int8 and (d, d * sum), as quantize_q8 below; every lane
-// of the warp calls it for the same block.
+// of the warp calls it for the same block. With xh, also f16(q d) there: the f16 activation of
+// the batched DQ-MMA kernel (dq_mma.h), as its q8_to_f16 would make it.
 __device__ __forceinline__ void q8_block(float v, int lane, i8* __restrict__ xq,
-                                         float2* __restrict__ xds, long long blk) {
+                                         float2* __restrict__ xds, long long blk,
+                                         u16* __restrict__ xh = nullptr) {
   const float amax = warp_max(fabsf(v));
   const float d = amax / 127.0f;
   const int q = amax == 0.0f ? 0 : __float2int_rn(v / d);
   xq[blk * 32 + lane] = (i8)q;
+  if (xh) xh[blk * 32 + lane] = f2h((float)q * d);
   const float sum = warp_sum((float)q);
   if (lane == 0) xds[blk] = make_float2(d, d * sum);
 }
@@ -73,13 +76,14 @@ constexpr const char* kElementwise = R"(
 // One warp per block of 32 values: int8 values and (d, d * sum of the int8 values), as
 // llama.cpp's q8_1. xq: [n][k], xds: [n][k / 32].
 extern "C" __global__ void quantize_q8(const float* __restrict__ x, i8* __restrict__ xq,
-                                       float2* __restrict__ xds, long long nblocks) {
+                                       float2* __restrict__ xds, long long nblocks,
+                                       u16* __restrict__ xh) {
   PDL_TRIGGER();
   PDL_WAIT();
   const long long blk = (long long)blockIdx.x * 8 + (threadIdx.x >> 5);
   if (blk >= nblocks) return;
   const int lane = threadIdx.x & 31;
-  q8_block(x[blk * 32 + lane], lane, xq, xds, blk);
+  q8_block(x[blk * 32 + lane], lane, xq, xds, blk, xh);
 }
 
 // x, out: [n][dim]; the sum of squares in double as the CPU reference does.
@@ -110,7 +114,8 @@ extern "C" __global__ void rms_norm(const float* __restrict__ x, const float* __
 // that follows reads the int8 copy): one launch instead of two, same bits.
 extern "C" __global__ void rms_norm_q8(const float* __restrict__ x, const float* __restrict__ w,
                                        float* __restrict__ out, i8* __restrict__ xq,
-                                       float2* __restrict__ xds, int dim, float eps) {
+                                       float2* __restrict__ xds, int dim, float eps,
+                                       u16* __restrict__ xh) {
   PDL_TRIGGER();
   PDL_WAIT();
   const float* xr = x + (size_t)blockIdx.x * dim;
@@ -121,7 +126,7 @@ extern "C" __global__ void rms_norm_q8(const float* __restrict__ x, const float*
     const int i = b * 32 + lane;
     const float v = xr[i] * scale * w[i];
     yr[i] = v;
-    q8_block(v, lane, xq, xds, (long long)blockIdx.x * nb + b);
+    q8_block(v, lane, xq, xds, (long long)blockIdx.x * nb + b, xh);
   }
 }
 
@@ -158,7 +163,7 @@ extern "C" __global__ void swiglu(const float* g, const float* __restrict__ u,
 // swiglu, and the result quantized (one warp per block of 32; count a multiple of 32).
 extern "C" __global__ void swiglu_q8(const float* g, const float* __restrict__ u, float* out,
                                      i8* __restrict__ xq, float2* __restrict__ xds,
-                                     long long nblocks) {
+                                     long long nblocks, u16* __restrict__ xh) {
   PDL_TRIGGER();
   PDL_WAIT();
   const long long blk = (long long)blockIdx.x * 8 + (threadIdx.x >> 5);
@@ -168,7 +173,7 @@ extern "C" __global__ void swiglu_q8(const float* g, const float* __restrict__ u
   const float gv = g[i];
   const float v = gv / (1.0f + expf(-gv)) * u[i];
   out[i] = v;
-  q8_block(v, lane, xq, xds, blk);
+  q8_block(v, lane, xq, xds, blk, xh);
 }
 
 extern "C" __global__ void add(float* acc, const float* __restrict__ x, long long count) {
@@ -301,7 +306,7 @@ extern "C" __global__ void __launch_bounds__(128)
 attention(const float* __restrict__ q, float* __restrict__ out, const u64* __restrict__ pages,
           const int* __restrict__ row_pt, const int* __restrict__ n_kv, u64 koff, u64 voff,
           int page_tokens, int row_bytes, int n_head, int group, float scale,
-          i8* __restrict__ xq, float2* __restrict__ xds) {
+          i8* __restrict__ xq, float2* __restrict__ xds, u16* __restrict__ xh) {
   PDL_TRIGGER();
   PDL_WAIT();
   const int row = blockIdx.x, h = blockIdx.y, hk = h / group;
@@ -365,7 +370,7 @@ attention(const float* __restrict__ q, float* __restrict__ out, const u64* __res
 #if HD % 32 == 0
     // The output quantized for the wo matvec (as quantize_q8 over the row would: blocks of 32
     // never straddle heads when HD is a multiple of 32).
-    if (xq) q8_block(v, lane, xq, xds, (((long long)row * n_head + h) * HD + 32 * i) / 32);
+    if (xq) q8_block(v, lane, xq, xds, (((long long)row * n_head + h) * HD + 32 * i) / 32, xh);
 #endif
   }
 }

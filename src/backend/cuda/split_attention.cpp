@@ -105,7 +105,8 @@ attention_split(const float* __restrict__ q, float* __restrict__ part, const u64
 }
 extern "C" __global__ void __launch_bounds__(128)
 attention_merge(const float* __restrict__ part, float* __restrict__ out, const int* __restrict__ n_kv,
-                int n_head, int smax, i8* __restrict__ xq, float2* __restrict__ xds) {
+                int n_head, int smax, i8* __restrict__ xq, float2* __restrict__ xds,
+                u16* __restrict__ xh) {
   PDL_TRIGGER();
   PDL_WAIT();
   const int row = blockIdx.x, h = blockIdx.y, lane = threadIdx.x & 31;
@@ -131,7 +132,7 @@ attention_merge(const float* __restrict__ part, float* __restrict__ out, const i
       o[d] = v;
     }
 #if HD % 32 == 0
-    if (xq) q8_block(v, lane, xq, xds, (((long long)row * n_head + h) * HD + (d - lane)) / 32);
+    if (xq) q8_block(v, lane, xq, xds, (((long long)row * n_head + h) * HD + (d - lane)) / 32, xh);
 #endif
   }
 }
@@ -173,7 +174,7 @@ void CudaKernels::attention_split(const AttentionCall& a, int max_splits, CUdevi
                                                       m.function("attention_merge"))).first;
   }
   CUdeviceptr q = a.q, out = a.out, pages = a.pages, row_pt = a.row_pt, n_kv = a.n_kv;
-  CUdeviceptr part = scratch, xq = a.q8.q, xds = a.q8.ds;
+  CUdeviceptr part = scratch, xq = a.q8.q, xds = a.q8.ds, xh = a.q8.h;
   unsigned long long koff = a.koff, voff = a.voff;
   int pt = a.page_tokens, rb = a.row_bytes, nh = a.n_head, group = a.n_head / a.n_head_kv;
   int smax = max_splits;
@@ -182,7 +183,7 @@ void CudaKernels::attention_split(const AttentionCall& a, int max_splits, CUdevi
                   &smax};
   run3(it->second.first, unsigned(a.n_rows), unsigned(a.n_head), unsigned(max_splits), 128, s,
        args, "attention_split");
-  void* margs[] = {&part, &out, &n_kv, &nh, &smax, &xq, &xds};
+  void* margs[] = {&part, &out, &n_kv, &nh, &smax, &xq, &xds, &xh};
   run(it->second.second, unsigned(a.n_rows), unsigned(a.n_head), 128, s, margs, "attention_merge");
 }
 

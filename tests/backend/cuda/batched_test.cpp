@@ -436,11 +436,15 @@ TEST(CudaBench, MmqShapes) {
   if (cublaslt_available()) gemm = std::make_unique<Gemm>(*G->compiler);
   std::mt19937 rng(1);
   Event e0, e1;
-  // JITLLM_CUDA_BENCH=quick: the 8B q/o, gate and head only.
+  // JITLLM_CUDA_BENCH=quick: the 8B q/o, gate and head only; =dq: the 8B shapes at n = 32, the
+  // DQ-MMA launch shapes only.
   const bool quick = std::string(std::getenv("JITLLM_CUDA_BENCH")) == "quick";
-  for (const Shape& sh : shapes) {
+  const bool dq_only = std::string(std::getenv("JITLLM_CUDA_BENCH")) == "dq";
+  for (Shape sh : shapes) {
     if (quick && !sh.variants) continue;
-    if (quick && sh.k == 2048) continue;
+    if ((quick || dq_only) && sh.k == 2048) continue;
+    if (dq_only && sh.t == QuantType::Q8_0) continue;
+    sh.variants |= dq_only;
     const auto w = random_weights(sh.t, sh.rows, sh.k, rng);
     const PackedWeight pw = pack_weight(sh.t, w.data(), sh.rows, sh.k);
     const double bytes = double(row_bytes(sh.t, sh.k)) * double(sh.rows);
@@ -451,6 +455,7 @@ TEST(CudaBench, MmqShapes) {
     DeviceBuffer dx = to_device(x), dout(size_t(kMmqMaxRows * sh.rows) * 4);
     DeviceBuffer q8(CudaKernels::q8_bytes(kMmqMaxRows, sh.k));
     for (int64_t n : {8, 16, 32, 64}) {
+      if (dq_only && n != 32) continue;
       const Q8Buffers qb{q8.get(), q8.get() + CudaKernels::q8_ds_offset(n, sh.k)};
       G->kernels->quantize_q8(dx.get(), n, sh.k, qb, *G->stream);
       auto time = [&](auto&& call) {
@@ -468,10 +473,11 @@ TEST(CudaBench, MmqShapes) {
                     sh.what, quant_name(sh.t), long(sh.rows), long(sh.k), long(n), how, us,
                     bytes / us / 1e3, 2.0 * double(sh.rows * sh.k * n) / us / 1e6);
       };
+      if (!dq_only)
       line("matvec", time([&](const DeviceWeight& d) {
              G->kernels->matmul(d, dx.get(), n, dout.get(), qb, *G->stream, true);
            }));
-      if (gemm)
+      if (gemm && !dq_only)
         line("gemm", time([&](const DeviceWeight& d) {
                gemm->matmul(d, dx.get(), n, dout.get(), *G->stream);
              }));
@@ -479,7 +485,7 @@ TEST(CudaBench, MmqShapes) {
       const V variants[] = {{0, 0, -1, -1}, {2, 4, 1, 0}, {2, 8, 0, 0}, {2, 8, 1, 1},
                             {1, 4, 1, 1},   {2, 4, 0, 1}, {4, 8, 0, 1}};
       for (const V& v : variants) {
-        if ((v.mt || v.warps) && (!sh.variants || n != 32)) continue;
+        if ((v.mt || v.warps) && (!sh.variants || n != 32 || dq_only)) continue;
         mmq().tune(v.mt, v.warps, v.pipe, v.act);
         const std::string how =
             v.mt ? fmt::format("mmq mt={} w={} p={} a={}", v.mt, v.warps, v.pipe, v.act) : "mmq";
@@ -492,7 +498,7 @@ TEST(CudaBench, MmqShapes) {
       DeviceBuffer xh(DqMma::f16_bytes(n, sh.k));
       struct DV { int mt, warps, splitk; };
       for (const DV v : {DV{0, 0, -1}, DV{1, 4, 1}, DV{2, 4, 1}, DV{1, 8, 1}, DV{2, 8, 1}, DV{1, 2, 1},
-                         DV{1, 4, 0}}) {
+                         DV{1, 4, 0}, DV{1, 8, 0}, DV{1, 2, 0}}) {
         const int mt = v.mt, warps = v.warps;
         if ((mt || warps) && (!sh.variants || n != 32)) continue;
         mmq().dq().tune(mt, warps, v.splitk);

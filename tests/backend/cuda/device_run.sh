@@ -201,6 +201,11 @@ for s in $stages; do
         done
       done
       ;;
+    dqprofile)  # the kernel split of 32-session 8B decode steps (every launch timed, graphs off)
+      [ -f /tmp/llama-3.1-8b.gguf ] || /tmp/bin/jitllm synth /tmp/llama-3.1-8b.gguf --shape llama-3.1-8b --type q4_k_m 2>&1 | tail -n 1
+      JITLLM_CUDA_PROFILE=1 /tmp/bin/jitllm batched -m /tmp/llama-3.1-8b.gguf -s 32 -p 1 -n 16 --devices cuda 2>&1 |
+        tail -n 40 | tee -a $OUT/dq_profile.log
+      ;;
     sidebyside)  # llama.cpp b10472 built here from a source tarball carried in the ignored .peer/
       # (not part of the repo), GPU tests while it builds, then jitllm and llama.cpp A B B A on the
       # same synthetic files: speed (pp512 / tg128) on 1B and 8B Q4_K_M, sessions together on 8B.
