@@ -62,6 +62,22 @@ CUfunction DqMma::function(const DqMmaSpec& spec) {
 
 void DqMma::run(CUfunction f, unsigned grid, unsigned block, size_t smem, const Stream& s,
                 void** args, const std::string& label) {
+  if (pdl_ && !profiling_) {
+    CUlaunchAttribute attr{};
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig cfg{};
+    cfg.gridDimX = grid;
+    cfg.gridDimY = cfg.gridDimZ = 1;
+    cfg.blockDimX = block;
+    cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.sharedMemBytes = unsigned(smem);
+    cfg.hStream = s.get();
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    check(driver().cuLaunchKernelEx(&cfg, f, args, nullptr), "cuLaunchKernelEx(dqmma)");
+    return;
+  }
   if (!profiling_) {
     launch(f, grid, 1, 1, block, smem, s, args, "dqmma");
     return;

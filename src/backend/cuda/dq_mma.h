@@ -71,6 +71,9 @@ class DqMma {
   }
   void set_profiling(bool on) { profiling_ = on; }
   const KernelProfile& profile() const { return profile_; }
+  // Programmatic dependent launch (sm_90): the kernel's first weight loads are issued before it
+  // waits for the previous kernel (dq_mma_source.cpp: PDL_WAIT after them).
+  void set_pdl(bool on) { pdl_ = on; }
 
  private:
   CUfunction function(const DqMmaSpec& spec);
@@ -81,7 +84,7 @@ class DqMma {
   std::map<std::string, CUfunction> fns_;  // by DqMmaSpec::name()
   CUfunction to_f16_ = nullptr;
   int mt_override_ = 0, warps_override_ = 0, splitk_override_ = -1;
-  bool profiling_ = false;
+  bool profiling_ = false, pdl_ = false;
   KernelProfile profile_;
   std::unique_ptr<Event> ev0_, ev1_;
 };

@@ -278,6 +278,7 @@ __device__ __forceinline__ void dq_segment(const DqSeg& sg, int tile, const DqAr
     if (s + 2 * WARPS < STEPS) Dq<KIND>::load(wa, w, w2, row, s + 2 * WARPS, t);
     dq_compute<KIND, K>(wb, xh + (s + WARPS) * 256, g, t, acc);
   }
+  PDL_TRIGGER();  // the next kernel may start its own weight loads
   float* red = (float*)xs;  // [activation row][weight row of the tile], warps added in order
   for (int wp = 0; wp < WARPS; ++wp) {
     if (warp == wp) {
@@ -315,6 +316,7 @@ __device__ __forceinline__ void dq_segment(const DqSeg& sg, int tile, const DqAr
     if (s + 2 < STEPS) Dq<KIND>::load(wa, w, w2, row, s + 2, t);
     dq_compute<KIND, XS>(wb, xs + ((s + 1) & 1) * NTOK * XS, g, t, acc);
   }
+  PDL_TRIGGER();  // the next kernel may start its own weight loads
 #pragma unroll
   for (int m = 0; m < MT; ++m)
 #pragma unroll
@@ -331,7 +333,6 @@ __device__ __forceinline__ void dq_segment(const DqSeg& sg, int tile, const DqAr
 #endif
 }
 extern "C" __global__ void __launch_bounds__(WARPS * 32) dqmma(const DqArgs a) {
-  PDL_TRIGGER();
   extern __shared__ __align__(16) unsigned char dq_smem[];
   u16* xs = (u16*)dq_smem;  // [2][NTOK][XS]
   const int cta = blockIdx.x;

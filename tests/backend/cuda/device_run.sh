@@ -238,6 +238,12 @@ for s in $stages; do
       /tmp/bin/jitllm batched -m $M -s 1,8,32 -p 128 -n 128 --devices cuda 2>&1 | grep sessions | tee -a $OUT/sbs.log
       echo "== batched 8B llama.cpp" | tee -a $OUT/sbs.log
       $LB/llama-batched-bench -m $M -ngl 99 -c 16384 -npp 128 -ntg 128 -npl 1,8,32 2>&1 | grep -E "^\|" | tee -a $OUT/sbs.log
+      # Variants of jitllm's batched path (SBS_DQ_ENVS, ';'-separated), 32 sessions, after the pair.
+      IFS=';' read -ra sv <<< "${SBS_DQ_ENVS:-}"
+      for v in "${sv[@]}"; do
+        echo "== batched 8B jitllm $v" | tee -a $OUT/sbs.log
+        env $v /tmp/bin/jitllm batched -m $M -s 32 -p 128 -n 128 --devices cuda 2>&1 | grep sessions | tee -a $OUT/sbs.log
+      done
       ;;
   esac
 done
