@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "backend/cuda/env_knob.h"
 #include "core/error.h"
 
 namespace jitllm::cuda {
@@ -14,10 +15,6 @@ unsigned blocks_for(int64_t count, int per_block, int64_t cap = 65535) {
   return unsigned(std::clamp<int64_t>((count + per_block - 1) / per_block, 1, cap));
 }
 
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::atoi(v) : fallback;
-}
 
 // The matvec kernel's parameter, laid out as MvSeg / MvArgs in the generated source.
 struct MvSegArg {
@@ -103,24 +100,8 @@ void CudaKernels::run(CUfunction f, unsigned gx, unsigned gy, unsigned block, co
 
 void CudaKernels::run3(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned block,
                        const Stream& s, void** args, const char* what) {
-  if (pdl_ && !profiling_) {
-    // Programmatic dependent launch: this kernel may be scheduled while the previous one still
-    // runs; it waits (griddepcontrol.wait) before reading what that one wrote.
-    CUlaunchAttribute attr{};
-    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attr.value.programmaticStreamSerializationAllowed = 1;
-    CUlaunchConfig cfg{};
-    cfg.gridDimX = gx;
-    cfg.gridDimY = gy;
-    cfg.gridDimZ = gz;
-    cfg.blockDimX = block;
-    cfg.blockDimY = 1;
-    cfg.blockDimZ = 1;
-    cfg.sharedMemBytes = 0;
-    cfg.hStream = s.get();
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    check(driver().cuLaunchKernelEx(&cfg, f, args, nullptr), what);
+  if (pdl_ && !profiling_) {  // may overlap the previous kernel: it waits before reading its output
+    launch_pdl(f, gx, gy, gz, block, 0, s, args, what);
     return;
   }
   if (!profiling_) {

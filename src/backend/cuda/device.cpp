@@ -148,4 +148,27 @@ void launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned block,
                  .c_str());
 }
 
+void launch_pdl(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned block, size_t smem,
+                const Stream& s, void** params, const char* what) {
+  if (gx == 0 || gy == 0 || gz == 0) return;
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attr.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig cfg{};
+  cfg.gridDimX = gx;
+  cfg.gridDimY = gy;
+  cfg.gridDimZ = gz;
+  cfg.blockDimX = block;
+  cfg.blockDimY = 1;
+  cfg.blockDimZ = 1;
+  cfg.sharedMemBytes = unsigned(smem);
+  cfg.hStream = s.get();
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  const CUresult r = driver().cuLaunchKernelEx(&cfg, f, params, nullptr);
+  if (r != CUDA_SUCCESS)
+    check(r, fmt::format("cuLaunchKernelEx({}, grid {}x{}x{}, block {}, PDL)", what, gx, gy, gz, block)
+                 .c_str());
+}
+
 }  // namespace jitllm::cuda

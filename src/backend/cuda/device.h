@@ -132,5 +132,10 @@ class Module {
 // A kernel launch: params are pointers to each argument, as cuLaunchKernel wants them.
 void launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned block, size_t smem,
             const Stream& s, void** params, const char* what);
+// The same with programmatic dependent launch (sm_90): the kernel may be scheduled while the
+// previous one on the stream still runs; it must wait (griddepcontrol.wait) before reading what
+// that one wrote, and may let the next one go early (griddepcontrol.launch_dependents).
+void launch_pdl(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned block, size_t smem,
+                const Stream& s, void** params, const char* what);
 
 }  // namespace jitllm::cuda

@@ -5,16 +5,12 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "backend/cuda/env_knob.h"
 #include "core/error.h"
 
 namespace jitllm::cuda {
 
 namespace {
-
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::atoi(v) : fallback;
-}
 
 // The kernel's parameter, laid out as DqSeg / DqArgs in the generated source.
 struct DqSegArg {
@@ -63,19 +59,7 @@ CUfunction DqMma::function(const DqMmaSpec& spec) {
 void DqMma::run(CUfunction f, unsigned grid, unsigned block, size_t smem, const Stream& s,
                 void** args, const std::string& label) {
   if (pdl_ && !profiling_) {
-    CUlaunchAttribute attr{};
-    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attr.value.programmaticStreamSerializationAllowed = 1;
-    CUlaunchConfig cfg{};
-    cfg.gridDimX = grid;
-    cfg.gridDimY = cfg.gridDimZ = 1;
-    cfg.blockDimX = block;
-    cfg.blockDimY = cfg.blockDimZ = 1;
-    cfg.sharedMemBytes = unsigned(smem);
-    cfg.hStream = s.get();
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    check(driver().cuLaunchKernelEx(&cfg, f, args, nullptr), "cuLaunchKernelEx(dqmma)");
+    launch_pdl(f, grid, 1, 1, block, smem, s, args, "dqmma");
     return;
   }
   if (!profiling_) {

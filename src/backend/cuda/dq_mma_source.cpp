@@ -56,25 +56,19 @@ __device__ __forceinline__ u32 prmt(u32 a, u32 b, u32 s) { u32 r; asm("prmt.b32 
 __device__ __forceinline__ u32 h2pack(float lo, float hi) { u32 r; asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r; }
 // Bytes 0, 1 (sel 0x4140) or 2, 3 (0x4342) of v (each < 256) as the f16 pair (1024 + b0, 1024 + b1).
 #define BYTES_F16(v, sel) prmt((v), 0x64646464u, (sel))
-__device__ __forceinline__ uint4 dq_ld16(const void* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-  return v;
+// Positions 0..7 of a block from the byte values in w0 (0..3) and w1 (4..7) as four f16 pairs:
+// (b - off) s, with bias = 1024 + off in both halves (the subtraction is exact), and + m.
+__device__ __forceinline__ void dq_bytes(u32 w0, u32 w1, u32 bias, u32 s2, u32 (&a)[4]) {
+  a[0] = hmul2(hsub2(BYTES_F16(w0, 0x4140u), bias), s2);
+  a[1] = hmul2(hsub2(BYTES_F16(w0, 0x4342u), bias), s2);
+  a[2] = hmul2(hsub2(BYTES_F16(w1, 0x4140u), bias), s2);
+  a[3] = hmul2(hsub2(BYTES_F16(w1, 0x4342u), bias), s2);
 }
-__device__ __forceinline__ uint2 dq_ld8(const void* p) {
-  uint2 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
-  return v;
-}
-__device__ __forceinline__ u16 dq_ld2(const void* p) {
-  u16 v;
-  asm volatile("ld.global.nc.L1::no_allocate.u16 %0, [%1];" : "=h"(v) : "l"(p));
-  return v;
-}
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  const u32 d = (u32)__cvta_generic_to_shared(dst);
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(d), "l"(src) : "memory");
+__device__ __forceinline__ void dq_bytes(u32 w0, u32 w1, u32 bias, u32 s2, u32 m2, u32 (&a)[4]) {
+  a[0] = hfma2(hsub2(BYTES_F16(w0, 0x4140u), bias), s2, m2);
+  a[1] = hfma2(hsub2(BYTES_F16(w0, 0x4342u), bias), s2, m2);
+  a[2] = hfma2(hsub2(BYTES_F16(w1, 0x4140u), bias), s2, m2);
+  a[3] = hfma2(hsub2(BYTES_F16(w1, 0x4342u), bias), s2, m2);
 }
 // Step s of every activation row (values [256 s, 256 s + 256)) into one staging buffer.
 __device__ __forceinline__ void dq_stage(u16* buf, const u16* __restrict__ xh, int s) {
@@ -102,9 +96,9 @@ template <> struct Dq<KIND_Q4_K> {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const u8* blk = w + ((size_t)row[m][h] * STEPS + s) * 144;
-        r.hd[m][h] = dq_ld16(blk);
+        r.hd[m][h] = ldw16(blk);
 #pragma unroll
-        for (int p = 0; p < 4; ++p) r.qv[m][h][p] = dq_ld8(blk + 16 + 32 * p + 8 * t);
+        for (int p = 0; p < 4; ++p) r.qv[m][h][p] = ldw8(blk + 16 + 32 * p + 8 * t);
       }
   }
   static __device__ __forceinline__ void block(const W& r, int j, int m, int h, int t, u32 (&a)[4]) {
@@ -123,10 +117,7 @@ template <> struct Dq<KIND_Q4_K> {
     const u32 s2h = prmt(sp, 0u, (j & 1) ? 0x3232u : 0x1010u), m2h = prmt(mp, 0u, (j & 1) ? 0x3232u : 0x1010u);
     const uint2 q = r.qv[m][h][j >> 1];
     const u32 n0 = ((j & 1) ? q.x >> 4 : q.x) & 0x0F0F0F0Fu, n1 = ((j & 1) ? q.y >> 4 : q.y) & 0x0F0F0F0Fu;
-    a[0] = hfma2(hsub2(BYTES_F16(n0, 0x4140u), 0x64006400u), s2h, m2h);
-    a[1] = hfma2(hsub2(BYTES_F16(n0, 0x4342u), 0x64006400u), s2h, m2h);
-    a[2] = hfma2(hsub2(BYTES_F16(n1, 0x4140u), 0x64006400u), s2h, m2h);
-    a[3] = hfma2(hsub2(BYTES_F16(n1, 0x4342u), 0x64006400u), s2h, m2h);
+    dq_bytes(n0, n1, 0x64006400u, s2h, m2h, a);
   }
 };
 )";
@@ -148,11 +139,11 @@ template <> struct Dq<KIND_Q6_K> {
       for (int h = 0; h < 2; ++h) {
         const u8* blk = w + ((size_t)row[m][h] * NB + s) * 208;
 #pragma unroll
-        for (int u = 0; u < 4; ++u) r.ql[m][h][u] = dq_ld8(blk + 64 * (u >> 1) + 32 * (u & 1) + 8 * t);
+        for (int u = 0; u < 4; ++u) r.ql[m][h][u] = ldw8(blk + 64 * (u >> 1) + 32 * (u & 1) + 8 * t);
 #pragma unroll
-        for (int hh = 0; hh < 2; ++hh) r.qh[m][h][hh] = dq_ld8(blk + 128 + 32 * hh + 8 * t);
-        r.sc[m][h] = dq_ld16(blk + 192);
-        r.dh[m][h] = dq_ld2(w2 + ((size_t)row[m][h] * NB + s) * 2);
+        for (int hh = 0; hh < 2; ++hh) r.qh[m][h][hh] = ldw8(blk + 128 + 32 * hh + 8 * t);
+        r.sc[m][h] = ldw16(blk + 192);
+        r.dh[m][h] = ldw2(w2 + ((size_t)row[m][h] * NB + s) * 2);
       }
   }
   static __device__ __forceinline__ void block(const W& r, int j, int m, int h, int t, u32 (&a)[4]) {
@@ -165,10 +156,7 @@ template <> struct Dq<KIND_Q6_K> {
     const u32 word = (j >> 1) == 0 ? scv.x : (j >> 1) == 1 ? scv.y : (j >> 1) == 2 ? scv.z : scv.w;
     const float sc = h2f(r.dh[m][h]) * (float)(i8)(word >> (8 * (2 * (j & 1) + (t >> 1))));
     const u32 s2h = h2pack(sc, sc);
-    a[0] = hmul2(hsub2(BYTES_F16(q0, 0x4140u), 0x64206420u), s2h);
-    a[1] = hmul2(hsub2(BYTES_F16(q0, 0x4342u), 0x64206420u), s2h);
-    a[2] = hmul2(hsub2(BYTES_F16(q1, 0x4140u), 0x64206420u), s2h);
-    a[3] = hmul2(hsub2(BYTES_F16(q1, 0x4342u), 0x64206420u), s2h);
+    dq_bytes(q0, q1, 0x64206420u, s2h, a);
   }
 };
 )";
@@ -187,8 +175,8 @@ template <> struct Dq<KIND_Q8_0> {
       for (int h = 0; h < 2; ++h) {
         const u8* p = w + (size_t)row[m][h] * K + s * 256;
 #pragma unroll
-        for (int j = 0; j < 8; ++j) r.q[m][h][j] = dq_ld8(p + 32 * j + 8 * t);
-        r.d[m][h] = dq_ld16(w2 + ((size_t)row[m][h] * KB + s * 8) * 2);
+        for (int j = 0; j < 8; ++j) r.q[m][h][j] = ldw8(p + 32 * j + 8 * t);
+        r.d[m][h] = ldw16(w2 + ((size_t)row[m][h] * KB + s * 8) * 2);
       }
   }
   static __device__ __forceinline__ void block(const W& r, int j, int m, int h, int t, u32 (&a)[4]) {
@@ -197,10 +185,7 @@ template <> struct Dq<KIND_Q8_0> {
     const u32 dh = (j & 1) ? dw >> 16 : dw & 0xffffu;
     const u32 d2 = dh | (dh << 16);
     const u32 x0 = r.q[m][h][j].x ^ 0x80808080u, x1 = r.q[m][h][j].y ^ 0x80808080u;
-    a[0] = hmul2(hsub2(BYTES_F16(x0, 0x4140u), 0x64806480u), d2);
-    a[1] = hmul2(hsub2(BYTES_F16(x0, 0x4342u), 0x64806480u), d2);
-    a[2] = hmul2(hsub2(BYTES_F16(x1, 0x4140u), 0x64806480u), d2);
-    a[3] = hmul2(hsub2(BYTES_F16(x1, 0x4342u), 0x64806480u), d2);
+    dq_bytes(x0, x1, 0x64806480u, d2, a);
   }
 };
 )";
@@ -248,18 +233,9 @@ __device__ __forceinline__ void dq_segment(const DqSeg& sg, int tile, const DqAr
   const int r0 = tile * ROWS_PER_CTA + warp * 16 * MT;
 #endif
   int row[MT][2];
-#pragma unroll
-  for (int m = 0; m < MT; ++m) {
-    row[m][0] = min(r0 + 16 * m + g, sg.rows - 1);
-    row[m][1] = min(r0 + 16 * m + g + 8, sg.rows - 1);
-  }
+  tc_rows<MT>(row, r0, g, sg.rows);
   float acc[MT][NT8][4];
-#pragma unroll
-  for (int m = 0; m < MT; ++m)
-#pragma unroll
-    for (int n = 0; n < NT8; ++n)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) acc[m][n][i] = 0.0f;
+  tc_zero<MT, NT8>(acc);
   const u8* w = (const u8*)sg.w;
   const u8* w2 = (const u8*)sg.w2;
   const u16* xh = (const u16*)a.xh;
@@ -279,30 +255,7 @@ __device__ __forceinline__ void dq_segment(const DqSeg& sg, int tile, const DqAr
     dq_compute<KIND, K>(wb, xh + (s + WARPS) * 256, g, t, acc);
   }
   PDL_TRIGGER();  // the next kernel may start its own weight loads
-  float* red = (float*)xs;  // [activation row][weight row of the tile], warps added in order
-  for (int wp = 0; wp < WARPS; ++wp) {
-    if (warp == wp) {
-#pragma unroll
-      for (int m = 0; m < MT; ++m)
-#pragma unroll
-        for (int n = 0; n < NT8; ++n)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            float* p = red + (n * 8 + 2 * t + (i & 1)) * RS + 16 * m + g + 8 * (i >> 1);
-            *p = wp == 0 ? acc[m][n][i] : *p + acc[m][n][i];
-          }
-    }
-    __syncthreads();
-  }
-  for (int i = threadIdx.x; i < ROWS_PER_CTA * NTOK; i += WARPS * 32) {
-    const int tok = i / ROWS_PER_CTA, r = i % ROWS_PER_CTA;
-    if (tok < a.n && r0 + r < sg.rows) {
-      const float v = red[tok * RS + r];
-      const size_t o = (size_t)tok * sg.rows + r0 + r;
-      out[o] = v;
-      if (res) res[o] += v;
-    }
-  }
+  tc_reduce_store<MT, NT8, WARPS>(acc, (float*)xs, RS, warp, g, t, r0, sg.rows, a.n, out, res);
 #else
   Dq<KIND>::load(wa, w, w2, row, 0, t);
   PDL_WAIT();  // the weights do not depend on the previous kernel; the activation does
@@ -368,15 +321,6 @@ extern "C" __global__ void q8_to_f16(const i8* __restrict__ xq, const float2* __
 }
 )";
 
-int kind_id(WeightKind kind) {
-  switch (kind) {
-    case WeightKind::Q8_0: return 3;
-    case WeightKind::Q4_K: return 4;
-    case WeightKind::Q6_K: return 5;
-    default: return -1;
-  }
-}
-
 }  // namespace
 
 bool dq_mma_supports(WeightKind kind, int64_t k) {
@@ -402,21 +346,12 @@ std::string dq_mma_source(const DqMmaSpec& spec) {
   std::string defs = fmt::format(
       "#define K {}\n#define NT8 {}\n#define MT {}\n#define WARPS {}\n#define NSEG {}\n#define SPLITK {}\n",
       spec.k, spec.nt8, spec.mt, spec.warps, spec.nseg, spec.splitk ? 1 : 0);
-  bool q4k = false, q6k = false, q80 = false;
-  for (int i = 0; i < spec.nseg; ++i) {
-    const WeightKind kind = spec.kinds[i];
-    if (!dq_mma_supports(kind, spec.k))
-      throw_error("dqmma: no kernel for {} rows of length {} (Q4_K, Q6_K, Q8_0: multiples of 256)",
-                  weight_kind_name(kind), spec.k);
-    defs += fmt::format("#define KIND{} {}\n", i, kind_id(kind));
-    q4k |= kind == WeightKind::Q4_K;
-    q6k |= kind == WeightKind::Q6_K;
-    q80 |= kind == WeightKind::Q8_0;
-  }
-  std::string src = defs + kernel_prelude() + kHead;
-  if (q4k) src += kQ4K;
-  if (q6k) src += kQ6K;
-  if (q80) src += kQ80;
+  const SegmentKinds sk = segment_kinds(spec.kinds, spec.nseg, spec.k, dq_mma_supports, "dqmma",
+                                        "Q4_K, Q6_K, Q8_0: multiples of 256");
+  std::string src = defs + sk.defs + kernel_prelude() + kHead;
+  if (sk.q4k) src += kQ4K;
+  if (sk.q6k) src += kQ6K;
+  if (sk.q80) src += kQ80;
   return src + kTail;
 }
 

@@ -42,6 +42,79 @@ __device__ __forceinline__ float rope_lo(float x0, float x1, float c, float s) {
 __device__ __forceinline__ float rope_hi(float x0, float x1, float c, float s) {
   return __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
 }
+// Weight loads that stream past L1 (each weight byte is read once per step; L1 stays for the
+// activation), 16, 8 and 2 bytes.
+__device__ __forceinline__ uint4 ldw16(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ uint2 ldw8(const void* p) {
+  uint2 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ u16 ldw2(const void* p) {
+  u16 v;
+  asm volatile("ld.global.nc.L1::no_allocate.u16 %0, [%1];" : "=h"(v) : "l"(p));
+  return v;
+}
+// 16 bytes global -> shared without a register (cp.async; the caller commits and waits).
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+  const u32 d = (u32)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(d), "l"(src) : "memory");
+}
+// Tensor-core tiles (mmq, dqmma): the fragment rows g and g + 8 of each of M 16-row tiles from
+// r0 (rows past the end read the last row; they are never stored), and zeroed accumulators.
+template <int M>
+__device__ __forceinline__ void tc_rows(int (&row)[M][2], int r0, int g, int rows) {
+#pragma unroll
+  for (int m = 0; m < M; ++m) {
+    row[m][0] = min(r0 + 16 * m + g, rows - 1);
+    row[m][1] = min(r0 + 16 * m + g + 8, rows - 1);
+  }
+}
+template <int M, int N>
+__device__ __forceinline__ void tc_zero(float (&acc)[M][N][4]) {
+#pragma unroll
+  for (int m = 0; m < M; ++m)
+#pragma unroll
+    for (int n = 0; n < N; ++n)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[m][n][i] = 0.0f;
+}
+// The tiles of W warps that split the row length of the same 16 M rows, added in shared memory
+// red [N * 8 activation rows][rs] in warp order (the same bits on every run), then out[t][r] (and
+// res[t][r] += it) for the n activation rows and the rows of [r0, rows).
+template <int M, int N, int W>
+__device__ __forceinline__ void tc_reduce_store(const float (&acc)[M][N][4], float* red, int rs,
+                                                int warp, int g, int t, int r0, int rows, int n,
+                                                float* out, float* res) {
+  for (int wp = 0; wp < W; ++wp) {
+    if (warp == wp) {
+#pragma unroll
+      for (int m = 0; m < M; ++m)
+#pragma unroll
+        for (int j = 0; j < N; ++j)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            float* p = red + (j * 8 + 2 * t + (i & 1)) * rs + 16 * m + g + 8 * (i >> 1);
+            *p = wp == 0 ? acc[m][j][i] : *p + acc[m][j][i];
+          }
+    }
+    __syncthreads();
+  }
+  for (int i = threadIdx.x; i < 16 * M * N * 8; i += W * 32) {
+    const int tok = i / (16 * M), r = i % (16 * M);
+    if (tok < n && r0 + r < rows) {
+      const float v = red[tok * rs + r];
+      const size_t o = (size_t)tok * rows + r0 + r;
+      out[o] = v;
+      if (res) res[o] += v;
+    }
+  }
+}
 __device__ __forceinline__ int dp4a(int a, int b, int c) {
   int r; asm("dp4a.s32.s32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); return r;
 }
@@ -394,6 +467,22 @@ const char* weight_kind_name(WeightKind kind) {
 bool uses_q8_activation(WeightKind kind) {
   return kind == WeightKind::Q8_0 || kind == WeightKind::Q4_K || kind == WeightKind::Q6_K ||
          is_format_kind(kind);
+}
+
+SegmentKinds segment_kinds(const WeightKind* kinds, int nseg, int64_t k,
+                           bool (*supports)(WeightKind, int64_t), const char* what, const char* rule) {
+  SegmentKinds r;
+  for (int i = 0; i < nseg; ++i) {
+    const WeightKind kind = kinds[i];
+    if (!supports(kind, k))
+      throw_error("{}: no kernel for {} rows of length {} ({})", what, weight_kind_name(kind), k, rule);
+    const int id = kind == WeightKind::Q8_0 ? 3 : kind == WeightKind::Q4_K ? 4 : 5;
+    r.defs += fmt::format("#define KIND{} {}\n", i, id);
+    r.q4k |= kind == WeightKind::Q4_K;
+    r.q6k |= kind == WeightKind::Q6_K;
+    r.q80 |= kind == WeightKind::Q8_0;
+  }
+  return r;
 }
 
 const char* kernel_prelude() { return kPrelude; }

@@ -64,9 +64,19 @@ std::string matvec_source(const MatvecSpec& spec);
 // One segment, one row per warp.
 std::string matvec_source(WeightKind kind, int64_t k, int nt);
 
-// The shared head of every generated source: typedefs, half conversion, dp4a, warp
-// reductions, the q8 block quantizer and the PDL macros (kernel_source.cpp).
+// The shared head of every generated source: typedefs, half conversion, streaming weight loads,
+// cp.async, dp4a, warp reductions, the q8 block quantizer and the PDL macros (kernel_source.cpp).
 const char* kernel_prelude();
+
+// The tensor-core kernels' (mmq.h, dq_mma.h) per-segment defines, "#define KIND<i> <id>" (Q8_0 3,
+// Q4_K 4, Q6_K 5), after `supports` accepted each kind at row length k (else a jitllm::Error
+// naming `what` and the `rule`), and which of the three kinds occur (their bodies are appended).
+struct SegmentKinds {
+  std::string defs;
+  bool q4k = false, q6k = false, q80 = false;
+};
+SegmentKinds segment_kinds(const WeightKind* kinds, int nseg, int64_t k,
+                           bool (*supports)(WeightKind, int64_t), const char* what, const char* rule);
 
 // quantize_q8, rms_norm, rope, swiglu, add, store_kv (runtime shapes).
 std::string elementwise_source();

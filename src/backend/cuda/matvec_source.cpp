@@ -26,22 +26,6 @@ struct MvArgs {
   u64 nw, nout, nq, nds, cnt; float eps; int ncols;        // NORM epilogue (see mv_norm_row)
   u64 rope, kvrows, koff, voff; int hd, nrot, kvf16, pad2;  // ROPE epilogue (see mv_segment)
 };
-__device__ __forceinline__ uint4 ldw16(const void* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-  return v;
-}
-__device__ __forceinline__ uint2 ldw8(const void* p) {
-  uint2 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
-  return v;
-}
-__device__ __forceinline__ u16 ldw2(const void* p) {
-  u16 v;
-  asm volatile("ld.global.nc.L1::no_allocate.u16 %0, [%1];" : "=h"(v) : "l"(p));
-  return v;
-}
 #define KIND_F32 0
 #define KIND_F16 1
 #define KIND_BF16 2

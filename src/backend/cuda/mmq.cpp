@@ -5,16 +5,12 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "backend/cuda/env_knob.h"
 #include "core/error.h"
 
 namespace jitllm::cuda {
 
 namespace {
-
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::atoi(v) : fallback;
-}
 
 // The kernel's parameter, laid out as MqSeg / MqArgs in the generated source.
 struct MqSegArg {

@@ -84,10 +84,6 @@ struct ActS {
     x1 = make_float2(v.z, v.w);
   }
 };
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  const u32 d = (u32)__cvta_generic_to_shared(dst);
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(d), "l"(src) : "memory");
-}
 __device__ __forceinline__ void cp_async8(void* dst, const void* src) {
   const u32 d = (u32)__cvta_generic_to_shared(dst);
   asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" :: "r"(d), "l"(src) : "memory");
@@ -311,18 +307,9 @@ __device__ __forceinline__ void mq_segment(const MqSeg& sg, int tile, const MqAr
   const int r0 = tile * MR;
   if (r0 >= sg.rows) return;  // the whole CTA
   int row[MT][2];
-#pragma unroll
-  for (int m = 0; m < MT; ++m) {  // rows past the end reread the last row (not stored)
-    row[m][0] = min(r0 + 16 * m + g, sg.rows - 1);
-    row[m][1] = min(r0 + 16 * m + g + 8, sg.rows - 1);
-  }
+  tc_rows<MT>(row, r0, g, sg.rows);
   float acc[MT][NT8][4];
-#pragma unroll
-  for (int m = 0; m < MT; ++m)
-#pragma unroll
-    for (int n = 0; n < NT8; ++n)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) acc[m][n][i] = 0.0f;
+  tc_zero<MT, NT8>(acc);
   const u8* w = (const u8*)sg.w;
   const u8* w2 = (const u8*)sg.w2;
   const i8* xq = (const i8*)a.xq;
@@ -397,31 +384,7 @@ __device__ __forceinline__ void mq_segment(const MqSeg& sg, int tile, const MqAr
 #endif
   }
 #endif
-  for (int w = 0; w < WARPS; ++w) {
-    if (warp == w) {
-#pragma unroll
-      for (int m = 0; m < MT; ++m)
-#pragma unroll
-        for (int n = 0; n < NT8; ++n)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            float* p = red + (n * 8 + 2 * t + (i & 1)) * RS + 16 * m + g + 8 * (i >> 1);
-            *p = w == 0 ? acc[m][n][i] : *p + acc[m][n][i];
-          }
-    }
-    __syncthreads();
-  }
-  float* out = (float*)sg.out;
-  float* res = (float*)sg.res;
-  for (int i = threadIdx.x; i < MR * NT8 * 8; i += WARPS * 32) {
-    const int tok = i / MR, r = i % MR;
-    if (tok < a.n && r0 + r < sg.rows) {
-      const float v = red[tok * RS + r];
-      const size_t o = (size_t)tok * sg.rows + r0 + r;
-      out[o] = v;
-      if (res) res[o] += v;
-    }
-  }
+  tc_reduce_store<MT, NT8, WARPS>(acc, red, RS, warp, g, t, r0, sg.rows, a.n, (float*)sg.out, (float*)sg.res);
 }
 extern "C" __global__ void __launch_bounds__(WARPS * 32) mmq(const MqArgs a) {
   __shared__ float red[NT8 * 8 * RS];  // [activation row][weight row of the tile]
@@ -446,15 +409,6 @@ size_t act_bytes(const MmqSpec& spec) {
     most = std::max(most, size_t(spec.nt8) * 8 * (xs + sv / 32 * 8));
   }
   return most;
-}
-
-int kind_id(WeightKind kind) {
-  switch (kind) {
-    case WeightKind::Q8_0: return 3;
-    case WeightKind::Q4_K: return 4;
-    case WeightKind::Q6_K: return 5;
-    default: return -1;
-  }
 }
 
 }  // namespace
@@ -490,21 +444,12 @@ std::string mmq_source(const MmqSpec& spec) {
       "#define ACT {}\n#define ACT_BYTES {}\n",
       spec.k, spec.nt8, spec.mt, spec.warps, spec.nseg, spec.pipe ? 1 : 0, spec.act ? 1 : 0,
       act_bytes(spec));
-  bool q4k = false, q6k = false, q80 = false;
-  for (int i = 0; i < spec.nseg; ++i) {
-    const WeightKind kind = spec.kinds[i];
-    if (!mmq_supports(kind, spec.k))
-      throw_error("mmq: no kernel for {} rows of length {} (Q4_K, Q6_K: multiples of 256; Q8_0: of 128)",
-                  weight_kind_name(kind), spec.k);
-    defs += fmt::format("#define KIND{} {}\n", i, kind_id(kind));
-    q4k |= kind == WeightKind::Q4_K;
-    q6k |= kind == WeightKind::Q6_K;
-    q80 |= kind == WeightKind::Q8_0;
-  }
-  std::string src = defs + kernel_prelude() + kHead;
-  if (q4k) src += kQ4K;
-  if (q6k) src += kQ6K;
-  if (q80) src += kQ80;
+  const SegmentKinds sk = segment_kinds(spec.kinds, spec.nseg, spec.k, mmq_supports, "mmq",
+                                        "Q4_K, Q6_K: multiples of 256; Q8_0: of 128");
+  std::string src = defs + sk.defs + kernel_prelude() + kHead;
+  if (sk.q4k) src += kQ4K;
+  if (sk.q6k) src += kQ6K;
+  if (sk.q80) src += kQ80;
   return src + kTail;
 }
 

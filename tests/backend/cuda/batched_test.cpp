@@ -145,23 +145,37 @@ TEST(CudaMmq, ZeroBlocksAndOddRowCounts) {
     check_mmq({t, 1000, 2048}, {8, 13}, 3);
 }
 
-TEST(CudaMmq, GroupedMixedKindsEqualSingleLaunches) {
-  // The 8B q/k/v of Q4_K_M: Q4_K 4096 + Q4_K 1024 + Q6_K 1024 rows in one launch.
-  JITLLM_REQUIRE_GPU();
-  std::mt19937 rng(5);
-  const int64_t k = 4096, n = 32;
-  const QuantType types[3] = {QuantType::Q4_K, QuantType::Q4_K, QuantType::Q6_K};
-  const int64_t rows[3] = {4096, 1024, 1024};
+// The 8B q/k/v of Q4_K_M (Q4_K 4096 + Q4_K 1024 + Q6_K 1024 rows of 4096) and n activation
+// rows quantized as the engine does (rows padded to 8), for the grouped-launch tests.
+struct QkvCase {
+  static constexpr int64_t k = 4096;
+  static constexpr QuantType types[3] = {QuantType::Q4_K, QuantType::Q4_K, QuantType::Q6_K};
+  static constexpr int64_t rows[3] = {4096, 1024, 1024};
+  int64_t n;
   std::vector<DeviceWeight> dw;
-  for (int i = 0; i < 3; ++i) {
-    const auto w = random_weights(types[i], rows[i], k, rng);
-    dw.push_back(DeviceWeight::upload(pack_weight(types[i], w.data(), rows[i], k)));
+  DeviceBuffer dx, q8;
+  Q8Buffers qb;
+  QkvCase(Gpu* G, int64_t n_rows, uint32_t seed) : n(n_rows) {
+    std::mt19937 rng(seed);
+    for (int i = 0; i < 3; ++i) {
+      const auto w = random_weights(types[i], rows[i], k, rng);
+      dw.push_back(DeviceWeight::upload(pack_weight(types[i], w.data(), rows[i], k)));
+    }
+    dx = to_device(random_floats(size_t(n * k), rng), size_t(kMmqMaxRows * k));
+    q8 = DeviceBuffer(CudaKernels::q8_bytes(n, k));
+    qb = Q8Buffers{q8.get(), q8.get() + CudaKernels::q8_ds_offset(n, k)};
+    G->kernels->quantize_q8(dx.get(), (n + 7) / 8 * 8, k, qb, *G->stream);
   }
-  const auto x = random_floats(size_t(n * k), rng);
-  DeviceBuffer dx = to_device(x, size_t(kMmqMaxRows * k));
-  DeviceBuffer q8(CudaKernels::q8_bytes(n, k));
-  const Q8Buffers qb{q8.get(), q8.get() + CudaKernels::q8_ds_offset(n, k)};
-  G->kernels->quantize_q8(dx.get(), n, k, qb, *G->stream);
+};
+
+TEST(CudaMmq, GroupedMixedKindsEqualSingleLaunches) {
+  // The 8B q/k/v of Q4_K_M in one launch.
+  JITLLM_REQUIRE_GPU();
+  const QkvCase c(G, 32, 5);
+  const int64_t n = c.n;
+  const auto& rows = QkvCase::rows;
+  const auto& dw = c.dw;
+  const Q8Buffers qb = c.qb;
   std::vector<DeviceBuffer> grouped, single;
   MatmulSeg segs[3];
   for (int i = 0; i < 3; ++i) {
@@ -241,20 +255,12 @@ TEST(CudaDqMma, GroupedMixedKindsAndLaunchShapesGiveTheSameBits) {
   // The 8B q/k/v of Q4_K_M in one launch against single launches, then every tile/warp shape:
   // each row's MMAs run in the same order whatever the launch shape, so the bits are the same.
   JITLLM_REQUIRE_GPU();
-  std::mt19937 rng(6);
-  const int64_t k = 4096, n = 29;
-  const QuantType types[3] = {QuantType::Q4_K, QuantType::Q4_K, QuantType::Q6_K};
-  const int64_t rows[3] = {4096, 1024, 1024};
-  std::vector<DeviceWeight> dw;
-  for (int i = 0; i < 3; ++i) {
-    const auto w = random_weights(types[i], rows[i], k, rng);
-    dw.push_back(DeviceWeight::upload(pack_weight(types[i], w.data(), rows[i], k)));
-  }
-  const auto x = random_floats(size_t(n * k), rng);
-  DeviceBuffer dx = to_device(x, size_t(kMmqMaxRows * k));
-  DeviceBuffer q8(CudaKernels::q8_bytes(n, k)), xh(DqMma::f16_bytes(n, k));
-  const Q8Buffers qb{q8.get(), q8.get() + CudaKernels::q8_ds_offset(n, k)};
-  G->kernels->quantize_q8(dx.get(), (n + 7) / 8 * 8, k, qb, *G->stream);
+  const QkvCase c(G, 29, 6);
+  const int64_t n = c.n, k = QkvCase::k;
+  const auto& rows = QkvCase::rows;
+  const auto& dw = c.dw;
+  const Q8Buffers qb = c.qb;
+  DeviceBuffer xh(DqMma::f16_bytes(n, k));
   std::vector<DeviceBuffer> grouped;
   MatmulSeg segs[3];
   for (int i = 0; i < 3; ++i) {
