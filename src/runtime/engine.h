@@ -34,6 +34,10 @@ struct EngineOptions {
   // With a card: run warm_up() before the constructor returns, so "ready" means every kernel a
   // first prompt needs is compiled and every weight is on its card.
   bool warm_up = true;
+  // warm_up() also steps up to this many sessions together (every count the backend tiles
+  // differently), so a server's batched decode compiles nothing after "ready" either (jitllmd
+  // passes -parallel). 1: single sessions only.
+  int warm_sessions = 1;
 };
 
 struct StepInput {
@@ -73,11 +77,15 @@ class Engine {
   // One token; returns the greedy next token (step_greedy).
   int32_t decode_greedy(Session& session, int32_t token);
 
-  // Runs the step shapes of a first prompt and its decode on a throwaway session (see
-  // engine_warmup.cpp); sessions and the KV pool are left as they were.
+  // Runs the step shapes of a first prompt and its decode on a throwaway session, and of
+  // options().warm_sessions sessions decoding together (see engine_warmup.cpp); sessions and the
+  // KV pool are left as they were.
   void warm_up();
 
  private:
+  // warm_up()'s decode steps of n throwaway sessions together (direct, capture, replay; logits
+  // and greedy ids).
+  void warm_up_together(int64_t n);
   // step() and step_greedy(): writes the logits of the requested rows to `logits` or, with
   // `argmax` set, their greedy tokens there. Returns the number of requested rows.
   size_t run_step(std::span<const StepInput> inputs, std::vector<float>* logits,

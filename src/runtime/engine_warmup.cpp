@@ -7,8 +7,11 @@
 // flash or paged attention, a decode graph) is decided inside the backend from the step's shape;
 // running the shapes keeps this file right whatever those rules become.
 #include <algorithm>
+#include <memory>
 #include <vector>
 
+#include "core/error.h"
+#include "core/log.h"
 #include "runtime/engine.h"
 
 namespace jitllm {
@@ -32,6 +35,41 @@ void Engine::warm_up() {
   prefill(*session, all.subspan(kPrompt + kTail), false, std::min<int64_t>(kSmall, options_.n_batch));
   for (int64_t i = 0; i < kDecode; ++i) decode(*session, ids[size_t(i)]);
   for (int64_t i = 0; i < kDecode; ++i) decode_greedy(*session, ids[size_t(i)]);
+  session.reset();
+  // Sessions decoding together, up to warm_sessions: the counts whose kernels differ. Below 8
+  // rows the matvec takes tiles of 2, 4 or 8 rows (2, 4, 7); from 8 to 64 the batched tensor-core
+  // kernels take tiles of 8 rows (every multiple of 8, and warm_sessions itself); larger steps
+  // take the prefill GEMM, which the 16-row prompt above warmed.
+  const int64_t top = std::min<int64_t>(options_.warm_sessions, 64);
+  std::vector<int64_t> counts;
+  for (int64_t c : {2, 4, 7})
+    if (c <= top) counts.push_back(c);
+  for (int64_t c = 8; c <= top; c += 8) counts.push_back(c);
+  if (top > 1 && std::find(counts.begin(), counts.end(), top) == counts.end()) counts.push_back(top);
+  for (int64_t c : counts) {
+    try {
+      warm_up_together(c);
+    } catch (const Error& e) {  // a KV pool capped below c sessions: serving cannot reach c either
+      log(LogLevel::Warn, "warm-up of {} sessions together stopped: {}", c, e.what());
+      break;
+    }
+  }
+}
+
+void Engine::warm_up_together(int64_t n) {
+  constexpr int kSteps = 3;  // a direct step, the step that captures the decode graph, a replay
+  std::vector<std::unique_ptr<Session>> sessions;
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    ids[size_t(i)] = int32_t((i * 7919 + 13) % config().n_vocab);
+    sessions.push_back(new_session(1 + 2 * kSteps));
+    prefill(*sessions.back(), std::span<const int32_t>(&ids[size_t(i)], 1), false);
+  }
+  std::vector<StepInput> step_in;
+  for (int64_t i = 0; i < n; ++i)
+    step_in.push_back({sessions[size_t(i)].get(), std::span<const int32_t>(&ids[size_t(i)], 1), false});
+  for (int i = 0; i < kSteps; ++i) step(step_in);
+  for (int i = 0; i < kSteps; ++i) step_greedy(step_in);
 }
 
 }  // namespace jitllm

@@ -53,6 +53,7 @@ ServedModel::ServedModel(ModelOptions options, Metrics& metrics)
   // KV for every parallel sequence at its full context (0: the training context).
   if (options.scheduler.n_ctx > 0) eo.kv_tokens = options.scheduler.n_ctx * options.scheduler.parallel;
   eo.kernels = options.kernels.empty() ? &default_cpu_kernels() : &cpu_kernels_by_name(options.kernels);
+  eo.warm_sessions = options.scheduler.parallel;  // the running batch's sizes, warmed before ready
   engine_ = std::make_unique<Engine>(load_model_file(options.path), eo);
   const Metadata& md = engine_->model().file().metadata;
   tokenizer_ = std::make_unique<Tokenizer>(md);

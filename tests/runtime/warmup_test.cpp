@@ -34,7 +34,9 @@ TEST(EngineWarmUp, LeavesThePoolEmptyAndTheOutputsUnchanged) {
   const auto file = load_model_file(oracle_path("models/synth-llama.Q4_K_M.gguf"));
   EngineOptions o;
   o.kernels = &default_cpu_kernels();
-  Engine cold(file, o), warm(file, o);
+  Engine cold(file, o);
+  o.warm_sessions = 20;  // and every count of sessions together up to 20 (2, 4, 7, 8, 16, 20)
+  Engine warm(file, o);
   warm.warm_up();
   EXPECT_EQ(warm.kv_pool().pages_in_use(), 0u);
   const std::vector<float> a = run(cold), b = run(warm);
@@ -43,6 +45,21 @@ TEST(EngineWarmUp, LeavesThePoolEmptyAndTheOutputsUnchanged) {
   for (size_t i = 0; i < a.size(); ++i) differ += a[i] != b[i];
   EXPECT_EQ(differ, 0u) << "of " << a.size() << " logits";
   EXPECT_EQ(warm.kv_pool().pages_in_use(), 0u);
+}
+
+TEST(EngineWarmUp, SessionsTogetherStopAtACappedPoolAndLeaveNothing) {
+  // 3 KV pages: the single-session shapes and 2 sessions together fit, 4 do not; the warm-up
+  // stops there (serving could not reach 4 either) and leaves the pool empty.
+  const auto file = load_model_file(oracle_path("models/synth-llama.Q4_K_M.gguf"));
+  EngineOptions o;
+  o.kernels = &default_cpu_kernels();
+  o.max_kv_pages = 3;
+  o.warm_sessions = 8;
+  Engine e(file, o);
+  EXPECT_NO_THROW(e.warm_up());
+  EXPECT_EQ(e.kv_pool().pages_in_use(), 0u);
+  EXPECT_FALSE(run(e).empty());
+  EXPECT_EQ(e.kv_pool().pages_in_use(), 0u);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "backend/cpu/reference_kernels.h"
@@ -68,6 +69,36 @@ TEST(CudaWarmUp, NothingCompilesAfterReadyAndOutputsEqualACold) {
   for (size_t i = 0; i < w.logits.size(); ++i) differ += w.logits[i] != c.logits[i];
   EXPECT_EQ(differ, 0u) << "of " << w.logits.size() << " logits";
   EXPECT_EQ(w.greedy, c.greedy);
+}
+
+TEST(CudaWarmUp, SessionsTogetherCompileNothingAfterReady) {
+  // warm_sessions = 24 (as jitllmd -parallel 24): steps of 3, 6, 13 and 24 sessions together
+  // (matvec tiles of 4 and 8, the batched kernels at 2 and 3 tiles of 8), with logits and
+  // greedy-only, load no module after the engine is ready.
+  JITLLM_REQUIRE_GPU();
+  const auto file = load_model_file(oracle_path("models/synth-llama.Q4_K_M.gguf"));
+  EngineOptions o;
+  o.kernels = &reference_kernels();
+  o.devices = "cuda";
+  o.print_placement = false;
+  o.warm_sessions = 24;
+  Engine e(file, o);
+  const int64_t ready = modules_loaded_in_process();
+  for (int64_t n : {3, 6, 13, 24}) {
+    std::vector<std::unique_ptr<Session>> sessions;
+    std::vector<int32_t> ids;
+    for (int64_t i = 0; i < n; ++i) ids.push_back(int32_t(5 + 11 * i));
+    std::vector<StepInput> in;
+    for (int64_t i = 0; i < n; ++i) {
+      sessions.push_back(e.new_session(32));
+      e.prefill(*sessions.back(), std::span<const int32_t>(&ids[size_t(i)], 1), false);
+    }
+    for (int64_t i = 0; i < n; ++i)
+      in.push_back({sessions[size_t(i)].get(), std::span<const int32_t>(&ids[size_t(i)], 1), false});
+    for (int r = 0; r < 3; ++r) e.step(in);
+    for (int r = 0; r < 3; ++r) e.step_greedy(in);
+    EXPECT_EQ(modules_loaded_in_process(), ready) << n << " sessions together loaded kernels after ready";
+  }
 }
 
 }  // namespace
