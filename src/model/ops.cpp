@@ -1,9 +1,15 @@
-// Ops defaults that every backend may override: the greedy pick over logits rows on the host.
+// Ops defaults that every backend may override: the greedy pick over logits rows on the host,
+// the KV page copy of a fork.
 #include "model/ops.h"
 
+#include <cstring>
 #include <vector>
 
 namespace jitllm {
+
+void Ops::copy_kv_page(const uint8_t* from, uint8_t* to, const KvLayout& kv) {
+  std::memcpy(to, from, kv.page_bytes());
+}
 
 void Ops::argmax_rows(Act x, int32_t* host) {
   std::vector<float> v(size_t(x.rows * x.cols));

@@ -102,6 +102,10 @@ class Ops {
   // (rows holding NaN are not ordered). A backend that keeps x on a device can do this there
   // and bring home only the ids; this default reads x and scans it on the host.
   virtual void argmax_rows(Act x, int32_t* host);
+  // Copies the KV this backend keeps for the positions of host page `from` into those of page
+  // `to` (a forked session, runtime/session_fork.h), between steps. The default copies the host
+  // page itself (kv.page_bytes()); a backend that keeps KV on a device copies its device pages.
+  virtual void copy_kv_page(const uint8_t* from, uint8_t* to, const KvLayout& kv);
 };
 
 // Which backend runs each part of one model's graph (runtime/placement.h decides; the graph

@@ -32,6 +32,15 @@ Engine::Engine(std::shared_ptr<const ModelFile> file, EngineOptions options)
   if (options_.warm_up && backends_.cards) warm_up();
 }
 
+void Engine::copy_kv_pages(const KvSeq& from, const KvSeq& to, int64_t pages) {
+  if (from.n_pages < pages || to.n_pages < pages)
+    throw_error("KV copy: {} pages asked, the sessions hold {} and {}", pages, from.n_pages, to.n_pages);
+  for (const auto& ops : backends_.owned) {
+    ops->enter();
+    for (int64_t p = 0; p < pages; ++p) ops->copy_kv_page(from.pages[p], to.pages[p], kv_layout_);
+  }
+}
+
 std::unique_ptr<Session> Engine::new_session(int64_t n_ctx) {
   return std::make_unique<Session>(pool_, n_ctx > 0 ? n_ctx : config().n_ctx_train);
 }

@@ -77,6 +77,10 @@ class Engine {
   // One token; returns the greedy next token (step_greedy).
   int32_t decode_greedy(Session& session, int32_t token);
 
+  // Copies the KV of the first `pages` pages of `from` into those of `to` on every backend (the
+  // host pages and each card's copies of them): fork_session's copy, between steps.
+  void copy_kv_pages(const KvSeq& from, const KvSeq& to, int64_t pages);
+
   // Runs the step shapes of a first prompt and its decode on a throwaway session, and of
   // options().warm_sessions sessions decoding together (see engine_warmup.cpp); sessions and the
   // KV pool are left as they were.

@@ -1,5 +1,6 @@
 // fork_session implementation: whole pages are copied (a partly filled last page included), which
-// is exact because a page holds page_tokens positions of every layer and nothing else.
+// is exact because a page holds page_tokens positions of every layer and nothing else; each
+// backend copies its own KV (Engine::copy_kv_pages): on a card the host pages hold nothing.
 #include "runtime/session_fork.h"
 
 #include <cstring>
@@ -23,7 +24,8 @@ std::unique_ptr<Session> fork_session(Engine& engine, const Session& src, int64_
   const KvSeq from = src.kv(), to = dst->kv();
   if (from.n_pages < pages || to.n_pages < pages)
     throw_error("fork: the source session has {} KV pages, {} needed", from.n_pages, pages);
-  for (int64_t p = 0; p < pages; ++p) std::memcpy(to.pages[p], from.pages[p], layout.page_bytes());
+  // Every backend copies what it keeps (the host its pages, a card its device copies of them).
+  engine.copy_kv_pages(from, to, pages);
   dst->append(src.tokens().data(), n);
   return dst;
 }

@@ -217,6 +217,21 @@ CUdeviceptr CudaOps::kv_page(uint8_t* host_page) {
   return it->second.get();
 }
 
+void CudaOps::copy_kv_page(const uint8_t* from, uint8_t* to, const KvLayout& kv) {
+  if (mode_ == Mode::Capture) throw_error("CUDA: a KV page copy inside a captured step");
+  auto src = kv_pages_.find(const_cast<uint8_t*>(from));
+  if (src == kv_pages_.end()) return;  // no step ever wrote this page on the card
+  device_.make_current();
+  flush();  // launches held back from the last step come first
+  if (kv_pages_.empty() || kv.page_bytes() != kv_.page_bytes())
+    throw_error("CUDA: the KV page layout changed between steps");
+  const CUdeviceptr s = src->second.get();  // (kv_page may rehash the map: take the address first)
+  const CUdeviceptr d = kv_page(to);
+  const int layers = kv_n_layers_ < 0 ? kv_.n_layer : kv_n_layers_;
+  check(driver().cuMemcpyDtoDAsync(d, s, kv_.plane_bytes() * 2 * size_t(layers), stream_.get()),
+        "cuMemcpyDtoDAsync(KV page)");
+}
+
 void CudaOps::set_kv_layers(int first, int count) {
   if (!kv_pages_.empty() && (first != kv_first_layer_ || count != kv_n_layers_))
     throw_error("CUDA: the KV layer range of a card cannot change once it holds pages");

@@ -52,6 +52,10 @@ class CudaOps final : public Ops {
   void select_rows(Act x, std::span<const int32_t> rows, Act out) override;
   void read(Act x, float* host) override;
   void argmax_rows(Act x, int32_t* host) override;
+  // The card's KV lives in its device copies of the host pages (kv_page()): a fork copies those,
+  // device to device on the compute stream (ordered after the steps that wrote them and before
+  // the next step), and leaves the host pages alone.
+  void copy_kv_page(const uint8_t* from, uint8_t* to, const KvLayout& kv) override;
 
   const Device& device() const { return device_; }
   // Placement (runtime/placement.h): the residual stream arriving from another device, this

@@ -13,6 +13,7 @@
 #include "cuda_test_util.h"
 #include "runtime/engine.h"
 #include "runtime/model_loader.h"
+#include "runtime/session_fork.h"
 #include "testutil/shared_data.h"
 
 namespace jitllm::cuda::test {
@@ -144,6 +145,33 @@ TEST(CudaEngine, LongPromptAcrossKvPagesMatchesCpu) {
   const float d = max_abs_diff(lg.data(), lc.data(), lc.size());
   EXPECT_LE(d, 0.03f);
   std::printf("[ cuda     ] 300-token prompt (5 KV pages, chunks of 100) vs CPU max |diff| %.3g\n", d);
+}
+
+TEST(CudaEngine, ForkedSessionContinuesAsItsSource) {
+  // fork_session on the card (jitllmd's n > 1 choices, /v1/systemone): the card's KV lives in its
+  // device copies of the host pages, so the fork must copy those. A 150-token prompt over 3 pages
+  // of 64, forked whole and at 100 tokens; each fork's next logits equal, bit for bit, those of a
+  // session prefilled the same way and truncated to the fork's length.
+  JITLLM_REQUIRE_GPU();
+  const auto file = load_model_file(oracle_path("models/synth-llama.Q8_0.gguf"));
+  EngineOptions o = on("cuda");
+  o.kv_page_tokens = 64;
+  Engine e(file, o);
+  std::mt19937 rng(4);
+  std::vector<int32_t> ids(150);
+  for (auto& t : ids) t = int32_t(rng() % 500) + 1;
+  auto src = e.new_session(256);
+  e.prefill(*src, ids, false);
+  for (int64_t n : {int64_t(150), int64_t(100)}) {
+    auto fork = fork_session(e, *src, n);
+    auto fresh = e.new_session(256);
+    e.prefill(*fresh, ids, false);  // the source's step shapes, so its KV bits
+    fresh->truncate(n);
+    const std::vector<float> a = e.decode(*fork, 7), b = e.decode(*fresh, 7);
+    EXPECT_EQ(a, b) << "fork at " << n << " tokens";
+    std::printf("[ cuda     ] fork at %ld of 150 tokens: next logits %s a fresh prefill's\n", long(n),
+                a == b ? "equal" : "differ from");
+  }
 }
 
 TEST(CudaEngine, GraphReplayEqualsDirectLaunches) {
