@@ -48,13 +48,18 @@ Outputs first_prompt(Engine& e) {
   return o;
 }
 
-TEST(CudaWarmUp, NothingCompilesAfterReadyAndOutputsEqualACold) {
-  JITLLM_REQUIRE_GPU();
-  const auto file = load_model_file(oracle_path("models/synth-llama.Q4_K_M.gguf"));
+EngineOptions on_card() {
   EngineOptions o;
   o.kernels = &reference_kernels();
   o.devices = "cuda";
   o.print_placement = false;
+  return o;
+}
+
+TEST(CudaWarmUp, NothingCompilesAfterReadyAndOutputsEqualACold) {
+  JITLLM_REQUIRE_GPU();
+  const auto file = load_model_file(oracle_path("models/synth-llama.Q4_K_M.gguf"));
+  EngineOptions o = on_card();
   Engine warm(file, o);
   const int64_t ready = modules_loaded_in_process();
   EXPECT_GT(ready, 0) << "the warm-up loaded no kernel";
@@ -77,10 +82,7 @@ TEST(CudaWarmUp, SessionsTogetherCompileNothingAfterReady) {
   // greedy-only, load no module after the engine is ready.
   JITLLM_REQUIRE_GPU();
   const auto file = load_model_file(oracle_path("models/synth-llama.Q4_K_M.gguf"));
-  EngineOptions o;
-  o.kernels = &reference_kernels();
-  o.devices = "cuda";
-  o.print_placement = false;
+  EngineOptions o = on_card();
   o.warm_sessions = 24;
   Engine e(file, o);
   const int64_t ready = modules_loaded_in_process();
