@@ -10,7 +10,6 @@
 #include <memory>
 #include <vector>
 
-#include "core/error.h"
 #include "core/log.h"
 #include "runtime/engine.h"
 
@@ -47,12 +46,14 @@ void Engine::warm_up() {
   for (int64_t c = 8; c <= top; c += 8) counts.push_back(c);
   if (top > 1 && std::find(counts.begin(), counts.end(), top) == counts.end()) counts.push_back(top);
   for (int64_t c : counts) {
-    try {
-      warm_up_together(c);
-    } catch (const Error& e) {  // a KV pool capped below c sessions: serving cannot reach c either
-      log(LogLevel::Warn, "warm-up of {} sessions together stopped: {}", c, e.what());
+    // Each throwaway session takes one page: a pool capped below that cannot serve c sessions
+    // together either.
+    const size_t cap = pool_.max_pages();
+    if (cap && pool_.pages_in_use() + size_t(c) > cap) {
+      log(LogLevel::Warn, "warm-up of {} sessions together skipped: the KV pool holds {} pages", c, cap);
       break;
     }
+    warm_up_together(c);
   }
 }
 

@@ -23,6 +23,7 @@ class KvPagePool {
   uint8_t* acquire();
   void release(uint8_t* page);
   size_t pages_in_use() const { return owned_.size() - free_.size(); }
+  size_t max_pages() const { return max_pages_; }  // 0: no cap
   size_t bytes_allocated() const { return owned_.size() * layout_.page_bytes(); }
 
  private:

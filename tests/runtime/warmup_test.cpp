@@ -49,7 +49,7 @@ TEST(EngineWarmUp, LeavesThePoolEmptyAndTheOutputsUnchanged) {
 
 TEST(EngineWarmUp, SessionsTogetherStopAtACappedPoolAndLeaveNothing) {
   // 3 KV pages: the single-session shapes and 2 sessions together fit, 4 do not; the warm-up
-  // stops there (serving could not reach 4 either) and leaves the pool empty.
+  // stops before 4 (serving could not reach 4 either) and leaves the pool empty.
   const auto file = load_model_file(oracle_path("models/synth-llama.Q4_K_M.gguf"));
   EngineOptions o;
   o.kernels = &default_cpu_kernels();

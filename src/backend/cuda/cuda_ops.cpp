@@ -107,7 +107,14 @@ Q8Buffers CudaOps::q8_for(int64_t n, int64_t k) {
 
 void CudaOps::ensure_q8(int64_t n, int64_t k) {
   ensure(q8_, CudaKernels::q8_bytes(n, k));
-  if (dq_step_) ensure(xh_, DqMma::f16_bytes(n, k));
+  if (dq_step_) ensure(xh_, xh_bytes(n, k));
+}
+
+size_t CudaOps::xh_bytes(int64_t n, int64_t k) {
+  // quantize_q8 writes whole matvec tiles of rows (JITLLM_CUDA_MAX_TILE may make them wider than
+  // the DQ-MMA kernel's 8), the f16 copy included.
+  const int64_t t = CudaKernels::tile_for(n);
+  return std::max(DqMma::f16_bytes(n, k), size_t((n + t - 1) / t * t) * size_t(k) * 2);
 }
 
 void CudaOps::flush_ropes() {
@@ -151,7 +158,7 @@ void CudaOps::run_matmuls(std::span<const MatmulSeg> segs, Act x, Q8Buffers q8, 
     }
     CUdeviceptr xh = q8.h;  // set in a DQ step: every q8 producer of the step also wrote it
     if (!xh && Mmq::use_dq(segs)) {  // sized by the direct step before any capture of this row count
-      ensure(xh_, DqMma::f16_bytes(x.rows, x.cols));
+      ensure(xh_, xh_bytes(x.rows, x.cols));
       xh = xh_.get();
     }
     mmq_->matmul_group(segs, x.rows, q8, stream_, xh);
@@ -218,13 +225,16 @@ CUdeviceptr CudaOps::kv_page(uint8_t* host_page) {
 }
 
 void CudaOps::copy_kv_page(const uint8_t* from, uint8_t* to, const KvLayout& kv) {
-  if (mode_ == Mode::Capture) throw_error("CUDA: a KV page copy inside a captured step");
   auto src = kv_pages_.find(const_cast<uint8_t*>(from));
   if (src == kv_pages_.end()) return;  // no step ever wrote this page on the card
   device_.make_current();
+  if (mode_ == Mode::Capture) {  // the last step threw while capturing: end it (begin() sees the
+    CUgraph g = nullptr;         // mode and does the rest, as after any failed capture)
+    driver().cuStreamEndCapture(stream_.get(), &g);
+    if (g) driver().cuGraphDestroy(g);
+  }
   flush();  // launches held back from the last step come first
-  if (kv_pages_.empty() || kv.page_bytes() != kv_.page_bytes())
-    throw_error("CUDA: the KV page layout changed between steps");
+  if (kv.page_bytes() != kv_.page_bytes()) throw_error("CUDA: the KV page layout changed between steps");
   const CUdeviceptr s = src->second.get();  // (kv_page may rehash the map: take the address first)
   const CUdeviceptr d = kv_page(to);
   const int layers = kv_n_layers_ < 0 ? kv_.n_layer : kv_n_layers_;

@@ -104,6 +104,7 @@ class CudaOps final : public Ops {
   Q8Buffers q8_for(int64_t n, int64_t k);
   // Grows q8_ (and in a DQ step xh_) for n rows of k.
   void ensure_q8(int64_t n, int64_t k);
+  static size_t xh_bytes(int64_t n, int64_t k);  // xh_ for n rows of k
   void quantized(Act a) {
     q8_src_ = a.data;
     q8_rows_ = a.rows;

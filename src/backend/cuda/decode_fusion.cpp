@@ -35,7 +35,8 @@ bool CudaOps::hold_group(std::span<const MatmulSeg> segs, Act x, bool reuse) {
   // matvec tile; steps that the batched kernel (MMQ) takes keep their launch.
   if (!fuse_ || x.rows > 8 || CudaKernels::tile_for(x.rows) < x.rows ||
       !((segs.size() == 3 && epilogue_on("rope")) ||
-        (segs.size() == 2 && epilogue_on("swiglu") && CudaKernels::swiglu_fits(segs, x.rows))) ||
+        // (not in a DQ step: the epilogue's quantizer writes no f16 copy for a DQ-MMA ffn_down)
+        (segs.size() == 2 && epilogue_on("swiglu") && !dq_step_ && CudaKernels::swiglu_fits(segs, x.rows))) ||
       use_mmq(segs, x.rows))
     return false;
   HeldGroup g;

@@ -114,6 +114,17 @@ void check_mmq(const MmqCase& c, std::initializer_list<int64_t> ns, int zero_eve
     size_t bad = 0;
     for (size_t i = 0; i < outs; ++i) bad += res[i] != r0[i] + got[i];
     EXPECT_EQ(bad, 0u) << "residual epilogue, n=" << n;
+    if (dq) {
+      // The f16 copy written by the quantizer itself (Q8Buffers::h, as every q8 producer of a DQ
+      // step does) instead of the kernel's own conversion: the same bits.
+      DeviceBuffer xh2(DqMma::f16_bytes(kMmqMaxRows, c.k));
+      check(driver().cuMemsetD8Async(xh2.get(), 0xff, xh2.bytes(), G->stream->get()), "memset");
+      const Q8Buffers qh{qb.q, qb.ds, xh2.get()};
+      G->kernels->quantize_q8(dx.get(), (n + t - 1) / t * t, c.k, qh, *G->stream);
+      mmq().matmul_group(std::span<const MatmulSeg>(&seg, 1), n, qh, *G->stream, xh2.get());
+      G->stream->sync();
+      EXPECT_EQ(download(dout.get(), outs), got) << "f16 copy from the quantizer, n=" << n;
+    }
     std::printf("[ cuda     ] %-5s %-5s %6ld x %5ld n=%-2ld rel err vs CPU %.2e, vs matvec %.2e\n",
                 what, quant_name(c.type), long(c.rows), long(c.k), long(n), err_ref, err_mv);
   }

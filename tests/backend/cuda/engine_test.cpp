@@ -156,13 +156,13 @@ TEST(CudaEngine, ForkedSessionContinuesAsItsSource) {
   const auto file = load_model_file(oracle_path("models/synth-llama.Q8_0.gguf"));
   EngineOptions o = on("cuda");
   o.kv_page_tokens = 64;
-  Engine e(file, o);
   std::mt19937 rng(4);
   std::vector<int32_t> ids(150);
   for (auto& t : ids) t = int32_t(rng() % 500) + 1;
-  auto src = e.new_session(256);
-  e.prefill(*src, ids, false);
   for (int64_t n : {int64_t(150), int64_t(100)}) {
+    Engine e(file, o);  // fresh pages each case: none already holds this prompt's KV
+    auto src = e.new_session(256);
+    e.prefill(*src, ids, false);
     auto fork = fork_session(e, *src, n);
     auto fresh = e.new_session(256);
     e.prefill(*fresh, ids, false);  // the source's step shapes, so its KV bits
