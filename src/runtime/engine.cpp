@@ -29,6 +29,11 @@ Engine::Engine(std::shared_ptr<const ModelFile> file, EngineOptions options)
   if (options_.kv_page_tokens <= 0)
     throw_error("KV page size must be positive, got {}", options_.kv_page_tokens);
   backends_ = make_backends(*model_, options_);
+  // Every layer on a card: the cards keep the KV in their copies of the pages, the host pages
+  // are only their identities (a 64-byte stub each instead of page_bytes(), which for an 8B
+  // model is 33.5 MB per 256 positions).
+  host_kv_ = !backends_.cards || backends_.placement.n_layers_on_cards() < config().n_layer;
+  if (!host_kv_) pool_.set_page_alloc_bytes(64);
   if (options_.warm_up && backends_.cards) warm_up();
 }
 
@@ -36,6 +41,7 @@ void Engine::copy_kv_pages(const KvSeq& from, const KvSeq& to, int64_t pages) {
   if (from.n_pages < pages || to.n_pages < pages)
     throw_error("KV copy: {} pages asked, the sessions hold {} and {}", pages, from.n_pages, to.n_pages);
   for (const auto& ops : backends_.owned) {
+    if (ops == backends_.owned.front() && !host_kv_) continue;  // the host keeps no KV
     ops->enter();
     for (int64_t p = 0; p < pages; ++p) ops->copy_kv_page(from.pages[p], to.pages[p], kv_layout_);
   }

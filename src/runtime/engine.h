@@ -100,6 +100,7 @@ class Engine {
   Backends backends_;  // the host and the cards, and the route of each layer over them
   KvLayout kv_layout_;
   KvPagePool pool_;
+  bool host_kv_ = true;  // the host runs a layer, so its pages hold KV (else 64-byte stubs)
 };
 
 }  // namespace jitllm

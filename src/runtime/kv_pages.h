@@ -19,16 +19,23 @@ class KvPagePool {
   KvPagePool& operator=(const KvPagePool&) = delete;
 
   const KvLayout& layout() const { return layout_; }
+  // Bytes each page takes in host memory from now on, before the first acquire(): a host that
+  // keeps no layer's KV (every layer on a card, whose copies of the pages hold the KV) needs the
+  // pages only as distinct addresses, not layout().page_bytes() of memory each.
+  void set_page_alloc_bytes(size_t bytes);
+  size_t page_alloc_bytes() const { return alloc_bytes_; }
   // A page (contents undefined); throws jitllm::Error when the cap is reached.
   uint8_t* acquire();
   void release(uint8_t* page);
   size_t pages_in_use() const { return owned_.size() - free_.size(); }
   size_t max_pages() const { return max_pages_; }  // 0: no cap
-  size_t bytes_allocated() const { return owned_.size() * layout_.page_bytes(); }
+  size_t bytes_allocated() const { return owned_.size() * alloc_bytes_; }  // host memory
+  size_t pages_allocated() const { return owned_.size(); }
 
  private:
   KvLayout layout_;
   size_t max_pages_;
+  size_t alloc_bytes_;
   std::vector<AlignedPtr<uint8_t>> owned_;
   std::vector<uint8_t*> free_;
 };

@@ -398,8 +398,7 @@ void Scheduler::update_gauges() {
   const std::string label = fmt::format("{{model=\"{}\"}}", options_.model_id);
   const KvPagePool& pool = engine_.kv_pool();
   metrics_.set_gauge("kv_pages_used" + label, double(pool.pages_in_use()));
-  metrics_.set_gauge("kv_pages_total" + label,
-                     double(pool.bytes_allocated() / pool.layout().page_bytes()));
+  metrics_.set_gauge("kv_pages_total" + label, double(pool.pages_allocated()));
   metrics_.set_gauge("sessions_active" + label, double(active_.size()));
   metrics_.set_gauge("prefix_cache_sessions" + label, double(cache_.size()));
   std::lock_guard lock(mutex_);

@@ -163,6 +163,7 @@ TEST(CudaEngine, ForkedSessionContinuesAsItsSource) {
     Engine e(file, o);  // fresh pages each case: none already holds this prompt's KV
     auto src = e.new_session(256);
     e.prefill(*src, ids, false);
+    EXPECT_EQ(e.kv_pool().page_alloc_bytes(), 64u);  // every layer on the card: host stubs
     auto fork = fork_session(e, *src, n);
     auto fresh = e.new_session(256);
     e.prefill(*fresh, ids, false);  // the source's step shapes, so its KV bits
