@@ -18,6 +18,19 @@ export LD_LIBRARY_PATH=/tmp/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export JITLLM_SHARED=$PWD/$C/shared
 export XDG_CACHE_HOME=/tmp/xdg
 stages=${*:-tests cache speed}
+# The peer (llama.cpp) is built outside the repo: a carried, ignored .peer/build.sh (if present)
+# builds it into $LLAMA_BIN in the background; the repo keeps no recipe for it.
+LB=${LLAMA_BIN:-/tmp/llama/b/bin}
+peer_build_start() {
+  if [ -f /tmp/llama-started ]; then return; fi
+  touch /tmp/llama-started
+  if [ -x .peer/build.sh ]; then (bash .peer/build.sh > $OUT/llama_build.log 2>&1; touch /tmp/llama-done) &
+  else touch /tmp/llama-done; fi
+}
+peer_build_wait() {
+  while [ ! -f /tmp/llama-done ]; do sleep 2; done
+  ls $LB/llama-bench $LB/llama-batched-bench || tail -n 20 $OUT/llama_build.log
+}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.used --format=csv | tee $OUT/gpu.txt
 ldd /tmp/bin/jitllm /tmp/bin/test_backend_cuda | grep -E "not found|fmt|pcre|icu|sentencepiece|httplib" | tee -a $OUT/gpu.txt
 for s in $stages; do
@@ -210,16 +223,13 @@ for s in $stages; do
       # 1B and 8B Q4_K_M, sessions together on 8B. The peer's binaries are built outside the repo:
       # a carried, ignored .peer/build.sh (if present) builds them into $LLAMA_BIN in the background
       # while the GPU tests run; the repo keeps no recipe for them.
-      LB=${LLAMA_BIN:-/tmp/llama/b/bin}
-      if [ -x .peer/build.sh ]; then (bash .peer/build.sh > $OUT/llama_build.log 2>&1; touch /tmp/llama-done) &
-      else touch /tmp/llama-done; fi
+      peer_build_start
       for shape in llama-3.2-1b llama-3.1-8b; do
         [ -f /tmp/$shape.gguf ] || /tmp/bin/jitllm synth /tmp/$shape.gguf --shape $shape --type q4_k_m 2>&1 | tail -n 1
       done
       JITLLM_TEST_1B=/tmp/llama-3.2-1b.gguf timeout ${SBS_TEST_S:-200} /tmp/bin/test_backend_cuda --gtest_filter="${SBS_TESTS:-*}" 2>&1 |
         tee $OUT/gpu_tests.log | grep -E "FAILED|PASSED|tests ran" | head -n 30
-      while [ ! -f /tmp/llama-done ]; do sleep 2; done
-      ls $LB/llama-bench $LB/llama-batched-bench || tail -n 20 $OUT/llama_build.log
+      peer_build_wait
       for shape in llama-3.2-1b llama-3.1-8b; do
         M=/tmp/$shape.gguf
         for arm in A B B A; do
@@ -241,6 +251,22 @@ for s in $stages; do
       for v in "${sv[@]}"; do
         echo "== batched 8B jitllm $v" | tee -a $OUT/sbs.log
         env $v /tmp/bin/jitllm batched -m $M -s 32 -p 128 -n 128 --devices cuda 2>&1 | grep sessions | tee -a $OUT/sbs.log
+      done
+      ;;
+    board)  # the paired harness on the card (bench/ab/ab.py: A/A self-control first, A B B A
+      # rounds, rows refused when IQR/median > 0.10): jitllm speed vs llama-bench on the synthetic
+      # files, accepted rows appended to $OUT/cuda.md (for docs/perf/cuda.md); BUILD_REV names the build
+      peer_build_start
+      for shape in ${BOARD_SHAPES:-llama-3.2-1b llama-3.1-8b}; do
+        [ -f /tmp/$shape.gguf ] || /tmp/bin/jitllm synth /tmp/$shape.gguf --shape $shape --type q4_k_m 2>&1 | tail -n 1
+      done
+      peer_build_wait
+      for shape in ${BOARD_SHAPES:-llama-3.2-1b llama-3.1-8b}; do
+        python3 bench/ab/ab.py --backend cuda --model /tmp/$shape.gguf --metrics ${BOARD_METRICS:-pp512,tg128} \
+          --a "/tmp/bin/jitllm speed -m {model} --devices cuda -p 512 -n 128 -r 1" --a-parser auto \
+          --b "$LB/llama-bench -m {model} -ngl 99 -p 512 -n 128 -r 1 -o json" --b-parser llama-bench-json \
+          --rounds ${ROUNDS:-4} --aa-rounds ${AA_ROUNDS:-2} --out $OUT/cuda.md --build "${BUILD_REV:-unknown}" 2>&1 |
+          tee -a $OUT/board.log | tail -n 12
       done
       ;;
   esac
