@@ -108,15 +108,20 @@ void CudaKernels::run3(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsi
     launch(f, gx, gy, gz, block, 0, s, args, what);
     return;
   }
+  profile_.timed_launch(f, gx, gy, gz, block, 0, s, args, what);
+}
+
+void KernelProfile::timed_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned block,
+                                 size_t smem, const Stream& s, void** args, const std::string& label) {
   if (!ev0_) {
     ev0_ = std::make_unique<Event>();
     ev1_ = std::make_unique<Event>();
   }
   ev0_->record(s);
-  launch(f, gx, gy, gz, block, 0, s, args, what);
+  launch(f, gx, gy, gz, block, smem, s, args, label.c_str());
   ev1_->record(s);
   ev1_->sync();
-  KernelProfile::Entry& e = profile_.by_name[what];
+  Entry& e = by_name[label];
   ++e.count;
   e.ms += ev1_->ms_since(*ev0_);
 }

@@ -43,6 +43,12 @@ struct KernelProfile {
   struct Entry { int64_t count = 0; double ms = 0; };
   std::map<std::string, Entry> by_name;
   std::string report() const;
+  // One launch bracketed by events and waited for; its time is added under `label`.
+  void timed_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned block, size_t smem,
+                    const Stream& s, void** args, const std::string& label);
+
+ private:
+  std::unique_ptr<Event> ev0_, ev1_;
 };
 
 class CudaKernels {
@@ -185,7 +191,6 @@ class CudaKernels {
   bool pdl_ = false;  // JITLLM_CUDA_PDL set: launches allow programmatic overlap
   int pdl_mode_ = 0;  // JITLLM_CUDA_PDL's value (0..3)
   KernelProfile profile_;
-  std::unique_ptr<Event> ev0_, ev1_;
 };
 
 }  // namespace jitllm::cuda

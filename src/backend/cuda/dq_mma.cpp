@@ -66,17 +66,7 @@ void DqMma::run(CUfunction f, unsigned grid, unsigned block, size_t smem, const 
     launch(f, grid, 1, 1, block, smem, s, args, "dqmma");
     return;
   }
-  if (!ev0_) {
-    ev0_ = std::make_unique<Event>();
-    ev1_ = std::make_unique<Event>();
-  }
-  ev0_->record(s);
-  launch(f, grid, 1, 1, block, smem, s, args, "dqmma");
-  ev1_->record(s);
-  ev1_->sync();
-  KernelProfile::Entry& e = profile_.by_name[label];
-  ++e.count;
-  e.ms += ev1_->ms_since(*ev0_);
+  profile_.timed_launch(f, grid, 1, 1, block, smem, s, args, label);
 }
 
 void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q8, CUdeviceptr xh,

@@ -5,8 +5,9 @@
 // (mmq.h) does after every MMA is gone; each dequantized block is used for all activation rows.
 //  - Weights are read as the matvec stores them on the card (packed_weight.h): Q4_K GGUF blocks,
 //    the repacked Q6_K and Q8_0; rows whose length is a multiple of 256.
-//  - The activation is the matvec's q8 rows, turned into f16(q d) by q8_to_f16 first (rows padded
-//    to a multiple of 8), so a batched row sees the activation the solo matvec rounds to, up to
+//  - The activation is the matvec's q8 rows as f16(q d) (rows padded to a multiple of 8), written
+//    by the kernel that quantized them (Q8Buffers::h) or by q8_to_f16 here, so a batched row sees
+//    the activation the solo matvec rounds to, up to
 //    the f16 rounding of each value; the weights differ from the exact dequantization by their f16
 //    rounding. Repeated calls give the same bits (no atomics; fixed MMA order).
 // Owns no device memory: the caller passes the f16 activation buffer (f16_bytes()).
@@ -86,7 +87,6 @@ class DqMma {
   int mt_override_ = 0, warps_override_ = 0, splitk_override_ = -1;
   bool profiling_ = false, pdl_ = false;
   KernelProfile profile_;
-  std::unique_ptr<Event> ev0_, ev1_;
 };
 
 }  // namespace jitllm::cuda

@@ -117,17 +117,7 @@ void Mmq::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q8,
   for (size_t i = 0; i < segs.size(); ++i) label += fmt::format("{}{}", i ? "+" : " ", segs[i].w->rows);
   label += fmt::format(" n={}", n);
   if (segs[0].res) label += " +res";
-  if (!ev0_) {
-    ev0_ = std::make_unique<Event>();
-    ev1_ = std::make_unique<Event>();
-  }
-  ev0_->record(s);
-  launch(f, unsigned(ctas), 1, 1, block, smem, s, args, "mmq");
-  ev1_->record(s);
-  ev1_->sync();
-  KernelProfile::Entry& e = profile_.by_name[label];
-  ++e.count;
-  e.ms += ev1_->ms_since(*ev0_);
+  profile_.timed_launch(f, unsigned(ctas), 1, 1, block, smem, s, args, label);
 }
 
 }  // namespace jitllm::cuda

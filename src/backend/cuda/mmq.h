@@ -89,7 +89,6 @@ class Mmq {
   int mt_override_ = 0, warps_override_ = 0, pipe_override_ = -1, act_override_ = -1;
   bool profiling_ = false;
   KernelProfile profile_;
-  std::unique_ptr<Event> ev0_, ev1_;
 };
 
 }  // namespace jitllm::cuda
