@@ -15,6 +15,13 @@
 
 namespace jitllm {
 
+namespace {
+// warm_up_together: each throwaway session holds a 1-token prompt and then steps kTogetherSteps
+// times with logits and kTogetherSteps times greedily (a direct step, the capture, a replay).
+constexpr int kTogetherSteps = 3;
+constexpr int64_t kTogetherCtx = 1 + 2 * kTogetherSteps;
+}  // namespace
+
 void Engine::warm_up() {
   // Shapes: one 16-row prompt step (the prefill GEMM and flash-attention path), one 15-row step
   // (matvec tiles of 8, 4, 2 and 1 rows, paged attention over an earlier prompt), one 7-row step
@@ -46,10 +53,10 @@ void Engine::warm_up() {
   for (int64_t c = 8; c <= top; c += 8) counts.push_back(c);
   if (top > 1 && std::find(counts.begin(), counts.end(), top) == counts.end()) counts.push_back(top);
   for (int64_t c : counts) {
-    // Each throwaway session takes one page: a pool capped below that cannot serve c sessions
-    // together either.
+    // A pool capped below c throwaway sessions' pages cannot serve c sessions together either.
     const size_t cap = pool_.max_pages();
-    if (cap && pool_.pages_in_use() + size_t(c) > cap) {
+    const int64_t per_session = (kTogetherCtx + options_.kv_page_tokens - 1) / options_.kv_page_tokens;
+    if (cap && pool_.pages_in_use() + size_t(c * per_session) > cap) {
       log(LogLevel::Warn, "warm-up of {} sessions together skipped: the KV pool holds {} pages", c, cap);
       break;
     }
@@ -58,19 +65,18 @@ void Engine::warm_up() {
 }
 
 void Engine::warm_up_together(int64_t n) {
-  constexpr int kSteps = 3;  // a direct step, the step that captures the decode graph, a replay
   std::vector<std::unique_ptr<Session>> sessions;
   std::vector<int32_t> ids(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     ids[size_t(i)] = int32_t((i * 7919 + 13) % config().n_vocab);
-    sessions.push_back(new_session(1 + 2 * kSteps));
+    sessions.push_back(new_session(kTogetherCtx));
     prefill(*sessions.back(), std::span<const int32_t>(&ids[size_t(i)], 1), false);
   }
   std::vector<StepInput> step_in;
   for (int64_t i = 0; i < n; ++i)
     step_in.push_back({sessions[size_t(i)].get(), std::span<const int32_t>(&ids[size_t(i)], 1), false});
-  for (int i = 0; i < kSteps; ++i) step(step_in);
-  for (int i = 0; i < kSteps; ++i) step_greedy(step_in);
+  for (int i = 0; i < kTogetherSteps; ++i) step(step_in);
+  for (int i = 0; i < kTogetherSteps; ++i) step_greedy(step_in);
 }
 
 }  // namespace jitllm
