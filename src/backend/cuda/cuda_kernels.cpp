@@ -126,6 +126,19 @@ void KernelProfile::timed_launch(CUfunction f, unsigned gx, unsigned gy, unsigne
   e.ms += ev1_->ms_since(*ev0_);
 }
 
+int64_t tc_segments(std::span<const MatmulSeg> segs, int64_t rows_per_cta, TcSegArg (&seg)[3],
+                    WeightKind (&kinds)[3]) {
+  int64_t ctas = 0;
+  for (size_t i = 0; i < segs.size() && i < 3; ++i) {
+    const DeviceWeight& w = *segs[i].w;
+    kinds[i] = w.kind;
+    seg[i] = TcSegArg{w.buf.get(), w.buf.get() + w.scale_offset, segs[i].out, segs[i].res,
+                      int32_t(w.rows), int32_t(ctas)};
+    ctas += (w.rows + rows_per_cta - 1) / rows_per_cta;
+  }
+  return ctas;
+}
+
 size_t CudaKernels::q8_ds_offset(int64_t n, int64_t k) {
   const int64_t t = tile_for(n);
   const int64_t n_pad = (n + t - 1) / t * t;

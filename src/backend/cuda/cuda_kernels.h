@@ -37,6 +37,18 @@ struct MatmulSeg {
   CUdeviceptr out = 0, res = 0;
 };
 
+// One matrix of a tensor-core launch (mmq.h, dq_mma.h) as the kernels' MqSeg / DqSeg read it:
+// weights, their scale plane, out, res, rows, and the launch's first CTA for this matrix.
+struct TcSegArg {
+  uint64_t w, w2, out, res;
+  int32_t rows, cta0;
+};
+static_assert(sizeof(TcSegArg) == 40, "must match the kernels' MqSeg / DqSeg");
+// Fills seg[i] and kinds[i] for each matrix, giving each ceil(rows / rows_per_cta) CTAs in order;
+// returns the launch's CTA count.
+int64_t tc_segments(std::span<const MatmulSeg> segs, int64_t rows_per_cta, TcSegArg (&seg)[3],
+                    WeightKind (&kinds)[3]);
+
 // Time per kernel name (JITLLM_CUDA_PROFILE=1: every launch is bracketed by events and waited
 // for, so the sum is the kernels' time without overlap; graphs are off then).
 struct KernelProfile {

@@ -12,17 +12,13 @@ namespace jitllm::cuda {
 
 namespace {
 
-// The kernel's parameter, laid out as DqSeg / DqArgs in the generated source.
-struct DqSegArg {
-  uint64_t w, w2, out, res;
-  int32_t rows, cta0;
-};
+// The kernel's parameter, laid out as DqArgs in the generated source.
 struct DqArgs {
-  DqSegArg seg[3];
+  TcSegArg seg[3];
   uint64_t xh;
   int32_t n, nseg, total, pad;
 };
-static_assert(sizeof(DqSegArg) == 40 && sizeof(DqArgs) == 144, "must match the kernel's DqArgs");
+static_assert(sizeof(DqArgs) == 144, "must match the kernel's DqArgs");
 
 }  // namespace
 
@@ -101,14 +97,7 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
                : spec.splitk && k >= 8192 ? warps_long : 4;
   const int64_t rows_per_cta = 16 * spec.mt * (spec.splitk ? 1 : spec.warps);
   DqArgs a{};
-  int64_t ctas = 0;
-  for (size_t i = 0; i < segs.size(); ++i) {
-    const DeviceWeight& w = *segs[i].w;
-    spec.kinds[i] = w.kind;
-    a.seg[i] = DqSegArg{w.buf.get(), w.buf.get() + w.scale_offset, segs[i].out, segs[i].res,
-                        int32_t(w.rows), int32_t(ctas)};
-    ctas += (w.rows + rows_per_cta - 1) / rows_per_cta;
-  }
+  const int64_t ctas = tc_segments(segs, rows_per_cta, a.seg, spec.kinds);
   a.xh = xh;
   a.n = int32_t(n);
   a.nseg = spec.nseg;

@@ -12,17 +12,13 @@ namespace jitllm::cuda {
 
 namespace {
 
-// The kernel's parameter, laid out as MqSeg / MqArgs in the generated source.
-struct MqSegArg {
-  uint64_t w, w2, out, res;
-  int32_t rows, cta0;
-};
+// The kernel's parameter, laid out as MqArgs in the generated source.
 struct MqArgs {
-  MqSegArg seg[3];
+  TcSegArg seg[3];
   uint64_t xq, xds;
   int32_t n, nseg, total, pad;
 };
-static_assert(sizeof(MqSegArg) == 40 && sizeof(MqArgs) == 152, "must match the kernel's MqArgs");
+static_assert(sizeof(MqArgs) == 152, "must match the kernel's MqArgs");
 
 }  // namespace
 
@@ -92,14 +88,7 @@ void Mmq::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q8,
     spec.act = mmq_smem_bytes(spec) <= 200 * 1024;
   }
   MqArgs a{};
-  int64_t ctas = 0;
-  for (size_t i = 0; i < segs.size(); ++i) {
-    const DeviceWeight& w = *segs[i].w;
-    spec.kinds[i] = w.kind;
-    a.seg[i] = MqSegArg{w.buf.get(), w.buf.get() + w.scale_offset, segs[i].out, segs[i].res,
-                        int32_t(w.rows), int32_t(ctas)};
-    ctas += (w.rows + 16 * spec.mt - 1) / (16 * spec.mt);
-  }
+  const int64_t ctas = tc_segments(segs, 16 * spec.mt, a.seg, spec.kinds);
   a.xq = q8.q;
   a.xds = q8.ds;
   a.n = int32_t(n);
