@@ -25,7 +25,7 @@ namespace jitllm::cuda {
 
 // One variant: 1..3 matrices of row length k reading one activation, NT8 tiles of 8 activation
 // rows, MT tiles of 16 weight rows per warp, WARPS warps per CTA (16 MT WARPS rows, or 16 MT with
-// splitk).
+// splitk), KCL CTAs per tile of rows.
 struct DqMmaSpec {
   WeightKind kinds[3] = {WeightKind::Q4_K, WeightKind::Q4_K, WeightKind::Q4_K};
   int nseg = 1;
@@ -34,6 +34,9 @@ struct DqMmaSpec {
   // The warps split the row length of 16 MT rows (activation read from global memory, tiles
   // added in shared memory at the end) instead of each owning 16 MT rows of the whole length.
   bool splitk = false;
+  // CTAs of one sm_90 thread-block cluster that split the row length of the same rows (1, 2, 4,
+  // 8; not with splitk), their partial tiles added through distributed shared memory.
+  int kcl = 1;
   std::string name() const;
 };
 
@@ -64,12 +67,16 @@ class DqMma {
                     const Stream& s);
 
   // Benches and tests: force tiles per warp / warps per CTA (0 = the defaults) / the split of the
-  // row length over the warps (-1 = the default, 0 off, 1 on).
-  void tune(int mt, int warps, int splitk = -1) {
+  // row length over the warps (-1 = the default, 0 off, 1 on) / the CTAs of a cluster (0 = the
+  // default; 1 = no cluster).
+  void tune(int mt, int warps, int splitk = -1, int kcl = 0) {
     mt_override_ = mt;
     warps_override_ = warps;
     splitk_override_ = splitk;
+    kcl_override_ = kcl;
   }
+  // True when the card runs thread-block clusters (sm_90 and later).
+  bool clusters() const { return clusters_; }
   void set_profiling(bool on) { profiling_ = on; }
   const KernelProfile& profile() const { return profile_; }
   // Programmatic dependent launch (sm_90): the kernel's first weight loads are issued before it
@@ -84,8 +91,8 @@ class DqMma {
   Compiler& compiler_;
   std::map<std::string, CUfunction> fns_;  // by DqMmaSpec::name()
   CUfunction to_f16_ = nullptr;
-  int mt_override_ = 0, warps_override_ = 0, splitk_override_ = -1;
-  bool profiling_ = false, pdl_ = false;
+  int mt_override_ = 0, warps_override_ = 0, splitk_override_ = -1, kcl_override_ = 0;
+  bool profiling_ = false, pdl_ = false, clusters_ = false;
   KernelProfile profile_;
 };
 

@@ -38,6 +38,26 @@ constexpr const char* kHead = R"(
 #else
 #define ROWS_PER_CTA (16 * MT * WARPS)
 #endif
+// KCL > 1 (sm_90 thread-block clusters, not with SPLITK): the KCL CTAs of a cluster share one
+// tile of rows and split its row length (CTA rank c takes steps [c STEPS / KCL, (c + 1) STEPS /
+// KCL)), so a small matrix still gives every SM work while each CTA keeps many rows per staged
+// activation; the partial tiles are added through distributed shared memory in rank order (the
+// same bits on every run), each CTA summing and storing ROWS_PER_CTA / KCL of the rows.
+#if KCL > 1
+#define RSW (ROWS_PER_CTA + 4)  // row stride of a partial tile: the 8 t-rows of a store in distinct banks
+__device__ __forceinline__ u32 cluster_rank() { u32 r; asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r)); return r; }
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// *p in the shared memory of cluster CTA `rank` (p: an address in this CTA's shared memory).
+__device__ __forceinline__ float ld_cluster(const float* p, u32 rank) {
+  u32 a = (u32)__cvta_generic_to_shared(p), ra;
+  float v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(rank));
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(ra) : "memory");
+  return v;
+}
+#endif
 #define KIND_Q8_0 3
 #define KIND_Q4_K 4
 #define KIND_Q6_K 5
@@ -77,8 +97,9 @@ __device__ __forceinline__ void dq_stage(u16* buf, const u16* __restrict__ xh, i
   asm volatile("cp.async.commit_group;" ::: "memory");
 }
 // A kind: W holds one step's weight bytes of the warp's rows (row[m][h]: m-tile m, h = 0 for
-// fragment row g, 1 for g + 8); block() makes the A registers of block j of the step for one row:
-// positions 8t..8t+7 as four f16 pairs.
+// fragment row g, 1 for g + 8); scales() makes a row's per-step scale registers S once per step,
+// block() the A registers of block j of the step for one row: positions 8t..8t+7 as four f16
+// pairs.
 template <int KIND> struct Dq;
 )";
 
@@ -101,20 +122,29 @@ template <> struct Dq<KIND_Q4_K> {
         for (int p = 0; p < 4; ++p) r.qv[m][h][p] = ldw8(blk + 16 + 32 * p + 8 * t);
       }
   }
-  static __device__ __forceinline__ void block(const W& r, int j, int m, int h, int t, u32 (&a)[4]) {
+  // The step's eight (d sc_j, -dmin m_j) as four f16 pairs each (j & ~1, j | 1), made once per
+  // step and row instead of once per block of 32: get_scale_min_k4 for the four sub-blocks of a
+  // half at once (a byte each): j < 4 in the low 6 bits of s0 / s1, j >= 4 split over s2's
+  // nibbles and the top 2 bits of s0 / s1. The pair as f16 (exact small integers), times d (and
+  // -dmin) in f16: one rounding of the exact product, as f16(d * sc) in f32.
+  struct S { u32 sp[4], mp[4]; };
+  static __device__ __forceinline__ void scales(const W& r, int m, int h, S& o) {
     const uint4 hd = r.hd[m][h];
     const u32 s0 = hd.y, s1 = hd.z, s2 = hd.w;
-    // get_scale_min_k4 for the four sub-blocks of a half at once (a byte each): j < 4 in the low
-    // 6 bits of s0 / s1, j >= 4 split over s2's nibbles and the top 2 bits of s0 / s1. The pair
-    // (j & ~1, j | 1) as f16 (exact small integers), times d (and -dmin) in f16: one rounding of
-    // the exact product, as f16(d * sc) in f32; then this j's half broadcast to both halves.
-    const u32 scw = j < 4 ? s0 & 0x3F3F3F3Fu : (s2 & 0x0F0F0F0Fu) | ((s0 >> 2) & 0x30303030u);
-    const u32 mnw = j < 4 ? s1 & 0x3F3F3F3Fu : ((s2 >> 4) & 0x0F0F0F0Fu) | ((s1 >> 2) & 0x30303030u);
-    const u32 sel = (j & 2) ? 0x4342u : 0x4140u;
     const u32 d2 = prmt(hd.x, 0u, 0x1010u), dn2 = prmt(hd.x, 0u, 0x3232u) ^ 0x80008000u;
-    const u32 sp = hmul2(hsub2(BYTES_F16(scw, sel), 0x64006400u), d2);
-    const u32 mp = hmul2(hsub2(BYTES_F16(mnw, sel), 0x64006400u), dn2);
-    const u32 s2h = prmt(sp, 0u, (j & 1) ? 0x3232u : 0x1010u), m2h = prmt(mp, 0u, (j & 1) ? 0x3232u : 0x1010u);
+    const u32 sc[2] = {s0 & 0x3F3F3F3Fu, (s2 & 0x0F0F0F0Fu) | ((s0 >> 2) & 0x30303030u)};
+    const u32 mn[2] = {s1 & 0x3F3F3F3Fu, ((s2 >> 4) & 0x0F0F0F0Fu) | ((s1 >> 2) & 0x30303030u)};
+#pragma unroll
+    for (int p = 0; p < 4; ++p) {
+      const u32 sel = (p & 1) ? 0x4342u : 0x4140u;
+      o.sp[p] = hmul2(hsub2(BYTES_F16(sc[p >> 1], sel), 0x64006400u), d2);
+      o.mp[p] = hmul2(hsub2(BYTES_F16(mn[p >> 1], sel), 0x64006400u), dn2);
+    }
+  }
+  static __device__ __forceinline__ void block(const W& r, const S& sc, int j, int m, int h, int t, u32 (&a)[4]) {
+    // This j's half of its pair broadcast to both halves.
+    const u32 s2h = prmt(sc.sp[j >> 1], 0u, (j & 1) ? 0x3232u : 0x1010u);
+    const u32 m2h = prmt(sc.mp[j >> 1], 0u, (j & 1) ? 0x3232u : 0x1010u);
     const uint2 q = r.qv[m][h][j >> 1];
     const u32 n0 = ((j & 1) ? q.x >> 4 : q.x) & 0x0F0F0F0Fu, n1 = ((j & 1) ? q.y >> 4 : q.y) & 0x0F0F0F0Fu;
     dq_bytes(n0, n1, 0x64006400u, s2h, m2h, a);
@@ -146,7 +176,9 @@ template <> struct Dq<KIND_Q6_K> {
         r.dh[m][h] = ldw2(w2 + ((size_t)row[m][h] * NB + s) * 2);
       }
   }
-  static __device__ __forceinline__ void block(const W& r, int j, int m, int h, int t, u32 (&a)[4]) {
+  struct S {};
+  static __device__ __forceinline__ void scales(const W&, int, int, S&) {}
+  static __device__ __forceinline__ void block(const W& r, const S&, int j, int m, int h, int t, u32 (&a)[4]) {
     const int hh = j >> 2, qq = j & 3;
     const uint2 l = r.ql[m][h][hh * 2 + (qq & 1)];
     const uint2 hb = r.qh[m][h][hh];
@@ -179,7 +211,9 @@ template <> struct Dq<KIND_Q8_0> {
         r.d[m][h] = ldw16(w2 + ((size_t)row[m][h] * KB + s * 8) * 2);
       }
   }
-  static __device__ __forceinline__ void block(const W& r, int j, int m, int h, int t, u32 (&a)[4]) {
+  struct S {};
+  static __device__ __forceinline__ void scales(const W&, int, int, S&) {}
+  static __device__ __forceinline__ void block(const W& r, const S&, int j, int m, int h, int t, u32 (&a)[4]) {
     const uint4 dv = r.d[m][h];
     const u32 dw = (j >> 1) == 0 ? dv.x : (j >> 1) == 1 ? dv.y : (j >> 1) == 2 ? dv.z : dv.w;
     const u32 dh = (j & 1) ? dw >> 16 : dw & 0xffffu;
@@ -197,13 +231,18 @@ constexpr const char* kTail = R"(
 template <int KIND, int XR>
 __device__ __forceinline__ void dq_compute(const typename Dq<KIND>::W& r, const u16* __restrict__ xb, int g, int t,
                                            float (&acc)[MT][NT8][4]) {
+  typename Dq<KIND>::S sc[MT][2];
+#pragma unroll
+  for (int m = 0; m < MT; ++m)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) Dq<KIND>::scales(r, m, h, sc[m][h]);
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
     u32 a[MT][2][4];
 #pragma unroll
     for (int m = 0; m < MT; ++m)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) Dq<KIND>::block(r, j, m, h, t, a[m][h]);
+      for (int h = 0; h < 2; ++h) Dq<KIND>::block(r, sc[m][h], j, m, h, t, a[m][h]);
 #pragma unroll
     for (int n = 0; n < NT8; ++n) {
       const uint4 b = *(const uint4*)(xb + (size_t)(n * 8 + g) * XR + 32 * j + 8 * t);
@@ -215,12 +254,12 @@ __device__ __forceinline__ void dq_compute(const typename Dq<KIND>::W& r, const 
     }
   }
 }
-// Waits for this thread's copies of step s, then for every thread (its copies visible, and
-// every warp done with step s - 1, whose buffer the copy of step s + 1 reuses).
-__device__ __forceinline__ void dq_sync_stage(u16* xs, const u16* __restrict__ xh, int s) {
+// Waits for this thread's copies of step s0 + i, then for every thread (its copies visible, and
+// every warp done with step s0 + i - 1, whose buffer the copy of step s0 + i + 1 reuses).
+__device__ __forceinline__ void dq_sync_stage(u16* xs, const u16* __restrict__ xh, int s0, int i, int steps) {
   asm volatile("cp.async.wait_all;" ::: "memory");
   __syncthreads();
-  if (s + 1 < STEPS) dq_stage(xs + ((s + 1) & 1) * NTOK * XS, xh, s + 1);
+  if (i + 1 < steps) dq_stage(xs + ((i + 1) & 1) * NTOK * XS, xh, s0 + i + 1);
 }
 template <int KIND>
 __device__ __forceinline__ void dq_segment(const DqSeg& sg, int tile, const DqArgs& a, u16* xs) {
@@ -257,19 +296,54 @@ __device__ __forceinline__ void dq_segment(const DqSeg& sg, int tile, const DqAr
   PDL_TRIGGER();  // the next kernel may start its own weight loads
   tc_reduce_store<MT, NT8, WARPS>(acc, (float*)xs, RS, warp, g, t, r0, sg.rows, a.n, out, res);
 #else
-  Dq<KIND>::load(wa, w, w2, row, 0, t);
+#if KCL > 1
+  const int rank = (int)cluster_rank();
+  const int s0 = rank * STEPS / KCL, steps = (rank + 1) * STEPS / KCL - s0;
+#else
+  const int s0 = 0, steps = STEPS;
+#endif
+  Dq<KIND>::load(wa, w, w2, row, s0, t);
   PDL_WAIT();  // the weights do not depend on the previous kernel; the activation does
-  dq_stage(xs, xh, 0);
-  for (int s = 0; s < STEPS; s += 2) {
-    dq_sync_stage(xs, xh, s);
-    if (s + 1 < STEPS) Dq<KIND>::load(wb, w, w2, row, s + 1, t);
-    dq_compute<KIND, XS>(wa, xs + (s & 1) * NTOK * XS, g, t, acc);
-    if (s + 1 >= STEPS) break;
-    dq_sync_stage(xs, xh, s + 1);
-    if (s + 2 < STEPS) Dq<KIND>::load(wa, w, w2, row, s + 2, t);
-    dq_compute<KIND, XS>(wb, xs + ((s + 1) & 1) * NTOK * XS, g, t, acc);
+  dq_stage(xs, xh, s0);
+  for (int i = 0; i < steps; i += 2) {
+    dq_sync_stage(xs, xh, s0, i, steps);
+    if (i + 1 < steps) Dq<KIND>::load(wb, w, w2, row, s0 + i + 1, t);
+    dq_compute<KIND, XS>(wa, xs + (i & 1) * NTOK * XS, g, t, acc);
+    if (i + 1 >= steps) break;
+    dq_sync_stage(xs, xh, s0, i + 1, steps);
+    if (i + 2 < steps) Dq<KIND>::load(wa, w, w2, row, s0 + i + 2, t);
+    dq_compute<KIND, XS>(wb, xs + ((i + 1) & 1) * NTOK * XS, g, t, acc);
   }
   PDL_TRIGGER();  // the next kernel may start its own weight loads
+#if KCL > 1
+  // This CTA's partial tile red[NTOK][RSW] over the staging buffers (every warp done with them),
+  // then, once every CTA of the cluster wrote its own, rows [rank R / KCL, + R / KCL) of the sum.
+  __syncthreads();
+  float* red = (float*)xs;
+#pragma unroll
+  for (int m = 0; m < MT; ++m)
+#pragma unroll
+    for (int n = 0; n < NT8; ++n)
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        red[(n * 8 + 2 * t + (i & 1)) * RSW + warp * 16 * MT + 16 * m + g + 8 * (i >> 1)] = acc[m][n][i];
+  cluster_sync();
+  constexpr int PER = ROWS_PER_CTA / KCL;
+  const int tile0 = tile * ROWS_PER_CTA;
+  for (int e = threadIdx.x; e < a.n * PER; e += WARPS * 32) {
+    const int tok = e / PER, rr = rank * PER + e % PER;
+    float v = 0.0f;
+#pragma unroll
+    for (int c = 0; c < KCL; ++c) v += ld_cluster(red + tok * RSW + rr, (u32)c);
+    const int r = tile0 + rr;
+    if (r < sg.rows) {
+      const size_t o = (size_t)tok * sg.rows + r;
+      out[o] = v;
+      if (res) res[o] += v;
+    }
+  }
+  cluster_sync();  // no CTA leaves while another still reads its tile
+#else
 #pragma unroll
   for (int m = 0; m < MT; ++m)
 #pragma unroll
@@ -284,11 +358,17 @@ __device__ __forceinline__ void dq_segment(const DqSeg& sg, int tile, const DqAr
         }
       }
 #endif
+#endif
 }
-extern "C" __global__ void __launch_bounds__(WARPS * 32) dqmma(const DqArgs a) {
+#if KCL > 1
+#define DQ_CLUSTER __cluster_dims__(KCL, 1, 1)
+#else
+#define DQ_CLUSTER
+#endif
+extern "C" __global__ void DQ_CLUSTER __launch_bounds__(WARPS * 32) dqmma(const DqArgs a) {
   extern __shared__ __align__(16) unsigned char dq_smem[];
   u16* xs = (u16*)dq_smem;  // [2][NTOK][XS]
-  const int cta = blockIdx.x;
+  const int cta = blockIdx.x / KCL;  // the tile: the KCL CTAs of a cluster share one
 #if NSEG > 2
   if (cta >= a.seg[2].cta0) { dq_segment<KIND2>(a.seg[2], cta - a.seg[2].cta0, a, xs); return; }
 #endif
@@ -329,13 +409,16 @@ bool dq_mma_supports(WeightKind kind, int64_t k) {
 }
 
 size_t dq_mma_smem_bytes(const DqMmaSpec& spec) {
+  // With a cluster split, the partial tile [NTOK][rows + 4] f32 reuses the staging buffers
+  // (2 NTOK 288 halves: at most 256 + 4 rows fit).
   return spec.splitk ? size_t(spec.nt8) * 8 * (16 * spec.mt + 4) * 4 : size_t(2) * spec.nt8 * 8 * 288 * 2;
 }
 
 std::string DqMmaSpec::name() const {
   std::string s = "dqmma";
   for (int i = 0; i < nseg; ++i) s += fmt::format("{}{}", i ? "+" : " ", weight_kind_name(kinds[i]));
-  return s + fmt::format(" k={} nt8={} mt={} warps={}{}", k, nt8, mt, warps, splitk ? " splitk" : "");
+  return s + fmt::format(" k={} nt8={} mt={} warps={}{}{}", k, nt8, mt, warps, splitk ? " splitk" : "",
+                         kcl > 1 ? fmt::format(" kcl={}", kcl) : "");
 }
 
 std::string dq_mma_source(const DqMmaSpec& spec) {
@@ -343,9 +426,16 @@ std::string dq_mma_source(const DqMmaSpec& spec) {
   if (spec.nt8 < 1 || spec.nt8 > 8) throw_error("dqmma: {} tiles of 8 activation rows is not in [1, 8]", spec.nt8);
   if (spec.mt < 1 || spec.mt > 2) throw_error("dqmma: {} tiles of 16 weight rows per warp is not in [1, 2]", spec.mt);
   if (spec.warps < 1 || spec.warps > 8) throw_error("dqmma: {} warps is not in [1, 8]", spec.warps);
+  if (spec.kcl != 1 && spec.kcl != 2 && spec.kcl != 4 && spec.kcl != 8)
+    throw_error("dqmma: a cluster of {} CTAs (1, 2, 4 or 8)", spec.kcl);
+  if (spec.kcl > 1 && spec.splitk) throw_error("dqmma: a cluster split of the row length with splitk warps");
+  if (spec.kcl > 16 * spec.mt * spec.warps || spec.k / 256 < spec.kcl)
+    throw_error("dqmma: a cluster of {} CTAs for {} rows of {} steps", spec.kcl, 16 * spec.mt * spec.warps,
+                spec.k / 256);
   std::string defs = fmt::format(
-      "#define K {}\n#define NT8 {}\n#define MT {}\n#define WARPS {}\n#define NSEG {}\n#define SPLITK {}\n",
-      spec.k, spec.nt8, spec.mt, spec.warps, spec.nseg, spec.splitk ? 1 : 0);
+      "#define K {}\n#define NT8 {}\n#define MT {}\n#define WARPS {}\n#define NSEG {}\n#define SPLITK {}\n"
+      "#define KCL {}\n",
+      spec.k, spec.nt8, spec.mt, spec.warps, spec.nseg, spec.splitk ? 1 : 0, spec.kcl);
   const SegmentKinds sk = segment_kinds(spec.kinds, spec.nseg, spec.k, dq_mma_supports, "dqmma",
                                         "Q4_K, Q6_K, Q8_0: multiples of 256");
   std::string src = defs + sk.defs + kernel_prelude() + kHead;

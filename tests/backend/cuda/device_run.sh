@@ -253,6 +253,32 @@ for s in $stages; do
         env $v /tmp/bin/jitllm batched -m $M -s 32 -p 128 -n 128 --devices cuda 2>&1 | grep sessions | tee -a $OUT/sbs.log
       done
       ;;
+    sessions)  # session 5: N sessions together side by side (8B Q4_K_M, 128-token prompts, 128
+      # steps): GPU tests (SBS_TESTS) while the peer builds, the DQ-MMA kernel bench at n = 32,
+      # jitllm batched and llama-batched-bench, jitllm variants (SBS_DQ_ENVS), the 32-session profile
+      peer_build_start
+      M=/tmp/llama-3.1-8b.gguf
+      [ -f $M ] || /tmp/bin/jitllm synth $M --shape llama-3.1-8b --type q4_k_m 2>&1 | tail -n 1
+      [ -f /tmp/llama-3.2-1b.gguf ] || /tmp/bin/jitllm synth /tmp/llama-3.2-1b.gguf --shape llama-3.2-1b --type q4_k_m 2>&1 | tail -n 1
+      JITLLM_TEST_1B=/tmp/llama-3.2-1b.gguf timeout ${SBS_TEST_S:-200} /tmp/bin/test_backend_cuda --gtest_filter="${SBS_TESTS:-*}" 2>&1 |
+        tee $OUT/gpu_tests.log | grep -E "FAILED|PASSED|tests ran" | head -n 30
+      JITLLM_CUDA_BENCH=dq timeout 120 /tmp/bin/test_backend_cuda --gtest_filter='CudaBench.MmqShapes' 2>&1 |
+        tee $OUT/dq_bench.log | grep -E "bench|FAILED|Failure" | head -n 80
+      peer_build_wait
+      echo "== batched 8B jitllm" | tee -a $OUT/sbs.log
+      /tmp/bin/jitllm batched -m $M -s ${SESSIONS:-1,8,32} -p 128 -n 128 --devices cuda 2>&1 | grep -E "sessions|rror" | tee -a $OUT/sbs.log
+      echo "== batched 8B llama.cpp" | tee -a $OUT/sbs.log
+      $LB/llama-batched-bench -m $M -ngl 99 -c 16384 -npp 128 -ntg 128 -npl ${SESSIONS:-1,8,32} 2>&1 | grep -E "^\|" | tee -a $OUT/sbs.log
+      IFS=';' read -ra sv <<< "${SBS_DQ_ENVS:-}"
+      for v in "${sv[@]}"; do
+        echo "== batched 8B jitllm $v" | tee -a $OUT/sbs.log
+        env $v /tmp/bin/jitllm batched -m $M -s 32 -p 128 -n 128 --devices cuda 2>&1 | grep -E "sessions|rror" | tee -a $OUT/sbs.log
+      done
+      echo "== batched 8B jitllm (again)" | tee -a $OUT/sbs.log
+      /tmp/bin/jitllm batched -m $M -s 32 -p 128 -n 128 --devices cuda 2>&1 | grep -E "sessions|rror" | tee -a $OUT/sbs.log
+      JITLLM_CUDA_PROFILE=1 /tmp/bin/jitllm batched -m $M -s 32 -p 1 -n 16 --devices cuda 2>&1 |
+        tail -n 14 | tee -a $OUT/dq_profile.log
+      ;;
     board)  # the paired harness on the card (bench/ab/ab.py: A/A self-control first, A B B A
       # rounds, rows refused when IQR/median > 0.10): jitllm speed vs llama-bench on the synthetic
       # files, accepted rows appended to $OUT/cuda.md (for docs/perf/cuda.md); BUILD_REV names the build
