@@ -277,7 +277,7 @@ for s in $stages; do
       echo "== batched 8B jitllm (again)" | tee -a $OUT/sbs.log
       /tmp/bin/jitllm batched -m $M -s 32 -p 128 -n 128 --devices cuda 2>&1 | grep -E "sessions|rror" | tee -a $OUT/sbs.log
       JITLLM_CUDA_PROFILE=1 /tmp/bin/jitllm batched -m $M -s 32 -p 1 -n 16 --devices cuda 2>&1 |
-        tail -n 14 | tee -a $OUT/dq_profile.log
+        tail -n 40 | tee -a $OUT/dq_profile.log
       ;;
     board)  # the paired harness on the card (bench/ab/ab.py: A/A self-control first, A B B A
       # rounds, rows refused when IQR/median > 0.10): jitllm speed vs llama-bench on the synthetic
