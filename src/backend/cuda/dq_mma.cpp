@@ -22,7 +22,7 @@ static_assert(sizeof(DqArgs) == 144, "must match the kernel's DqArgs");
 
 }  // namespace
 
-DqMma::DqMma(Compiler& compiler) : compiler_(compiler), clusters_(compiler.device().cc_major() >= 9) {}
+DqMma::DqMma(Compiler& compiler) : compiler_(compiler) {}
 
 bool DqMma::supports(std::span<const MatmulSeg> segs) {
   if (segs.empty() || segs.size() > 3) return false;
@@ -87,38 +87,18 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
   int64_t total_rows = 0;
   for (const MatmulSeg& sg : segs) total_rows += sg.w->rows;
   const bool wide = total_rows >= 16384;
-  // Smaller launches (q/k/v, wo, ffn_down) on sm_90: a cluster of KCL CTAs of 8 warps owning 128
-  // rows splits the row length (JITLLM_CUDA_DQ_KCL: 0 = the split-warps shape below, n = n CTAs;
-  // the default the most of 8, 4, 2 leaving each CTA >= 2 steps), so each staged activation
-  // serves 128 rows instead of 16 or 32 while every SM still gets CTAs.
-  // JITLLM_CUDA_DQ_KCL_WIDE (default 1): a cluster for the wide launches too.
-  static const int kcl_env = env_int("JITLLM_CUDA_DQ_KCL", -1);
-  static const int kcl_wide = env_int("JITLLM_CUDA_DQ_KCL_WIDE", 1);
-  const int64_t steps = k / 256;
-  const int kcl_auto = steps >= 16 ? 8 : steps >= 8 ? 4 : steps >= 4 ? 2 : 1;
-  const bool forced_split = splitk_override_ >= 0 || splitk_env >= 0;
-  int kcl = 1;
-  if (kcl_override_ > 0) kcl = kcl_override_;
-  else if (clusters_ && !wide && !forced_split && kcl_env != 0) kcl = kcl_env > 0 ? kcl_env : kcl_auto;
-  else if (clusters_ && wide && !forced_split && kcl_wide > 1) kcl = std::min(kcl_wide, kcl_auto);
-  if (!clusters_ && kcl > 1) throw_error("dqmma: a cluster of {} CTAs needs sm_90 or later", kcl);
-  spec.kcl = kcl;
-  spec.splitk = kcl > 1                 ? false
-                : splitk_override_ >= 0 ? splitk_override_ != 0
-                : splitk_env >= 0       ? splitk_env != 0
-                                        : !wide;
+  spec.splitk = splitk_override_ >= 0 ? splitk_override_ != 0 : splitk_env >= 0 ? splitk_env != 0 : !wide;
+  // JITLLM_CUDA_DQ_STAGES (2..4, default 2): the steps in each warp's ring (2 tiles per warp
+  // then only with 2: a longer ring of 2 tiles spills).
+  static const int stages_env = std::clamp(env_int("JITLLM_CUDA_DQ_STAGES", 2), 2, 4);
+  spec.stages = stages_override_ > 0 ? stages_override_ : stages_env;
   spec.mt = mt_override_ > 0 ? mt_override_ : mt_env > 0 ? mt_env
-            : spec.splitk && spec.nt8 >= 2 && spec.nt8 <= 4 ? 2 : 1;
+            : spec.splitk && spec.nt8 >= 2 && spec.nt8 <= 4 && spec.stages == 2 ? 2 : 1;
   // Long rows split over the warps (ffn_down, K = 14336 on the 8B): JITLLM_CUDA_DQ_WARPS_LONG
   // warps for K >= 8192. H200, one call, 8B 32 sessions: 4 warps 4369 tok/s, 8 warps 4552.
-  // JITLLM_CUDA_DQ_WARPS_WIDE: the warps of the wide launches (rows per warp, no cluster).
   static const int warps_long = std::clamp(env_int("JITLLM_CUDA_DQ_WARPS_LONG", 8), 1, 8);
-  static const int warps_wide = std::clamp(env_int("JITLLM_CUDA_DQ_WARPS_WIDE", 4), 1, 8);
   spec.warps = warps_override_ > 0 ? warps_override_ : warps_env > 0 ? warps_env
-               : kcl > 1                      ? 8
-               : spec.splitk && k >= 8192     ? warps_long
-               : spec.splitk                  ? 4
-                                              : warps_wide;
+               : spec.splitk && k >= 8192 ? warps_long : 4;
   const int64_t rows_per_cta = 16 * spec.mt * (spec.splitk ? 1 : spec.warps);
   DqArgs a{};
   const int64_t ctas = tc_segments(segs, rows_per_cta, a.seg, spec.kinds);
@@ -142,8 +122,7 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
     for (size_t i = 0; i < segs.size(); ++i) label += fmt::format("{}{}", i ? "+" : " ", segs[i].w->rows);
     label += fmt::format(" n={}{}", n, segs[0].res ? " +res" : "");
   }
-  run(function(spec), unsigned(ctas * spec.kcl), unsigned(32 * spec.warps), dq_mma_smem_bytes(spec), s, args,
-      label);
+  run(function(spec), unsigned(ctas), unsigned(32 * spec.warps), dq_mma_smem_bytes(spec), s, args, label);
 }
 
 }  // namespace jitllm::cuda

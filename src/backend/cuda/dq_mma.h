@@ -25,7 +25,7 @@ namespace jitllm::cuda {
 
 // One variant: 1..3 matrices of row length k reading one activation, NT8 tiles of 8 activation
 // rows, MT tiles of 16 weight rows per warp, WARPS warps per CTA (16 MT WARPS rows, or 16 MT with
-// splitk), KCL CTAs per tile of rows.
+// splitk).
 struct DqMmaSpec {
   WeightKind kinds[3] = {WeightKind::Q4_K, WeightKind::Q4_K, WeightKind::Q4_K};
   int nseg = 1;
@@ -34,15 +34,16 @@ struct DqMmaSpec {
   // The warps split the row length of 16 MT rows (activation read from global memory, tiles
   // added in shared memory at the end) instead of each owning 16 MT rows of the whole length.
   bool splitk = false;
-  // CTAs of one sm_90 thread-block cluster that split the row length of the same rows (1, 2, 4,
-  // 8; not with splitk), their partial tiles added through distributed shared memory.
-  int kcl = 1;
+  // Steps of weights in each warp's register ring (2..4): NB - 1 steps in flight during a step's
+  // MMAs; without splitk also the CTA's staging buffers of the activation.
+  int stages = 2;
   std::string name() const;
 };
 
 // True when the kernel reads this kind at row length k.
 bool dq_mma_supports(WeightKind kind, int64_t k);
-// Dynamic shared memory of a launch: two staging buffers of a step's activation.
+// Dynamic shared memory of a launch: the staging buffers of the activation (or the reduction
+// tile with splitk).
 size_t dq_mma_smem_bytes(const DqMmaSpec& spec);
 // CUDA C++ text of one variant (entry point "dqmma"), and of the q8 -> f16 conversion
 // ("q8_to_f16"). Throws for unsupported kinds or shapes.
@@ -67,16 +68,14 @@ class DqMma {
                     const Stream& s);
 
   // Benches and tests: force tiles per warp / warps per CTA (0 = the defaults) / the split of the
-  // row length over the warps (-1 = the default, 0 off, 1 on) / the CTAs of a cluster (0 = the
-  // default; 1 = no cluster).
-  void tune(int mt, int warps, int splitk = -1, int kcl = 0) {
+  // row length over the warps (-1 = the default, 0 off, 1 on) / the steps in the ring (0 = the
+  // default).
+  void tune(int mt, int warps, int splitk = -1, int stages = 0) {
     mt_override_ = mt;
     warps_override_ = warps;
     splitk_override_ = splitk;
-    kcl_override_ = kcl;
+    stages_override_ = stages;
   }
-  // True when the card runs thread-block clusters (sm_90 and later).
-  bool clusters() const { return clusters_; }
   void set_profiling(bool on) { profiling_ = on; }
   const KernelProfile& profile() const { return profile_; }
   // Programmatic dependent launch (sm_90): the kernel's first weight loads are issued before it
@@ -91,8 +90,8 @@ class DqMma {
   Compiler& compiler_;
   std::map<std::string, CUfunction> fns_;  // by DqMmaSpec::name()
   CUfunction to_f16_ = nullptr;
-  int mt_override_ = 0, warps_override_ = 0, splitk_override_ = -1, kcl_override_ = 0;
-  bool profiling_ = false, pdl_ = false, clusters_ = false;
+  int mt_override_ = 0, warps_override_ = 0, splitk_override_ = -1, stages_override_ = 0;
+  bool profiling_ = false, pdl_ = false;
   KernelProfile profile_;
 };
 

@@ -38,26 +38,6 @@ constexpr const char* kHead = R"(
 #else
 #define ROWS_PER_CTA (16 * MT * WARPS)
 #endif
-// KCL > 1 (sm_90 thread-block clusters, not with SPLITK): the KCL CTAs of a cluster share one
-// tile of rows and split its row length (CTA rank c takes steps [c STEPS / KCL, (c + 1) STEPS /
-// KCL)), so a small matrix still gives every SM work while each CTA keeps many rows per staged
-// activation; the partial tiles are added through distributed shared memory in rank order (the
-// same bits on every run), each CTA summing and storing ROWS_PER_CTA / KCL of the rows.
-#if KCL > 1
-#define RSW (ROWS_PER_CTA + 4)  // row stride of a partial tile: the 8 t-rows of a store in distinct banks
-__device__ __forceinline__ u32 cluster_rank() { u32 r; asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r)); return r; }
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-// *p in the shared memory of cluster CTA `rank` (p: an address in this CTA's shared memory).
-__device__ __forceinline__ float ld_cluster(const float* p, u32 rank) {
-  u32 a = (u32)__cvta_generic_to_shared(p), ra;
-  float v;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(rank));
-  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(ra) : "memory");
-  return v;
-}
-#endif
 #define KIND_Q8_0 3
 #define KIND_Q4_K 4
 #define KIND_Q6_K 5
@@ -90,10 +70,12 @@ __device__ __forceinline__ void dq_bytes(u32 w0, u32 w1, u32 bias, u32 s2, u32 m
   a[2] = hfma2(hsub2(BYTES_F16(w1, 0x4140u), bias), s2, m2);
   a[3] = hfma2(hsub2(BYTES_F16(w1, 0x4342u), bias), s2, m2);
 }
-// Step s of every activation row (values [256 s, 256 s + 256)) into one staging buffer.
+// Step s of every activation row (values [256 s, 256 s + 256)) into one staging buffer, as one
+// cp.async group (an empty one when s is past the end, so every step commits one group).
 __device__ __forceinline__ void dq_stage(u16* buf, const u16* __restrict__ xh, int s) {
-  for (int c = threadIdx.x; c < NTOK * 32; c += WARPS * 32)
-    cp_async16(buf + (c >> 5) * XS + (c & 31) * 8, xh + (size_t)(c >> 5) * K + s * 256 + (c & 31) * 8);
+  if (s < STEPS)
+    for (int c = threadIdx.x; c < NTOK * 32; c += WARPS * 32)
+      cp_async16(buf + (c >> 5) * XS + (c & 31) * 8, xh + (size_t)(c >> 5) * K + s * 256 + (c & 31) * 8);
   asm volatile("cp.async.commit_group;" ::: "memory");
 }
 // A kind: W holds one step's weight bytes of the warp's rows (row[m][h]: m-tile m, h = 0 for
@@ -254,13 +236,6 @@ __device__ __forceinline__ void dq_compute(const typename Dq<KIND>::W& r, const 
     }
   }
 }
-// Waits for this thread's copies of step s0 + i, then for every thread (its copies visible, and
-// every warp done with step s0 + i - 1, whose buffer the copy of step s0 + i + 1 reuses).
-__device__ __forceinline__ void dq_sync_stage(u16* xs, const u16* __restrict__ xh, int s0, int i, int steps) {
-  asm volatile("cp.async.wait_all;" ::: "memory");
-  __syncthreads();
-  if (i + 1 < steps) dq_stage(xs + ((i + 1) & 1) * NTOK * XS, xh, s0 + i + 1);
-}
 template <int KIND>
 __device__ __forceinline__ void dq_segment(const DqSeg& sg, int tile, const DqArgs& a, u16* xs) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
@@ -278,72 +253,56 @@ __device__ __forceinline__ void dq_segment(const DqSeg& sg, int tile, const DqAr
   const u8* w = (const u8*)sg.w;
   const u8* w2 = (const u8*)sg.w2;
   const u16* xh = (const u16*)a.xh;
-  typename Dq<KIND>::W wa, wb;
+  // A ring of RING steps of weights in registers: step i + RING - 1's loads are issued before step
+  // i's MMAs, so RING - 1 steps per warp are in flight (the bytes in flight per SM set the rate).
+  typename Dq<KIND>::W wr[RING];
   float* out = (float*)sg.out;
   float* res = (float*)sg.res;
 #if SPLITK
-  int s = warp;
-  if (s < STEPS) Dq<KIND>::load(wa, w, w2, row, s, t);
+  // This warp's steps: warp, warp + WARPS, ...
+  const int steps = warp < STEPS ? (STEPS - warp + WARPS - 1) / WARPS : 0;
+#pragma unroll
+  for (int p = 0; p < RING - 1; ++p)
+    if (p < steps) Dq<KIND>::load(wr[p], w, w2, row, warp + p * WARPS, t);
   PDL_WAIT();  // the weights do not depend on the previous kernel; the activation does
-  for (; s < STEPS; s += 2 * WARPS) {
-    const bool more = s + WARPS < STEPS;
-    if (more) Dq<KIND>::load(wb, w, w2, row, s + WARPS, t);
-    dq_compute<KIND, K>(wa, xh + s * 256, g, t, acc);
-    if (!more) break;
-    if (s + 2 * WARPS < STEPS) Dq<KIND>::load(wa, w, w2, row, s + 2 * WARPS, t);
-    dq_compute<KIND, K>(wb, xh + (s + WARPS) * 256, g, t, acc);
+  for (int i = 0; i < steps; i += RING) {
+#pragma unroll
+    for (int b = 0; b < RING; ++b) {
+      const int it = i + b;
+      if (it < steps) {
+        if (it + RING - 1 < steps) Dq<KIND>::load(wr[(b + RING - 1) % RING], w, w2, row, warp + (it + RING - 1) * WARPS, t);
+        dq_compute<KIND, K>(wr[b], xh + (warp + it * WARPS) * 256, g, t, acc);
+      }
+    }
   }
   PDL_TRIGGER();  // the next kernel may start its own weight loads
   tc_reduce_store<MT, NT8, WARPS>(acc, (float*)xs, RS, warp, g, t, r0, sg.rows, a.n, out, res);
 #else
-#if KCL > 1
-  const int rank = (int)cluster_rank();
-  const int s0 = rank * STEPS / KCL, steps = (rank + 1) * STEPS / KCL - s0;
-#else
-  const int s0 = 0, steps = STEPS;
-#endif
-  Dq<KIND>::load(wa, w, w2, row, s0, t);
+  // The activation in RING staging buffers, step i in buffer i % RING, its copy issued RING - 1 steps
+  // ahead; before step i each thread waits for its own copies of it (all but the RING - 2 newest
+  // groups), then for every thread (the copies visible, every warp done with step i - 1, whose
+  // buffer the copy of step i + RING - 1 takes).
+  const int steps = STEPS;
+#pragma unroll
+  for (int p = 0; p < RING - 1; ++p)
+    if (p < steps) Dq<KIND>::load(wr[p], w, w2, row, p, t);
   PDL_WAIT();  // the weights do not depend on the previous kernel; the activation does
-  dq_stage(xs, xh, s0);
-  for (int i = 0; i < steps; i += 2) {
-    dq_sync_stage(xs, xh, s0, i, steps);
-    if (i + 1 < steps) Dq<KIND>::load(wb, w, w2, row, s0 + i + 1, t);
-    dq_compute<KIND, XS>(wa, xs + (i & 1) * NTOK * XS, g, t, acc);
-    if (i + 1 >= steps) break;
-    dq_sync_stage(xs, xh, s0, i + 1, steps);
-    if (i + 2 < steps) Dq<KIND>::load(wa, w, w2, row, s0 + i + 2, t);
-    dq_compute<KIND, XS>(wb, xs + ((i + 1) & 1) * NTOK * XS, g, t, acc);
-  }
-  PDL_TRIGGER();  // the next kernel may start its own weight loads
-#if KCL > 1
-  // This CTA's partial tile red[NTOK][RSW] over the staging buffers (every warp done with them),
-  // then, once every CTA of the cluster wrote its own, rows [rank R / KCL, + R / KCL) of the sum.
-  __syncthreads();
-  float* red = (float*)xs;
 #pragma unroll
-  for (int m = 0; m < MT; ++m)
+  for (int p = 0; p < RING - 1; ++p) dq_stage(xs + p * NTOK * XS, xh, p);
+  for (int i = 0; i < steps; i += RING) {
 #pragma unroll
-    for (int n = 0; n < NT8; ++n)
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        red[(n * 8 + 2 * t + (i & 1)) * RSW + warp * 16 * MT + 16 * m + g + 8 * (i >> 1)] = acc[m][n][i];
-  cluster_sync();
-  constexpr int PER = ROWS_PER_CTA / KCL;
-  const int tile0 = tile * ROWS_PER_CTA;
-  for (int e = threadIdx.x; e < a.n * PER; e += WARPS * 32) {
-    const int tok = e / PER, rr = rank * PER + e % PER;
-    float v = 0.0f;
-#pragma unroll
-    for (int c = 0; c < KCL; ++c) v += ld_cluster(red + tok * RSW + rr, (u32)c);
-    const int r = tile0 + rr;
-    if (r < sg.rows) {
-      const size_t o = (size_t)tok * sg.rows + r;
-      out[o] = v;
-      if (res) res[o] += v;
+    for (int b = 0; b < RING; ++b) {
+      const int it = i + b;
+      if (it < steps) {
+        asm volatile("cp.async.wait_group %0;" :: "n"(RING - 2) : "memory");
+        __syncthreads();
+        dq_stage(xs + ((b + RING - 1) % RING) * NTOK * XS, xh, it + RING - 1);
+        if (it + RING - 1 < steps) Dq<KIND>::load(wr[(b + RING - 1) % RING], w, w2, row, it + RING - 1, t);
+        dq_compute<KIND, XS>(wr[b], xs + b * NTOK * XS, g, t, acc);
+      }
     }
   }
-  cluster_sync();  // no CTA leaves while another still reads its tile
-#else
+  PDL_TRIGGER();  // the next kernel may start its own weight loads
 #pragma unroll
   for (int m = 0; m < MT; ++m)
 #pragma unroll
@@ -358,17 +317,11 @@ __device__ __forceinline__ void dq_segment(const DqSeg& sg, int tile, const DqAr
         }
       }
 #endif
-#endif
 }
-#if KCL > 1
-#define DQ_CLUSTER __cluster_dims__(KCL, 1, 1)
-#else
-#define DQ_CLUSTER
-#endif
-extern "C" __global__ void DQ_CLUSTER __launch_bounds__(WARPS * 32) dqmma(const DqArgs a) {
+extern "C" __global__ void __launch_bounds__(WARPS * 32) dqmma(const DqArgs a) {
   extern __shared__ __align__(16) unsigned char dq_smem[];
   u16* xs = (u16*)dq_smem;  // [2][NTOK][XS]
-  const int cta = blockIdx.x / KCL;  // the tile: the KCL CTAs of a cluster share one
+  const int cta = blockIdx.x;
 #if NSEG > 2
   if (cta >= a.seg[2].cta0) { dq_segment<KIND2>(a.seg[2], cta - a.seg[2].cta0, a, xs); return; }
 #endif
@@ -409,16 +362,14 @@ bool dq_mma_supports(WeightKind kind, int64_t k) {
 }
 
 size_t dq_mma_smem_bytes(const DqMmaSpec& spec) {
-  // With a cluster split, the partial tile [NTOK][rows + 4] f32 reuses the staging buffers
-  // (2 NTOK 288 halves: at most 256 + 4 rows fit).
-  return spec.splitk ? size_t(spec.nt8) * 8 * (16 * spec.mt + 4) * 4 : size_t(2) * spec.nt8 * 8 * 288 * 2;
+  return spec.splitk ? size_t(spec.nt8) * 8 * (16 * spec.mt + 4) * 4 : size_t(spec.stages) * spec.nt8 * 8 * 288 * 2;
 }
 
 std::string DqMmaSpec::name() const {
   std::string s = "dqmma";
   for (int i = 0; i < nseg; ++i) s += fmt::format("{}{}", i ? "+" : " ", weight_kind_name(kinds[i]));
   return s + fmt::format(" k={} nt8={} mt={} warps={}{}{}", k, nt8, mt, warps, splitk ? " splitk" : "",
-                         kcl > 1 ? fmt::format(" kcl={}", kcl) : "");
+                         stages != 2 ? fmt::format(" nb={}", stages) : "");
 }
 
 std::string dq_mma_source(const DqMmaSpec& spec) {
@@ -426,16 +377,11 @@ std::string dq_mma_source(const DqMmaSpec& spec) {
   if (spec.nt8 < 1 || spec.nt8 > 8) throw_error("dqmma: {} tiles of 8 activation rows is not in [1, 8]", spec.nt8);
   if (spec.mt < 1 || spec.mt > 2) throw_error("dqmma: {} tiles of 16 weight rows per warp is not in [1, 2]", spec.mt);
   if (spec.warps < 1 || spec.warps > 8) throw_error("dqmma: {} warps is not in [1, 8]", spec.warps);
-  if (spec.kcl != 1 && spec.kcl != 2 && spec.kcl != 4 && spec.kcl != 8)
-    throw_error("dqmma: a cluster of {} CTAs (1, 2, 4 or 8)", spec.kcl);
-  if (spec.kcl > 1 && spec.splitk) throw_error("dqmma: a cluster split of the row length with splitk warps");
-  if (spec.kcl > 16 * spec.mt * spec.warps || spec.k / 256 < spec.kcl)
-    throw_error("dqmma: a cluster of {} CTAs for {} rows of {} steps", spec.kcl, 16 * spec.mt * spec.warps,
-                spec.k / 256);
+  if (spec.stages < 2 || spec.stages > 4) throw_error("dqmma: {} steps in the ring is not in [2, 4]", spec.stages);
   std::string defs = fmt::format(
       "#define K {}\n#define NT8 {}\n#define MT {}\n#define WARPS {}\n#define NSEG {}\n#define SPLITK {}\n"
-      "#define KCL {}\n",
-      spec.k, spec.nt8, spec.mt, spec.warps, spec.nseg, spec.splitk ? 1 : 0, spec.kcl);
+      "#define RING {}\n",
+      spec.k, spec.nt8, spec.mt, spec.warps, spec.nseg, spec.splitk ? 1 : 0, spec.stages);
   const SegmentKinds sk = segment_kinds(spec.kinds, spec.nseg, spec.k, dq_mma_supports, "dqmma",
                                         "Q4_K, Q6_K, Q8_0: multiples of 256");
   std::string src = defs + sk.defs + kernel_prelude() + kHead;

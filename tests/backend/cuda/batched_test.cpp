@@ -260,16 +260,15 @@ TEST(CudaDqMma, HeadShapeZeroBlocksAndOddRowCounts) {
   check_mmq({QuantType::Q6_K, 128256, 4096}, {8, 64}, 0, true);
   for (QuantType t : {QuantType::Q4_K, QuantType::Q6_K, QuantType::Q8_0})
     check_mmq({t, 1000, 2048}, {8, 13, 57}, 3, true);  // every third block zero, a ragged last CTA
-  // The same with the warps splitting the row length (the default before sm_90) and, on sm_90,
-  // clusters of 2 and 8 CTAs (1000 rows: a ragged last tile of 104 rows; 8 CTAs: one step each).
-  mmq().dq().tune(0, 0, 1);
-  check_mmq({QuantType::Q4_K, 1000, 2048}, {13, 57}, 3, true);
-  if (mmq().dq().clusters()) {
-    for (int kcl : {2, 8}) {
-      mmq().dq().tune(0, 0, 0, kcl);
-      check_mmq({QuantType::Q6_K, 1000, 2048}, {13, 57}, 3, true);
-      check_mmq({QuantType::Q4_K, 4096, 4096}, {32}, 0, true);
-    }
+  // Rings of 3 and 4 steps in both launch shapes: 8 steps (2048) and 56 (14336, not a multiple
+  // of the ring), the wide shape's staging ring.
+  for (int stages : {3, 4}) {
+    mmq().dq().tune(0, 0, -1, stages);
+    check_mmq({QuantType::Q4_K, 1000, 2048}, {13, 57}, 3, true);
+    check_mmq({QuantType::Q6_K, 4096, 14336}, {32}, 0, true);
+    check_mmq({QuantType::Q4_K, 14336, 4096}, {32}, 0, true);
+    mmq().dq().tune(0, 0, 0, stages);  // 1000 rows with the warps owning rows
+    check_mmq({QuantType::Q8_0, 1000, 2048}, {8, 64}, 3, true);
   }
   mmq().dq().tune(0, 0, -1);
 }
@@ -295,25 +294,15 @@ TEST(CudaDqMma, GroupedMixedKindsAndLaunchShapesGiveTheSameBits) {
   G->stream->sync();
   std::vector<std::vector<float>> want;
   for (int i = 0; i < 3; ++i) want.push_back(download(grouped[size_t(i)].get(), size_t(n * rows[i])));
-  // Launch shapes of the same arithmetic give the default's bits: on sm_90 (the default there: a
-  // cluster of 8 CTAs splitting the row length) any tiles per warp and warps per CTA at the same
-  // cluster size, elsewhere (the default: the warps split the row length) any tiles per warp at
-  // the default warps. Across modes (split warps, no split, other cluster sizes) only the order
-  // of the f32 sums differs.
-  const bool cl = mmq().dq().clusters();
-  struct V { int mt, warps, splitk, kcl; bool same; };
-  std::vector<V> shapes = {V{0, 0, -1, 0, true}, V{1, 1, 0, 1, false}, V{2, 8, 0, 1, false},
-                           V{1, 8, 1, 0, false}, V{2, 2, 1, 0, false}};
-  if (cl) {
-    for (const V v : {V{1, 4, 0, 8, true}, V{2, 8, 0, 8, true}, V{1, 1, 0, 8, true}, V{1, 4, 1, 0, false},
-                      V{2, 4, 1, 0, false}, V{1, 8, 0, 2, false}, V{2, 4, 0, 4, false}})
-      shapes.push_back(v);
-  } else {
-    shapes.push_back(V{1, 4, 1, 0, true});
-    shapes.push_back(V{2, 4, 1, 0, true});
-  }
-  for (const V v : shapes) {
-    mmq().dq().tune(v.mt, v.warps, v.splitk, v.kcl);
+  // Launch shapes of the same arithmetic: any tiles per warp at the default split of the row
+  // length (the default warps); without the split, any tiles and warps. Across the two modes
+  // only the order of the f32 sums differs.
+  // Rings of 3 or 4 steps change when the weights arrive, not the arithmetic.
+  struct V { int mt, warps, splitk, stages; bool same; };
+  for (const V v : {V{0, 0, -1, 0, true}, V{1, 4, 1, 0, true}, V{2, 4, 1, 0, true}, V{1, 4, 1, 3, true},
+                    V{0, 0, -1, 4, true}, V{1, 1, 0, 0, false}, V{2, 8, 0, 0, false}, V{1, 8, 1, 0, false},
+                    V{2, 2, 1, 0, false}}) {
+    mmq().dq().tune(v.mt, v.warps, v.splitk, v.stages);
     std::vector<std::vector<float>> got;
     for (int i = 0; i < 3; ++i) {
       DeviceBuffer one_out(size_t(n * rows[i]) * 4);
@@ -326,7 +315,7 @@ TEST(CudaDqMma, GroupedMixedKindsAndLaunchShapesGiveTheSameBits) {
       else
         EXPECT_LT(rel_error(got.back(), want[size_t(i)]), 1e-5) << "segment " << i << " mt=" << v.mt
                                                                << " warps=" << v.warps << " splitk=" << v.splitk
-                                                               << " kcl=" << v.kcl;
+                                                               << " stages=" << v.stages;
     }
     if (!v.same) {  // a second shape of the same mode gives its own bits again
       DeviceBuffer again(size_t(n * rows[0]) * 4);
@@ -337,7 +326,7 @@ TEST(CudaDqMma, GroupedMixedKindsAndLaunchShapesGiveTheSameBits) {
     }
   }
   mmq().dq().tune(0, 0, -1);
-  std::printf("[ cuda     ] dqmma grouped q/k/v == single launches (bitwise), %zu launch shapes\n", shapes.size());
+  std::printf("[ cuda     ] dqmma grouped q/k/v == single launches (bitwise), 9 launch shapes\n");
 }
 
 // ---- Engines: N sessions stepped together vs their solo runs ----
@@ -538,16 +527,15 @@ TEST(CudaBench, MmqShapes) {
       }
       mmq().tune(0, 0, -1, -1);
       DeviceBuffer xh(DqMma::f16_bytes(n, sh.k));
-      struct DV { int mt, warps, splitk, kcl; };
-      for (const DV v : {DV{0, 0, -1, 0}, DV{1, 4, 1, 0}, DV{2, 4, 1, 0}, DV{1, 8, 1, 0}, DV{2, 8, 1, 0},
-                         DV{1, 4, 0, 1}, DV{1, 8, 0, 1}, DV{2, 8, 0, 1}, DV{1, 8, 0, 2}, DV{1, 8, 0, 4},
-                         DV{1, 8, 0, 8}, DV{2, 8, 0, 8}, DV{1, 4, 0, 8}, DV{2, 4, 0, 4}}) {
+      struct DV { int mt, warps, splitk, stages; };
+      for (const DV v : {DV{0, 0, -1, 0}, DV{1, 4, 1, 0}, DV{2, 4, 1, 0}, DV{2, 8, 1, 0}, DV{0, 0, -1, 3},
+                         DV{0, 0, -1, 4}, DV{1, 8, 1, 3}, DV{1, 8, 1, 4}, DV{1, 4, 0, 3}, DV{1, 4, 0, 4},
+                         DV{1, 8, 0, 3}}) {
         const int mt = v.mt, warps = v.warps;
-        if ((mt || warps) && (!sh.variants || n != 32)) continue;
-        if (v.kcl > 1 && (!mmq().dq().clusters() || sh.k / 256 < v.kcl)) continue;
-        mmq().dq().tune(mt, warps, v.splitk, v.kcl);
-        const std::string how =
-            mt ? fmt::format("dqmma mt={} w={} s={} c={}", mt, warps, v.splitk, v.kcl) : "dqmma";
+        if ((mt || warps || v.stages) && (!sh.variants || n != 32)) continue;
+        mmq().dq().tune(mt, warps, v.splitk, v.stages);
+        const std::string how = mt || v.stages ? fmt::format("dqmma mt={} w={} s={} nb={}", mt, warps, v.splitk, v.stages)
+                                               : "dqmma";
         line(how.c_str(), time([&](const DeviceWeight& d) {
                const MatmulSeg seg{&d, dout.get(), 0};
                mmq().matmul_group(std::span<const MatmulSeg>(&seg, 1), n, qb, *G->stream, xh.get());

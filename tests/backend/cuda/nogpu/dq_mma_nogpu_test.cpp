@@ -48,24 +48,19 @@ TEST(DqMmaNoGpu, EngineVariantsCompileForSm90) {
   EXPECT_EQ(dq_mma_smem_bytes(spec), size_t(32 * (16 * 2 + 4) * 4));
   EXPECT_GT(nvrtc_compile(dq_mma_source(spec), spec.name(), opts).size(), 1000u) << spec.name();
   EXPECT_GT(nvrtc_compile(q8_to_f16_source(), "q8_to_f16", opts).size(), 500u);
-  // Cluster splits of the row length (8 warps owning 128 rows, 2..8 CTAs per tile), the shapes
-  // the host picks for q/k/v, wo and ffn_down, and 2 tiles per warp.
-  spec.splitk = false;
-  spec.warps = 8;
-  for (int kcl : {2, 4, 8}) {
-    spec.kcl = kcl;
-    EXPECT_GT(nvrtc_compile(dq_mma_source(spec), spec.name(), opts).size(), 1000u) << spec.name();
-  }
-  EXPECT_EQ(dq_mma_smem_bytes(spec), size_t(2 * 32 * 288 * 2));
-  for (WeightKind kind : {WeightKind::Q4_K, WeightKind::Q6_K}) {
-    DqMmaSpec down;
-    down.kinds[0] = kind;
-    down.k = 14336;
-    down.nt8 = 8;
-    down.mt = 2;
-    down.warps = 8;
-    down.kcl = 8;
-    EXPECT_GT(nvrtc_compile(dq_mma_source(down), down.name(), opts).size(), 1000u) << down.name();
+  // Rings of 3 and 4 steps in both modes (the split one at 1 tile per warp), 8B gate / q/o.
+  for (int stages : {3, 4}) {
+    DqMmaSpec r;
+    r.k = 4096;
+    r.nt8 = 4;
+    r.mt = 1;
+    r.stages = stages;
+    for (bool splitk : {false, true}) {
+      r.splitk = splitk;
+      EXPECT_GT(nvrtc_compile(dq_mma_source(r), r.name(), opts).size(), 1000u) << r.name();
+    }
+    r.splitk = false;
+    EXPECT_EQ(dq_mma_smem_bytes(r), size_t(stages) * 32 * 288 * 2);
   }
 }
 
@@ -87,16 +82,9 @@ TEST(DqMmaNoGpu, UnsupportedKindsAndShapesAreRefused) {
   spec.warps = 9;
   EXPECT_THROW(dq_mma_source(spec), Error);
   spec.warps = 4;
-  spec.kcl = 3;  // clusters of 1, 2, 4, 8 CTAs
+  spec.stages = 5;
   EXPECT_THROW(dq_mma_source(spec), Error);
-  spec.kcl = 2;
-  spec.splitk = true;  // the warps and the cluster both splitting the row length
-  EXPECT_THROW(dq_mma_source(spec), Error);
-  spec.splitk = false;
-  spec.k = 256;  // one step for two CTAs
-  EXPECT_THROW(dq_mma_source(spec), Error);
-  spec.k = 4096;
-  spec.kcl = 1;
+  spec.stages = 2;
   EXPECT_TRUE(dq_mma_supports(WeightKind::Q8_0, 256));
   EXPECT_FALSE(dq_mma_supports(WeightKind::Q8_0, 128));
   EXPECT_FALSE(dq_mma_supports(WeightKind::Q5_K, 4096));
