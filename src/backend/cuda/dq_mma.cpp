@@ -90,15 +90,19 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
   spec.splitk = splitk_override_ >= 0 ? splitk_override_ != 0 : splitk_env >= 0 ? splitk_env != 0 : !wide;
   // JITLLM_CUDA_DQ_STAGES (2..4, default 2): the steps in each warp's ring (2 tiles per warp
   // then only with 2: a longer ring of 2 tiles spills).
+  // _WIDE: the ring of the wide launches (rows per warp), and their warps per CTA.
   static const int stages_env = std::clamp(env_int("JITLLM_CUDA_DQ_STAGES", 2), 2, 4);
-  spec.stages = stages_override_ > 0 ? stages_override_ : stages_env;
+  static const int stages_wide = std::clamp(env_int("JITLLM_CUDA_DQ_STAGES_WIDE", 2), 2, 4);
+  static const int warps_wide = std::clamp(env_int("JITLLM_CUDA_DQ_WARPS_WIDE", 4), 1, 8);
+  spec.stages = stages_override_ > 0 ? stages_override_ : wide && !spec.splitk ? std::max(stages_env, stages_wide)
+                                                                               : stages_env;
   spec.mt = mt_override_ > 0 ? mt_override_ : mt_env > 0 ? mt_env
             : spec.splitk && spec.nt8 >= 2 && spec.nt8 <= 4 && spec.stages == 2 ? 2 : 1;
   // Long rows split over the warps (ffn_down, K = 14336 on the 8B): JITLLM_CUDA_DQ_WARPS_LONG
   // warps for K >= 8192. H200, one call, 8B 32 sessions: 4 warps 4369 tok/s, 8 warps 4552.
   static const int warps_long = std::clamp(env_int("JITLLM_CUDA_DQ_WARPS_LONG", 8), 1, 8);
   spec.warps = warps_override_ > 0 ? warps_override_ : warps_env > 0 ? warps_env
-               : spec.splitk && k >= 8192 ? warps_long : 4;
+               : spec.splitk && k >= 8192 ? warps_long : spec.splitk ? 4 : warps_wide;
   const int64_t rows_per_cta = 16 * spec.mt * (spec.splitk ? 1 : spec.warps);
   DqArgs a{};
   const int64_t ctas = tc_segments(segs, rows_per_cta, a.seg, spec.kinds);

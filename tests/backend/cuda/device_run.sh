@@ -296,6 +296,18 @@ for s in $stages; do
           tee $OUT/ring_tests_$st.log | grep -E "FAILED|PASSED|Failure|max" | head -n 10
       done
       ;;
+    wide)  # session 5: the wide DQ-MMA launches (grouped gate/up, the head) per WIDE_ENVS variant
+      # (';'-separated, A B .. A): GPU tests with the first variant, then jitllm batched 8B 32 sessions
+      M=/tmp/llama-3.1-8b.gguf
+      [ -f $M ] || /tmp/bin/jitllm synth $M --shape llama-3.1-8b --type q4_k_m 2>&1 | tail -n 1
+      IFS=';' read -ra wv <<< "${WIDE_ENVS:-}"
+      env ${wv[0]:-X=1} timeout 120 /tmp/bin/test_backend_cuda --gtest_filter="${WIDE_TESTS:-CudaDqMma.EightBShapes:CudaBatched.SessionsTogetherMatchSoloRunsQ4KM}" 2>&1 |
+        tee $OUT/gpu_tests.log | grep -E "FAILED|PASSED|tests ran|gate|14336 x  4096|sessions together" | head -n 30
+      for v in "${wv[@]}" ""; do
+        echo "== batched 8B $v" | tee -a $OUT/wide.log
+        env $v X=1 /tmp/bin/jitllm batched -m $M -s 32 -p 128 -n 128 --devices cuda 2>&1 | grep -E "sessions|rror" | tee -a $OUT/wide.log
+      done
+      ;;
     board)  # the paired harness on the card (bench/ab/ab.py: A/A self-control first, A B B A
       # rounds, rows refused when IQR/median > 0.10): jitllm speed vs llama-bench on the synthetic
       # files, accepted rows appended to $OUT/cuda.md (for docs/perf/cuda.md); BUILD_REV names the build
