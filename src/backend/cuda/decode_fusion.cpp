@@ -1,12 +1,14 @@
 // CudaOps' epilogue fusion for decode steps (see cuda_ops.h, "Epilogue fusion"): which held
 // launches take the RoPE + KV store epilogue (q/k/v) or the RMSNorm + q8 epilogue (a residual
-// matvec), so a llama layer's decode step needs no rope_store and no rms_norm_q8 launch.
+// matvec), so a llama layer's decode step needs no rope_store and no rms_norm_q8 launch; in a
+// batched (DQ) step, gate/up with DQ-MMA's SwiGLU epilogue when JITLLM_CUDA_DQ_SWIGLU=1.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/mmq.h"
 
 namespace jitllm::cuda {
 
@@ -32,12 +34,15 @@ void CudaOps::flush_group() {
 
 bool CudaOps::hold_group(std::span<const MatmulSeg> segs, Act x, bool reuse) {
   // q, k, v (three matrices) or gate, up (two, swiglu_fits) of a step small enough for one
-  // matvec tile; steps that the batched kernel (MMQ) takes keep their launch.
-  if (!fuse_ || x.rows > 8 || CudaKernels::tile_for(x.rows) < x.rows ||
+  // matvec tile; steps that the batched kernel (MMQ) takes keep their launch, except gate, up in
+  // a DQ step with JITLLM_CUDA_DQ_SWIGLU=1 (DqMma::matmul_swiglu).
+  const bool dq_swiglu = fuse_ && dq_step_ && segs.size() == 2 && DqMma::swiglu_enabled() &&
+                         use_mmq(segs, x.rows) && Mmq::use_dq(segs) && DqMma::swiglu_fits(segs);
+  if (!dq_swiglu && (!fuse_ || x.rows > 8 || CudaKernels::tile_for(x.rows) < x.rows ||
       !((segs.size() == 3 && epilogue_on("rope")) ||
         // (not in a DQ step: the epilogue's quantizer writes no f16 copy for a DQ-MMA ffn_down)
         (segs.size() == 2 && epilogue_on("swiglu") && !dq_step_ && CudaKernels::swiglu_fits(segs, x.rows))) ||
-      use_mmq(segs, x.rows))
+      use_mmq(segs, x.rows)))
     return false;
   HeldGroup g;
   for (size_t i = 0; i < segs.size(); ++i) g.segs[i] = segs[i];
@@ -115,8 +120,37 @@ bool CudaOps::launch_fused_norm(Act x, CUdeviceptr w, float eps, Act out) {
   return true;
 }
 
+bool CudaOps::launch_dq_swiglu(Act gate, Act up, Act out) {
+  const HeldGroup g = *held_group_;
+  const std::span<const MatmulSeg> segs(g.segs, g.n);
+  if (g.n != 2 || g.segs[0].out != ptr(gate) || g.segs[1].out != ptr(up) || gate.rows != up.rows ||
+      gate.cols != up.cols || out.rows != gate.rows || out.cols != gate.cols || !DqMma::swiglu_fits(segs))
+    return false;
+  // The outputs go to the other buffers (the input's q8 and f16 rows are still being read); they
+  // must be large enough already unless this step may still grow buffers.
+  const size_t need = CudaKernels::q8_bytes(gate.rows, gate.cols), need_h = xh_bytes(gate.rows, gate.cols);
+  if (q8_alt_.bytes() < need || xh_alt_.bytes() < need_h) {
+    if (mode_ != Mode::Direct) return false;
+    ensure(q8_alt_, std::max(need, q8_.bytes()));
+    ensure(xh_alt_, std::max(need_h, xh_.bytes()));
+  }
+  held_group_.reset();
+  const Q8Buffers in = q8_for(g.x.rows, g.x.cols);
+  if (!g.reuse) {
+    const int64_t t = CudaKernels::tile_for(g.x.rows);
+    kernels_.quantize_q8(ptr(g.x), (g.x.rows + t - 1) / t * t, g.x.cols, in, stream_);
+  }
+  const Q8Buffers y{q8_alt_.get(), q8_alt_.get() + CudaKernels::q8_ds_offset(gate.rows, gate.cols),
+                    xh_alt_.get()};
+  mmq_->dq().matmul_swiglu(segs, g.x.rows, in, in.h, ptr(out), y, stream_);
+  std::swap(q8_, q8_alt_);  // what ffn_down reads (quantized(out) by the caller)
+  std::swap(xh_, xh_alt_);
+  return true;
+}
+
 bool CudaOps::launch_fused_swiglu(Act gate, Act up, Act out) {
   if (!held_group_) return false;
+  if (dq_step_) return launch_dq_swiglu(gate, up, out);
   const HeldGroup g = *held_group_;
   const std::span<const MatmulSeg> segs(g.segs, g.n);
   if (g.n != 2 || g.segs[0].out != ptr(gate) || g.segs[1].out != ptr(up) || gate.rows != up.rows ||

@@ -17,8 +17,9 @@ struct DqArgs {
   TcSegArg seg[3];
   uint64_t xh;
   int32_t n, nseg, total, pad;
+  uint64_t yout, yq, yds, yh;  // the swiglu epilogue's outputs
 };
-static_assert(sizeof(DqArgs) == 144, "must match the kernel's DqArgs");
+static_assert(sizeof(DqArgs) == 176, "must match the kernel's DqArgs");
 
 }  // namespace
 
@@ -126,6 +127,58 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
     for (size_t i = 0; i < segs.size(); ++i) label += fmt::format("{}{}", i ? "+" : " ", segs[i].w->rows);
     label += fmt::format(" n={}{}", n, segs[0].res ? " +res" : "");
   }
+  run(function(spec), unsigned(ctas), unsigned(32 * spec.warps), dq_mma_smem_bytes(spec), s, args, label);
+}
+
+}  // namespace jitllm::cuda
+
+namespace jitllm::cuda {
+
+bool DqMma::swiglu_enabled() {
+  static const bool on = env_int("JITLLM_CUDA_DQ_SWIGLU", 0) != 0;
+  return on;
+}
+
+bool DqMma::swiglu_fits(std::span<const MatmulSeg> segs) {
+  return segs.size() == 2 && supports(segs) && segs[0].w->kind == segs[1].w->kind &&
+         segs[0].w->rows == segs[1].w->rows && segs[0].w->rows % 32 == 0 && segs[0].res == 0 &&
+         segs[1].res == 0;
+}
+
+void DqMma::matmul_swiglu(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q8, CUdeviceptr xh,
+                          CUdeviceptr out, Q8Buffers y, const Stream& s) {
+  if (n <= 0) return;
+  if (n > 64) throw_error("dqmma: {} activation rows in one launch (at most 64)", n);
+  if (!swiglu_fits(segs)) throw_error("dqmma: the swiglu epilogue needs gate and up of one kind and shape");
+  DqMmaSpec spec;
+  spec.nseg = 2;
+  spec.k = segs[0].w->k;
+  spec.nt8 = int((n + 7) / 8);
+  spec.mt = 1;
+  spec.swiglu = true;
+  // Warps: half on gate, half on up rows (8: 64 rows of each per CTA, as 4 warps per matrix in
+  // matmul_group's wide launch). JITLLM_CUDA_DQ_SWIGLU_WARPS (even) for benches.
+  static const int warps_env = std::clamp(env_int("JITLLM_CUDA_DQ_SWIGLU_WARPS", 8), 2, 8) / 2 * 2;
+  spec.warps = warps_override_ > 0 && warps_override_ % 2 == 0 ? warps_override_ : warps_env;
+  spec.stages = stages_override_ > 0 ? stages_override_ : 2;
+  const int64_t rows_per_cta = 16 * spec.mt * (spec.warps / 2);
+  DqArgs a{};
+  // Both segments get the same tiles: the CTA count is one matrix's.
+  tc_segments(segs, rows_per_cta, a.seg, spec.kinds);
+  const int64_t ctas = (segs[0].w->rows + rows_per_cta - 1) / rows_per_cta;
+  a.seg[1].cta0 = 0;
+  a.xh = xh;
+  a.n = int32_t(n);
+  a.nseg = 2;
+  a.total = int32_t(ctas);
+  a.yout = out;
+  a.yq = y.q;
+  a.yds = y.ds;
+  a.yh = y.h;
+  if (q8.h != xh) throw_error("dqmma swiglu: the activation's f16 copy must be written by its quantizer");
+  void* args[] = {&a};
+  std::string label = "dqmma";
+  if (profiling_) label = spec.name() + fmt::format(" rows {} n={}", segs[0].w->rows, n);
   run(function(spec), unsigned(ctas), unsigned(32 * spec.warps), dq_mma_smem_bytes(spec), s, args, label);
 }
 

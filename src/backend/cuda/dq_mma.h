@@ -37,6 +37,8 @@ struct DqMmaSpec {
   // Steps of weights in each warp's register ring (2..4): NB - 1 steps in flight during a step's
   // MMAs; without splitk also the CTA's staging buffers of the activation.
   int stages = 2;
+  // Two matrices gate, up of one kind: writes silu(gate) up (f32, q8, f16) instead (rows per warp).
+  bool swiglu = false;
   std::string name() const;
 };
 
@@ -66,6 +68,15 @@ class DqMma {
   // q8.h == xh (the quantizing kernel wrote it); 1 <= n <= 64.
   void matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q8, CUdeviceptr xh,
                     const Stream& s);
+
+  // The SwiGLU epilogue (JITLLM_CUDA_DQ_SWIGLU=1; off by default until timed on a card): gate
+  // and up (segs[0], segs[1], no residual) of one kind, rows a multiple of 32; then
+  // out [n][rows] = silu(x . gate^T) * (x . up^T), its q8 rows into y (y.h: their f16 copy), the
+  // bits of matmul_group followed by swiglu_q8. gate's and up's own outputs are not written.
+  static bool swiglu_enabled();
+  static bool swiglu_fits(std::span<const MatmulSeg> segs);
+  void matmul_swiglu(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q8, CUdeviceptr xh,
+                     CUdeviceptr out, Q8Buffers y, const Stream& s);
 
   // Benches and tests: force tiles per warp / warps per CTA (0 = the defaults) / the split of the
   // row length over the warps (-1 = the default, 0 off, 1 on) / the steps in the ring (0 = the

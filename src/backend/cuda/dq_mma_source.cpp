@@ -35,6 +35,12 @@ constexpr const char* kHead = R"(
 #if SPLITK
 #define ROWS_PER_CTA (16 * MT)
 #define RS (16 * MT + 4)  // row stride of the reduction tile
+#elif SWIGLU
+// SWIGLU (NSEG 2: gate, up of one kind and shape): warps [0, WARPS / 2) own 16 MT gate rows
+// each, the other half the same up rows, so the CTA has both halves of its outputs and writes
+// silu(gate) up, quantized to q8 and its f16 copy for ffn_down, instead of gate and up.
+#define ROWS_PER_CTA (16 * MT * (WARPS / 2))
+#define YS (ROWS_PER_CTA + 4)  // row stride of the epilogue tile
 #else
 #define ROWS_PER_CTA (16 * MT * WARPS)
 #endif
@@ -42,7 +48,8 @@ constexpr const char* kHead = R"(
 #define KIND_Q4_K 4
 #define KIND_Q6_K 5
 struct DqSeg { u64 w, w2, out, res; int rows, cta0; };
-struct DqArgs { DqSeg seg[3]; u64 xh; int n, nseg, total, pad; };
+// y*: SWIGLU's outputs (silu(gate) up [n][rows] f32, its q8 rows, their (d, d sum), f16 copy).
+struct DqArgs { DqSeg seg[3]; u64 xh; int n, nseg, total, pad; u64 yout, yq, yds, yh; };
 __device__ __forceinline__ void mma_f16(float (&c)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
   asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
@@ -236,6 +243,51 @@ __device__ __forceinline__ void dq_compute(const typename Dq<KIND>::W& r, const 
     }
   }
 }
+#if SWIGLU
+// The CTA's tile y[NTOK][YS] over the staging buffers (every warp done with them): the up half's
+// values, then silu(gate) up in their place (the expression of swiglu_q8, so the same bits as
+// the two launches), then one warp per activation row and block of 32 rows: y, its q8 block and
+// f16 copy (q8_block, as swiglu_q8 writes them). rows is a multiple of 32.
+__device__ __forceinline__ void dq_swiglu_store(const float (&acc)[MT][NT8][4], const DqArgs& a, u16* xs,
+                                                int tile, int warp, int g, int t, int rows) {
+  float* y = (float*)xs;
+  const bool up = warp >= WARPS / 2;
+  const int w0 = (warp % (WARPS / 2)) * 16 * MT;
+  __syncthreads();
+  if (up) {
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+      for (int n = 0; n < NT8; ++n)
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          y[(n * 8 + 2 * t + (i & 1)) * YS + w0 + 16 * m + g + 8 * (i >> 1)] = acc[m][n][i];
+  }
+  __syncthreads();
+  if (!up) {
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+      for (int n = 0; n < NT8; ++n)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          float* p = y + (n * 8 + 2 * t + (i & 1)) * YS + w0 + 16 * m + g + 8 * (i >> 1);
+          const float gv = acc[m][n][i];
+          *p = gv / (1.0f + expf(-gv)) * *p;
+        }
+  }
+  __syncthreads();
+  const int lane = threadIdx.x & 31;
+  constexpr int NBLK = ROWS_PER_CTA / 32;
+  for (int p = warp; p < a.n * NBLK; p += WARPS) {
+    const int tok = p / NBLK, b = p % NBLK, r = tile * ROWS_PER_CTA + b * 32;
+    if (r >= rows) continue;  // the last tile's rows past the end (whole blocks: rows % 32 == 0)
+    const float v = y[tok * YS + b * 32 + lane];
+    ((float*)a.yout)[(size_t)tok * rows + r + lane] = v;
+    q8_block(v, lane, (i8*)a.yq, (float2*)a.yds, ((long long)tok * rows + r) / 32, (u16*)a.yh);
+  }
+}
+#endif
 template <int KIND>
 __device__ __forceinline__ void dq_segment(const DqSeg& sg, int tile, const DqArgs& a, u16* xs) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
@@ -243,6 +295,8 @@ __device__ __forceinline__ void dq_segment(const DqSeg& sg, int tile, const DqAr
   // last one; nothing of theirs is stored).
 #if SPLITK
   const int r0 = tile * ROWS_PER_CTA;
+#elif SWIGLU
+  const int r0 = tile * ROWS_PER_CTA + (warp % (WARPS / 2)) * 16 * MT;
 #else
   const int r0 = tile * ROWS_PER_CTA + warp * 16 * MT;
 #endif
@@ -303,6 +357,9 @@ __device__ __forceinline__ void dq_segment(const DqSeg& sg, int tile, const DqAr
     }
   }
   PDL_TRIGGER();  // the next kernel may start its own weight loads
+#if SWIGLU
+  dq_swiglu_store(acc, a, xs, tile, warp, g, t, sg.rows);
+#else
 #pragma unroll
   for (int m = 0; m < MT; ++m)
 #pragma unroll
@@ -317,11 +374,17 @@ __device__ __forceinline__ void dq_segment(const DqSeg& sg, int tile, const DqAr
         }
       }
 #endif
+#endif
 }
 extern "C" __global__ void __launch_bounds__(WARPS * 32) dqmma(const DqArgs a) {
   extern __shared__ __align__(16) unsigned char dq_smem[];
   u16* xs = (u16*)dq_smem;  // [2][NTOK][XS]
   const int cta = blockIdx.x;
+#if SWIGLU
+  const DqSeg sg = (threadIdx.x >> 5) < WARPS / 2 ? a.seg[0] : a.seg[1];
+  dq_segment<KIND0>(sg, cta, a, xs);
+  return;
+#endif
 #if NSEG > 2
   if (cta >= a.seg[2].cta0) { dq_segment<KIND2>(a.seg[2], cta - a.seg[2].cta0, a, xs); return; }
 #endif
@@ -362,14 +425,15 @@ bool dq_mma_supports(WeightKind kind, int64_t k) {
 }
 
 size_t dq_mma_smem_bytes(const DqMmaSpec& spec) {
+  // (The swiglu epilogue's tile, NTOK x (8 MT WARPS + 4) floats, fits in the staging buffers.)
   return spec.splitk ? size_t(spec.nt8) * 8 * (16 * spec.mt + 4) * 4 : size_t(spec.stages) * spec.nt8 * 8 * 288 * 2;
 }
 
 std::string DqMmaSpec::name() const {
   std::string s = "dqmma";
   for (int i = 0; i < nseg; ++i) s += fmt::format("{}{}", i ? "+" : " ", weight_kind_name(kinds[i]));
-  return s + fmt::format(" k={} nt8={} mt={} warps={}{}{}", k, nt8, mt, warps, splitk ? " splitk" : "",
-                         stages != 2 ? fmt::format(" nb={}", stages) : "");
+  return s + fmt::format(" k={} nt8={} mt={} warps={}{}{}{}", k, nt8, mt, warps, splitk ? " splitk" : "",
+                         stages != 2 ? fmt::format(" nb={}", stages) : "", swiglu ? " swiglu" : "");
 }
 
 std::string dq_mma_source(const DqMmaSpec& spec) {
@@ -378,10 +442,12 @@ std::string dq_mma_source(const DqMmaSpec& spec) {
   if (spec.mt < 1 || spec.mt > 2) throw_error("dqmma: {} tiles of 16 weight rows per warp is not in [1, 2]", spec.mt);
   if (spec.warps < 1 || spec.warps > 8) throw_error("dqmma: {} warps is not in [1, 8]", spec.warps);
   if (spec.stages < 2 || spec.stages > 4) throw_error("dqmma: {} steps in the ring is not in [2, 4]", spec.stages);
+  if (spec.swiglu && (spec.nseg != 2 || spec.kinds[0] != spec.kinds[1] || spec.splitk || spec.warps % 2 != 0))
+    throw_error("dqmma: the swiglu epilogue takes gate and up of one kind, rows per warp, an even warp count");
   std::string defs = fmt::format(
       "#define K {}\n#define NT8 {}\n#define MT {}\n#define WARPS {}\n#define NSEG {}\n#define SPLITK {}\n"
-      "#define RING {}\n",
-      spec.k, spec.nt8, spec.mt, spec.warps, spec.nseg, spec.splitk ? 1 : 0, spec.stages);
+      "#define RING {}\n#define SWIGLU {}\n",
+      spec.k, spec.nt8, spec.mt, spec.warps, spec.nseg, spec.splitk ? 1 : 0, spec.stages, spec.swiglu ? 1 : 0);
   const SegmentKinds sk = segment_kinds(spec.kinds, spec.nseg, spec.k, dq_mma_supports, "dqmma",
                                         "Q4_K, Q6_K, Q8_0: multiples of 256");
   std::string src = defs + sk.defs + kernel_prelude() + kHead;

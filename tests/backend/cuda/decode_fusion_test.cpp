@@ -1,14 +1,18 @@
 // The decode epilogues of the matvec (decode_fusion.cpp) against the launches they replace:
 // q/k/v with RoPE + KV store == matvec then rope_store; a residual matvec with the RMSNorm + q8
 // epilogue == matvec with the residual then rms_norm_q8 (same bits); and a whole decode run with
-// the epilogues on == off. Label gpu.
+// the epilogues on == off; DQ-MMA's SwiGLU epilogue (batched decode) == the DQ-MMA gate/up launch
+// then swiglu_q8. Label gpu.
 #include <gtest/gtest.h>
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
 #include "backend/cpu/reference_kernels.h"
+#include "backend/cuda/mmq.h"
 #include "cuda_test_util.h"
 #include "runtime/engine.h"
 #include "runtime/model_loader.h"
@@ -187,6 +191,58 @@ TEST(CudaDecodeFusion, SwigluEpilogueEqualsGateUpThenSwigluQ8) {
                              bb.begin() + long(dso)))
           << "scales n=" << n;
     }
+  }
+}
+
+// DqMma::matmul_swiglu against DqMma::matmul_group (gate, up) then swiglu_q8: the same bits in the
+// f32 output, the q8 rows, their scales and the f16 copy; 8..64 activation rows, a last tile of
+// half the rows (1056 = 16.5 tiles of 64), zero blocks, 8 and 4 warps, a repeated call.
+TEST(CudaDecodeFusion, DqSwigluEpilogueEqualsDqGateUpThenSwigluQ8) {
+  JITLLM_REQUIRE_GPU();
+  Mmq mmq(*G->compiler);
+  std::mt19937 rng(34);
+  struct Shape { QuantType t; int64_t rows, k; };
+  for (const Shape& sh : {Shape{QuantType::Q4_K, 14336, 4096}, Shape{QuantType::Q6_K, 1056, 2048},
+                          Shape{QuantType::Q8_0, 544, 2048}}) {
+    std::vector<DeviceWeight> dw;
+    for (int i = 0; i < 2; ++i) {
+      const auto w = random_weights(sh.t, sh.rows, sh.k, rng, i == 0 ? 7 : 0);  // zero blocks
+      dw.push_back(DeviceWeight::upload(pack_weight(sh.t, w.data(), sh.rows, sh.k)));
+    }
+    const MatmulSeg probe[2] = {{&dw[0], 0, 0}, {&dw[1], 0, 0}};
+    ASSERT_TRUE(Mmq::use_dq(probe) && DqMma::swiglu_fits(probe)) << quant_name(sh.t);
+    for (int64_t n : {8, 13, 32, 64}) {
+      const int64_t t = CudaKernels::tile_for(n), n_pad = (n + t - 1) / t * t;
+      const auto x = random_floats(size_t(n * sh.k), rng, -2, 2);
+      DeviceBuffer dx = to_device(x, size_t(n_pad * sh.k));
+      DeviceBuffer q8in(CudaKernels::q8_bytes(n, sh.k)), xh(size_t(n_pad * sh.k) * 2);
+      const Q8Buffers qin{q8in.get(), q8in.get() + CudaKernels::q8_ds_offset(n, sh.k), xh.get()};
+      G->kernels->quantize_q8(dx.get(), n_pad, sh.k, qin, *G->stream);
+      const size_t cnt = size_t(n * sh.rows), dso = CudaKernels::q8_ds_offset(n, sh.rows);
+      DeviceBuffer g(cnt * 4), u(cnt * 4), h1(cnt * 4), h2(cnt * 4), xa(cnt * 2), xb(cnt * 2);
+      DeviceBuffer qa(CudaKernels::q8_bytes(n, sh.rows)), qb(CudaKernels::q8_bytes(n, sh.rows));
+      const Q8Buffers q8a{qa.get(), qa.get() + dso, xa.get()}, q8b{qb.get(), qb.get() + dso, xb.get()};
+      const MatmulSeg plain[2] = {{&dw[0], g.get(), 0}, {&dw[1], u.get(), 0}};
+      mmq.matmul_group(plain, n, qin, *G->stream, xh.get());
+      G->kernels->swiglu_q8(g.get(), u.get(), h1.get(), q8a, int64_t(cnt), *G->stream);
+      for (int warps : {0, 4}) {
+        mmq.dq().tune(0, warps);
+        for (DeviceBuffer* b : {&h2, &qb, &xb})
+          check(driver().cuMemsetD8Async(b->get(), 0xff, b->bytes(), G->stream->get()), "memset");
+        for (int rep = 0; rep < 2; ++rep) mmq.dq().matmul_swiglu(plain, n, qin, xh.get(), h2.get(), q8b, *G->stream);
+        G->stream->sync();
+        const std::string what = fmt::format("{} {}x{} n={} warps={}", quant_name(sh.t), sh.rows, sh.k, n, warps);
+        EXPECT_EQ(from_device(h1, cnt), from_device(h2, cnt)) << what;
+        const auto ba = bytes_of(qa, qa.bytes()), bb = bytes_of(qb, qb.bytes());
+        EXPECT_TRUE(std::equal(ba.begin(), ba.begin() + long(cnt), bb.begin())) << "int8 " << what;
+        EXPECT_TRUE(std::equal(ba.begin() + long(dso), ba.begin() + long(dso + cnt / 32 * 8), bb.begin() + long(dso)))
+            << "scales " << what;
+        EXPECT_EQ(bytes_of(xa, cnt * 2), bytes_of(xb, cnt * 2)) << "f16 copy " << what;
+      }
+      mmq.dq().tune(0, 0);
+    }
+    std::printf("[ cuda     ] dqmma swiglu epilogue %s %ldx%ld == gate/up then swiglu_q8 (bitwise)\n",
+                quant_name(sh.t), long(sh.rows), long(sh.k));
   }
 }
 

@@ -308,6 +308,20 @@ for s in $stages; do
         env $v X=1 /tmp/bin/jitllm batched -m $M -s 32 -p 128 -n 128 --devices cuda 2>&1 | grep -E "sessions|rror" | tee -a $OUT/wide.log
       done
       ;;
+    dqswiglu)  # DQ-MMA's SwiGLU epilogue (JITLLM_CUDA_DQ_SWIGLU, off by default): the kernel test
+      # (bitwise vs gate/up then swiglu_q8), the N-sessions engine tests with it on, then jitllm
+      # batched 8B 32 sessions off / on / on / off
+      M=/tmp/llama-3.1-8b.gguf
+      [ -f $M ] || /tmp/bin/jitllm synth $M --shape llama-3.1-8b --type q4_k_m 2>&1 | tail -n 1
+      timeout 60 /tmp/bin/test_backend_cuda --gtest_filter='CudaDecodeFusion.DqSwiglu*' 2>&1 |
+        tee $OUT/dqswiglu_tests.log | grep -E "FAILED|PASSED|Failure|swiglu" | head -n 20
+      JITLLM_CUDA_DQ_SWIGLU=1 timeout 120 /tmp/bin/test_backend_cuda --gtest_filter='CudaBatched.SessionsTogether*:CudaWarmUp.*' 2>&1 |
+        tee $OUT/dqswiglu_engine.log | grep -E "FAILED|PASSED|Failure|sessions together" | head -n 20
+      for v in 0 1 1 0; do
+        echo "== batched 8B JITLLM_CUDA_DQ_SWIGLU=$v" | tee -a $OUT/dqswiglu.log
+        JITLLM_CUDA_DQ_SWIGLU=$v /tmp/bin/jitllm batched -m $M -s 32 -p 128 -n 128 --devices cuda 2>&1 | grep -E "sessions|rror" | tee -a $OUT/dqswiglu.log
+      done
+      ;;
     board)  # the paired harness on the card (bench/ab/ab.py: A/A self-control first, A B B A
       # rounds, rows refused when IQR/median > 0.10): jitllm speed vs llama-bench on the synthetic
       # files, accepted rows appended to $OUT/cuda.md (for docs/perf/cuda.md); BUILD_REV names the build

@@ -48,6 +48,17 @@ TEST(DqMmaNoGpu, EngineVariantsCompileForSm90) {
   EXPECT_EQ(dq_mma_smem_bytes(spec), size_t(32 * (16 * 2 + 4) * 4));
   EXPECT_GT(nvrtc_compile(dq_mma_source(spec), spec.name(), opts).size(), 1000u) << spec.name();
   EXPECT_GT(nvrtc_compile(q8_to_f16_source(), "q8_to_f16", opts).size(), 500u);
+  // The SwiGLU epilogue (gate, up of one kind; half the warps on each), 1..8 activation tiles.
+  for (int nt8 : {1, 4, 8}) {
+    DqMmaSpec sw;
+    sw.nseg = 2;
+    sw.k = 4096;
+    sw.nt8 = nt8;
+    sw.mt = 1;
+    sw.warps = nt8 == 8 ? 4 : 8;
+    sw.swiglu = true;
+    EXPECT_GT(nvrtc_compile(dq_mma_source(sw), sw.name(), opts).size(), 1000u) << sw.name();
+  }
   // Rings of 3 and 4 steps in both modes (the split one at 1 tile per warp), 8B gate / q/o.
   for (int stages : {3, 4}) {
     DqMmaSpec r;
@@ -85,6 +96,20 @@ TEST(DqMmaNoGpu, UnsupportedKindsAndShapesAreRefused) {
   spec.stages = 5;
   EXPECT_THROW(dq_mma_source(spec), Error);
   spec.stages = 2;
+  spec.swiglu = true;  // one matrix
+  EXPECT_THROW(dq_mma_source(spec), Error);
+  spec.nseg = 2;
+  spec.kinds[1] = WeightKind::Q6_K;  // gate and up of two kinds
+  EXPECT_THROW(dq_mma_source(spec), Error);
+  spec.kinds[1] = spec.kinds[0];
+  spec.warps = 3;  // halves of warps
+  EXPECT_THROW(dq_mma_source(spec), Error);
+  spec.warps = 4;
+  spec.splitk = true;
+  EXPECT_THROW(dq_mma_source(spec), Error);
+  spec.splitk = false;
+  spec.swiglu = false;
+  spec.nseg = 1;
   EXPECT_TRUE(dq_mma_supports(WeightKind::Q8_0, 256));
   EXPECT_FALSE(dq_mma_supports(WeightKind::Q8_0, 128));
   EXPECT_FALSE(dq_mma_supports(WeightKind::Q5_K, 4096));
