@@ -223,10 +223,13 @@ TEST(CudaDecodeFusion, DqSwigluEpilogueEqualsDqGateUpThenSwigluQ8) {
       DeviceBuffer qa(CudaKernels::q8_bytes(n, sh.rows)), qb(CudaKernels::q8_bytes(n, sh.rows));
       const Q8Buffers q8a{qa.get(), qa.get() + dso, xa.get()}, q8b{qb.get(), qb.get() + dso, xb.get()};
       const MatmulSeg plain[2] = {{&dw[0], g.get(), 0}, {&dw[1], u.get(), 0}};
+      // The reference with the warps owning rows over the whole row length, as the epilogue's
+      // launch (and the default wide launch of an 8B or 1B gate/up): the same MMA order per row.
+      mmq.dq().tune(0, 0, 0);
       mmq.matmul_group(plain, n, qin, *G->stream, xh.get());
       G->kernels->swiglu_q8(g.get(), u.get(), h1.get(), q8a, int64_t(cnt), *G->stream);
       for (int warps : {0, 4}) {
-        mmq.dq().tune(0, warps);
+        mmq.dq().tune(0, warps, 0);
         for (DeviceBuffer* b : {&h2, &qb, &xb})
           check(driver().cuMemsetD8Async(b->get(), 0xff, b->bytes(), G->stream->get()), "memset");
         for (int rep = 0; rep < 2; ++rep) mmq.dq().matmul_swiglu(plain, n, qin, xh.get(), h2.get(), q8b, *G->stream);
@@ -239,7 +242,7 @@ TEST(CudaDecodeFusion, DqSwigluEpilogueEqualsDqGateUpThenSwigluQ8) {
             << "scales " << what;
         EXPECT_EQ(bytes_of(xa, cnt * 2), bytes_of(xb, cnt * 2)) << "f16 copy " << what;
       }
-      mmq.dq().tune(0, 0);
+      mmq.dq().tune(0, 0, -1);
     }
     std::printf("[ cuda     ] dqmma swiglu epilogue %s %ldx%ld == gate/up then swiglu_q8 (bitwise)\n",
                 quant_name(sh.t), long(sh.rows), long(sh.k));
