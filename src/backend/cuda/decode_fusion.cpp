@@ -37,7 +37,8 @@ bool CudaOps::hold_group(std::span<const MatmulSeg> segs, Act x, bool reuse) {
   // matvec tile; steps that the batched kernel (MMQ) takes keep their launch, except gate, up in
   // a DQ step with JITLLM_CUDA_DQ_SWIGLU=1 (DqMma::matmul_swiglu).
   const bool dq_swiglu = fuse_ && dq_step_ && segs.size() == 2 && DqMma::swiglu_enabled() &&
-                         use_mmq(segs, x.rows) && Mmq::use_dq(segs) && DqMma::swiglu_fits(segs);
+                         use_mmq(segs, x.rows) && Mmq::use_dq(segs) && DqMma::swiglu_fits(segs) &&
+                         2 * segs[0].w->rows >= DqMma::kWideRows;  // the unfused launch's bits
   if (!dq_swiglu && (!fuse_ || x.rows > 8 || CudaKernels::tile_for(x.rows) < x.rows ||
       !((segs.size() == 3 && epilogue_on("rope")) ||
         // (not in a DQ step: the epilogue's quantizer writes no f16 copy for a DQ-MMA ffn_down)

@@ -87,7 +87,7 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
   static const int splitk_env = env_int("JITLLM_CUDA_DQ_SPLITK", -1);
   int64_t total_rows = 0;
   for (const MatmulSeg& sg : segs) total_rows += sg.w->rows;
-  const bool wide = total_rows >= 16384;
+  const bool wide = total_rows >= kWideRows;
   spec.splitk = splitk_override_ >= 0 ? splitk_override_ != 0 : splitk_env >= 0 ? splitk_env != 0 : !wide;
   // JITLLM_CUDA_DQ_STAGES (2..4, default 2): the steps in each warp's ring (2 tiles per warp
   // then only with 2: a longer ring of 2 tiles spills).
@@ -158,8 +158,9 @@ void DqMma::matmul_swiglu(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers 
   spec.swiglu = true;
   // Warps: half on gate, half on up rows (8: 64 rows of each per CTA, as 4 warps per matrix in
   // matmul_group's wide launch). JITLLM_CUDA_DQ_SWIGLU_WARPS (even) for benches.
-  static const int warps_env = std::clamp(env_int("JITLLM_CUDA_DQ_SWIGLU_WARPS", 8), 2, 8) / 2 * 2;
-  spec.warps = warps_override_ > 0 && warps_override_ % 2 == 0 ? warps_override_ : warps_env;
+  // JITLLM_CUDA_DQ_SWIGLU_WARPS: 4 or 8 (whole q8 blocks of 32 rows per CTA).
+  static const int warps_env = env_int("JITLLM_CUDA_DQ_SWIGLU_WARPS", 8) >= 8 ? 8 : 4;
+  spec.warps = warps_override_ == 4 || warps_override_ == 8 ? warps_override_ : warps_env;
   spec.stages = stages_override_ > 0 ? stages_override_ : 2;
   const int64_t rows_per_cta = 16 * spec.mt * (spec.warps / 2);
   DqArgs a{};

@@ -69,10 +69,13 @@ class DqMma {
   void matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q8, CUdeviceptr xh,
                     const Stream& s);
 
+  // Launches of at least this many rows (all matrices together) take the rows-per-warp shape.
+  static constexpr int64_t kWideRows = 16384;
   // The SwiGLU epilogue (JITLLM_CUDA_DQ_SWIGLU=1; off by default until timed on a card): gate
   // and up (segs[0], segs[1], no residual) of one kind, rows a multiple of 32; then
   // out [n][rows] = silu(x . gate^T) * (x . up^T), its q8 rows into y (y.h: their f16 copy), the
-  // bits of matmul_group followed by swiglu_q8. gate's and up's own outputs are not written.
+  // bits of the rows-per-warp matmul_group (the default for gate + up >= kWideRows rows; CudaOps
+  // fuses only those) followed by swiglu_q8. gate's and up's own outputs are not written.
   static bool swiglu_enabled();
   static bool swiglu_fits(std::span<const MatmulSeg> segs);
   void matmul_swiglu(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q8, CUdeviceptr xh,

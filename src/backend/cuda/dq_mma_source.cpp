@@ -442,8 +442,10 @@ std::string dq_mma_source(const DqMmaSpec& spec) {
   if (spec.mt < 1 || spec.mt > 2) throw_error("dqmma: {} tiles of 16 weight rows per warp is not in [1, 2]", spec.mt);
   if (spec.warps < 1 || spec.warps > 8) throw_error("dqmma: {} warps is not in [1, 8]", spec.warps);
   if (spec.stages < 2 || spec.stages > 4) throw_error("dqmma: {} steps in the ring is not in [2, 4]", spec.stages);
-  if (spec.swiglu && (spec.nseg != 2 || spec.kinds[0] != spec.kinds[1] || spec.splitk || spec.warps % 2 != 0))
-    throw_error("dqmma: the swiglu epilogue takes gate and up of one kind, rows per warp, an even warp count");
+  // (Whole q8 blocks per CTA: 16 MT WARPS / 2 rows a multiple of 32.)
+  if (spec.swiglu && (spec.nseg != 2 || spec.kinds[0] != spec.kinds[1] || spec.splitk ||
+                      spec.warps % 2 != 0 || (8 * spec.mt * spec.warps) % 32 != 0))
+    throw_error("dqmma: the swiglu epilogue takes gate and up of one kind, rows per warp, whole q8 blocks per CTA");
   std::string defs = fmt::format(
       "#define K {}\n#define NT8 {}\n#define MT {}\n#define WARPS {}\n#define NSEG {}\n#define SPLITK {}\n"
       "#define RING {}\n#define SWIGLU {}\n",

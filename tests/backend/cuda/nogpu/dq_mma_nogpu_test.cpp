@@ -104,6 +104,8 @@ TEST(DqMmaNoGpu, UnsupportedKindsAndShapesAreRefused) {
   spec.kinds[1] = spec.kinds[0];
   spec.warps = 3;  // halves of warps
   EXPECT_THROW(dq_mma_source(spec), Error);
+  spec.warps = 6;  // 48 rows per CTA: not whole q8 blocks
+  EXPECT_THROW(dq_mma_source(spec), Error);
   spec.warps = 4;
   spec.splitk = true;
   EXPECT_THROW(dq_mma_source(spec), Error);
