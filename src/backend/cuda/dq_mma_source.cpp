@@ -254,28 +254,13 @@ __device__ __forceinline__ void dq_swiglu_store(const float (&acc)[MT][NT8][4], 
   const bool up = warp >= WARPS / 2;
   const int w0 = (warp % (WARPS / 2)) * 16 * MT;
   __syncthreads();
-  if (up) {
-#pragma unroll
-    for (int m = 0; m < MT; ++m)
-#pragma unroll
-      for (int n = 0; n < NT8; ++n)
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-          y[(n * 8 + 2 * t + (i & 1)) * YS + w0 + 16 * m + g + 8 * (i >> 1)] = acc[m][n][i];
-  }
+  if (up) tc_each<MT, NT8>(acc, g, t, [&](float v, int r, int tok) { y[tok * YS + w0 + r] = v; });
   __syncthreads();
-  if (!up) {
-#pragma unroll
-    for (int m = 0; m < MT; ++m)
-#pragma unroll
-      for (int n = 0; n < NT8; ++n)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          float* p = y + (n * 8 + 2 * t + (i & 1)) * YS + w0 + 16 * m + g + 8 * (i >> 1);
-          const float gv = acc[m][n][i];
-          *p = gv / (1.0f + expf(-gv)) * *p;
-        }
-  }
+  if (!up)
+    tc_each<MT, NT8>(acc, g, t, [&](float gv, int r, int tok) {
+      float* p = y + tok * YS + w0 + r;
+      *p = gv / (1.0f + expf(-gv)) * *p;
+    });
   __syncthreads();
   const int lane = threadIdx.x & 31;
   constexpr int NBLK = ROWS_PER_CTA / 32;
@@ -310,8 +295,6 @@ __device__ __forceinline__ void dq_segment(const DqSeg& sg, int tile, const DqAr
   // A ring of RING steps of weights in registers: step i + RING - 1's loads are issued before step
   // i's MMAs, so RING - 1 steps per warp are in flight (the bytes in flight per SM set the rate).
   typename Dq<KIND>::W wr[RING];
-  float* out = (float*)sg.out;
-  float* res = (float*)sg.res;
 #if SPLITK
   // This warp's steps: warp, warp + WARPS, ...
   const int steps = warp < STEPS ? (STEPS - warp + WARPS - 1) / WARPS : 0;
@@ -330,7 +313,7 @@ __device__ __forceinline__ void dq_segment(const DqSeg& sg, int tile, const DqAr
     }
   }
   PDL_TRIGGER();  // the next kernel may start its own weight loads
-  tc_reduce_store<MT, NT8, WARPS>(acc, (float*)xs, RS, warp, g, t, r0, sg.rows, a.n, out, res);
+  tc_reduce_store<MT, NT8, WARPS>(acc, (float*)xs, RS, warp, g, t, r0, sg.rows, a.n, (float*)sg.out, (float*)sg.res);
 #else
   // The activation in RING staging buffers, step i in buffer i % RING, its copy issued RING - 1 steps
   // ahead; before step i each thread waits for its own copies of it (all but the RING - 2 newest
@@ -360,19 +343,16 @@ __device__ __forceinline__ void dq_segment(const DqSeg& sg, int tile, const DqAr
 #if SWIGLU
   dq_swiglu_store(acc, a, xs, tile, warp, g, t, sg.rows);
 #else
-#pragma unroll
-  for (int m = 0; m < MT; ++m)
-#pragma unroll
-    for (int n = 0; n < NT8; ++n)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int r = r0 + 16 * m + g + 8 * (i >> 1), tok = n * 8 + 2 * t + (i & 1);
-        if (r < sg.rows && tok < a.n) {
-          const size_t o = (size_t)tok * sg.rows + r;
-          out[o] = acc[m][n][i];
-          if (res) res[o] += acc[m][n][i];
-        }
-      }
+  float* out = (float*)sg.out;
+  float* res = (float*)sg.res;
+  tc_each<MT, NT8>(acc, g, t, [&](float v, int rr, int tok) {
+    const int r = r0 + rr;
+    if (r < sg.rows && tok < a.n) {
+      const size_t o = (size_t)tok * sg.rows + r;
+      out[o] = v;
+      if (res) res[o] += v;
+    }
+  });
 #endif
 #endif
 }

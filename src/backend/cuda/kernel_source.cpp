@@ -84,6 +84,18 @@ __device__ __forceinline__ void tc_zero(float (&acc)[M][N][4]) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[m][n][i] = 0.0f;
 }
+// Every accumulator of a thread's M x N mma.sync m16n8k16 tiles with its place: f(value, row of
+// the warp's 16 M rows, activation row of the N * 8) (fragment rows g and g + 8, columns 2t and
+// 2t + 1 of each tile).
+template <int M, int N, class F>
+__device__ __forceinline__ void tc_each(const float (&acc)[M][N][4], int g, int t, F f) {
+#pragma unroll
+  for (int m = 0; m < M; ++m)
+#pragma unroll
+    for (int n = 0; n < N; ++n)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) f(acc[m][n][i], 16 * m + g + 8 * (i >> 1), n * 8 + 2 * t + (i & 1));
+}
 // The tiles of W warps that split the row length of the same 16 M rows, added in shared memory
 // red [N * 8 activation rows][rs] in warp order (the same bits on every run), then out[t][r] (and
 // res[t][r] += it) for the n activation rows and the rows of [r0, rows).
@@ -92,17 +104,11 @@ __device__ __forceinline__ void tc_reduce_store(const float (&acc)[M][N][4], flo
                                                 int warp, int g, int t, int r0, int rows, int n,
                                                 float* out, float* res) {
   for (int wp = 0; wp < W; ++wp) {
-    if (warp == wp) {
-#pragma unroll
-      for (int m = 0; m < M; ++m)
-#pragma unroll
-        for (int j = 0; j < N; ++j)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            float* p = red + (j * 8 + 2 * t + (i & 1)) * rs + 16 * m + g + 8 * (i >> 1);
-            *p = wp == 0 ? acc[m][j][i] : *p + acc[m][j][i];
-          }
-    }
+    if (warp == wp)
+      tc_each<M, N>(acc, g, t, [&](float v, int r, int tok) {
+        float* p = red + tok * rs + r;
+        *p = wp == 0 ? v : *p + v;
+      });
     __syncthreads();
   }
   for (int i = threadIdx.x; i < 16 * M * N * 8; i += W * 32) {
