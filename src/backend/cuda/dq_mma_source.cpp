@@ -77,12 +77,22 @@ __device__ __forceinline__ void dq_bytes(u32 w0, u32 w1, u32 bias, u32 s2, u32 m
   a[2] = hfma2(hsub2(BYTES_F16(w1, 0x4140u), bias), s2, m2);
   a[3] = hfma2(hsub2(BYTES_F16(w1, 0x4342u), bias), s2, m2);
 }
+#if X_L1
+// 16 bytes global -> shared through L1 (the CTAs of an SM share the step's activation there).
+__device__ __forceinline__ void cp_async16_l1(void* dst, const void* src) {
+  const u32 d = (u32)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" :: "r"(d), "l"(src) : "memory");
+}
+#define XCOPY cp_async16_l1
+#else
+#define XCOPY cp_async16
+#endif
 // Step s of every activation row (values [256 s, 256 s + 256)) into one staging buffer, as one
 // cp.async group (an empty one when s is past the end, so every step commits one group).
 __device__ __forceinline__ void dq_stage(u16* buf, const u16* __restrict__ xh, int s) {
   if (s < STEPS)
     for (int c = threadIdx.x; c < NTOK * 32; c += WARPS * 32)
-      cp_async16(buf + (c >> 5) * XS + (c & 31) * 8, xh + (size_t)(c >> 5) * K + s * 256 + (c & 31) * 8);
+      XCOPY(buf + (c >> 5) * XS + (c & 31) * 8, xh + (size_t)(c >> 5) * K + s * 256 + (c & 31) * 8);
   asm volatile("cp.async.commit_group;" ::: "memory");
 }
 // A kind: W holds one step's weight bytes of the warp's rows (row[m][h]: m-tile m, h = 0 for
@@ -413,7 +423,8 @@ std::string DqMmaSpec::name() const {
   std::string s = "dqmma";
   for (int i = 0; i < nseg; ++i) s += fmt::format("{}{}", i ? "+" : " ", weight_kind_name(kinds[i]));
   return s + fmt::format(" k={} nt8={} mt={} warps={}{}{}{}", k, nt8, mt, warps, splitk ? " splitk" : "",
-                         stages != 2 ? fmt::format(" nb={}", stages) : "", swiglu ? " swiglu" : "");
+                         stages != 2 ? fmt::format(" nb={}", stages) : "", swiglu ? " swiglu" : "") +
+         (x_l1 ? " xl1" : "");
 }
 
 std::string dq_mma_source(const DqMmaSpec& spec) {
@@ -428,8 +439,9 @@ std::string dq_mma_source(const DqMmaSpec& spec) {
     throw_error("dqmma: the swiglu epilogue takes gate and up of one kind, rows per warp, whole q8 blocks per CTA");
   std::string defs = fmt::format(
       "#define K {}\n#define NT8 {}\n#define MT {}\n#define WARPS {}\n#define NSEG {}\n#define SPLITK {}\n"
-      "#define RING {}\n#define SWIGLU {}\n",
-      spec.k, spec.nt8, spec.mt, spec.warps, spec.nseg, spec.splitk ? 1 : 0, spec.stages, spec.swiglu ? 1 : 0);
+      "#define RING {}\n#define SWIGLU {}\n#define X_L1 {}\n",
+      spec.k, spec.nt8, spec.mt, spec.warps, spec.nseg, spec.splitk ? 1 : 0, spec.stages, spec.swiglu ? 1 : 0,
+      spec.x_l1 ? 1 : 0);
   const SegmentKinds sk = segment_kinds(spec.kinds, spec.nseg, spec.k, dq_mma_supports, "dqmma",
                                         "Q4_K, Q6_K, Q8_0: multiples of 256");
   std::string src = defs + sk.defs + kernel_prelude() + kHead;

@@ -322,6 +322,50 @@ for s in $stages; do
         JITLLM_CUDA_DQ_SWIGLU=$v /tmp/bin/jitllm batched -m $M -s 32 -p 128 -n 128 --devices cuda 2>&1 | grep -E "sessions|rror" | tee -a $OUT/dqswiglu.log
       done
       ;;
+    ncu)  # session 6: Nsight Compute on the DQ-MMA launches of 32-session 8B decode steps (q/k/v,
+      # wo, gate/up, ffn_down, ...: NCU_COUNT launches after NCU_SKIP): speed of light, occupancy,
+      # launch shape, warp stall reasons. Needs the Firecracker runtime (gVisor has no counters).
+      peer_build_start
+      M=/tmp/llama-3.1-8b.gguf
+      [ -f $M ] || /tmp/bin/jitllm synth $M --shape llama-3.1-8b --type q4_k_m 2>&1 | tail -n 1
+      NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
+      echo "ncu: $NCU" | tee $OUT/ncu.log
+      JITLLM_CUDA_GRAPH=0 timeout ${NCU_S:-240} $NCU --clock-control none --kernel-name regex:${NCU_KERNEL:-dqmma} \
+        --launch-skip ${NCU_SKIP:-700} --launch-count ${NCU_COUNT:-6} --section SpeedOfLight --section Occupancy \
+        --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis --section SchedulerStats \
+        --print-details all /tmp/bin/jitllm batched -m $M -s 32 -p 1 -n 12 --devices cuda >> $OUT/ncu.log 2>&1
+      grep -E "dqmma|Duration|DRAM Through|Memory Through|Achieved Occ|Theoretical Occ|Registers|Block Size|Grid Size|Stall|Warp Cycles|Issued Warp|No Eligible|Shared Memory Config|Dynamic Shared" $OUT/ncu.log | head -n 200
+      ;;
+    abvar)  # session 6: 8B 32 sessions (128-token prompts, 128 steps) over VARIANTS (';'-separated
+      # env settings): the default, each variant, the variants again in reverse, the default, with
+      # llama-batched-bench at 32 sequences after the first and the last default (peer built meanwhile)
+      M=/tmp/llama-3.1-8b.gguf
+      [ -f $M ] || /tmp/bin/jitllm synth $M --shape llama-3.1-8b --type q4_k_m 2>&1 | tail -n 1
+      IFS=';' read -ra vv <<< "${VARIANTS:-}"
+      order=("" "${vv[@]}")
+      for ((i = ${#vv[@]} - 1; i >= 0; i--)); do order+=("${vv[$i]}"); done
+      order+=("")
+      peer_build_start
+      for i in "${!order[@]}"; do
+        v=${order[$i]}
+        echo "== batched 8B jitllm ${v:-default}" | tee -a $OUT/abvar.log
+        env $v X=1 /tmp/bin/jitllm batched -m $M -s 32 -p 128 -n 128 --devices cuda 2>&1 | grep -E "sessions|rror" | tee -a $OUT/abvar.log
+        if [ $i = 0 ] || [ $i = $((${#order[@]} - 1)) ]; then
+          peer_build_wait
+          echo "== batched 8B llama.cpp" | tee -a $OUT/abvar.log
+          $LB/llama-batched-bench -m $M -ngl 99 -c 16384 -npp 128 -ntg 128 -npl 32 2>&1 | grep -E "^\|" | tee -a $OUT/abvar.log
+        fi
+      done
+      ;;
+    gtest)  # session 6: GPU tests per GTEST_RUNS entry ('env settings|filter' items, ';'-separated)
+      IFS=';' read -ra gr <<< "${GTEST_RUNS:-}"
+      for r in "${gr[@]}"; do
+        e=${r%%|*}; f=${r#*|}
+        echo "== tests [$e] $f" | tee -a $OUT/gtest.log
+        env $e X=1 JITLLM_TEST_1B=/tmp/llama-3.2-1b.gguf timeout ${GTEST_S:-120} /tmp/bin/test_backend_cuda --gtest_filter="$f" 2>&1 |
+          tee -a $OUT/gtest_full.log | grep -E "FAILED|PASSED|tests ran|Failure|Expected|Which is|max|sessions together" | head -n 30 | tee -a $OUT/gtest.log
+      done
+      ;;
     board)  # the paired harness on the card (bench/ab/ab.py: A/A self-control first, A B B A
       # rounds, rows refused when IQR/median > 0.10): jitllm speed vs llama-bench on the synthetic
       # files, accepted rows appended to $OUT/cuda.md (for docs/perf/cuda.md); BUILD_REV names the build
