@@ -18,8 +18,15 @@ struct DqArgs {
   uint64_t xh;
   int32_t n, nseg, total, pad;
   uint64_t yout, yq, yds, yh;  // the swiglu epilogue's outputs
+  uint64_t part, cnt;          // a split row length's partial tiles and arrival counts
 };
-static_assert(sizeof(DqArgs) == 176, "must match the kernel's DqArgs");
+static_assert(sizeof(DqArgs) == 192, "must match the kernel's DqArgs");
+
+// The split row length's scratch, sized once for the largest launch that can take it (below
+// kWideRows rows, 64 activation rows, 16 splits, 16-row tiles), so no allocation happens while a
+// step is being captured into a graph.
+constexpr size_t kMaxSplitTiles = DqMma::kWideRows / 16 + 3;
+constexpr size_t kPartBytes = size_t(16) * (DqMma::kWideRows + 3 * 128) * 64 * sizeof(float);
 
 }  // namespace
 
@@ -59,17 +66,30 @@ CUfunction DqMma::function(const DqMmaSpec& spec) {
   return f;
 }
 
-void DqMma::run(CUfunction f, unsigned grid, unsigned block, size_t smem, const Stream& s,
-                void** args, const std::string& label) {
+void DqMma::run(CUfunction f, unsigned grid, unsigned grid_y, unsigned block, size_t smem,
+                const Stream& s, void** args, const std::string& label) {
   if (pdl_ && !profiling_) {
-    launch_pdl(f, grid, 1, 1, block, smem, s, args, "dqmma");
+    launch_pdl(f, grid, grid_y, 1, block, smem, s, args, "dqmma");
     return;
   }
   if (!profiling_) {
-    launch(f, grid, 1, 1, block, smem, s, args, "dqmma");
+    launch(f, grid, grid_y, 1, block, smem, s, args, "dqmma");
     return;
   }
-  profile_.timed_launch(f, grid, 1, 1, block, smem, s, args, label);
+  profile_.timed_launch(f, grid, grid_y, 1, block, smem, s, args, label);
+}
+
+int DqMma::split_for(int64_t k, int64_t total_rows) const {
+  // JITLLM_CUDA_DQ_KSTEPS (default 0 = off): launches below kWideRows rows split the row length
+  // over CTAs of about this many steps of 256 each (instead of over one CTA's warps).
+  static const int ksteps_env = std::max(0, env_int("JITLLM_CUDA_DQ_KSTEPS", 0));
+  const int steps = int(k / 256);
+  int ks = ksplit_override_ > 0 ? ksplit_override_
+           : total_rows < kWideRows && ksteps_env > 0 ? (steps + ksteps_env - 1) / ksteps_env
+                                                      : 1;
+  ks = std::clamp(ks, 1, std::min(16, steps));
+  const int sps = (steps + ks - 1) / ks;
+  return (steps + sps - 1) / sps;  // no split without steps
 }
 
 void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q8, CUdeviceptr xh,
@@ -94,7 +114,9 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
   int64_t total_rows = 0;
   for (const MatmulSeg& sg : segs) total_rows += sg.w->rows;
   const bool wide = total_rows >= kWideRows;
-  spec.splitk = splitk_override_ >= 0 ? splitk_override_ != 0 : splitk_env >= 0 ? splitk_env != 0 : !wide;
+  spec.ksplit = split_for(k, total_rows);
+  spec.splitk = spec.ksplit > 1 ? false
+                : splitk_override_ >= 0 ? splitk_override_ != 0 : splitk_env >= 0 ? splitk_env != 0 : !wide;
   // JITLLM_CUDA_DQ_STAGES (2..4, default 2): the steps in each warp's ring (2 tiles per warp
   // then only with 2: a longer ring of 2 tiles spills).
   // _WIDE: the ring of the wide launches (rows per warp), and their warps per CTA.
@@ -108,7 +130,10 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
   // Long rows split over the warps (ffn_down, K = 14336 on the 8B): JITLLM_CUDA_DQ_WARPS_LONG
   // warps for K >= 8192. H200, one call, 8B 32 sessions: 4 warps 4369 tok/s, 8 warps 4552.
   static const int warps_long = std::clamp(env_int("JITLLM_CUDA_DQ_WARPS_LONG", 8), 1, 8);
+  // JITLLM_CUDA_DQ_KS_WARPS (default 4): warps per CTA of a split row length.
+  static const int warps_ks = std::clamp(env_int("JITLLM_CUDA_DQ_KS_WARPS", 4), 1, 8);
   spec.warps = warps_override_ > 0 ? warps_override_ : warps_env > 0 ? warps_env
+               : spec.ksplit > 1 ? warps_ks
                : spec.splitk && k >= 8192 ? warps_long : spec.splitk ? 4 : warps_wide;
   spec.x_l1 = x_l1();
   const int64_t rows_per_cta = 16 * spec.mt * (spec.splitk ? 1 : spec.warps);
@@ -118,6 +143,18 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
   a.n = int32_t(n);
   a.nseg = spec.nseg;
   a.total = int32_t(ctas);
+  if (spec.ksplit > 1) {
+    if (size_t(ctas) > kMaxSplitTiles ||
+        size_t(spec.ksplit) * ctas * rows_per_cta * spec.nt8 * 8 * sizeof(float) > kPartBytes)
+      throw_error("dqmma: a split row length of {} CTAs x {} tiles exceeds its scratch", spec.ksplit, ctas);
+    if (!part_.get()) {  // the first split launch (a direct step: never inside a graph capture)
+      part_ = DeviceBuffer(kPartBytes);
+      cnt_ = DeviceBuffer(kMaxSplitTiles * sizeof(int32_t));
+      check(driver().cuMemsetD8Async(cnt_.get(), 0, cnt_.bytes(), s.get()), "cuMemsetD8Async(dqmma arrival counts)");
+    }
+    a.part = part_.get();
+    a.cnt = cnt_.get();
+  }
   // The f16 copy of the activation, padded rows included (they are read, never stored), unless
   // the kernel that quantized x wrote it (q8.h: CudaOps in a DQ step).
   if (q8.h != xh) {
@@ -125,7 +162,7 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
     long long groups = (long long)((n + 7) / 8 * 8) * k / 8;
     CUdeviceptr xq = q8.q, xds = q8.ds, xhp = xh;
     void* cargs[] = {&xq, &xds, &xhp, &groups};
-    run(to_f16_, unsigned((groups + 255) / 256), 256, 0, s, cargs, "q8_to_f16");
+    run(to_f16_, unsigned((groups + 255) / 256), 1, 256, 0, s, cargs, "q8_to_f16");
   }
   void* args[] = {&a};
   std::string label = "dqmma";
@@ -134,7 +171,8 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
     for (size_t i = 0; i < segs.size(); ++i) label += fmt::format("{}{}", i ? "+" : " ", segs[i].w->rows);
     label += fmt::format(" n={}{}", n, segs[0].res ? " +res" : "");
   }
-  run(function(spec), unsigned(ctas), unsigned(32 * spec.warps), dq_mma_smem_bytes(spec), s, args, label);
+  run(function(spec), unsigned(ctas), unsigned(spec.ksplit), unsigned(32 * spec.warps), dq_mma_smem_bytes(spec), s,
+      args, label);
 }
 
 }  // namespace jitllm::cuda
@@ -188,7 +226,7 @@ void DqMma::matmul_swiglu(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers 
   void* args[] = {&a};
   std::string label = "dqmma";
   if (profiling_) label = spec.name() + fmt::format(" rows {} n={}", segs[0].w->rows, n);
-  run(function(spec), unsigned(ctas), unsigned(32 * spec.warps), dq_mma_smem_bytes(spec), s, args, label);
+  run(function(spec), unsigned(ctas), 1, unsigned(32 * spec.warps), dq_mma_smem_bytes(spec), s, args, label);
 }
 
 }  // namespace jitllm::cuda

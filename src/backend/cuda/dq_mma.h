@@ -10,7 +10,8 @@
 //    the activation the solo matvec rounds to, up to
 //    the f16 rounding of each value; the weights differ from the exact dequantization by their f16
 //    rounding. Repeated calls give the same bits (no atomics; fixed MMA order).
-// Owns no device memory: the caller passes the f16 activation buffer (f16_bytes()).
+// The caller passes the f16 activation buffer (f16_bytes()); DqMma owns only the scratch of a
+// split row length (DqMmaSpec::ksplit).
 #pragma once
 
 #include <cstdint>
@@ -42,6 +43,10 @@ struct DqMmaSpec {
   // The activation's copies into shared memory through L1 (cp.async.ca), so the CTAs on one SM,
   // which all read the same activation step, fetch it from L2 once instead of once per CTA.
   bool x_l1 = false;
+  // Warps owning rows: the row length split over this many CTAs per row tile (grid.y), partial
+  // tiles added by the tile's last CTA in split order (DqMma's scratch), for matrices too short
+  // to fill the card with CTAs of whole rows.
+  int ksplit = 1;
   std::string name() const;
 };
 
@@ -88,12 +93,16 @@ class DqMma {
   // Benches and tests: force tiles per warp / warps per CTA (0 = the defaults) / the split of the
   // row length over the warps (-1 = the default, 0 off, 1 on) / the steps in the ring (0 = the
   // default).
-  void tune(int mt, int warps, int splitk = -1, int stages = 0) {
+  // ksplit: CTAs over the row length (0 = the default, JITLLM_CUDA_DQ_KSTEPS).
+  void tune(int mt, int warps, int splitk = -1, int stages = 0, int ksplit = 0) {
     mt_override_ = mt;
     warps_override_ = warps;
     splitk_override_ = splitk;
     stages_override_ = stages;
+    ksplit_override_ = ksplit;
   }
+  // The CTAs over the row length that a launch of these rows takes (1: none).
+  int split_for(int64_t k, int64_t total_rows) const;
   void set_profiling(bool on) { profiling_ = on; }
   const KernelProfile& profile() const { return profile_; }
   // Programmatic dependent launch (sm_90): the kernel's first weight loads are issued before it
@@ -102,13 +111,15 @@ class DqMma {
 
  private:
   CUfunction function(const DqMmaSpec& spec);
-  void run(CUfunction f, unsigned grid, unsigned block, size_t smem, const Stream& s, void** args,
-           const std::string& label);
+  void run(CUfunction f, unsigned grid, unsigned grid_y, unsigned block, size_t smem, const Stream& s,
+           void** args, const std::string& label);
 
   Compiler& compiler_;
   std::map<std::string, CUfunction> fns_;  // by DqMmaSpec::name()
   CUfunction to_f16_ = nullptr;
-  int mt_override_ = 0, warps_override_ = 0, splitk_override_ = -1, stages_override_ = 0;
+  int mt_override_ = 0, warps_override_ = 0, splitk_override_ = -1, stages_override_ = 0, ksplit_override_ = 0;
+  // A split row length's partial tiles and per-tile arrival counts (allocated at its first use).
+  DeviceBuffer part_, cnt_;
   bool profiling_ = false, pdl_ = false;
   KernelProfile profile_;
 };

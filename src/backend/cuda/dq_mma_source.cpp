@@ -44,12 +44,19 @@ constexpr const char* kHead = R"(
 #else
 #define ROWS_PER_CTA (16 * MT * WARPS)
 #endif
+// KSPLIT > 1 (warps owning rows): the row length is split over blockIdx.y, each CTA taking
+// SPS consecutive steps; the CTAs of one row tile write partial tiles and the last to arrive adds
+// them in split order (the same order whoever arrives last, so repeated launches give the same
+// bits) and stores the sum.
+#define SPS ((STEPS + KSPLIT - 1) / KSPLIT)
 #define KIND_Q8_0 3
 #define KIND_Q4_K 4
 #define KIND_Q6_K 5
 struct DqSeg { u64 w, w2, out, res; int rows, cta0; };
 // y*: SWIGLU's outputs (silu(gate) up [n][rows] f32, its q8 rows, their (d, d sum), f16 copy).
-struct DqArgs { DqSeg seg[3]; u64 xh; int n, nseg, total, pad; u64 yout, yq, yds, yh; };
+// part, cnt: KSPLIT's partial tiles [KSPLIT][total][NTOK][ROWS_PER_CTA] and its arrival count per
+// row tile (zero between launches).
+struct DqArgs { DqSeg seg[3]; u64 xh; int n, nseg, total, pad; u64 yout, yq, yds, yh; u64 part, cnt; };
 __device__ __forceinline__ void mma_f16(float (&c)[4], u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
   asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
@@ -88,9 +95,9 @@ __device__ __forceinline__ void cp_async16_l1(void* dst, const void* src) {
 #define XCOPY cp_async16
 #endif
 // Step s of every activation row (values [256 s, 256 s + 256)) into one staging buffer, as one
-// cp.async group (an empty one when s is past the end, so every step commits one group).
-__device__ __forceinline__ void dq_stage(u16* buf, const u16* __restrict__ xh, int s) {
-  if (s < STEPS)
+// cp.async group (an empty one when s is past the CTA's last step, so every step commits one).
+__device__ __forceinline__ void dq_stage(u16* buf, const u16* __restrict__ xh, int s, int end) {
+  if (s < end)
     for (int c = threadIdx.x; c < NTOK * 32; c += WARPS * 32)
       XCOPY(buf + (c >> 5) * XS + (c & 31) * 8, xh + (size_t)(c >> 5) * K + s * 256 + (c & 31) * 8);
   asm volatile("cp.async.commit_group;" ::: "memory");
@@ -283,6 +290,45 @@ __device__ __forceinline__ void dq_swiglu_store(const float (&acc)[MT][NT8][4], 
   }
 }
 #endif
+#if KSPLIT > 1
+// This CTA's partial tile into a.part, then (the last CTA of the row tile to arrive) the sum of
+// the KSPLIT partials in split order into out (and res). r0: the warp's first row.
+__device__ __forceinline__ void dq_ksplit_store(const float (&acc)[MT][NT8][4], const DqArgs& a, const DqSeg& sg,
+                                                int r0, int warp, int g, int t) {
+  __shared__ int last;
+  float* part = (float*)a.part;
+  const int lr0 = warp * 16 * MT;  // the warp's first row in the CTA's tile
+  auto at = [&](int k, int tok, int rr) {
+    return part + (((size_t)k * a.total + blockIdx.x) * NTOK + tok) * ROWS_PER_CTA + lr0 + rr;
+  };
+  tc_each<MT, NT8>(acc, g, t, [&](float v, int rr, int tok) {
+    if (r0 + rr < sg.rows && tok < a.n) __stcg(at(blockIdx.y, tok, rr), v);
+  });
+  __threadfence();  // the partials visible before the arrival is counted
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int* c = (int*)a.cnt + blockIdx.x;
+    last = atomicAdd(c, 1) == KSPLIT - 1;
+    if (last) atomicExch(c, 0);  // every CTA of the tile has arrived: zero for the next launch
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  float* out = (float*)sg.out;
+  float* res = (float*)sg.res;
+  tc_each<MT, NT8>(acc, g, t, [&](float v, int rr, int tok) {
+    const int r = r0 + rr;
+    if (r < sg.rows && tok < a.n) {
+      float sum = 0.0f;
+#pragma unroll
+      for (int k = 0; k < KSPLIT; ++k) sum += k == (int)blockIdx.y ? v : __ldcg(at(k, tok, rr));
+      const size_t o = (size_t)tok * sg.rows + r;
+      out[o] = sum;
+      if (res) res[o] += sum;
+    }
+  });
+}
+#endif
 template <int KIND>
 __device__ __forceinline__ void dq_segment(const DqSeg& sg, int tile, const DqArgs& a, u16* xs) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
@@ -329,13 +375,15 @@ __device__ __forceinline__ void dq_segment(const DqSeg& sg, int tile, const DqAr
   // ahead; before step i each thread waits for its own copies of it (all but the RING - 2 newest
   // groups), then for every thread (the copies visible, every warp done with step i - 1, whose
   // buffer the copy of step i + RING - 1 takes).
-  const int steps = STEPS;
+  // This CTA's steps [s0, s0 + steps) (all of them unless KSPLIT).
+  const int s0 = KSPLIT > 1 ? (int)blockIdx.y * SPS : 0;
+  const int steps = KSPLIT > 1 ? max(0, min(STEPS, s0 + SPS) - s0) : STEPS;
 #pragma unroll
   for (int p = 0; p < RING - 1; ++p)
-    if (p < steps) Dq<KIND>::load(wr[p], w, w2, row, p, t);
+    if (p < steps) Dq<KIND>::load(wr[p], w, w2, row, s0 + p, t);
   PDL_WAIT();  // the weights do not depend on the previous kernel; the activation does
 #pragma unroll
-  for (int p = 0; p < RING - 1; ++p) dq_stage(xs + p * NTOK * XS, xh, p);
+  for (int p = 0; p < RING - 1; ++p) dq_stage(xs + p * NTOK * XS, xh, s0 + p, s0 + steps);
   for (int i = 0; i < steps; i += RING) {
 #pragma unroll
     for (int b = 0; b < RING; ++b) {
@@ -343,8 +391,8 @@ __device__ __forceinline__ void dq_segment(const DqSeg& sg, int tile, const DqAr
       if (it < steps) {
         asm volatile("cp.async.wait_group %0;" :: "n"(RING - 2) : "memory");
         __syncthreads();
-        dq_stage(xs + ((b + RING - 1) % RING) * NTOK * XS, xh, it + RING - 1);
-        if (it + RING - 1 < steps) Dq<KIND>::load(wr[(b + RING - 1) % RING], w, w2, row, it + RING - 1, t);
+        dq_stage(xs + ((b + RING - 1) % RING) * NTOK * XS, xh, s0 + it + RING - 1, s0 + steps);
+        if (it + RING - 1 < steps) Dq<KIND>::load(wr[(b + RING - 1) % RING], w, w2, row, s0 + it + RING - 1, t);
         dq_compute<KIND, XS>(wr[b], xs + b * NTOK * XS, g, t, acc);
       }
     }
@@ -352,6 +400,8 @@ __device__ __forceinline__ void dq_segment(const DqSeg& sg, int tile, const DqAr
   PDL_TRIGGER();  // the next kernel may start its own weight loads
 #if SWIGLU
   dq_swiglu_store(acc, a, xs, tile, warp, g, t, sg.rows);
+#elif KSPLIT > 1
+  dq_ksplit_store(acc, a, sg, r0, warp, g, t);
 #else
   float* out = (float*)sg.out;
   float* res = (float*)sg.res;
@@ -424,7 +474,7 @@ std::string DqMmaSpec::name() const {
   for (int i = 0; i < nseg; ++i) s += fmt::format("{}{}", i ? "+" : " ", weight_kind_name(kinds[i]));
   return s + fmt::format(" k={} nt8={} mt={} warps={}{}{}{}", k, nt8, mt, warps, splitk ? " splitk" : "",
                          stages != 2 ? fmt::format(" nb={}", stages) : "", swiglu ? " swiglu" : "") +
-         (x_l1 ? " xl1" : "");
+         (x_l1 ? " xl1" : "") + (ksplit > 1 ? fmt::format(" ks={}", ksplit) : "");
 }
 
 std::string dq_mma_source(const DqMmaSpec& spec) {
@@ -433,15 +483,17 @@ std::string dq_mma_source(const DqMmaSpec& spec) {
   if (spec.mt < 1 || spec.mt > 2) throw_error("dqmma: {} tiles of 16 weight rows per warp is not in [1, 2]", spec.mt);
   if (spec.warps < 1 || spec.warps > 8) throw_error("dqmma: {} warps is not in [1, 8]", spec.warps);
   if (spec.stages < 2 || spec.stages > 4) throw_error("dqmma: {} steps in the ring is not in [2, 4]", spec.stages);
+  if (spec.ksplit < 1 || spec.ksplit > 16 || (spec.ksplit > 1 && (spec.splitk || spec.swiglu)))
+    throw_error("dqmma: a split of the row length over {} CTAs (1 to 16, warps owning rows only)", spec.ksplit);
   // (Whole q8 blocks per CTA: 16 MT WARPS / 2 rows a multiple of 32.)
   if (spec.swiglu && (spec.nseg != 2 || spec.kinds[0] != spec.kinds[1] || spec.splitk ||
                       spec.warps % 2 != 0 || (8 * spec.mt * spec.warps) % 32 != 0))
     throw_error("dqmma: the swiglu epilogue takes gate and up of one kind, rows per warp, whole q8 blocks per CTA");
   std::string defs = fmt::format(
       "#define K {}\n#define NT8 {}\n#define MT {}\n#define WARPS {}\n#define NSEG {}\n#define SPLITK {}\n"
-      "#define RING {}\n#define SWIGLU {}\n#define X_L1 {}\n",
+      "#define RING {}\n#define SWIGLU {}\n#define X_L1 {}\n#define KSPLIT {}\n",
       spec.k, spec.nt8, spec.mt, spec.warps, spec.nseg, spec.splitk ? 1 : 0, spec.stages, spec.swiglu ? 1 : 0,
-      spec.x_l1 ? 1 : 0);
+      spec.x_l1 ? 1 : 0, spec.ksplit);
   const SegmentKinds sk = segment_kinds(spec.kinds, spec.nseg, spec.k, dq_mma_supports, "dqmma",
                                         "Q4_K, Q6_K, Q8_0: multiples of 256");
   std::string src = defs + sk.defs + kernel_prelude() + kHead;
