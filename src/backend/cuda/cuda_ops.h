@@ -194,7 +194,7 @@ class CudaOps final : public Ops {
   bool launch_fused_norm(Act x, CUdeviceptr w, float eps, Act out);
   // swiglu(): launches the held gate/up with the SwiGLU + q8 epilogue (true), or nothing. Its q8
   // output goes to q8_alt_, which then becomes q8_ (the input it reads is in q8_); in a DQ step
-  // (JITLLM_CUDA_DQ_SWIGLU=1) DQ-MMA's epilogue, its f16 copy likewise into xh_alt_.
+  // (unless JITLLM_CUDA_DQ_SWIGLU=0) DQ-MMA's epilogue, its f16 copy likewise into xh_alt_.
   bool launch_fused_swiglu(Act gate, Act up, Act out);
   bool launch_dq_swiglu(Act gate, Act up, Act out);
   DeviceBuffer q8_alt_, xh_alt_;

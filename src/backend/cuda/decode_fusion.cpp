@@ -1,7 +1,7 @@
 // CudaOps' epilogue fusion for decode steps (see cuda_ops.h, "Epilogue fusion"): which held
 // launches take the RoPE + KV store epilogue (q/k/v) or the RMSNorm + q8 epilogue (a residual
 // matvec), so a llama layer's decode step needs no rope_store and no rms_norm_q8 launch; in a
-// batched (DQ) step, gate/up with DQ-MMA's SwiGLU epilogue when JITLLM_CUDA_DQ_SWIGLU=1.
+// batched (DQ) step, gate/up with DQ-MMA's SwiGLU epilogue (JITLLM_CUDA_DQ_SWIGLU=0: not).
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -35,7 +35,7 @@ void CudaOps::flush_group() {
 bool CudaOps::hold_group(std::span<const MatmulSeg> segs, Act x, bool reuse) {
   // q, k, v (three matrices) or gate, up (two, swiglu_fits) of a step small enough for one
   // matvec tile; steps that the batched kernel (MMQ) takes keep their launch, except gate, up in
-  // a DQ step with JITLLM_CUDA_DQ_SWIGLU=1 (DqMma::matmul_swiglu).
+  // a DQ step (DqMma::matmul_swiglu, unless JITLLM_CUDA_DQ_SWIGLU=0).
   const bool dq_swiglu = fuse_ && dq_step_ && segs.size() == 2 && DqMma::swiglu_enabled() &&
                          use_mmq(segs, x.rows) && Mmq::use_dq(segs) && DqMma::swiglu_fits(segs) &&
                          2 * segs[0].w->rows >= DqMma::kWideRows;  // the unfused launch's bits

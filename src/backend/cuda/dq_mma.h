@@ -80,7 +80,7 @@ class DqMma {
 
   // Launches of at least this many rows (all matrices together) take the rows-per-warp shape.
   static constexpr int64_t kWideRows = 16384;
-  // The SwiGLU epilogue (JITLLM_CUDA_DQ_SWIGLU=1; off by default until timed on a card): gate
+  // The SwiGLU epilogue (on by default; JITLLM_CUDA_DQ_SWIGLU=0 runs gate/up and swiglu_q8): gate
   // and up (segs[0], segs[1], no residual) of one kind, rows a multiple of 32; then
   // out [n][rows] = silu(x . gate^T) * (x . up^T), its q8 rows into y (y.h: their f16 copy), the
   // bits of the rows-per-warp matmul_group (the default for gate + up >= kWideRows rows; CudaOps

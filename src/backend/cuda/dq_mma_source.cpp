@@ -96,10 +96,20 @@ __device__ __forceinline__ void cp_async16_l1(void* dst, const void* src) {
 #endif
 // Step s of every activation row (values [256 s, 256 s + 256)) into one staging buffer, as one
 // cp.async group (an empty one when s is past the CTA's last step, so every step commits one).
-__device__ __forceinline__ void dq_stage(u16* buf, const u16* __restrict__ xh, int s, int end) {
-  if (s < end)
-    for (int c = threadIdx.x; c < NTOK * 32; c += WARPS * 32)
-      XCOPY(buf + (c >> 5) * XS + (c & 31) * 8, xh + (size_t)(c >> 5) * K + s * 256 + (c & 31) * 8);
+// Thread c copies 16 bytes of row c / 32, c + 32 WARPS of row c / 32 + WARPS, ...: x0 and b0 are
+// its first source and destination, set once (the per-copy addresses are then constant offsets).
+__device__ __forceinline__ void dq_stage(u16* buf, const u16* __restrict__ x0, int b0, int s, int end) {
+  if (s < end) {
+    const u16* src = x0 + s * 256;
+    u16* dst = buf + b0;
+    if (NTOK % WARPS == 0) {
+#pragma unroll
+      for (int i = 0; i < NTOK / WARPS; ++i) XCOPY(dst + i * WARPS * XS, src + (size_t)i * WARPS * K);
+    } else {
+      for (int c = threadIdx.x, i = 0; c < NTOK * 32; c += WARPS * 32, ++i)
+        XCOPY(dst + i * WARPS * XS, src + (size_t)i * WARPS * K);
+    }
+  }
   asm volatile("cp.async.commit_group;" ::: "memory");
 }
 // A kind: W holds one step's weight bytes of the warp's rows (row[m][h]: m-tile m, h = 0 for
@@ -375,6 +385,8 @@ __device__ __forceinline__ void dq_segment(const DqSeg& sg, int tile, const DqAr
   // ahead; before step i each thread waits for its own copies of it (all but the RING - 2 newest
   // groups), then for every thread (the copies visible, every warp done with step i - 1, whose
   // buffer the copy of step i + RING - 1 takes).
+  const u16* x0 = xh + (size_t)warp * K + lane * 8;  // this thread's first staging copy
+  const int b0 = warp * XS + lane * 8;
   // This CTA's steps [s0, s0 + steps) (all of them unless KSPLIT).
   const int s0 = KSPLIT > 1 ? (int)blockIdx.y * SPS : 0;
   const int steps = KSPLIT > 1 ? max(0, min(STEPS, s0 + SPS) - s0) : STEPS;
@@ -383,7 +395,7 @@ __device__ __forceinline__ void dq_segment(const DqSeg& sg, int tile, const DqAr
     if (p < steps) Dq<KIND>::load(wr[p], w, w2, row, s0 + p, t);
   PDL_WAIT();  // the weights do not depend on the previous kernel; the activation does
 #pragma unroll
-  for (int p = 0; p < RING - 1; ++p) dq_stage(xs + p * NTOK * XS, xh, s0 + p, s0 + steps);
+  for (int p = 0; p < RING - 1; ++p) dq_stage(xs + p * NTOK * XS, x0, b0, s0 + p, s0 + steps);
   for (int i = 0; i < steps; i += RING) {
 #pragma unroll
     for (int b = 0; b < RING; ++b) {
@@ -391,7 +403,7 @@ __device__ __forceinline__ void dq_segment(const DqSeg& sg, int tile, const DqAr
       if (it < steps) {
         asm volatile("cp.async.wait_group %0;" :: "n"(RING - 2) : "memory");
         __syncthreads();
-        dq_stage(xs + ((b + RING - 1) % RING) * NTOK * XS, xh, s0 + it + RING - 1, s0 + steps);
+        dq_stage(xs + ((b + RING - 1) % RING) * NTOK * XS, x0, b0, s0 + it + RING - 1, s0 + steps);
         if (it + RING - 1 < steps) Dq<KIND>::load(wr[(b + RING - 1) % RING], w, w2, row, s0 + it + RING - 1, t);
         dq_compute<KIND, XS>(wr[b], xs + b * NTOK * XS, g, t, acc);
       }
