@@ -46,6 +46,7 @@ class Compiler {
   const Module& module(const std::string& source, const std::string& what);
 
   const CompilerStats& stats() const { return stats_; }
+  const Device& device() const { return device_; }
   const std::string& cache_dir() const { return dir_; }
   static std::string default_cache_dir();
 

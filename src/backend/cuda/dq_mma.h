@@ -47,6 +47,11 @@ struct DqMmaSpec {
   // tiles added by the tile's last CTA in split order (DqMma's scratch), for matrices too short
   // to fill the card with CTAs of whole rows.
   int ksplit = 1;
+  // Q4_K nibbles unpacked with sm_89's e4m3x2 -> f16x2 conversion (one instruction per pair
+  // instead of a byte permute and a bias subtraction): a nibble q as the e4m3 byte 0000qqqq is
+  // q / 512 exactly, and the step's scales carry the 512 (exact: a power of two), so the product
+  // and its rounding are those of the default path. Needs every |d| <= 2 (q4k_small_scales).
+  bool e4m3 = false;
   std::string name() const;
 };
 
@@ -69,6 +74,8 @@ class DqMma {
   // JITLLM_CUDA_DQMMA (default 1): 0 keeps the int8 MMQ for every batched step.
   static bool enabled();
   static bool x_l1();
+  // JITLLM_CUDA_DQ_E4M3=1 (off by default until timed on a card) and a card of sm_89 or later.
+  bool e4m3_enabled() const;
   // Bytes of the f16 activation for n rows of k (n padded to a multiple of 8).
   static size_t f16_bytes(int64_t n, int64_t k);
 
@@ -103,6 +110,9 @@ class DqMma {
   }
   // The CTAs over the row length that a launch of these rows takes (1: none).
   int split_for(int64_t k, int64_t total_rows) const;
+  // Tests: the e4m3 unpacking on (1) or off (0) whatever the env (-1: the env).
+  void tune_e4m3(int on) { e4m3_override_ = on; }
+  bool use_e4m3(std::span<const MatmulSeg> segs) const;
   void set_profiling(bool on) { profiling_ = on; }
   const KernelProfile& profile() const { return profile_; }
   // Programmatic dependent launch (sm_90): the kernel's first weight loads are issued before it
@@ -118,6 +128,7 @@ class DqMma {
   std::map<std::string, CUfunction> fns_;  // by DqMmaSpec::name()
   CUfunction to_f16_ = nullptr;
   int mt_override_ = 0, warps_override_ = 0, splitk_override_ = -1, stages_override_ = 0, ksplit_override_ = 0;
+  int e4m3_override_ = -1;
   // A split row length's partial tiles and per-tile arrival counts (allocated at its first use).
   DeviceBuffer part_, cnt_;
   bool profiling_ = false, pdl_ = false;

@@ -94,6 +94,13 @@ __device__ __forceinline__ void cp_async16_l1(void* dst, const void* src) {
 #else
 #define XCOPY cp_async16
 #endif
+#if E4M3
+// Bytes 0, 1 and 2, 3 of v (each 0..15) as e4m3: (b0 / 512, b1 / 512) and (b2 / 512, b3 / 512).
+__device__ __forceinline__ void e4m3x4(u32 v, u32& lo, u32& hi) {
+  asm("{\n.reg .b16 a, b;\nmov.b32 {a, b}, %2;\ncvt.rn.f16x2.e4m3x2 %0, a;\ncvt.rn.f16x2.e4m3x2 %1, b;\n}"
+      : "=r"(lo), "=r"(hi) : "r"(v));
+}
+#endif
 // Step s of every activation row (values [256 s, 256 s + 256)) into one staging buffer, as one
 // cp.async group (an empty one when s is past the CTA's last step, so every step commits one).
 // Thread c copies 16 bytes of row c / 32, c + 32 WARPS of row c / 32 + WARPS, ...: x0 and b0 are
@@ -154,6 +161,9 @@ template <> struct Dq<KIND_Q4_K> {
     for (int p = 0; p < 4; ++p) {
       const u32 sel = (p & 1) ? 0x4342u : 0x4140u;
       o.sp[p] = hmul2(hsub2(BYTES_F16(sc[p >> 1], sel), 0x64006400u), d2);
+#if E4M3
+      o.sp[p] = hmul2(o.sp[p], 0x60006000u);  // x 512, exact (|d sc| < 128)
+#endif
       o.mp[p] = hmul2(hsub2(BYTES_F16(mn[p >> 1], sel), 0x64006400u), dn2);
     }
   }
@@ -163,7 +173,15 @@ template <> struct Dq<KIND_Q4_K> {
     const u32 m2h = prmt(sc.mp[j >> 1], 0u, (j & 1) ? 0x3232u : 0x1010u);
     const uint2 q = r.qv[m][h][j >> 1];
     const u32 n0 = ((j & 1) ? q.x >> 4 : q.x) & 0x0F0F0F0Fu, n1 = ((j & 1) ? q.y >> 4 : q.y) & 0x0F0F0F0Fu;
+#if E4M3
+    u32 e[4];
+    e4m3x4(n0, e[0], e[1]);
+    e4m3x4(n1, e[2], e[3]);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) a[i] = hfma2(e[i], s2h, m2h);
+#else
     dq_bytes(n0, n1, 0x64006400u, s2h, m2h, a);
+#endif
   }
 };
 )";
@@ -486,7 +504,7 @@ std::string DqMmaSpec::name() const {
   for (int i = 0; i < nseg; ++i) s += fmt::format("{}{}", i ? "+" : " ", weight_kind_name(kinds[i]));
   return s + fmt::format(" k={} nt8={} mt={} warps={}{}{}{}", k, nt8, mt, warps, splitk ? " splitk" : "",
                          stages != 2 ? fmt::format(" nb={}", stages) : "", swiglu ? " swiglu" : "") +
-         (x_l1 ? " xl1" : "") + (ksplit > 1 ? fmt::format(" ks={}", ksplit) : "");
+         (x_l1 ? " xl1" : "") + (ksplit > 1 ? fmt::format(" ks={}", ksplit) : "") + (e4m3 ? " e4m3" : "");
 }
 
 std::string dq_mma_source(const DqMmaSpec& spec) {
@@ -503,9 +521,9 @@ std::string dq_mma_source(const DqMmaSpec& spec) {
     throw_error("dqmma: the swiglu epilogue takes gate and up of one kind, rows per warp, whole q8 blocks per CTA");
   std::string defs = fmt::format(
       "#define K {}\n#define NT8 {}\n#define MT {}\n#define WARPS {}\n#define NSEG {}\n#define SPLITK {}\n"
-      "#define RING {}\n#define SWIGLU {}\n#define X_L1 {}\n#define KSPLIT {}\n",
+      "#define RING {}\n#define SWIGLU {}\n#define X_L1 {}\n#define KSPLIT {}\n#define E4M3 {}\n",
       spec.k, spec.nt8, spec.mt, spec.warps, spec.nseg, spec.splitk ? 1 : 0, spec.stages, spec.swiglu ? 1 : 0,
-      spec.x_l1 ? 1 : 0, spec.ksplit);
+      spec.x_l1 ? 1 : 0, spec.ksplit, spec.e4m3 ? 1 : 0);
   const SegmentKinds sk = segment_kinds(spec.kinds, spec.nseg, spec.k, dq_mma_supports, "dqmma",
                                         "Q4_K, Q6_K, Q8_0: multiples of 256");
   std::string src = defs + sk.defs + kernel_prelude() + kHead;

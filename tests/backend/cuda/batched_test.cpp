@@ -291,6 +291,48 @@ TEST(CudaDqMma, RowLengthSplitOverCtas) {
   EXPECT_EQ(mmq().dq().split_for(4096, 4096), 1);  // off unless JITLLM_CUDA_DQ_KSTEPS or tune()
 }
 
+TEST(CudaDqMma, E4m3UnpackingGivesTheSameBits) {
+  // Q4_K nibbles through e4m3 (q / 512, the scales times 512): the same products, so the same
+  // bits as the default unpacking in both launch shapes and grouped with Q6_K; weights with a
+  // block scale |d| > 2 keep the default (512 d sc could leave f16's range).
+  JITLLM_REQUIRE_GPU();
+  const QkvCase c(G, 32, 6);
+  const int64_t n = c.n;
+  const auto& rows = QkvCase::rows;
+  DeviceBuffer xh(DqMma::f16_bytes(n, QkvCase::k));
+  for (int splitk : {-1, 0}) {  // the default for these rows (split warps), then warps owning rows
+    std::vector<std::vector<float>> runs[2];
+    for (int e : {0, 1}) {
+      mmq().dq().tune(0, 0, splitk);
+      mmq().dq().tune_e4m3(e);
+      std::vector<DeviceBuffer> outs;
+      MatmulSeg segs[3];
+      for (int i = 0; i < 3; ++i) {
+        outs.emplace_back(size_t(n * rows[i]) * 4);
+        segs[i] = MatmulSeg{&c.dw[size_t(i)], outs.back().get(), 0};
+      }
+      ASSERT_EQ(mmq().dq().use_e4m3(segs), e == 1);
+      mmq().matmul_group(segs, n, c.qb, *G->stream, xh.get());
+      G->stream->sync();
+      for (int i = 0; i < 3; ++i) runs[e].push_back(download(outs[size_t(i)].get(), size_t(n * rows[i])));
+    }
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(runs[1][size_t(i)], runs[0][size_t(i)]) << "segment " << i << " splitk=" << splitk;
+  }
+  check_mmq({QuantType::Q4_K, 14336, 4096}, {32}, 0, true);  // the wide shape against the references
+  // A block scale of 3: not small, so the default unpacking even when asked for.
+  std::mt19937 rng(7);
+  std::vector<uint8_t> w = random_weights(QuantType::Q4_K, 64, 256, rng, 0);
+  const uint16_t three = 0x4200;  // 3.0 as f16
+  std::memcpy(w.data() + 144 * 5, &three, 2);
+  const DeviceWeight big = DeviceWeight::upload(pack_weight(QuantType::Q4_K, w.data(), 64, 256));
+  EXPECT_FALSE(big.q4k_small_scales);
+  const MatmulSeg one{&big, 0, 0};
+  EXPECT_FALSE(mmq().dq().use_e4m3(std::span<const MatmulSeg>(&one, 1)));
+  EXPECT_TRUE(c.dw[0].q4k_small_scales);
+  mmq().dq().tune_e4m3(-1);
+  mmq().dq().tune(0, 0, -1);
+}
+
 TEST(CudaDqMma, GroupedMixedKindsAndLaunchShapesGiveTheSameBits) {
   // The 8B q/k/v of Q4_K_M in one launch against single launches, then every tile/warp shape:
   // each row's MMAs run in the same order whatever the launch shape, so the bits are the same.

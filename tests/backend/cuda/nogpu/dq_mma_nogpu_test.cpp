@@ -98,6 +98,26 @@ TEST(DqMmaNoGpu, EngineVariantsCompileForSm90) {
   kd.mt = 1;
   kd.ksplit = 8;
   EXPECT_GT(nvrtc_compile(dq_mma_source(kd), kd.name(), opts).size(), 1000u) << kd.name();
+  // Q4_K unpacked through e4m3: both launch shapes, mixed kinds (q/k/v), the SwiGLU epilogue.
+  for (bool splitk : {false, true}) {
+    DqMmaSpec e = spec;
+    e.splitk = splitk;
+    e.warps = 4;
+    e.e4m3 = true;
+    const std::string src = dq_mma_source(e);
+    EXPECT_NE(src.find("#define E4M3 1"), std::string::npos);
+    EXPECT_NE(e.name().find("e4m3"), std::string::npos);
+    EXPECT_GT(nvrtc_compile(src, e.name(), opts).size(), 1000u) << e.name();
+  }
+  DqMmaSpec es;
+  es.nseg = 2;
+  es.k = 4096;
+  es.nt8 = 4;
+  es.mt = 1;
+  es.warps = 8;
+  es.swiglu = true;
+  es.e4m3 = true;
+  EXPECT_GT(nvrtc_compile(dq_mma_source(es), es.name(), opts).size(), 1000u) << es.name();
 }
 
 TEST(DqMmaNoGpu, UnsupportedKindsAndShapesAreRefused) {
