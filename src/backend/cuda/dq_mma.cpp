@@ -25,6 +25,8 @@ static_assert(sizeof(DqArgs) == 192, "must match the kernel's DqArgs");
 // The split row length's scratch, sized once for the largest launch that can take it (below
 // kWideRows rows, 64 activation rows, 16 splits, 16-row tiles), so no allocation happens while a
 // step is being captured into a graph.
+// Dynamic shared memory one CTA may opt in to on sm_90 (227 KB).
+constexpr size_t kMaxSmemPerCta = 227 * 1024;
 constexpr size_t kMaxSplitTiles = DqMma::kWideRows / 16 + 3;
 constexpr size_t kPartBytes = size_t(16) * (DqMma::kWideRows + 3 * 128) * 64 * sizeof(float);
 
@@ -159,6 +161,13 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
                : spec.splitk && k >= 8192 ? warps_long : spec.splitk ? 4 : warps_wide;
   spec.x_l1 = x_l1();
   spec.e4m3 = use_e4m3(segs);
+  // JITLLM_CUDA_DQ_XSTAGE=1 (off until timed on a card): the split-warp launches stage their
+  // activation slices in shared memory, where the ring fits in one CTA's shared memory.
+  static const bool xstage_env = env_int("JITLLM_CUDA_DQ_XSTAGE", 0) != 0;
+  if (spec.splitk && (xstage_override_ >= 0 ? xstage_override_ != 0 : xstage_env)) {
+    spec.x_stage = true;
+    if (dq_mma_smem_bytes(spec) > kMaxSmemPerCta) spec.x_stage = false;
+  }
   const int64_t rows_per_cta = 16 * spec.mt * (spec.splitk ? 1 : spec.warps);
   DqArgs a{};
   const int64_t ctas = tc_segments(segs, rows_per_cta, a.seg, spec.kinds);

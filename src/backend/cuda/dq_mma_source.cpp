@@ -13,6 +13,8 @@
 // the values it loads contiguously: of a block of 32, thread t owns positions 8t..8t+7; the first
 // MMA's slots (2t, 2t+1, 2t+8, 2t+9) take positions 8t..8t+3, the second's 8t+4..8t+7. Its B
 // fragment is then one 16-byte shared-memory load per block and activation tile.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "backend/cuda/dq_mma.h"
@@ -262,16 +264,13 @@ constexpr const char* kTail = R"(
 // One step: 8 blocks of 32, each dequantized once per row and used for every activation tile.
 // xb: value 0 of the step for activation row 0; XR: halves from one activation row to the next
 // (XS in the staging buffer, K in global memory).
-template <int KIND, int XR>
-__device__ __forceinline__ void dq_compute(const typename Dq<KIND>::W& r, const u16* __restrict__ xb, int g, int t,
-                                           float (&acc)[MT][NT8][4]) {
-  typename Dq<KIND>::S sc[MT][2];
+// Blocks [J0, J1) of the step; SWZ: xb is one half step staged by dq_stage_half (rows of 128
+// values, block j - J0 of row n * 8 + g at 16-byte chunk 4 ((j - J0) ^ (g & 1)) + t).
+template <int KIND, int XR, int J0 = 0, int J1 = 8, bool SWZ = false>
+__device__ __forceinline__ void dq_compute(const typename Dq<KIND>::W& r, const typename Dq<KIND>::S (&sc)[MT][2],
+                                           const u16* __restrict__ xb, int g, int t, float (&acc)[MT][NT8][4]) {
 #pragma unroll
-  for (int m = 0; m < MT; ++m)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) Dq<KIND>::scales(r, m, h, sc[m][h]);
-#pragma unroll
-  for (int j = 0; j < 8; ++j) {
+  for (int j = J0; j < J1; ++j) {
     u32 a[MT][2][4];
 #pragma unroll
     for (int m = 0; m < MT; ++m)
@@ -279,7 +278,8 @@ __device__ __forceinline__ void dq_compute(const typename Dq<KIND>::W& r, const 
       for (int h = 0; h < 2; ++h) Dq<KIND>::block(r, sc[m][h], j, m, h, t, a[m][h]);
 #pragma unroll
     for (int n = 0; n < NT8; ++n) {
-      const uint4 b = *(const uint4*)(xb + (size_t)(n * 8 + g) * XR + 32 * j + 8 * t);
+      const int col = SWZ ? 32 * ((j - J0) ^ (g & 1)) : 32 * j;
+      const uint4 b = *(const uint4*)(xb + (size_t)(n * 8 + g) * XR + col + 8 * t);
 #pragma unroll
       for (int m = 0; m < MT; ++m) {
         mma_f16(acc[m][n], a[m][0][0], a[m][1][0], a[m][0][1], a[m][1][1], b.x, b.y);
@@ -288,6 +288,39 @@ __device__ __forceinline__ void dq_compute(const typename Dq<KIND>::W& r, const 
     }
   }
 }
+template <int KIND>
+__device__ __forceinline__ void dq_scales(const typename Dq<KIND>::W& r, typename Dq<KIND>::S (&sc)[MT][2]) {
+#pragma unroll
+  for (int m = 0; m < MT; ++m)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) Dq<KIND>::scales(r, m, h, sc[m][h]);
+}
+// One whole step (the scales made once).
+template <int KIND, int XR>
+__device__ __forceinline__ void dq_step(const typename Dq<KIND>::W& r, const u16* __restrict__ xb, int g, int t,
+                                        float (&acc)[MT][NT8][4]) {
+  typename Dq<KIND>::S sc[MT][2];
+  dq_scales<KIND>(r, sc);
+  dq_compute<KIND, XR>(r, sc, xb, g, t, acc);
+}
+#if SPLITK && XSTAGE
+// Half step q of a warp (values [128 (q % 2), + 128) of its step q / 2) of every activation row into
+// buf [NTOK][128], the 16-byte chunk c of row i at c ^ 4 (i & 1) (so the fragment loads of rows g
+// and g + 1 fall in different banks), as one cp.async group (empty past the warp's last half).
+__device__ __forceinline__ void dq_stage_half(u16* buf, const u16* __restrict__ xh, int step, int half, bool any,
+                                              int lane) {
+  if (any) {
+    const u16* src = xh + step * 256 + half * 128 + (lane & 15) * 8;
+    const int c = lane & 15;
+#pragma unroll
+    for (int i = 0; i < NTOK / 2; ++i) {
+      const int row = (lane >> 4) + 2 * i;
+      cp_async16(buf + row * 128 + ((c ^ ((row & 1) * 4)) * 8), src + (size_t)row * K);
+    }
+  }
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
+#endif
 #if SWIGLU
 // The CTA's tile y[NTOK][YS] over the staging buffers (every warp done with them): the up half's
 // values, then silu(gate) up in their place (the expression of swiglu_q8, so the same bits as
@@ -386,17 +419,43 @@ __device__ __forceinline__ void dq_segment(const DqSeg& sg, int tile, const DqAr
   for (int p = 0; p < RING - 1; ++p)
     if (p < steps) Dq<KIND>::load(wr[p], w, w2, row, warp + p * WARPS, t);
   PDL_WAIT();  // the weights do not depend on the previous kernel; the activation does
+#if XSTAGE
+  // This warp's activation in a ring of 3 half steps [3][NTOK][128] (its first two staged here).
+  u16* xw = xs + warp * 3 * NTOK * 128;
+  dq_stage_half(xw, xh, warp, 0, steps > 0, lane);
+  dq_stage_half(xw + NTOK * 128, xh, warp, 1, steps > 0, lane);
+#endif
   for (int i = 0; i < steps; i += RING) {
 #pragma unroll
     for (int b = 0; b < RING; ++b) {
       const int it = i + b;
       if (it < steps) {
         if (it + RING - 1 < steps) Dq<KIND>::load(wr[(b + RING - 1) % RING], w, w2, row, warp + (it + RING - 1) * WARPS, t);
-        dq_compute<KIND, K>(wr[b], xh + (warp + it * WARPS) * 256, g, t, acc);
+#if XSTAGE
+        typename Dq<KIND>::S sc[MT][2];
+        dq_scales<KIND>(wr[b], sc);
+        // Half steps 2 it, 2 it + 1 from the ring; before each, its copies done (all but the
+        // newest group) and the warp past the previous half (whose buffer the copy of the half
+        // two ahead takes).
+        asm volatile("cp.async.wait_group 1;" ::: "memory");
+        __syncwarp();
+        dq_stage_half(xw + ((2 * it + 2) % 3) * NTOK * 128, xh, warp + (it + 1) * WARPS, 0, it + 1 < steps, lane);
+        dq_compute<KIND, 128, 0, 4, true>(wr[b], sc, xw + ((2 * it) % 3) * NTOK * 128, g, t, acc);
+        asm volatile("cp.async.wait_group 1;" ::: "memory");
+        __syncwarp();
+        dq_stage_half(xw + ((2 * it + 3) % 3) * NTOK * 128, xh, warp + (it + 1) * WARPS, 1, it + 1 < steps, lane);
+        dq_compute<KIND, 128, 4, 8, true>(wr[b], sc, xw + ((2 * it + 1) % 3) * NTOK * 128, g, t, acc);
+#else
+        dq_step<KIND, K>(wr[b], xh + (warp + it * WARPS) * 256, g, t, acc);
+#endif
       }
     }
   }
   PDL_TRIGGER();  // the next kernel may start its own weight loads
+#if XSTAGE
+  asm volatile("cp.async.wait_all;" ::: "memory");
+  __syncthreads();  // every warp done with its ring: the reduction tile overlaps them
+#endif
   tc_reduce_store<MT, NT8, WARPS>(acc, (float*)xs, RS, warp, g, t, r0, sg.rows, a.n, (float*)sg.out, (float*)sg.res);
 #else
   // The activation in RING staging buffers, step i in buffer i % RING, its copy issued RING - 1 steps
@@ -423,7 +482,7 @@ __device__ __forceinline__ void dq_segment(const DqSeg& sg, int tile, const DqAr
         __syncthreads();
         dq_stage(xs + ((b + RING - 1) % RING) * NTOK * XS, x0, b0, s0 + it + RING - 1, s0 + steps);
         if (it + RING - 1 < steps) Dq<KIND>::load(wr[(b + RING - 1) % RING], w, w2, row, s0 + it + RING - 1, t);
-        dq_compute<KIND, XS>(wr[b], xs + b * NTOK * XS, g, t, acc);
+        dq_step<KIND, XS>(wr[b], xs + b * NTOK * XS, g, t, acc);
       }
     }
   }
@@ -496,7 +555,10 @@ bool dq_mma_supports(WeightKind kind, int64_t k) {
 
 size_t dq_mma_smem_bytes(const DqMmaSpec& spec) {
   // (The swiglu epilogue's tile, NTOK x (8 MT WARPS + 4) floats, fits in the staging buffers.)
-  return spec.splitk ? size_t(spec.nt8) * 8 * (16 * spec.mt + 4) * 4 : size_t(spec.stages) * spec.nt8 * 8 * 288 * 2;
+  const size_t ntok = size_t(spec.nt8) * 8;
+  if (!spec.splitk) return size_t(spec.stages) * ntok * 288 * 2;
+  const size_t reduction = ntok * (16 * spec.mt + 4) * 4;
+  return spec.x_stage ? std::max(reduction, size_t(spec.warps) * 3 * ntok * 128 * 2) : reduction;
 }
 
 std::string DqMmaSpec::name() const {
@@ -504,7 +566,8 @@ std::string DqMmaSpec::name() const {
   for (int i = 0; i < nseg; ++i) s += fmt::format("{}{}", i ? "+" : " ", weight_kind_name(kinds[i]));
   return s + fmt::format(" k={} nt8={} mt={} warps={}{}{}{}", k, nt8, mt, warps, splitk ? " splitk" : "",
                          stages != 2 ? fmt::format(" nb={}", stages) : "", swiglu ? " swiglu" : "") +
-         (x_l1 ? " xl1" : "") + (ksplit > 1 ? fmt::format(" ks={}", ksplit) : "") + (e4m3 ? " e4m3" : "");
+         (x_l1 ? " xl1" : "") + (ksplit > 1 ? fmt::format(" ks={}", ksplit) : "") + (e4m3 ? " e4m3" : "") +
+         (x_stage && splitk ? " xstage" : "");
 }
 
 std::string dq_mma_source(const DqMmaSpec& spec) {
@@ -521,9 +584,9 @@ std::string dq_mma_source(const DqMmaSpec& spec) {
     throw_error("dqmma: the swiglu epilogue takes gate and up of one kind, rows per warp, whole q8 blocks per CTA");
   std::string defs = fmt::format(
       "#define K {}\n#define NT8 {}\n#define MT {}\n#define WARPS {}\n#define NSEG {}\n#define SPLITK {}\n"
-      "#define RING {}\n#define SWIGLU {}\n#define X_L1 {}\n#define KSPLIT {}\n#define E4M3 {}\n",
+      "#define RING {}\n#define SWIGLU {}\n#define X_L1 {}\n#define KSPLIT {}\n#define E4M3 {}\n#define XSTAGE {}\n",
       spec.k, spec.nt8, spec.mt, spec.warps, spec.nseg, spec.splitk ? 1 : 0, spec.stages, spec.swiglu ? 1 : 0,
-      spec.x_l1 ? 1 : 0, spec.ksplit, spec.e4m3 ? 1 : 0);
+      spec.x_l1 ? 1 : 0, spec.ksplit, spec.e4m3 ? 1 : 0, spec.x_stage && spec.splitk ? 1 : 0);
   const SegmentKinds sk = segment_kinds(spec.kinds, spec.nseg, spec.k, dq_mma_supports, "dqmma",
                                         "Q4_K, Q6_K, Q8_0: multiples of 256");
   std::string src = defs + sk.defs + kernel_prelude() + kHead;

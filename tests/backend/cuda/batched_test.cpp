@@ -333,6 +333,39 @@ TEST(CudaDqMma, E4m3UnpackingGivesTheSameBits) {
   mmq().dq().tune(0, 0, -1);
 }
 
+TEST(CudaDqMma, StagedActivationGivesTheSameBits) {
+  // The split-warp launches with their activation slices staged in shared memory (a ring of
+  // half steps per warp) run the same MMAs in the same order: the same bits as reading them from
+  // global memory, for q/k/v grouped (mixed kinds) at 1..8 activation tiles; ffn_down's shape
+  // (8 warps) against the references, the residual and repeated launches.
+  JITLLM_REQUIRE_GPU();
+  for (int64_t n : {8, 13, 32, 64}) {
+    const QkvCase c(G, n, 9);
+    const auto& rows = QkvCase::rows;
+    DeviceBuffer xh(DqMma::f16_bytes(n, QkvCase::k));
+    std::vector<std::vector<float>> runs[2];
+    for (int xs : {0, 1}) {
+      mmq().dq().tune_xstage(xs);
+      std::vector<DeviceBuffer> outs;
+      MatmulSeg segs[3];
+      for (int i = 0; i < 3; ++i) {
+        outs.emplace_back(size_t(n * rows[i]) * 4);
+        check(driver().cuMemsetD8Async(outs.back().get(), 0xff, outs.back().bytes(), G->stream->get()), "memset");
+        segs[i] = MatmulSeg{&c.dw[size_t(i)], outs.back().get(), 0};
+      }
+      mmq().matmul_group(segs, n, c.qb, *G->stream, xh.get());
+      G->stream->sync();
+      for (int i = 0; i < 3; ++i) runs[xs].push_back(download(outs[size_t(i)].get(), size_t(n * rows[i])));
+    }
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(runs[1][size_t(i)], runs[0][size_t(i)]) << "segment " << i << " n=" << n;
+  }
+  mmq().dq().tune_xstage(1);
+  check_mmq({QuantType::Q6_K, 4096, 14336}, {32, 40}, 0, true);
+  check_mmq({QuantType::Q4_K, 4096, 4096}, {8, 13, 64}, 0, true);
+  check_mmq({QuantType::Q8_0, 1000, 2048}, {13, 57}, 3, true);  // zero blocks, a ragged tile
+  mmq().dq().tune_xstage(-1);
+}
+
 TEST(CudaDqMma, GroupedMixedKindsAndLaunchShapesGiveTheSameBits) {
   // The 8B q/k/v of Q4_K_M in one launch against single launches, then every tile/warp shape:
   // each row's MMAs run in the same order whatever the launch shape, so the bits are the same.
