@@ -308,7 +308,7 @@ for s in $stages; do
         env $v X=1 /tmp/bin/jitllm batched -m $M -s 32 -p 128 -n 128 --devices cuda 2>&1 | grep -E "sessions|rror" | tee -a $OUT/wide.log
       done
       ;;
-    dqswiglu)  # DQ-MMA's SwiGLU epilogue (JITLLM_CUDA_DQ_SWIGLU, off by default): the kernel test
+    dqswiglu)  # DQ-MMA's SwiGLU epilogue (JITLLM_CUDA_DQ_SWIGLU, on by default since session 6): the kernel test
       # (bitwise vs gate/up then swiglu_q8), the N-sessions engine tests with it on, then jitllm
       # batched 8B 32 sessions off / on / on / off
       M=/tmp/llama-3.1-8b.gguf
