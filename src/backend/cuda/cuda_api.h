@@ -28,7 +28,7 @@ namespace jitllm::cuda {
   X(cuLaunchKernel) X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize)                 \
   X(cuEventElapsedTime) X(cuEventDestroy) X(cuGetErrorName) X(cuGetErrorString)             \
   X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags)               \
-  X(cuGraphLaunch) X(cuGraphDestroy) X(cuGraphExecDestroy) X(cuLaunchKernelEx)
+  X(cuGraphLaunch) X(cuGraphDestroy) X(cuGraphExecDestroy) X(cuLaunchKernelEx) X(cuStreamIsCapturing)
 
 #define JITLLM_NVRTC_FUNCS(X)                                                                \
   X(nvrtcVersion) X(nvrtcCreateProgram) X(nvrtcCompileProgram) X(nvrtcGetProgramLogSize)     \

@@ -24,6 +24,11 @@ Device::Device(int ordinal) : ordinal_(ordinal) {
         "cuDeviceGetAttribute(cc minor)");
   check(d.cuDeviceGetAttribute(&sm_count_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev_),
         "cuDeviceGetAttribute(SM count)");
+  // (Optional: without it, kernels keep to the 48 KB every CTA may use.)
+  int smem_optin = 48 * 1024;
+  if (d.cuDeviceGetAttribute(&smem_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev_) != CUDA_SUCCESS)
+    smem_optin = 48 * 1024;
+  max_smem_optin_ = size_t(smem_optin);
   check(d.cuDeviceTotalMem(&total_memory_, dev_), "cuDeviceTotalMem");
   check(d.cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain");
   make_current();

@@ -30,6 +30,8 @@ class Device {
   int cc_minor() const { return cc_minor_; }
   std::string arch() const;  // "sm_90"
   int sm_count() const { return sm_count_; }
+  // Dynamic shared memory one CTA may opt in to (227 KB on sm_90).
+  size_t max_smem_per_block_optin() const { return max_smem_optin_; }
   size_t total_memory() const { return total_memory_; }
   size_t free_memory() const;
 
@@ -39,7 +41,7 @@ class Device {
   CUcontext ctx_ = nullptr;
   std::string name_, uuid_;
   int cc_major_ = 0, cc_minor_ = 0, sm_count_ = 0;
-  size_t total_memory_ = 0;
+  size_t total_memory_ = 0, max_smem_optin_ = 0;
 };
 
 // Device memory; moves, never copies.

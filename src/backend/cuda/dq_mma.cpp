@@ -22,13 +22,9 @@ struct DqArgs {
 };
 static_assert(sizeof(DqArgs) == 192, "must match the kernel's DqArgs");
 
-// The split row length's scratch, sized once for the largest launch that can take it (below
-// kWideRows rows, 64 activation rows, 16 splits, 16-row tiles), so no allocation happens while a
-// step is being captured into a graph.
-// Dynamic shared memory one CTA may opt in to on sm_90 (227 KB).
-constexpr size_t kMaxSmemPerCta = 227 * 1024;
+// The split row length's arrival counts: one per row tile of a launch below kWideRows rows
+// (tiles of at least 16 rows, 3 matrices' ragged last tiles).
 constexpr size_t kMaxSplitTiles = DqMma::kWideRows / 16 + 3;
-constexpr size_t kPartBytes = size_t(16) * (DqMma::kWideRows + 3 * 128) * 64 * sizeof(float);
 
 }  // namespace
 
@@ -60,6 +56,8 @@ bool DqMma::e4m3_enabled() const {
 // The e4m3 unpacking for a launch: asked for (tune() or the env), and every Q4_K matrix with small
 // scales (the kernel has one Q4_K path for all of its segments).
 bool DqMma::use_e4m3(std::span<const MatmulSeg> segs) const {
+  const Device& d = compiler_.device();
+  if (d.cc_major() * 10 + d.cc_minor() < 89) return false;  // cvt.f16x2.e4m3x2 is sm_89's
   if (!(e4m3_override_ >= 0 ? e4m3_override_ != 0 : e4m3_enabled())) return false;
   bool any = false;
   for (const MatmulSeg& s : segs) {
@@ -99,6 +97,22 @@ void DqMma::run(CUfunction f, unsigned grid, unsigned grid_y, unsigned block, si
     return;
   }
   profile_.timed_launch(f, grid, grid_y, 1, block, smem, s, args, label);
+}
+
+void DqMma::reserve_split_scratch(size_t part_bytes, const Stream& s) {
+  if (part_.bytes() >= part_bytes && cnt_.get()) return;
+  // Grown only in a direct step: the first step of every row count runs uncaptured (CudaOps),
+  // and an allocation cannot be recorded into a graph.
+  CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
+  check(driver().cuStreamIsCapturing(s.get(), &capturing), "cuStreamIsCapturing");
+  if (capturing != CU_STREAM_CAPTURE_STATUS_NONE)
+    throw_error("dqmma: the split row length needs {} bytes of scratch while a graph is being captured", part_bytes);
+  check(driver().cuStreamSynchronize(s.get()), "cuStreamSynchronize");  // the old scratch is idle
+  part_ = DeviceBuffer(part_bytes);
+  if (!cnt_.get()) {
+    cnt_ = DeviceBuffer(kMaxSplitTiles * sizeof(int32_t));
+    check(driver().cuMemsetD8Async(cnt_.get(), 0, cnt_.bytes(), s.get()), "cuMemsetD8Async(dqmma arrival counts)");
+  }
 }
 
 int DqMma::split_for(int64_t k, int64_t total_rows) const {
@@ -166,7 +180,7 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
   static const bool xstage_env = env_int("JITLLM_CUDA_DQ_XSTAGE", 0) != 0;
   if (spec.splitk && (xstage_override_ >= 0 ? xstage_override_ != 0 : xstage_env)) {
     spec.x_stage = true;
-    if (dq_mma_smem_bytes(spec) > kMaxSmemPerCta) spec.x_stage = false;
+    if (dq_mma_smem_bytes(spec) > compiler_.device().max_smem_per_block_optin()) spec.x_stage = false;
   }
   const int64_t rows_per_cta = 16 * spec.mt * (spec.splitk ? 1 : spec.warps);
   DqArgs a{};
@@ -176,14 +190,9 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
   a.nseg = spec.nseg;
   a.total = int32_t(ctas);
   if (spec.ksplit > 1) {
-    if (size_t(ctas) > kMaxSplitTiles ||
-        size_t(spec.ksplit) * ctas * rows_per_cta * spec.nt8 * 8 * sizeof(float) > kPartBytes)
-      throw_error("dqmma: a split row length of {} CTAs x {} tiles exceeds its scratch", spec.ksplit, ctas);
-    if (!part_.get()) {  // the first split launch (a direct step: never inside a graph capture)
-      part_ = DeviceBuffer(kPartBytes);
-      cnt_ = DeviceBuffer(kMaxSplitTiles * sizeof(int32_t));
-      check(driver().cuMemsetD8Async(cnt_.get(), 0, cnt_.bytes(), s.get()), "cuMemsetD8Async(dqmma arrival counts)");
-    }
+    if (size_t(ctas) > kMaxSplitTiles)
+      throw_error("dqmma: a split row length over {} row tiles (at most {})", ctas, kMaxSplitTiles);
+    reserve_split_scratch(size_t(spec.ksplit) * ctas * rows_per_cta * spec.nt8 * 8 * sizeof(float), s);
     a.part = part_.get();
     a.cnt = cnt_.get();
   }
@@ -203,6 +212,7 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
     for (size_t i = 0; i < segs.size(); ++i) label += fmt::format("{}{}", i ? "+" : " ", segs[i].w->rows);
     label += fmt::format(" n={}{}", n, segs[0].res ? " +res" : "");
   }
+  last_variant_ = spec.name();
   run(function(spec), unsigned(ctas), unsigned(spec.ksplit), unsigned(32 * spec.warps), dq_mma_smem_bytes(spec), s,
       args, label);
 }

@@ -9,7 +9,8 @@
 //    by the kernel that quantized them (Q8Buffers::h) or by q8_to_f16 here, so a batched row sees
 //    the activation the solo matvec rounds to, up to
 //    the f16 rounding of each value; the weights differ from the exact dequantization by their f16
-//    rounding. Repeated calls give the same bits (no atomics; fixed MMA order).
+//    rounding. Repeated calls give the same bits (fixed MMA order; a split row length adds its
+//    partial tiles in split order, whichever CTA arrives last).
 // The caller passes the f16 activation buffer (f16_bytes()); DqMma owns only the scratch of a
 // split row length (DqMmaSpec::ksplit).
 #pragma once
@@ -118,6 +119,8 @@ class DqMma {
   // Tests: the split-warp launches' staged activation on (1) / off (0) whatever the env (-1).
   void tune_xstage(int on) { xstage_override_ = on; }
   bool use_e4m3(std::span<const MatmulSeg> segs) const;
+  // Tests: the variant (DqMmaSpec::name()) of the last matmul_group launch.
+  const std::string& last_variant() const { return last_variant_; }
   void set_profiling(bool on) { profiling_ = on; }
   const KernelProfile& profile() const { return profile_; }
   // Programmatic dependent launch (sm_90): the kernel's first weight loads are issued before it
@@ -126,6 +129,8 @@ class DqMma {
 
  private:
   CUfunction function(const DqMmaSpec& spec);
+  // part_ of at least part_bytes (grown outside graph capture only) and the zeroed counts.
+  void reserve_split_scratch(size_t part_bytes, const Stream& s);
   void run(CUfunction f, unsigned grid, unsigned grid_y, unsigned block, size_t smem, const Stream& s,
            void** args, const std::string& label);
 
@@ -136,6 +141,7 @@ class DqMma {
   int e4m3_override_ = -1, xstage_override_ = -1;
   // A split row length's partial tiles and per-tile arrival counts (allocated at its first use).
   DeviceBuffer part_, cnt_;
+  std::string last_variant_;
   bool profiling_ = false, pdl_ = false;
   KernelProfile profile_;
 };

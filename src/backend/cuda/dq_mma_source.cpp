@@ -32,8 +32,9 @@ constexpr const char* kHead = R"(
 // fragment load phase hit distinct banks.
 #define XS 288
 // SPLITK: the CTA's warps split the row length of 16 MT rows instead (steps warp, warp + WARPS,
-// ...), each reading its activation slices straight from global memory (no staging, no barrier
-// per step), and add their tiles in shared memory in warp order at the end.
+// ...), each reading its activation slices straight from global memory (or, XSTAGE, from its own
+// ring of half steps in shared memory; no CTA barrier per step either way), and add their tiles
+// in shared memory in warp order at the end.
 #if SPLITK
 #define ROWS_PER_CTA (16 * MT)
 #define RS (16 * MT + 4)  // row stride of the reduction tile
@@ -507,7 +508,9 @@ __device__ __forceinline__ void dq_segment(const DqSeg& sg, int tile, const DqAr
 }
 extern "C" __global__ void __launch_bounds__(WARPS * 32) dqmma(const DqArgs a) {
   extern __shared__ __align__(16) unsigned char dq_smem[];
-  u16* xs = (u16*)dq_smem;  // [2][NTOK][XS]
+  // [RING][NTOK][XS] staged activation (warps owning rows), [WARPS][3][NTOK][128] (XSTAGE), then
+  // the reduction or epilogue tile over it.
+  u16* xs = (u16*)dq_smem;
   const int cta = blockIdx.x;
 #if SWIGLU
   const DqSeg sg = (threadIdx.x >> 5) < WARPS / 2 ? a.seg[0] : a.seg[1];

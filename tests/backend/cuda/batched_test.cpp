@@ -296,6 +296,7 @@ TEST(CudaDqMma, E4m3UnpackingGivesTheSameBits) {
   // bits as the default unpacking in both launch shapes and grouped with Q6_K; weights with a
   // block scale |d| > 2 keep the default (512 d sc could leave f16's range).
   JITLLM_REQUIRE_GPU();
+  if (G->device->cc_major() * 10 + G->device->cc_minor() < 89) GTEST_SKIP() << "cvt.f16x2.e4m3x2 needs sm_89";
   const QkvCase c(G, 32, 6);
   const int64_t n = c.n;
   const auto& rows = QkvCase::rows;
@@ -360,7 +361,10 @@ TEST(CudaDqMma, StagedActivationGivesTheSameBits) {
     for (int i = 0; i < 3; ++i) EXPECT_EQ(runs[1][size_t(i)], runs[0][size_t(i)]) << "segment " << i << " n=" << n;
   }
   mmq().dq().tune_xstage(1);
-  check_mmq({QuantType::Q6_K, 4096, 14336}, {32, 40}, 0, true);
+  check_mmq({QuantType::Q6_K, 4096, 14336}, {13, 32}, 0, true);
+  EXPECT_NE(mmq().dq().last_variant().find("xstage"), std::string::npos) << mmq().dq().last_variant();
+  check_mmq({QuantType::Q6_K, 4096, 14336}, {64}, 0, true);  // 8 warps x 64 rows: too big, not staged
+  EXPECT_EQ(mmq().dq().last_variant().find("xstage"), std::string::npos) << mmq().dq().last_variant();
   check_mmq({QuantType::Q4_K, 4096, 4096}, {8, 13, 64}, 0, true);
   check_mmq({QuantType::Q8_0, 1000, 2048}, {13, 57}, 3, true);  // zero blocks, a ragged tile
   mmq().dq().tune_xstage(-1);
