@@ -8,6 +8,11 @@ Parsers, by --a-parser / --b-parser name:
                     and threads when present), "mean ± std" values
   llama-bench-json  llama-bench -o json (one array) or -o jsonl (one object per line)
   tok-s-lines       lines "<metric>: <number> tok/s" (or "t/s"), e.g. "tg128: 47.3 tok/s"
+  jitllm-batched    `jitllm batched` lines "sessions  32:  4859.6 tok/s total, ..." as
+                    "sessions32" (total decode tok/s of N sessions stepped together)
+  llama-batched-bench-md
+                    llama-batched-bench's table (columns PP, TG, B, ..., S_TG t/s found by name):
+                    S_TG of each row as "sessions<B>" (rows of one B must agree on one PP/TG)
   auto              json, then markdown table, then tok-s lines
   regex:M=RE;M=RE   custom: for each metric M, the first group of RE (searched in the output)
 """
@@ -125,6 +130,50 @@ def parse_tok_s_lines(text):
     return results
 
 
+_SESSIONS_LINE = re.compile(r"^\s*sessions\s+(?P<n>\d+):\s+(?P<value>[0-9.eE+-]+)\s+tok/s total",
+                            re.MULTILINE)
+
+
+def parse_jitllm_batched(text):
+    results = {}
+    for match in _SESSIONS_LINE.finditer(text):
+        results[f"sessions{match.group('n')}"] = Measurement(match.group("value"))
+    if not results:
+        raise ParseError("no 'sessions N: <number> tok/s total' lines in output: " + _snippet(text))
+    return results
+
+
+def parse_llama_batched_bench_md(text):
+    results = {}
+    shape = {}
+    header = None
+    for line in text.splitlines():
+        if not line.lstrip().startswith("|"):
+            continue
+        cells = _split_row(line)
+        if "B" in cells and "S_TG t/s" in cells:
+            header = cells
+            continue
+        if header is None or all(set(c) <= set("-: ") for c in cells):
+            continue
+        if len(cells) != len(header):
+            raise ParseError(f"llama-batched-bench row has {len(cells)} cells, header has "
+                             f"{len(header)}: {line.strip()}")
+        row = dict(zip(header, cells))
+        try:
+            b, value = int(row["B"]), float(row["S_TG t/s"])
+        except ValueError:
+            raise ParseError(f"llama-batched-bench row with bad B / S_TG cells: {line.strip()}") from None
+        key = (row.get("PP"), row.get("TG"))
+        if shape.setdefault(b, key) != key:
+            raise ParseError(f"llama-batched-bench rows of B = {b} with different PP/TG: {line.strip()}")
+        results[f"sessions{b}"] = Measurement(value)
+    if not results:
+        raise ParseError("no llama-batched-bench table (| PP | TG | B | ... | S_TG t/s |) in output: "
+                         + _snippet(text))
+    return results
+
+
 def parse_auto(text):
     errors = []
     for parser in (parse_llama_bench_json, parse_llama_bench_md, parse_tok_s_lines):
@@ -167,6 +216,8 @@ PARSERS = {
     "llama-bench-md": parse_llama_bench_md,
     "llama-bench-json": parse_llama_bench_json,
     "tok-s-lines": parse_tok_s_lines,
+    "jitllm-batched": parse_jitllm_batched,
+    "llama-batched-bench-md": parse_llama_batched_bench_md,
     "auto": parse_auto,
 }
 

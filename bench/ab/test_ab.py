@@ -212,6 +212,27 @@ class ParserTest(unittest.TestCase):
         self.assertEqual(auto(LLAMA_BENCH_CPU)["pp512"].tok_s, 189.40)
         self.assertEqual(auto(text)["tg128"].tok_s, 48.25)
 
+    def test_sessions_together_parsers(self):
+        # jitllm batched and llama-batched-bench (8B, 128 + 128, npl 1,32): total decode tok/s.
+        ours = ("sessions   1:     294.4 tok/s total,   294.4 tok/s per session,   3.396 ms per step\n"
+                "sessions  32:    4859.6 tok/s total,   151.9 tok/s per session,   6.585 ms per step\n")
+        got = ab_parsers.get_parser("jitllm-batched")(ours)
+        self.assertEqual(sorted(got), ["sessions1", "sessions32"])
+        self.assertEqual(got["sessions32"].tok_s, 4859.6)
+        peer = ("main: n_kv_max = 16384, n_batch = 2048\n\n"
+                "|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |\n"
+                "|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|\n"
+                "|   128 |    128 |    1 |    256 |    0.036 |  3556.15 |    0.493 |   259.61 |    0.529 |   483.89 |\n"
+                "|   128 |    128 |   32 |   8192 |    0.416 |  9843.24 |    1.248 |  3281.75 |    1.664 |  4922.38 |\n")
+        got = ab_parsers.get_parser("llama-batched-bench-md")(peer)
+        self.assertEqual(got["sessions32"].tok_s, 3281.75)
+        self.assertEqual(got["sessions1"].tok_s, 259.61)
+        for parser, text in (("jitllm-batched", "pp512: 1 tok/s"), ("llama-batched-bench-md", ours),
+                             ("llama-batched-bench-md",  # B = 32 twice, with other prompts
+                              peer + "|   256 |    128 |   32 |   8192 |    0.4 |  9.0 |    1.2 |   3000.0 |    1.6 |  4900.0 |\n")):
+            with self.assertRaises(ab_parsers.ParseError, msg=parser):
+                ab_parsers.get_parser(parser)(text)
+
     def test_garbage_is_a_parse_error(self):
         for name in ["llama-bench-md", "llama-bench-json", "tok-s-lines", "auto"]:
             with self.assertRaises(ab_parsers.ParseError, msg=name):

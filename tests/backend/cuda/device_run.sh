@@ -382,5 +382,19 @@ for s in $stages; do
           tee -a $OUT/board.log | tail -n 12
       done
       ;;
+    boardsessions)  # the paired harness on sessions together: jitllm batched vs llama-batched-bench,
+      # 8B Q4_K_M, 32 sessions of 128-token prompts + 128 steps (A/A first, A B B A rounds, rows
+      # refused when IQR/median > 0.10); SESSIONS_ENV: env settings of arm A; accepted rows in
+      # $OUT/cuda-sessions.md
+      peer_build_start
+      M=/tmp/llama-3.1-8b.gguf
+      [ -f $M ] || /tmp/bin/jitllm synth $M --shape llama-3.1-8b --type q4_k_m 2>&1 | tail -n 1
+      peer_build_wait
+      python3 bench/ab/ab.py --backend cuda --model $M --metrics sessions32 \
+        --a "env ${SESSIONS_ENV:-X=1} /tmp/bin/jitllm batched -m {model} -s 32 -p 128 -n 128 --devices cuda" --a-parser jitllm-batched \
+        --b "$LB/llama-batched-bench -m {model} -ngl 99 -c 16384 -npp 128 -ntg 128 -npl 32" --b-parser llama-batched-bench-md \
+        --rounds ${ROUNDS:-4} --aa-rounds ${AA_ROUNDS:-2} --out $OUT/cuda-sessions.md --build "${BUILD_REV:-unknown}" 2>&1 |
+        tee -a $OUT/boardsessions.log | tail -n 12
+      ;;
   esac
 done
