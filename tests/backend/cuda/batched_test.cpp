@@ -1,8 +1,9 @@
-// Batched decode on tensor cores: the int8 MMQ kernel (mmq.h) and the f16 DQ-MMA kernel
-// (dq_mma.h) against the CPU reference matmul (sampled rows) and against the dp4a matvec (every
-// output) on the 8B shapes at n = 8, 13, 32, 64, zero blocks, the residual epilogue, grouped
-// launches of mixed kinds, repeated calls bitwise equal; then whole engines: N sessions stepped together against their solo runs (same greedy
-// tokens, logits within a stated tolerance; bit for bit with JITLLM_BATCH_INVARIANT=1).
+// Batched decode on tensor cores: the int8 MMQ kernel (mmq.h) against the CPU reference matmul
+// (sampled rows) and the dp4a matvec (every output) on the 8B shapes at n = 8, 13, 32, 64, zero
+// blocks, the residual epilogue, grouped launches of mixed kinds, repeated calls bitwise equal
+// (the f16 DQ-MMA kernel's own tests: dq_mma_test.cpp); then whole engines: N sessions stepped
+// together against their solo runs (same greedy tokens, logits within a stated tolerance; bit for
+// bit with JITLLM_BATCH_INVARIANT=1).
 // CudaBench.MmqShapes (JITLLM_CUDA_BENCH=1) times the kernel against the matvec and the GEMM.
 // Label gpu: runs on the device machine, skipped where no card is usable.
 #include <gtest/gtest.h>
@@ -17,6 +18,7 @@
 #include "backend/cuda/gemm.h"
 #include "backend/cuda/mmq.h"
 #include "cuda_test_util.h"
+#include "tc_matmul_check.h"
 #include "runtime/engine.h"
 #include "runtime/model_loader.h"
 #include "testutil/shared_data.h"
@@ -25,110 +27,6 @@ namespace jitllm::cuda::test {
 namespace {
 
 using jitllm::testing::oracle_path;
-
-Mmq& mmq() {
-  static Mmq m(*gpu()->compiler);
-  return m;
-}
-
-std::vector<float> download(CUdeviceptr p, size_t n) {
-  std::vector<float> v(n);
-  check(driver().cuMemcpyDtoH(v.data(), p, n * sizeof(float)), "cuMemcpyDtoH");
-  return v;
-}
-
-// Rows the CPU reference checks: the first and last tiles and a spread between (the reference is
-// slow at 128256 rows x 64 activations).
-std::vector<int64_t> sample_rows(int64_t rows) {
-  std::vector<int64_t> r;
-  for (int64_t i = 0; i < std::min<int64_t>(rows, 40); ++i) r.push_back(i);
-  for (int64_t i = 1; i < 16; ++i) r.push_back(rows * i / 16 + i % 7);
-  for (int64_t i = std::max<int64_t>(40, rows - 40); i < rows; ++i) r.push_back(i);
-  std::sort(r.begin(), r.end());
-  r.erase(std::unique(r.begin(), r.end()), r.end());
-  return r;
-}
-
-struct MmqCase {
-  QuantType type;
-  int64_t rows, k;
-};
-
-// The MMQ kernel on one matrix at each n: vs the CPU reference on sampled rows (tolerance as the
-// matvec tests: the activation is int8 blocks of 32 here, the format's vec_dot type there), vs
-// the matvec on every output (same int8 activation, same exact block dots: only the order of the
-// f32 sums differs), the residual epilogue, and a repeated call into the same buffers.
-// dq: the DQ-MMA kernel instead (f16 weights and activation: within 2e-3 of the matvec).
-void check_mmq(const MmqCase& c, std::initializer_list<int64_t> ns, int zero_every = 0, bool dq = false) {
-  JITLLM_REQUIRE_GPU();
-  const char* what = dq ? "dqmma" : "mmq";
-  DeviceBuffer xh(DqMma::f16_bytes(kMmqMaxRows, c.k));
-  const CUdeviceptr xhp = dq ? xh.get() : 0;
-  std::mt19937 rng(uint32_t(c.rows * 17 + c.k + int(c.type)));
-  const std::vector<uint8_t> w = random_weights(c.type, c.rows, c.k, rng, zero_every);
-  const DeviceWeight dw = DeviceWeight::upload(pack_weight(c.type, w.data(), c.rows, c.k));
-  const std::vector<int64_t> sample = sample_rows(c.rows);
-  const size_t rb = row_bytes(c.type, c.k);
-  std::vector<uint8_t> sub(sample.size() * rb);
-  for (size_t i = 0; i < sample.size(); ++i)
-    std::memcpy(sub.data() + i * rb, w.data() + size_t(sample[i]) * rb, rb);
-  for (int64_t n : ns) {
-    const std::vector<float> x = random_floats(size_t(n * c.k), rng);
-    const size_t outs = size_t(n * c.rows);
-    DeviceBuffer dx = to_device(x, size_t(kMmqMaxRows * c.k));  // rows past n read, ignored
-    DeviceBuffer dout(outs * 4), dmv(outs * 4), dres(outs * 4);
-    DeviceBuffer q8(CudaKernels::q8_bytes(n, c.k));
-    const Q8Buffers qb{q8.get(), q8.get() + CudaKernels::q8_ds_offset(n, c.k)};
-    const int64_t t = CudaKernels::tile_for(n);
-    ASSERT_EQ(t % 8, 0) << "n=" << n << ": the q8 rows are not padded to 8";
-    check(driver().cuMemsetD8Async(dout.get(), 0xff, dout.bytes(), G->stream->get()), "memset");
-    G->kernels->quantize_q8(dx.get(), (n + t - 1) / t * t, c.k, qb, *G->stream);
-    const MatmulSeg seg{&dw, dout.get(), 0};
-    if (dq) ASSERT_TRUE(Mmq::use_dq(std::span<const MatmulSeg>(&seg, 1)));
-    check(driver().cuMemsetD8Async(xh.get(), 0xff, xh.bytes(), G->stream->get()), "memset");
-    mmq().matmul_group(std::span<const MatmulSeg>(&seg, 1), n, qb, *G->stream, xhp);
-    G->kernels->matmul(dw, dx.get(), n, dmv.get(), qb, *G->stream, true);
-    G->stream->sync();
-    const std::vector<float> got = download(dout.get(), outs), mv = download(dmv.get(), outs);
-
-    std::vector<float> ref(size_t(n) * sample.size()), got_s(ref.size());
-    reference_kernels().matmul(c.type, sub.data(), int64_t(sample.size()), c.k, x.data(), n, ref.data());
-    for (int64_t tk = 0; tk < n; ++tk)
-      for (size_t i = 0; i < sample.size(); ++i)
-        got_s[size_t(tk) * sample.size() + i] = got[size_t(tk * c.rows + sample[i])];
-    const double err_ref = rel_error(got_s, ref), err_mv = rel_error(got, mv);
-    EXPECT_LT(err_ref, 1e-2) << quant_name(c.type) << " " << c.rows << "x" << c.k << " n=" << n;
-    size_t unwritten = 0;
-    for (float v : got) unwritten += !std::isfinite(v);
-    EXPECT_EQ(unwritten, 0u) << what << " n=" << n;
-    EXPECT_LT(err_mv, dq ? 2e-3 : 1e-5) << quant_name(c.type) << " " << c.rows << "x" << c.k << " n=" << n;
-
-    // Residual epilogue: res += out, and out still written.
-    const std::vector<float> r0 = random_floats(outs, rng);
-    dres.upload(r0.data(), outs * 4);
-    const MatmulSeg seg_res{&dw, dout.get(), dres.get()};
-    mmq().matmul_group(std::span<const MatmulSeg>(&seg_res, 1), n, qb, *G->stream, xhp);
-    G->stream->sync();
-    EXPECT_EQ(download(dout.get(), outs), got) << "repeated call, n=" << n;  // same bits
-    const std::vector<float> res = download(dres.get(), outs);
-    size_t bad = 0;
-    for (size_t i = 0; i < outs; ++i) bad += res[i] != r0[i] + got[i];
-    EXPECT_EQ(bad, 0u) << "residual epilogue, n=" << n;
-    if (dq) {
-      // The f16 copy written by the quantizer itself (Q8Buffers::h, as every q8 producer of a DQ
-      // step does) instead of the kernel's own conversion: the same bits.
-      DeviceBuffer xh2(DqMma::f16_bytes(kMmqMaxRows, c.k));
-      check(driver().cuMemsetD8Async(xh2.get(), 0xff, xh2.bytes(), G->stream->get()), "memset");
-      const Q8Buffers qh{qb.q, qb.ds, xh2.get()};
-      G->kernels->quantize_q8(dx.get(), (n + t - 1) / t * t, c.k, qh, *G->stream);
-      mmq().matmul_group(std::span<const MatmulSeg>(&seg, 1), n, qh, *G->stream, xh2.get());
-      G->stream->sync();
-      EXPECT_EQ(download(dout.get(), outs), got) << "f16 copy from the quantizer, n=" << n;
-    }
-    std::printf("[ cuda     ] %-5s %-5s %6ld x %5ld n=%-2ld rel err vs CPU %.2e, vs matvec %.2e\n",
-                what, quant_name(c.type), long(c.rows), long(c.k), long(n), err_ref, err_mv);
-  }
-}
 
 TEST(CudaMmq, Q4KEightBShapes) {
   check_mmq({QuantType::Q4_K, 4096, 4096}, {8, 13, 32, 64});
@@ -158,26 +56,6 @@ TEST(CudaMmq, ZeroBlocksAndOddRowCounts) {
 
 // The 8B q/k/v of Q4_K_M (Q4_K 4096 + Q4_K 1024 + Q6_K 1024 rows of 4096) and n activation
 // rows quantized as the engine does (rows padded to 8), for the grouped-launch tests.
-struct QkvCase {
-  static constexpr int64_t k = 4096;
-  static constexpr QuantType types[3] = {QuantType::Q4_K, QuantType::Q4_K, QuantType::Q6_K};
-  static constexpr int64_t rows[3] = {4096, 1024, 1024};
-  int64_t n;
-  std::vector<DeviceWeight> dw;
-  DeviceBuffer dx, q8;
-  Q8Buffers qb;
-  QkvCase(Gpu* G, int64_t n_rows, uint32_t seed) : n(n_rows) {
-    std::mt19937 rng(seed);
-    for (int i = 0; i < 3; ++i) {
-      const auto w = random_weights(types[i], rows[i], k, rng);
-      dw.push_back(DeviceWeight::upload(pack_weight(types[i], w.data(), rows[i], k)));
-    }
-    dx = to_device(random_floats(size_t(n * k), rng), size_t(kMmqMaxRows * k));
-    q8 = DeviceBuffer(CudaKernels::q8_bytes(n, k));
-    qb = Q8Buffers{q8.get(), q8.get() + CudaKernels::q8_ds_offset(n, k)};
-    G->kernels->quantize_q8(dx.get(), (n + 7) / 8 * 8, k, qb, *G->stream);
-  }
-};
 
 TEST(CudaMmq, GroupedMixedKindsEqualSingleLaunches) {
   // The 8B q/k/v of Q4_K_M in one launch.
@@ -244,187 +122,6 @@ TEST(CudaMmq, TileWarpAndPipelineVariants) {
   const std::vector<float> first = download(outs[0].get(), size_t(n * rows));
   for (int v = 1; v < 4; ++v)
     EXPECT_EQ(download(outs[size_t(v)].get(), size_t(n * rows)), first) << "pipe " << (v & 1) << " act " << (v >> 1);
-}
-
-TEST(CudaDqMma, EightBShapes) {
-  check_mmq({QuantType::Q4_K, 4096, 4096}, {8, 13, 32, 64}, 0, true);
-  check_mmq({QuantType::Q4_K, 14336, 4096}, {8, 32}, 0, true);
-  check_mmq({QuantType::Q4_K, 4096, 14336}, {13, 64}, 0, true);
-  check_mmq({QuantType::Q6_K, 4096, 4096}, {8, 13, 32, 64}, 0, true);
-  check_mmq({QuantType::Q6_K, 4096, 14336}, {32, 40}, 0, true);
-  check_mmq({QuantType::Q8_0, 4096, 4096}, {8, 13, 32, 64}, 0, true);
-  check_mmq({QuantType::Q8_0, 14336, 4096}, {32}, 0, true);
-}
-
-TEST(CudaDqMma, HeadShapeZeroBlocksAndOddRowCounts) {
-  check_mmq({QuantType::Q6_K, 128256, 4096}, {8, 64}, 0, true);
-  for (QuantType t : {QuantType::Q4_K, QuantType::Q6_K, QuantType::Q8_0})
-    check_mmq({t, 1000, 2048}, {8, 13, 57}, 3, true);  // every third block zero, a ragged last CTA
-  // Rings of 3 and 4 steps in both launch shapes: 8 steps (2048) and 56 (14336, not a multiple
-  // of the ring), the wide shape's staging ring.
-  for (int stages : {3, 4}) {
-    mmq().dq().tune(0, 0, -1, stages);
-    check_mmq({QuantType::Q4_K, 1000, 2048}, {13, 57}, 3, true);
-    check_mmq({QuantType::Q6_K, 4096, 14336}, {32}, 0, true);
-    check_mmq({QuantType::Q4_K, 14336, 4096}, {32}, 0, true);
-    mmq().dq().tune(0, 0, 0, stages);  // 1000 rows with the warps owning rows
-    check_mmq({QuantType::Q8_0, 1000, 2048}, {8, 64}, 3, true);
-  }
-  mmq().dq().tune(0, 0, -1);
-}
-
-TEST(CudaDqMma, RowLengthSplitOverCtas) {
-  // The row length over 2..16 CTAs per row tile (partials added by the tile's last CTA): the
-  // reference, the matvec, repeated launches (the arrival counts back at zero: the residual
-  // launch adds the sum again), zero blocks and ragged tiles, splits that do not divide the steps
-  // (7 of 16 -> 6 CTAs of 3), and the wide shape.
-  for (int ks : {2, 4, 7, 16}) {
-    mmq().dq().tune(0, 0, -1, 0, ks);
-    check_mmq({QuantType::Q4_K, 4096, 4096}, {8, 13, 32, 64}, 0, true);
-    check_mmq({QuantType::Q6_K, 4096, 14336}, {32}, 0, true);
-    check_mmq({QuantType::Q8_0, 1000, 2048}, {13, 57}, 3, true);
-  }
-  mmq().dq().tune(1, 8, -1, 3, 4);  // 8 warps, a ring of 3
-  check_mmq({QuantType::Q4_K, 14336, 4096}, {32}, 0, true);
-  check_mmq({QuantType::Q4_K, 1000, 2048}, {13}, 3, true);
-  mmq().dq().tune(0, 0, -1);
-  EXPECT_EQ(mmq().dq().split_for(4096, 4096), 1);  // off unless JITLLM_CUDA_DQ_KSTEPS or tune()
-}
-
-TEST(CudaDqMma, E4m3UnpackingGivesTheSameBits) {
-  // Q4_K nibbles through e4m3 (q / 512, the scales times 512): the same products, so the same
-  // bits as the default unpacking in both launch shapes and grouped with Q6_K; weights with a
-  // block scale |d| > 2 keep the default (512 d sc could leave f16's range).
-  JITLLM_REQUIRE_GPU();
-  if (G->device->cc_major() * 10 + G->device->cc_minor() < 89) GTEST_SKIP() << "cvt.f16x2.e4m3x2 needs sm_89";
-  const QkvCase c(G, 32, 6);
-  const int64_t n = c.n;
-  const auto& rows = QkvCase::rows;
-  DeviceBuffer xh(DqMma::f16_bytes(n, QkvCase::k));
-  for (int splitk : {-1, 0}) {  // the default for these rows (split warps), then warps owning rows
-    std::vector<std::vector<float>> runs[2];
-    for (int e : {0, 1}) {
-      mmq().dq().tune(0, 0, splitk);
-      mmq().dq().tune_e4m3(e);
-      std::vector<DeviceBuffer> outs;
-      MatmulSeg segs[3];
-      for (int i = 0; i < 3; ++i) {
-        outs.emplace_back(size_t(n * rows[i]) * 4);
-        segs[i] = MatmulSeg{&c.dw[size_t(i)], outs.back().get(), 0};
-      }
-      ASSERT_EQ(mmq().dq().use_e4m3(segs), e == 1);
-      mmq().matmul_group(segs, n, c.qb, *G->stream, xh.get());
-      G->stream->sync();
-      for (int i = 0; i < 3; ++i) runs[e].push_back(download(outs[size_t(i)].get(), size_t(n * rows[i])));
-    }
-    for (int i = 0; i < 3; ++i) EXPECT_EQ(runs[1][size_t(i)], runs[0][size_t(i)]) << "segment " << i << " splitk=" << splitk;
-  }
-  check_mmq({QuantType::Q4_K, 14336, 4096}, {32}, 0, true);  // the wide shape against the references
-  // A block scale of 3: not small, so the default unpacking even when asked for.
-  std::mt19937 rng(7);
-  std::vector<uint8_t> w = random_weights(QuantType::Q4_K, 64, 256, rng, 0);
-  const uint16_t three = 0x4200;  // 3.0 as f16
-  std::memcpy(w.data() + 144 * 5, &three, 2);
-  const DeviceWeight big = DeviceWeight::upload(pack_weight(QuantType::Q4_K, w.data(), 64, 256));
-  EXPECT_FALSE(big.q4k_small_scales);
-  const MatmulSeg one{&big, 0, 0};
-  EXPECT_FALSE(mmq().dq().use_e4m3(std::span<const MatmulSeg>(&one, 1)));
-  EXPECT_TRUE(c.dw[0].q4k_small_scales);
-  mmq().dq().tune_e4m3(-1);
-  mmq().dq().tune(0, 0, -1);
-}
-
-TEST(CudaDqMma, StagedActivationGivesTheSameBits) {
-  // The split-warp launches with their activation slices staged in shared memory (a ring of
-  // half steps per warp) run the same MMAs in the same order: the same bits as reading them from
-  // global memory, for q/k/v grouped (mixed kinds) at 1..8 activation tiles; ffn_down's shape
-  // (8 warps) against the references, the residual and repeated launches.
-  JITLLM_REQUIRE_GPU();
-  for (int64_t n : {8, 13, 32, 64}) {
-    const QkvCase c(G, n, 9);
-    const auto& rows = QkvCase::rows;
-    DeviceBuffer xh(DqMma::f16_bytes(n, QkvCase::k));
-    std::vector<std::vector<float>> runs[2];
-    for (int xs : {0, 1}) {
-      mmq().dq().tune_xstage(xs);
-      std::vector<DeviceBuffer> outs;
-      MatmulSeg segs[3];
-      for (int i = 0; i < 3; ++i) {
-        outs.emplace_back(size_t(n * rows[i]) * 4);
-        check(driver().cuMemsetD8Async(outs.back().get(), 0xff, outs.back().bytes(), G->stream->get()), "memset");
-        segs[i] = MatmulSeg{&c.dw[size_t(i)], outs.back().get(), 0};
-      }
-      mmq().matmul_group(segs, n, c.qb, *G->stream, xh.get());
-      G->stream->sync();
-      for (int i = 0; i < 3; ++i) runs[xs].push_back(download(outs[size_t(i)].get(), size_t(n * rows[i])));
-    }
-    for (int i = 0; i < 3; ++i) EXPECT_EQ(runs[1][size_t(i)], runs[0][size_t(i)]) << "segment " << i << " n=" << n;
-  }
-  mmq().dq().tune_xstage(1);
-  check_mmq({QuantType::Q6_K, 4096, 14336}, {13, 32}, 0, true);
-  EXPECT_NE(mmq().dq().last_variant().find("xstage"), std::string::npos) << mmq().dq().last_variant();
-  check_mmq({QuantType::Q6_K, 4096, 14336}, {64}, 0, true);  // 8 warps x 64 rows: too big, not staged
-  EXPECT_EQ(mmq().dq().last_variant().find("xstage"), std::string::npos) << mmq().dq().last_variant();
-  check_mmq({QuantType::Q4_K, 4096, 4096}, {8, 13, 64}, 0, true);
-  check_mmq({QuantType::Q8_0, 1000, 2048}, {13, 57}, 3, true);  // zero blocks, a ragged tile
-  mmq().dq().tune_xstage(-1);
-}
-
-TEST(CudaDqMma, GroupedMixedKindsAndLaunchShapesGiveTheSameBits) {
-  // The 8B q/k/v of Q4_K_M in one launch against single launches, then every tile/warp shape:
-  // each row's MMAs run in the same order whatever the launch shape, so the bits are the same.
-  JITLLM_REQUIRE_GPU();
-  const QkvCase c(G, 29, 6);
-  const int64_t n = c.n, k = QkvCase::k;
-  const auto& rows = QkvCase::rows;
-  const auto& dw = c.dw;
-  const Q8Buffers qb = c.qb;
-  DeviceBuffer xh(DqMma::f16_bytes(n, k));
-  std::vector<DeviceBuffer> grouped;
-  MatmulSeg segs[3];
-  for (int i = 0; i < 3; ++i) {
-    grouped.emplace_back(size_t(n * rows[i]) * 4);
-    segs[i] = MatmulSeg{&dw[size_t(i)], grouped.back().get(), 0};
-  }
-  ASSERT_TRUE(Mmq::use_dq(segs));
-  mmq().matmul_group(segs, n, qb, *G->stream, xh.get());
-  G->stream->sync();
-  std::vector<std::vector<float>> want;
-  for (int i = 0; i < 3; ++i) want.push_back(download(grouped[size_t(i)].get(), size_t(n * rows[i])));
-  // Launch shapes of the same arithmetic: any tiles per warp at the default split of the row
-  // length (the default warps); without the split, any tiles and warps. Across the two modes
-  // only the order of the f32 sums differs.
-  // Rings of 3 or 4 steps change when the weights arrive, not the arithmetic.
-  // A split of the row length over CTAs (ks) adds partial sums in another order.
-  struct V { int mt, warps, splitk, stages; bool same; int ks = 0; };
-  for (const V v : {V{0, 0, -1, 0, true}, V{1, 4, 1, 0, true}, V{2, 4, 1, 0, true}, V{1, 4, 1, 3, true},
-                    V{0, 0, -1, 4, true}, V{1, 1, 0, 0, false}, V{2, 8, 0, 0, false}, V{1, 8, 1, 0, false},
-                    V{2, 2, 1, 0, false}, V{1, 4, 0, 0, false, 4}, V{2, 8, 0, 0, false, 16}}) {
-    mmq().dq().tune(v.mt, v.warps, v.splitk, v.stages, v.ks);
-    std::vector<std::vector<float>> got;
-    for (int i = 0; i < 3; ++i) {
-      DeviceBuffer one_out(size_t(n * rows[i]) * 4);
-      const MatmulSeg one{&dw[size_t(i)], one_out.get(), 0};
-      mmq().matmul_group(std::span<const MatmulSeg>(&one, 1), n, qb, *G->stream, xh.get());
-      G->stream->sync();
-      got.push_back(download(one_out.get(), size_t(n * rows[i])));
-      if (v.same)
-        EXPECT_EQ(got.back(), want[size_t(i)]) << "segment " << i << " alone, mt=" << v.mt;
-      else
-        EXPECT_LT(rel_error(got.back(), want[size_t(i)]), 1e-5) << "segment " << i << " mt=" << v.mt
-                                                               << " warps=" << v.warps << " splitk=" << v.splitk
-                                                               << " stages=" << v.stages << " ks=" << v.ks;
-    }
-    if (!v.same) {  // a second shape of the same mode gives its own bits again
-      DeviceBuffer again(size_t(n * rows[0]) * 4);
-      const MatmulSeg one{&dw[0], again.get(), 0};
-      mmq().matmul_group(std::span<const MatmulSeg>(&one, 1), n, qb, *G->stream, xh.get());
-      G->stream->sync();
-      EXPECT_EQ(download(again.get(), size_t(n * rows[0])), got[0]);
-    }
-  }
-  mmq().dq().tune(0, 0, -1);
-  std::printf("[ cuda     ] dqmma grouped q/k/v == single launches (bitwise), 11 launch shapes\n");
 }
 
 // ---- Engines: N sessions stepped together vs their solo runs ----
