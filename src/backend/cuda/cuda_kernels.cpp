@@ -426,11 +426,14 @@ void CudaKernels::attention(const AttentionCall& a, const Stream& s) {
   if (a.q8.q && a.head_dim % 32 != 0)
     throw_error("attention: quantized output needs a head size that is a multiple of 32, not {}",
                 a.head_dim);
-  const auto key = std::make_pair(a.head_dim, a.kv_f16);
+  // JITLLM_CUDA_ATTN_KEYS (1, 2, 4 or 8; default 1 until timed on a card): keys per warp step.
+  static const int keys_env = env_int("JITLLM_CUDA_ATTN_KEYS", 1);
+  const int keys = a.keys_per_step > 0 ? a.keys_per_step : keys_env;
+  const auto key = std::make_tuple(a.head_dim, a.kv_f16, keys);
   auto it = attention_.find(key);
   if (it == attention_.end()) {
-    const Module& m = compiler_.module(attention_source(a.head_dim, a.kv_f16),
-                                       fmt::format("attention head_dim={}", a.head_dim));
+    const Module& m = compiler_.module(attention_source(a.head_dim, a.kv_f16, keys),
+                                       fmt::format("attention head_dim={} keys={}", a.head_dim, keys));
     it = attention_.emplace(key, m.function("attention")).first;
   }
   CUdeviceptr q = a.q, out = a.out, pages = a.pages, row_pt = a.row_pt, n_kv = a.n_kv;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <tuple>
 
 #include "backend/cuda/compiler.h"
 #include "backend/cuda/device.h"
@@ -154,6 +155,9 @@ class CudaKernels {
     float scale = 1.0f;
     bool kv_f16 = true;
     Q8Buffers q8;  // when set (and head_dim % 32 == 0): out also quantized for the next matvec
+    // Keys each warp takes per step of its loop (their loads issued together): 0 = the default,
+    // JITLLM_CUDA_ATTN_KEYS (1: the one-key loop whose bits the split kernel shares).
+    int keys_per_step = 0;
   };
   void attention(const AttentionCall& a, const Stream& s);
   // Split-K decode attention (split_attention.cpp): the same result as attention() (bitwise for
@@ -197,7 +201,7 @@ class CudaKernels {
   Compiler& compiler_;
   const Module* elementwise_ = nullptr;
   std::map<std::string, CUfunction> matvec_;  // by MatvecSpec::name()
-  std::map<std::pair<int, bool>, CUfunction> attention_;
+  std::map<std::tuple<int, bool, int>, CUfunction> attention_;  // (head_dim, kv_f16, keys_per_step)
   std::map<std::pair<int, bool>, std::pair<CUfunction, CUfunction>> split_attention_;
   std::map<std::string, CUfunction> ew_;
   bool profiling_ = false;

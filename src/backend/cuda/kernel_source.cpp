@@ -376,6 +376,9 @@ extern "C" __global__ void store_kv(const float* __restrict__ src, const u64* __
 // One CTA per (query row, head); 4 warps split the keys, each warp one key at a time (lanes
 // split the head dimension), with an online softmax; the warps' partial states are merged at
 // the end. Keys of position p: pages[row_pt[row] + p / PT] + koff + (p % PT) * row_bytes.
+// KPS > 1: each warp takes KPS consecutive keys per step, their K and V loads issued together
+// and their warp sums interleaved (one memory latency per KPS keys instead of per key), the
+// online softmax rescaled once per step; the sums run in another order than KPS = 1's.
 constexpr const char* kAttention = R"(
 constexpr int E = (HD + 31) / 32;  // head dims per lane
 __device__ __forceinline__ float kv_load(const u8* row, int d) {
@@ -401,6 +404,42 @@ attention(const float* __restrict__ q, float* __restrict__ out, const u64* __res
   const u64* pt = pages + row_pt[row];
   const int nk = n_kv[row];
   float m = NEG_INF, l = 0.0f;
+#if KPS > 1
+  for (int p0 = warp * KPS; p0 < nk; p0 += 4 * KPS) {
+    float s[KPS], vv[KPS][E];
+#pragma unroll
+    for (int u = 0; u < KPS; ++u) {
+      const int p = min(p0 + u, nk - 1);  // past the end: a valid key, its weight dropped below
+      const u8* base = (const u8*)pt[p / page_tokens] + (size_t)(p % page_tokens) * row_bytes +
+                       (size_t)hk * HD * (KV_F16 ? 2 : 4);
+      s[u] = 0.0f;
+#pragma unroll
+      for (int i = 0; i < E; ++i) {
+        const int d = lane + 32 * i;
+        if (d < HD) s[u] += qv[i] * kv_load(base + koff, d);
+        vv[u][i] = d < HD ? kv_load(base + voff, d) : 0.0f;
+      }
+    }
+    float mn = m;
+#pragma unroll
+    for (int u = 0; u < KPS; ++u) {
+      s[u] = warp_sum(s[u]) * scale;
+      if (p0 + u < nk) mn = fmaxf(mn, s[u]);
+    }
+    const float corr = expf(m - mn);
+    l *= corr;
+#pragma unroll
+    for (int i = 0; i < E; ++i) acc[i] *= corr;
+#pragma unroll
+    for (int u = 0; u < KPS; ++u) {
+      const float e = p0 + u < nk ? expf(s[u] - mn) : 0.0f;
+      l += e;
+#pragma unroll
+      for (int i = 0; i < E; ++i) acc[i] += e * vv[u][i];
+    }
+    m = mn;
+  }
+#else
   for (int p = warp; p < nk; p += 4) {
     const u8* base = (const u8*)pt[p / page_tokens] + (size_t)(p % page_tokens) * row_bytes +
                      (size_t)hk * HD * (KV_F16 ? 2 : 4);
@@ -423,6 +462,7 @@ attention(const float* __restrict__ q, float* __restrict__ out, const u64* __res
     }
     m = mn;
   }
+#endif
   __shared__ float sm[4], sl[4], sacc[4][E * 32];
   if (lane == 0) { sm[warp] = m; sl[warp] = l; }
 #pragma unroll
@@ -495,11 +535,14 @@ const char* kernel_prelude() { return kPrelude; }
 
 std::string elementwise_source() { return std::string(kPrelude) + kElementwise; }
 
-std::string attention_source(int head_dim, bool kv_f16) {
+std::string attention_source(int head_dim, bool kv_f16, int keys_per_step) {
   if (head_dim <= 0 || head_dim > 512)
     throw_error("attention: head size {} is not in [1, 512]", head_dim);
-  return fmt::format("#define HD {}\n#define KV_F16 {}\n", head_dim, kv_f16 ? 1 : 0) + kPrelude +
-         kAttention;
+  if (keys_per_step != 1 && keys_per_step != 2 && keys_per_step != 4 && keys_per_step != 8)
+    throw_error("attention: {} keys per warp step is not 1, 2, 4 or 8", keys_per_step);
+  return fmt::format("#define HD {}\n#define KV_F16 {}\n#define KPS {}\n", head_dim, kv_f16 ? 1 : 0,
+                     keys_per_step) +
+         kPrelude + kAttention;
 }
 
 }  // namespace jitllm::cuda

@@ -3,7 +3,7 @@
 // pages of 128 (rows 297..299 attend to pages written by an earlier step), one with 5 positions
 // (rows 0..4, causal inside the step); GQA 8 query heads over 2 KV heads; head sizes 64 and 128;
 // and pydoc-llama's head size 32 with 6 query heads over 2;
-// F16 and F32 KV; output poisoned first. Label gpu.
+// F16 and F32 KV; one key or several per warp step; output poisoned first. Label gpu.
 #include <gtest/gtest.h>
 
 #include "backend/cpu/reference_kernels.h"
@@ -12,7 +12,7 @@
 namespace jitllm::cuda::test {
 namespace {
 
-void check_attention(int head_dim, bool kv_f16, int n_head = 8, int n_head_kv = 2) {
+void check_attention(int head_dim, bool kv_f16, int n_head = 8, int n_head_kv = 2, int keys = 1) {
   JITLLM_REQUIRE_GPU();
   std::mt19937 rng(uint32_t(head_dim * 2 + kv_f16));
   const int kv_dim = n_head_kv * head_dim;
@@ -109,18 +109,29 @@ void check_attention(int head_dim, bool kv_f16, int n_head = 8, int n_head_kv = 
   c.head_dim = head_dim;
   c.scale = a.scale;
   c.kv_f16 = kv_f16;
+  c.keys_per_step = keys;
   G->kernels->attention(c, *G->stream);
   G->stream->sync();
   const double err = rel_error(from_device(dout, q.size()), ref);
   EXPECT_LT(err, 1e-5) << "head_dim " << head_dim << (kv_f16 ? " f16" : " f32") << " GQA "
-                       << n_head << "/" << n_head_kv;
-  std::printf("[ cuda     ] attention head_dim %d GQA %d/%d %s KV: rel err %.2e\n", head_dim,
-              n_head, n_head_kv, kv_f16 ? "f16" : "f32", err);
+                       << n_head << "/" << n_head_kv << " keys per step " << keys;
+  std::printf("[ cuda     ] attention head_dim %d GQA %d/%d %s KV, %d keys per step: rel err %.2e\n",
+              head_dim, n_head, n_head_kv, kv_f16 ? "f16" : "f32", keys, err);
 }
 
 TEST(CudaKernels, AttentionPagedRaggedGqa) {
   for (int hd : {64, 128})
     for (bool f16 : {true, false}) check_attention(hd, f16);
+}
+
+// Each warp taking 2, 4 or 8 keys per step (their loads together): rows of 1..5 keys leave most
+// of a step past the end, rows of 298..300 a ragged last step.
+TEST(CudaKernels, AttentionSeveralKeysPerWarpStep) {
+  for (int keys : {2, 4, 8}) {
+    check_attention(128, true, 8, 2, keys);
+    check_attention(64, false, 8, 2, keys);
+    check_attention(32, true, 6, 2, keys);
+  }
 }
 
 // pydoc-llama's shape: head size 32, 6 query heads over 2 KV heads (groups of 3).

@@ -56,6 +56,8 @@ TEST(CudaNoGpu, EveryGeneratedSourceCompilesForSm90) {
   for (int hd : {64, 128, 80})
     for (bool f16 : {true, false})
       EXPECT_GT(nvrtc_compile(attention_source(hd, f16), "attention", opts).size(), 0u);
+  for (int keys : {2, 4, 8})  // keys per warp step
+    EXPECT_GT(nvrtc_compile(attention_source(128, true, keys), "attention", opts).size(), 0u) << keys;
 }
 
 TEST(CudaNoGpu, CompileErrorsCarryTheLog) {
@@ -80,6 +82,7 @@ TEST(CudaNoGpu, BadKernelShapesAreRefused) {
   four.k = 2048;
   EXPECT_THROW(matvec_source(four), Error);  // at most 3 matrices per launch
   EXPECT_THROW(attention_source(0, true), Error);
+  EXPECT_THROW(attention_source(128, true, 3), Error);
 }
 
 TEST(CudaNoGpu, DevicesFlagWithoutACardIsAClearError) {
