@@ -429,6 +429,8 @@ void CudaKernels::attention(const AttentionCall& a, const Stream& s) {
   // JITLLM_CUDA_ATTN_KEYS (1, 2, 4 or 8; default 1 until timed on a card): keys per warp step.
   static const int keys_env = env_int("JITLLM_CUDA_ATTN_KEYS", 1);
   const int keys = a.keys_per_step > 0 ? a.keys_per_step : keys_env;
+  if (keys != 1 && keys != 2 && keys != 4 && keys != 8)
+    throw_error("attention: {} keys per warp step (JITLLM_CUDA_ATTN_KEYS or the call) is not 1, 2, 4 or 8", keys);
   const auto key = std::make_tuple(a.head_dim, a.kv_f16, keys);
   auto it = attention_.find(key);
   if (it == attention_.end()) {

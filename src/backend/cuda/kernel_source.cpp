@@ -420,11 +420,12 @@ attention(const float* __restrict__ q, float* __restrict__ out, const u64* __res
         vv[u][i] = d < HD ? kv_load(base + voff, d) : 0.0f;
       }
     }
+    // (A clamped slot repeats key nk - 1's score, which is in this step: the max is unchanged.)
     float mn = m;
 #pragma unroll
     for (int u = 0; u < KPS; ++u) {
       s[u] = warp_sum(s[u]) * scale;
-      if (p0 + u < nk) mn = fmaxf(mn, s[u]);
+      mn = fmaxf(mn, s[u]);
     }
     const float corr = expf(m - mn);
     l *= corr;
