@@ -431,21 +431,26 @@ void CudaKernels::attention(const AttentionCall& a, const Stream& s) {
   const int keys = a.keys_per_step > 0 ? a.keys_per_step : keys_env;
   if (keys != 1 && keys != 2 && keys != 4 && keys != 8)
     throw_error("attention: {} keys per warp step (JITLLM_CUDA_ATTN_KEYS or the call) is not 1, 2, 4 or 8", keys);
-  const auto key = std::make_tuple(a.head_dim, a.kv_f16, keys);
+  static const bool gqa_env = env_int("JITLLM_CUDA_ATTN_GQA", 0) != 0;
+  const int group = a.n_head / a.n_head_kv;
+  const bool gqa = (a.share_kv >= 0 ? a.share_kv == 1 : gqa_env) && attention_gqa_fits(a.head_dim, group);
+  const int gq = gqa ? group : 1;
+  const auto key = std::make_tuple(a.head_dim, a.kv_f16, keys, gq);
   auto it = attention_.find(key);
   if (it == attention_.end()) {
-    const Module& m = compiler_.module(attention_source(a.head_dim, a.kv_f16, keys),
-                                       fmt::format("attention head_dim={} keys={}", a.head_dim, keys));
+    const Module& m =
+        compiler_.module(attention_source(a.head_dim, a.kv_f16, keys, gq),
+                         fmt::format("attention head_dim={} keys={} heads per CTA={}", a.head_dim, keys, gq));
     it = attention_.emplace(key, m.function("attention")).first;
   }
   CUdeviceptr q = a.q, out = a.out, pages = a.pages, row_pt = a.row_pt, n_kv = a.n_kv;
   CUdeviceptr xq = a.q8.q, xds = a.q8.ds, xh = a.q8.h;
   unsigned long long koff = a.koff, voff = a.voff;
-  int pt = a.page_tokens, rb = a.row_bytes, nh = a.n_head, group = a.n_head / a.n_head_kv;
+  int pt = a.page_tokens, rb = a.row_bytes, nh = a.n_head, grp = group;
   float scale = a.scale;
-  void* args[] = {&q, &out, &pages, &row_pt, &n_kv, &koff, &voff, &pt, &rb, &nh, &group, &scale,
+  void* args[] = {&q, &out, &pages, &row_pt, &n_kv, &koff, &voff, &pt, &rb, &nh, &grp, &scale,
                   &xq, &xds, &xh};
-  run(it->second, unsigned(a.n_rows), unsigned(a.n_head), 128, s, args, "attention");
+  run(it->second, unsigned(a.n_rows), unsigned(gqa ? a.n_head_kv : a.n_head), 128, s, args, "attention");
 }
 
 }  // namespace jitllm::cuda

@@ -158,6 +158,9 @@ class CudaKernels {
     // Keys each warp takes per step of its loop (their loads issued together): 0 = the default,
     // JITLLM_CUDA_ATTN_KEYS (1: the one-key loop whose bits the split kernel shares).
     int keys_per_step = 0;
+    // One CTA per (row, KV head) for the group's query heads, each K/V row read once for them
+    // (attention_gqa_fits): -1 = the default, JITLLM_CUDA_ATTN_GQA (0 until timed); 0 off; 1 on.
+    int share_kv = -1;
   };
   void attention(const AttentionCall& a, const Stream& s);
   // Split-K decode attention (split_attention.cpp): the same result as attention() (bitwise for
@@ -201,7 +204,7 @@ class CudaKernels {
   Compiler& compiler_;
   const Module* elementwise_ = nullptr;
   std::map<std::string, CUfunction> matvec_;  // by MatvecSpec::name()
-  std::map<std::tuple<int, bool, int>, CUfunction> attention_;  // (head_dim, kv_f16, keys_per_step)
+  std::map<std::tuple<int, bool, int, int>, CUfunction> attention_;  // (head_dim, kv_f16, keys, group)
   std::map<std::pair<int, bool>, std::pair<CUfunction, CUfunction>> split_attention_;
   std::map<std::string, CUfunction> ew_;
   bool profiling_ = false;

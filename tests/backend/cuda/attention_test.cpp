@@ -12,7 +12,8 @@
 namespace jitllm::cuda::test {
 namespace {
 
-void check_attention(int head_dim, bool kv_f16, int n_head = 8, int n_head_kv = 2, int keys = 1) {
+void check_attention(int head_dim, bool kv_f16, int n_head = 8, int n_head_kv = 2, int keys = 1,
+                     int share_kv = 0) {
   JITLLM_REQUIRE_GPU();
   std::mt19937 rng(uint32_t(head_dim * 2 + kv_f16));
   const int kv_dim = n_head_kv * head_dim;
@@ -110,13 +111,15 @@ void check_attention(int head_dim, bool kv_f16, int n_head = 8, int n_head_kv = 
   c.scale = a.scale;
   c.kv_f16 = kv_f16;
   c.keys_per_step = keys;
+  c.share_kv = share_kv;
   G->kernels->attention(c, *G->stream);
   G->stream->sync();
   const double err = rel_error(from_device(dout, q.size()), ref);
   EXPECT_LT(err, 1e-5) << "head_dim " << head_dim << (kv_f16 ? " f16" : " f32") << " GQA "
-                       << n_head << "/" << n_head_kv << " keys per step " << keys;
-  std::printf("[ cuda     ] attention head_dim %d GQA %d/%d %s KV, %d keys per step: rel err %.2e\n",
-              head_dim, n_head, n_head_kv, kv_f16 ? "f16" : "f32", keys, err);
+                       << n_head << "/" << n_head_kv << " keys per step " << keys << " shared K/V " << share_kv;
+  std::printf("[ cuda     ] attention head_dim %d GQA %d/%d %s KV, %d keys per step%s: rel err %.2e\n",
+              head_dim, n_head, n_head_kv, kv_f16 ? "f16" : "f32", keys, share_kv ? ", heads of a group per CTA" : "",
+              err);
 }
 
 TEST(CudaKernels, AttentionPagedRaggedGqa) {
@@ -131,6 +134,17 @@ TEST(CudaKernels, AttentionSeveralKeysPerWarpStep) {
     check_attention(128, true, 8, 2, keys);
     check_attention(64, false, 8, 2, keys);
     check_attention(32, true, 6, 2, keys);
+  }
+}
+
+// One CTA per (row, KV head) for the group's query heads (K/V read once for them): groups of 4
+// (8 over 2), 3 (pydoc-llama) and 8 (16 over 2), one key and several per step.
+TEST(CudaKernels, AttentionGroupOfHeadsPerCta) {
+  for (int keys : {1, 4}) {
+    check_attention(128, true, 8, 2, keys, 1);
+    check_attention(64, false, 8, 2, keys, 1);
+    check_attention(32, true, 6, 2, keys, 1);
+    check_attention(128, true, 16, 2, keys, 1);
   }
 }
 
