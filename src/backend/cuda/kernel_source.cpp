@@ -648,8 +648,11 @@ const char* kernel_prelude() { return kPrelude; }
 
 std::string elementwise_source() { return std::string(kPrelude) + kElementwise; }
 
-bool attention_gqa_fits(int head_dim, int group) {
-  return group > 1 && group <= 8 && head_dim > 0 && group * ((head_dim + 31) / 32) <= 32;
+bool attention_gqa_fits(int head_dim, int group, int keys_per_step) {
+  // Per lane: q and the sums (2 GQ E), the staged keys' values (KPS E) and scores (KPS GQ); nvcc
+  // gives 96 registers at GQ 4, E 4, KPS 4 and 158 at GQ 8, E 4, KPS 4.
+  const int e = (head_dim + 31) / 32;
+  return group > 1 && group <= 8 && head_dim > 0 && group * e <= 32 && group * e * (2 + keys_per_step) <= 192;
 }
 
 std::string attention_source(int head_dim, bool kv_f16, int keys_per_step, int group) {
@@ -657,7 +660,7 @@ std::string attention_source(int head_dim, bool kv_f16, int keys_per_step, int g
     throw_error("attention: head size {} is not in [1, 512]", head_dim);
   if (keys_per_step != 1 && keys_per_step != 2 && keys_per_step != 4 && keys_per_step != 8)
     throw_error("attention: {} keys per warp step is not 1, 2, 4 or 8", keys_per_step);
-  if (group != 1 && !attention_gqa_fits(head_dim, group))
+  if (group != 1 && !attention_gqa_fits(head_dim, group, keys_per_step))
     throw_error("attention: {} query heads per CTA at head size {} do not fit its registers", group, head_dim);
   return fmt::format("#define HD {}\n#define KV_F16 {}\n#define KPS {}\n#define GQ {}\n", head_dim,
                      kv_f16 ? 1 : 0, keys_per_step, group) +

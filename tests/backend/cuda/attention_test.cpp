@@ -6,15 +6,19 @@
 // F16 and F32 KV; one key or several per warp step; output poisoned first. Label gpu.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "backend/cpu/reference_kernels.h"
 #include "cuda_test_util.h"
 
 namespace jitllm::cuda::test {
 namespace {
 
-void check_attention(int head_dim, bool kv_f16, int n_head = 8, int n_head_kv = 2, int keys = 1,
-                     int share_kv = 0) {
-  JITLLM_REQUIRE_GPU();
+// Returns the kernel's output (empty when there is no card).
+std::vector<float> check_attention(int head_dim, bool kv_f16, int n_head = 8, int n_head_kv = 2, int keys = 1,
+                                   int share_kv = 0) {
+  Gpu* G = gpu();
+  if (!G) return {};
   std::mt19937 rng(uint32_t(head_dim * 2 + kv_f16));
   const int kv_dim = n_head_kv * head_dim;
   const int64_t page_tokens = 128;
@@ -114,15 +118,18 @@ void check_attention(int head_dim, bool kv_f16, int n_head = 8, int n_head_kv = 
   c.share_kv = share_kv;
   G->kernels->attention(c, *G->stream);
   G->stream->sync();
-  const double err = rel_error(from_device(dout, q.size()), ref);
+  const std::vector<float> got = from_device(dout, q.size());
+  const double err = rel_error(got, ref);
   EXPECT_LT(err, 1e-5) << "head_dim " << head_dim << (kv_f16 ? " f16" : " f32") << " GQA "
                        << n_head << "/" << n_head_kv << " keys per step " << keys << " shared K/V " << share_kv;
   std::printf("[ cuda     ] attention head_dim %d GQA %d/%d %s KV, %d keys per step%s: rel err %.2e\n",
               head_dim, n_head, n_head_kv, kv_f16 ? "f16" : "f32", keys, share_kv ? ", heads of a group per CTA" : "",
               err);
+  return got;
 }
 
 TEST(CudaKernels, AttentionPagedRaggedGqa) {
+  JITLLM_REQUIRE_GPU();
   for (int hd : {64, 128})
     for (bool f16 : {true, false}) check_attention(hd, f16);
 }
@@ -130,6 +137,7 @@ TEST(CudaKernels, AttentionPagedRaggedGqa) {
 // Each warp taking 2, 4 or 8 keys per step (their loads together): rows of 1..5 keys leave most
 // of a step past the end, rows of 298..300 a ragged last step.
 TEST(CudaKernels, AttentionSeveralKeysPerWarpStep) {
+  JITLLM_REQUIRE_GPU();
   for (int keys : {2, 4, 8}) {
     check_attention(128, true, 8, 2, keys);
     check_attention(64, false, 8, 2, keys);
@@ -139,17 +147,23 @@ TEST(CudaKernels, AttentionSeveralKeysPerWarpStep) {
 
 // One CTA per (row, KV head) for the group's query heads (K/V read once for them): groups of 4
 // (8 over 2), 3 (pydoc-llama) and 8 (16 over 2), one key and several per step.
+// With several keys per step, each head's sums are those of one head per CTA: the same bits.
 TEST(CudaKernels, AttentionGroupOfHeadsPerCta) {
-  for (int keys : {1, 4}) {
-    check_attention(128, true, 8, 2, keys, 1);
-    check_attention(64, false, 8, 2, keys, 1);
-    check_attention(32, true, 6, 2, keys, 1);
-    check_attention(128, true, 16, 2, keys, 1);
-  }
+  JITLLM_REQUIRE_GPU();
+  struct C { int hd; bool f16; int heads; };
+  for (int keys : {1, 4})
+    for (const C c : {C{128, true, 8}, C{64, false, 8}, C{32, true, 6}, C{128, true, 16}}) {
+      const std::vector<float> shared = check_attention(c.hd, c.f16, c.heads, 2, keys, 1);
+      EXPECT_EQ(G->kernels->last_attention(), fmt::format("keys={} heads per CTA={}", keys, c.heads / 2));
+      if (keys > 1) {
+        EXPECT_EQ(shared, check_attention(c.hd, c.f16, c.heads, 2, keys, 0)) << c.hd << " " << c.heads;
+      }
+    }
 }
 
 // pydoc-llama's shape: head size 32, 6 query heads over 2 KV heads (groups of 3).
 TEST(CudaKernels, AttentionHeadSize32GroupOf3) {
+  JITLLM_REQUIRE_GPU();
   for (bool f16 : {true, false}) check_attention(32, f16, 6, 2);
 }
 

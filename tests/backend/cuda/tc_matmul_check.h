@@ -74,7 +74,9 @@ inline void check_mmq(const MmqCase& c, std::initializer_list<int64_t> ns, int z
     check(driver().cuMemsetD8Async(dout.get(), 0xff, dout.bytes(), G->stream->get()), "memset");
     G->kernels->quantize_q8(dx.get(), (n + t - 1) / t * t, c.k, qb, *G->stream);
     const MatmulSeg seg{&dw, dout.get(), 0};
-    if (dq) ASSERT_TRUE(Mmq::use_dq(std::span<const MatmulSeg>(&seg, 1)));
+    if (dq) {
+      ASSERT_TRUE(Mmq::use_dq(std::span<const MatmulSeg>(&seg, 1)));
+    }
     check(driver().cuMemsetD8Async(xh.get(), 0xff, xh.bytes(), G->stream->get()), "memset");
     mmq().matmul_group(std::span<const MatmulSeg>(&seg, 1), n, qb, *G->stream, xhp);
     G->kernels->matmul(dw, dx.get(), n, dmv.get(), qb, *G->stream, true);

@@ -62,9 +62,10 @@ TEST(CudaNoGpu, EveryGeneratedSourceCompilesForSm90) {
     for (int keys : {1, 4})
       EXPECT_GT(nvrtc_compile(attention_source(128, true, keys, group), "attention", opts).size(), 0u)
           << group << " " << keys;
-  EXPECT_TRUE(attention_gqa_fits(128, 8));
-  EXPECT_FALSE(attention_gqa_fits(256, 8));  // 64 accumulators per lane
-  EXPECT_FALSE(attention_gqa_fits(128, 1));
+  EXPECT_TRUE(attention_gqa_fits(128, 8, 4));
+  EXPECT_FALSE(attention_gqa_fits(128, 8, 8));  // 320 values per lane
+  EXPECT_FALSE(attention_gqa_fits(256, 8, 1));  // 64 accumulators per lane
+  EXPECT_FALSE(attention_gqa_fits(128, 1, 1));
 }
 
 TEST(CudaNoGpu, CompileErrorsCarryTheLog) {
