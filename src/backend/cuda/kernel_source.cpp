@@ -373,6 +373,14 @@ extern "C" __global__ void store_kv(const float* __restrict__ src, const u64* __
 }
 )";
 
+// What both attention kernels below start with: head dims per lane, a K or V value.
+constexpr const char* kAttentionCommon = R"(
+constexpr int E = (HD + 31) / 32;  // head dims per lane
+__device__ __forceinline__ float kv_load(const u8* row, int d) {
+  return KV_F16 ? h2f(((const u16*)row)[d]) : ((const float*)row)[d];
+}
+)";
+
 // One CTA per (query row, head); 4 warps split the keys, each warp one key at a time (lanes
 // split the head dimension), with an online softmax; the warps' partial states are merged at
 // the end. Keys of position p: pages[row_pt[row] + p / PT] + koff + (p % PT) * row_bytes.
@@ -380,10 +388,6 @@ extern "C" __global__ void store_kv(const float* __restrict__ src, const u64* __
 // and their warp sums interleaved (one memory latency per KPS keys instead of per key), the
 // online softmax rescaled once per step; the sums run in another order than KPS = 1's.
 constexpr const char* kAttention = R"(
-constexpr int E = (HD + 31) / 32;  // head dims per lane
-__device__ __forceinline__ float kv_load(const u8* row, int d) {
-  return KV_F16 ? h2f(((const u16*)row)[d]) : ((const float*)row)[d];
-}
 extern "C" __global__ void __launch_bounds__(128)
 attention(const float* __restrict__ q, float* __restrict__ out, const u64* __restrict__ pages,
           const int* __restrict__ row_pt, const int* __restrict__ n_kv, u64 koff, u64 voff,
@@ -501,10 +505,6 @@ attention(const float* __restrict__ q, float* __restrict__ out, const u64* __res
 // head (each head's scores, softmax state and sums as there, so the same bits as KPS > 1 with one
 // head per CTA). Warp w merges the warps' states of heads w, w + 4, ...
 constexpr const char* kAttentionGqa = R"(
-constexpr int E = (HD + 31) / 32;  // head dims per lane
-__device__ __forceinline__ float kv_load(const u8* row, int d) {
-  return KV_F16 ? h2f(((const u16*)row)[d]) : ((const float*)row)[d];
-}
 extern "C" __global__ void __launch_bounds__(128)
 attention(const float* __restrict__ q, float* __restrict__ out, const u64* __restrict__ pages,
           const int* __restrict__ row_pt, const int* __restrict__ n_kv, u64 koff, u64 voff,
@@ -664,7 +664,7 @@ std::string attention_source(int head_dim, bool kv_f16, int keys_per_step, int g
     throw_error("attention: {} query heads per CTA at head size {} do not fit its registers", group, head_dim);
   return fmt::format("#define HD {}\n#define KV_F16 {}\n#define KPS {}\n#define GQ {}\n", head_dim,
                      kv_f16 ? 1 : 0, keys_per_step, group) +
-         kPrelude + (group > 1 ? kAttentionGqa : kAttention);
+         kPrelude + kAttentionCommon + (group > 1 ? kAttentionGqa : kAttention);
 }
 
 }  // namespace jitllm::cuda
