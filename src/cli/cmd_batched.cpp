@@ -1,7 +1,9 @@
 // `jitllm batched -m MODEL -s 1,8,32 -n 64 [-p 16] [--devices cuda]`: decode throughput of N
 // sessions stepping together (llama-batched-bench's "S_TG" idea): each session gets its own
 // random prompt of -p tokens, then -n steps in which every session decodes one greedy token in
-// one ragged Engine::step. Prints per session count the total decoded tokens per second.
+// one ragged Engine::step. Prints per session count the total decoded tokens per second, and the
+// bytes a step reads (the weights once, every session's keys and values) against the read wall
+// measured in the same process.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include "backend/cpu/jit_kernels.h"
 #include "cli/command.h"
 #include "cli/device_flags.h"
+#include "cli/read_wall.h"
 #include "core/error.h"
 #include "runtime/engine.h"
 #include "runtime/model_loader.h"
@@ -66,6 +69,11 @@ int run_batched(const BatchedOptions& o) {
   std::uniform_int_distribution<int32_t> tok(0, int32_t(nv - 1));
   fmt::print("model: {}, devices: {}, prompt {} tokens per session, {} steps\n", file->path,
              o.devices, o.prompt, o.gen);
+  const auto& cfg = engine.config();
+  // Bytes per attended position: K and V of every layer.
+  const double kv_bytes_per_pos = 2.0 * cfg.n_layer * cfg.kv_dim() * (eo.kv_type == QuantType::F32 ? 4 : 2);
+  const double weight_bytes = weight_bytes_per_token(*file);
+  const ReadWall wall = measure_read_wall(o.devices);
   for (int S : counts) {
     std::vector<std::unique_ptr<Session>> ses;
     std::vector<int32_t> next(static_cast<size_t>(S));
@@ -90,6 +98,14 @@ int run_batched(const BatchedOptions& o) {
     const double steps = double(o.gen - warm);
     fmt::print("sessions {:3}: {:9.1f} tok/s total, {:7.1f} tok/s per session, {:7.3f} ms per step\n",
                S, double(S) * steps / secs, steps / secs, 1000.0 * secs / steps);
+    // Timed step i attends prompt + i + 1 positions per session: on average prompt + the mean of
+    // (warm + 1 .. gen).
+    const double positions = double(o.prompt) + 0.5 * double(warm + 1 + o.gen);
+    const double kv = double(S) * positions * kv_bytes_per_pos;
+    const double gbs = (weight_bytes + kv) * steps / secs / 1e9;
+    fmt::print("  a step reads {:.1f} MB weights + {:.1f} MB KV: {:.1f} GB/s = {:.0f}% of the {:.1f} GB/s "
+               "read wall measured with {}\n",
+               weight_bytes / 1e6, kv / 1e6, gbs, 100.0 * gbs / wall.gbs, wall.gbs, wall.how);
   }
   return 0;
 }

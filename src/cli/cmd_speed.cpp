@@ -3,23 +3,17 @@
 // lines (what bench/ab's `auto` parser reads), plus bytes read per decoded token, the GB/s that
 // implies, and that as a share of a read-bandwidth wall measured here in the same process.
 #include <fmt/format.h>
-#include <immintrin.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <random>
 #include <vector>
 
 #include "backend/cpu/jit_kernels.h"
-#ifdef JITLLM_HAVE_CUDA
-#include "backend/cuda/bandwidth.h"
-#endif
 #include "cli/command.h"
 #include "cli/device_flags.h"
-#include "core/aligned_buffer.h"
+#include "cli/read_wall.h"
 #include "core/error.h"
-#include "core/huge_buffer.h"
 #include "core/thread_pool.h"
 #include "runtime/engine.h"
 #include "runtime/model_loader.h"
@@ -47,57 +41,6 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// Streaming read bandwidth of all pool threads over a buffer much larger than the caches (best of
-// 3): the memory wall that decode, which reads every weight once per token, runs against. Read
-// the way the decode kernels read their repacked weights (2 MiB pages, one stream per thread,
-// software prefetch 8 KiB ahead): with 4 KiB pages and no prefetch this read 44-48 GB/s on the
-// dev box while decode itself moved 56-70 GB/s.
-double read_wall_gbs() {
-  const size_t bytes = size_t(1) << 30;
-  HugeBuffer buf(bytes);
-  std::memset(buf.data(), 1, bytes);  // written, so no page is the shared zero page
-  ThreadPool& pool = ThreadPool::global();
-  double best = 0;
-  std::vector<uint64_t> sink(size_t(pool.size()) * 8);
-  for (int rep = 0; rep < 3; ++rep) {
-    const auto t0 = Clock::now();
-    pool.run([&](int ti, int nt) {
-      const size_t chunk = bytes / size_t(nt) / 256 * 256;
-      const auto* p = reinterpret_cast<const __m256i*>(buf.data() + chunk * size_t(ti));
-      __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
-      for (size_t i = 0; i < chunk / 32; i += 8) {
-        _mm_prefetch(reinterpret_cast<const char*>(p + i) + 8192, _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(p + i) + 8192 + 64, _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(p + i) + 8192 + 128, _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(p + i) + 8192 + 192, _MM_HINT_T0);
-        a0 = _mm256_add_epi64(a0, _mm256_add_epi64(_mm256_load_si256(p + i), _mm256_load_si256(p + i + 1)));
-        a1 = _mm256_add_epi64(a1, _mm256_add_epi64(_mm256_load_si256(p + i + 2), _mm256_load_si256(p + i + 3)));
-        a2 = _mm256_add_epi64(a2, _mm256_add_epi64(_mm256_load_si256(p + i + 4), _mm256_load_si256(p + i + 5)));
-        a3 = _mm256_add_epi64(a3, _mm256_add_epi64(_mm256_load_si256(p + i + 6), _mm256_load_si256(p + i + 7)));
-      }
-      const __m256i s = _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3));
-      sink[size_t(ti) * 8] = uint64_t(_mm256_extract_epi64(s, 0));
-    });
-    const double dt = secs(t0, Clock::now());
-    best = std::max(best, double(bytes / size_t(pool.size()) / 256 * 256 * size_t(pool.size())) / dt / 1e9);
-  }
-  return best;
-}
-
-// Weight bytes one decoded token reads: every matrix and vector once, except the embedding table
-// (one row) unless it is also the output head (tied).
-double bytes_per_token(const ModelFile& f) {
-  const bool tied = f.find("output.weight") == nullptr;
-  double b = 0;
-  for (const TensorInfo& t : f.tensors) {
-    if (t.name == "token_embd.weight" && !tied)
-      b += double(t.bytes) / double(std::max<int64_t>(1, t.rows()));
-    else
-      b += double(t.bytes);
-  }
-  return b;
 }
 
 int run_speed(const SpeedOptions& o) {
@@ -189,21 +132,13 @@ int run_speed(const SpeedOptions& o) {
   if (!pp.empty()) fmt::print("pp{}: {:.2f} tok/s  (runs: {})\n", o.prompt, median(pp), list(pp));
   if (!tg.empty()) {
     const double tps = median(tg);
-    const double bpt = bytes_per_token(*file);
+    const double bpt = weight_bytes_per_token(*file);
     const double gbs = bpt * tps / 1e9;
-    double wall = 0;
-    std::string wall_how = fmt::format("{} threads", pool.size());
-#ifdef JITLLM_HAVE_CUDA
-    if (o.devices != "cpu") {
-      wall = cuda::read_wall_gbs(o.devices.size() > 5 ? std::stoi(o.devices.substr(5)) : 0);
-      wall_how = o.devices + " (read-only reduction)";
-    }
-#endif
-    if (wall == 0) wall = read_wall_gbs();
+    const ReadWall wall = measure_read_wall(o.devices);
     fmt::print("tg{}: {:.2f} tok/s  (runs: {})\n", o.gen, tps, list(tg));
     fmt::print("decode: {:.1f} MB read per token, {:.1f} GB/s = {:.0f}% of the {:.1f} GB/s read wall "
                "measured with {}\n",
-               bpt / 1e6, gbs, 100.0 * gbs / wall, wall, wall_how);
+               bpt / 1e6, gbs, 100.0 * gbs / wall.gbs, wall.gbs, wall.how);
   }
   return 0;
 }

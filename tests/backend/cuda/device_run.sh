@@ -115,7 +115,7 @@ for s in $stages; do
         for v in "${variants[@]}"; do
           echo "== batched $shape $v" | tee -a $OUT/mmq_batched.log
           env $v /tmp/bin/jitllm batched -m /tmp/$shape.gguf -s ${SESSIONS:-1,8,32,64} -p 128 -n ${MMQ_GEN:-128} --devices cuda 2>&1 |
-            grep -E "sessions|rror" | tee -a $OUT/mmq_batched.log
+            grep -E "sessions|step reads|rror" | tee -a $OUT/mmq_batched.log
         done
       done
       # 1-token prompts: the profile is mostly the 32-row decode steps.
@@ -205,7 +205,7 @@ for s in $stages; do
       for v in "${dqv[@]}"; do
         echo "== batched 8B $v" | tee -a $OUT/dq_batched.log
         env $v /tmp/bin/jitllm batched -m /tmp/llama-3.1-8b.gguf -s ${SESSIONS:-8,32,64} -p 128 -n 64 --devices cuda 2>&1 |
-          grep -E "sessions|rror" | tee -a $OUT/dq_batched.log
+          grep -E "sessions|step reads|rror" | tee -a $OUT/dq_batched.log
       done
       for shape in llama-3.2-1b llama-3.1-8b; do
         for v in ${PDL_MODES-0 2 3 0}; do
@@ -266,16 +266,16 @@ for s in $stages; do
         tee $OUT/dq_bench.log | grep -E "bench|FAILED|Failure" | head -n 80
       peer_build_wait
       echo "== batched 8B jitllm" | tee -a $OUT/sbs.log
-      /tmp/bin/jitllm batched -m $M -s ${SESSIONS:-1,8,32} -p 128 -n 128 --devices cuda 2>&1 | grep -E "sessions|rror" | tee -a $OUT/sbs.log
+      /tmp/bin/jitllm batched -m $M -s ${SESSIONS:-1,8,32} -p 128 -n 128 --devices cuda 2>&1 | grep -E "sessions|step reads|rror" | tee -a $OUT/sbs.log
       echo "== batched 8B llama.cpp" | tee -a $OUT/sbs.log
       $LB/llama-batched-bench -m $M -ngl 99 -c 16384 -npp 128 -ntg 128 -npl ${SESSIONS:-1,8,32} 2>&1 | grep -E "^\|" | tee -a $OUT/sbs.log
       IFS=';' read -ra sv <<< "${SBS_DQ_ENVS:-}"
       for v in "${sv[@]}"; do
         echo "== batched 8B jitllm $v" | tee -a $OUT/sbs.log
-        env $v /tmp/bin/jitllm batched -m $M -s 32 -p 128 -n 128 --devices cuda 2>&1 | grep -E "sessions|rror" | tee -a $OUT/sbs.log
+        env $v /tmp/bin/jitllm batched -m $M -s 32 -p 128 -n 128 --devices cuda 2>&1 | grep -E "sessions|step reads|rror" | tee -a $OUT/sbs.log
       done
       echo "== batched 8B jitllm (again)" | tee -a $OUT/sbs.log
-      /tmp/bin/jitllm batched -m $M -s 32 -p 128 -n 128 --devices cuda 2>&1 | grep -E "sessions|rror" | tee -a $OUT/sbs.log
+      /tmp/bin/jitllm batched -m $M -s 32 -p 128 -n 128 --devices cuda 2>&1 | grep -E "sessions|step reads|rror" | tee -a $OUT/sbs.log
       JITLLM_CUDA_PROFILE=1 /tmp/bin/jitllm batched -m $M -s 32 -p 1 -n 16 --devices cuda 2>&1 |
         tail -n 40 | tee -a $OUT/dq_profile.log
       ;;
@@ -289,7 +289,7 @@ for s in $stages; do
         tee $OUT/dq_bench.log | grep -E "bench|FAILED|Failure" | head -n 80
       for st in ${RING_STAGES:-2 3 4 2}; do
         echo "== batched 8B JITLLM_CUDA_DQ_STAGES=$st" | tee -a $OUT/ring.log
-        JITLLM_CUDA_DQ_STAGES=$st /tmp/bin/jitllm batched -m $M -s 32 -p 128 -n 128 --devices cuda 2>&1 | grep -E "sessions|rror" | tee -a $OUT/ring.log
+        JITLLM_CUDA_DQ_STAGES=$st /tmp/bin/jitllm batched -m $M -s 32 -p 128 -n 128 --devices cuda 2>&1 | grep -E "sessions|step reads|rror" | tee -a $OUT/ring.log
       done
       for st in ${RING_TEST_STAGES:-3}; do
         JITLLM_CUDA_DQ_STAGES=$st timeout 60 /tmp/bin/test_backend_cuda --gtest_filter='CudaBatched.SessionsTogetherMatchSoloRunsQ4KM' 2>&1 |
@@ -305,7 +305,7 @@ for s in $stages; do
         tee $OUT/gpu_tests.log | grep -E "FAILED|PASSED|tests ran|gate|14336 x  4096|sessions together" | head -n 30
       for v in "${wv[@]}" ""; do
         echo "== batched 8B $v" | tee -a $OUT/wide.log
-        env $v X=1 /tmp/bin/jitllm batched -m $M -s 32 -p 128 -n 128 --devices cuda 2>&1 | grep -E "sessions|rror" | tee -a $OUT/wide.log
+        env $v X=1 /tmp/bin/jitllm batched -m $M -s 32 -p 128 -n 128 --devices cuda 2>&1 | grep -E "sessions|step reads|rror" | tee -a $OUT/wide.log
       done
       ;;
     dqswiglu)  # DQ-MMA's SwiGLU epilogue (JITLLM_CUDA_DQ_SWIGLU, on by default since session 6): the kernel test
@@ -319,7 +319,7 @@ for s in $stages; do
         tee $OUT/dqswiglu_engine.log | grep -E "FAILED|PASSED|Failure|sessions together" | head -n 20
       for v in 0 1 1 0; do
         echo "== batched 8B JITLLM_CUDA_DQ_SWIGLU=$v" | tee -a $OUT/dqswiglu.log
-        JITLLM_CUDA_DQ_SWIGLU=$v /tmp/bin/jitllm batched -m $M -s 32 -p 128 -n 128 --devices cuda 2>&1 | grep -E "sessions|rror" | tee -a $OUT/dqswiglu.log
+        JITLLM_CUDA_DQ_SWIGLU=$v /tmp/bin/jitllm batched -m $M -s 32 -p 128 -n 128 --devices cuda 2>&1 | grep -E "sessions|step reads|rror" | tee -a $OUT/dqswiglu.log
       done
       ;;
     ncu)  # session 6: Nsight Compute on the DQ-MMA launches of 32-session 8B decode steps (q/k/v,
@@ -349,7 +349,7 @@ for s in $stages; do
       for i in "${!order[@]}"; do
         v=${order[$i]}
         echo "== batched 8B jitllm ${v:-default}" | tee -a $OUT/abvar.log
-        env $v X=1 /tmp/bin/jitllm batched -m $M -s 32 -p 128 -n 128 --devices cuda 2>&1 | grep -E "sessions|rror" | tee -a $OUT/abvar.log
+        env $v X=1 /tmp/bin/jitllm batched -m $M -s 32 -p 128 -n 128 --devices cuda 2>&1 | grep -E "sessions|step reads|rror" | tee -a $OUT/abvar.log
         if [ $i = 0 ] || [ $i = $((${#order[@]} - 1)) ]; then
           peer_build_wait
           echo "== batched 8B llama.cpp" | tee -a $OUT/abvar.log

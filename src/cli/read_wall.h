@@ -1,0 +1,24 @@
+// The memory wall a decode step runs against, for `jitllm speed` and `jitllm batched`: the read
+// bandwidth measured in this process (the card's read-only reduction for --devices cuda*, the
+// host's streaming read otherwise), and the weight bytes one decode step reads.
+#pragma once
+
+#include <string>
+
+#include "io/model_file.h"
+
+namespace jitllm::cli {
+
+struct ReadWall {
+  double gbs = 0;   // GB/s
+  std::string how;  // what measured it, for the report line
+};
+
+// devices: the --devices value ("cpu", "cuda", "cuda:N", ...).
+ReadWall measure_read_wall(const std::string& devices);
+
+// Weight bytes one decoded token (one step of any number of sessions) reads: every matrix and
+// vector once, except the embedding table (one row per session) unless it is also the head.
+double weight_bytes_per_token(const ModelFile& f);
+
+}  // namespace jitllm::cli
