@@ -447,7 +447,7 @@ void CudaKernels::attention(const AttentionCall& a, const Stream& s) {
                          fmt::format("attention head_dim={} keys={} heads per CTA={}", a.head_dim, keys, gq));
     it = attention_.emplace(key, m.function("attention")).first;
   }
-  last_attention_ = fmt::format("keys={} heads per CTA={}", keys, gq);
+  last_attention_ = {keys, gq};
   CUdeviceptr q = a.q, out = a.out, pages = a.pages, row_pt = a.row_pt, n_kv = a.n_kv;
   CUdeviceptr xq = a.q8.q, xds = a.q8.ds, xh = a.q8.h;
   unsigned long long koff = a.koff, voff = a.voff;

@@ -163,8 +163,8 @@ class CudaKernels {
     int share_kv = -1;
   };
   void attention(const AttentionCall& a, const Stream& s);
-  // Tests: the variant of the last attention() launch ("keys=K heads per CTA=G").
-  const std::string& last_attention() const { return last_attention_; }
+  // Tests: the variant of the last attention() launch: (keys per warp step, query heads per CTA).
+  std::pair<int, int> last_attention() const { return last_attention_; }
   // Split-K decode attention (split_attention.cpp): the same result as attention() (bitwise for
   // rows of one split), the keys of a row split over split_count(n_kv, max_splits) CTAs per head
   // and merged in a second launch. scratch: split_scratch_bytes(n_rows, n_head, head_dim,
@@ -207,7 +207,7 @@ class CudaKernels {
   const Module* elementwise_ = nullptr;
   std::map<std::string, CUfunction> matvec_;  // by MatvecSpec::name()
   std::map<std::tuple<int, bool, int, int>, CUfunction> attention_;  // (head_dim, kv_f16, keys, group)
-  std::string last_attention_;
+  std::pair<int, int> last_attention_{0, 0};
   std::map<std::pair<int, bool>, std::pair<CUfunction, CUfunction>> split_attention_;
   std::map<std::string, CUfunction> ew_;
   bool profiling_ = false;

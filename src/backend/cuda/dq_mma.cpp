@@ -47,18 +47,14 @@ bool DqMma::x_l1() {
   return on;
 }
 
-bool DqMma::e4m3_enabled() const {
-  static const bool on = env_int("JITLLM_CUDA_DQ_E4M3", 0) != 0;
-  const Device& d = compiler_.device();
-  return on && d.cc_major() * 10 + d.cc_minor() >= 89;
-}
-
-// The e4m3 unpacking for a launch: asked for (tune() or the env), and every Q4_K matrix with small
-// scales (the kernel has one Q4_K path for all of its segments).
+// The e4m3 unpacking for a launch: on sm_89+ (cvt.f16x2.e4m3x2), asked for (tune() or
+// JITLLM_CUDA_DQ_E4M3=1, off until timed on a card), and every Q4_K matrix with small scales (the
+// kernel has one Q4_K path for all of its segments).
 bool DqMma::use_e4m3(std::span<const MatmulSeg> segs) const {
+  static const bool env_on = env_int("JITLLM_CUDA_DQ_E4M3", 0) != 0;
   const Device& d = compiler_.device();
-  if (d.cc_major() * 10 + d.cc_minor() < 89) return false;  // cvt.f16x2.e4m3x2 is sm_89's
-  if (!(e4m3_override_ >= 0 ? e4m3_override_ != 0 : e4m3_enabled())) return false;
+  if (d.cc_major() * 10 + d.cc_minor() < 89) return false;
+  if (!(e4m3_override_ >= 0 ? e4m3_override_ != 0 : env_on)) return false;
   bool any = false;
   for (const MatmulSeg& s : segs) {
     if (s.w->kind != WeightKind::Q4_K) continue;
@@ -77,13 +73,16 @@ size_t DqMma::f16_bytes(int64_t n, int64_t k) { return size_t((n + 7) / 8 * 8) *
 
 CUfunction DqMma::function(const DqMmaSpec& spec) {
   const std::string name = spec.name();
-  if (auto it = fns_.find(name); it != fns_.end()) return it->second;
-  CUfunction f = compiler_.module(dq_mma_source(spec), name).function("dqmma");
-  check(driver().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                    int(dq_mma_smem_bytes(spec))),
-        "cuFuncSetAttribute(max dynamic shared memory)");
-  fns_.emplace(name, f);
-  return f;
+  auto it = fns_.find(name);
+  if (it == fns_.end()) {
+    CUfunction f = compiler_.module(dq_mma_source(spec), name).function("dqmma");
+    check(driver().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                      int(dq_mma_smem_bytes(spec))),
+          "cuFuncSetAttribute(max dynamic shared memory)");
+    it = fns_.emplace(name, f).first;
+  }
+  last_variant_ = &it->first;  // (map keys stay put)
+  return it->second;
 }
 
 void DqMma::run(CUfunction f, unsigned grid, unsigned grid_y, unsigned block, size_t smem,
@@ -212,7 +211,6 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
     for (size_t i = 0; i < segs.size(); ++i) label += fmt::format("{}{}", i ? "+" : " ", segs[i].w->rows);
     label += fmt::format(" n={}{}", n, segs[0].res ? " +res" : "");
   }
-  last_variant_ = spec.name();
   run(function(spec), unsigned(ctas), unsigned(spec.ksplit), unsigned(32 * spec.warps), dq_mma_smem_bytes(spec), s,
       args, label);
 }
@@ -244,9 +242,8 @@ void DqMma::matmul_swiglu(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers 
   spec.nt8 = int((n + 7) / 8);
   spec.mt = 1;
   spec.swiglu = true;
-  // Warps: half on gate, half on up rows (8: 64 rows of each per CTA, as 4 warps per matrix in
-  // matmul_group's wide launch). JITLLM_CUDA_DQ_SWIGLU_WARPS (even) for benches.
-  // JITLLM_CUDA_DQ_SWIGLU_WARPS: 4 or 8 (whole q8 blocks of 32 rows per CTA).
+  // Warps: half on gate, half on up rows (8: 64 rows of each per CTA). JITLLM_CUDA_DQ_SWIGLU_WARPS
+  // for benches: 4 or 8 (whole q8 blocks of 32 rows per CTA).
   static const int warps_env = env_int("JITLLM_CUDA_DQ_SWIGLU_WARPS", 8) >= 8 ? 8 : 4;
   spec.warps = warps_override_ == 4 || warps_override_ == 8 ? warps_override_ : warps_env;
   spec.stages = stages_override_ > 0 ? stages_override_ : 2;

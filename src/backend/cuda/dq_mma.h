@@ -78,8 +78,6 @@ class DqMma {
   // JITLLM_CUDA_DQMMA (default 1): 0 keeps the int8 MMQ for every batched step.
   static bool enabled();
   static bool x_l1();
-  // JITLLM_CUDA_DQ_E4M3=1 (off by default until timed on a card) and a card of sm_89 or later.
-  bool e4m3_enabled() const;
   // Bytes of the f16 activation for n rows of k (n padded to a multiple of 8).
   static size_t f16_bytes(int64_t n, int64_t k);
 
@@ -119,8 +117,8 @@ class DqMma {
   // Tests: the split-warp launches' staged activation on (1) / off (0) whatever the env (-1).
   void tune_xstage(int on) { xstage_override_ = on; }
   bool use_e4m3(std::span<const MatmulSeg> segs) const;
-  // Tests: the variant (DqMmaSpec::name()) of the last matmul_group launch.
-  const std::string& last_variant() const { return last_variant_; }
+  // Tests: the variant (DqMmaSpec::name()) of the last launch.
+  const std::string& last_variant() const { return last_variant_ ? *last_variant_ : kNone; }
   void set_profiling(bool on) { profiling_ = on; }
   const KernelProfile& profile() const { return profile_; }
   // Programmatic dependent launch (sm_90): the kernel's first weight loads are issued before it
@@ -141,7 +139,8 @@ class DqMma {
   int e4m3_override_ = -1, xstage_override_ = -1;
   // A split row length's partial tiles and per-tile arrival counts (allocated at its first use).
   DeviceBuffer part_, cnt_;
-  std::string last_variant_;
+  const std::string* last_variant_ = nullptr;  // a key of fns_
+  inline static const std::string kNone;
   bool profiling_ = false, pdl_ = false;
   KernelProfile profile_;
 };

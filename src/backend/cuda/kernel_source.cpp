@@ -373,11 +373,41 @@ extern "C" __global__ void store_kv(const float* __restrict__ src, const u64* __
 }
 )";
 
-// What both attention kernels below start with: head dims per lane, a K or V value.
+// What both attention kernels below start with: head dims per lane, a K or V value, and the end
+// of a head (one warp): the 4 warps' softmax states (m at sm[w ss], l at sl[w ss]) and sums (value
+// d at sacc[w as + d]) merged, normalized and stored to out, with its q8 copy for the wo matvec.
 constexpr const char* kAttentionCommon = R"(
 constexpr int E = (HD + 31) / 32;  // head dims per lane
 __device__ __forceinline__ float kv_load(const u8* row, int d) {
   return KV_F16 ? h2f(((const u16*)row)[d]) : ((const float*)row)[d];
+}
+__device__ __forceinline__ void attn_merge_store(const float* sm, const float* sl, const float* sacc, int ss,
+                                                 int as, int row, int h, int n_head, int lane,
+                                                 float* __restrict__ out, i8* __restrict__ xq,
+                                                 float2* __restrict__ xds, u16* __restrict__ xh) {
+  float M = NEG_INF;
+  for (int w = 0; w < 4; ++w) M = fmaxf(M, sm[w * ss]);
+  float L = 0.0f, f[4];
+  for (int w = 0; w < 4; ++w) {
+    f[w] = sm[w * ss] == NEG_INF ? 0.0f : expf(sm[w * ss] - M);
+    L += sl[w * ss] * f[w];
+  }
+  float* o = out + ((size_t)row * n_head + h) * HD;
+#pragma unroll
+  for (int i = 0; i < E; ++i) {
+    const int d = lane + 32 * i;
+    float v = 0.0f;
+    if (d < HD) {
+      for (int w = 0; w < 4; ++w) v += sacc[w * as + d] * f[w];
+      v = L > 0.0f ? v / L : 0.0f;
+      o[d] = v;
+    }
+#if HD % 32 == 0
+    // Quantized as quantize_q8 over the row would: blocks of 32 never straddle heads when HD is a
+    // multiple of 32.
+    if (xq) q8_block(v, lane, xq, xds, (((long long)row * n_head + h) * HD + 32 * i) / 32, xh);
+#endif
+  }
 }
 )";
 
@@ -474,29 +504,7 @@ attention(const float* __restrict__ q, float* __restrict__ out, const u64* __res
   for (int i = 0; i < E; ++i) sacc[warp][lane + 32 * i] = acc[i];
   __syncthreads();
   if (warp != 0) return;
-  float M = NEG_INF;
-  for (int w = 0; w < 4; ++w) M = fmaxf(M, sm[w]);
-  float L = 0.0f, f[4];
-  for (int w = 0; w < 4; ++w) {
-    f[w] = sm[w] == NEG_INF ? 0.0f : expf(sm[w] - M);
-    L += sl[w] * f[w];
-  }
-  float* o = out + ((size_t)row * n_head + h) * HD;
-#pragma unroll
-  for (int i = 0; i < E; ++i) {
-    const int d = lane + 32 * i;
-    float v = 0.0f;
-    if (d < HD) {
-      for (int w = 0; w < 4; ++w) v += sacc[w][d] * f[w];
-      v = L > 0.0f ? v / L : 0.0f;
-      o[d] = v;
-    }
-#if HD % 32 == 0
-    // The output quantized for the wo matvec (as quantize_q8 over the row would: blocks of 32
-    // never straddle heads when HD is a multiple of 32).
-    if (xq) q8_block(v, lane, xq, xds, (((long long)row * n_head + h) * HD + 32 * i) / 32, xh);
-#endif
-  }
+  attn_merge_store(sm, sl, &sacc[0][0], 1, E * 32, row, h, n_head, lane, out, xq, xds, xh);
 }
 )";
 
@@ -581,30 +589,9 @@ attention(const float* __restrict__ q, float* __restrict__ out, const u64* __res
     for (int i = 0; i < E; ++i) sacc[warp][j][lane + 32 * i] = acc[j][i];
   }
   __syncthreads();
-  for (int j = warp; j < GQ; j += 4) {
-    const int h = h0 + j;
-    float M = NEG_INF;
-    for (int w = 0; w < 4; ++w) M = fmaxf(M, sm[w][j]);
-    float L = 0.0f, f[4];
-    for (int w = 0; w < 4; ++w) {
-      f[w] = sm[w][j] == NEG_INF ? 0.0f : expf(sm[w][j] - M);
-      L += sl[w][j] * f[w];
-    }
-    float* o = out + ((size_t)row * n_head + h) * HD;
-#pragma unroll
-    for (int i = 0; i < E; ++i) {
-      const int d = lane + 32 * i;
-      float v = 0.0f;
-      if (d < HD) {
-        for (int w = 0; w < 4; ++w) v += sacc[w][j][d] * f[w];
-        v = L > 0.0f ? v / L : 0.0f;
-        o[d] = v;
-      }
-#if HD % 32 == 0
-      if (xq) q8_block(v, lane, xq, xds, (((long long)row * n_head + h) * HD + 32 * i) / 32, xh);
-#endif
-    }
-  }
+  for (int j = warp; j < GQ; j += 4)
+    attn_merge_store(&sm[0][j], &sl[0][j], &sacc[0][j][0], GQ, GQ * E * 32, row, h0 + j, n_head, lane, out, xq,
+                     xds, xh);
 }
 )";
 

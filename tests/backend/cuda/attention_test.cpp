@@ -6,7 +6,7 @@
 // F16 and F32 KV; one key or several per warp step; output poisoned first. Label gpu.
 #include <gtest/gtest.h>
 
-#include <fmt/format.h>
+#include <utility>
 
 #include "backend/cpu/reference_kernels.h"
 #include "cuda_test_util.h"
@@ -154,7 +154,7 @@ TEST(CudaKernels, AttentionGroupOfHeadsPerCta) {
   for (int keys : {1, 4})
     for (const C c : {C{128, true, 8}, C{64, false, 8}, C{32, true, 6}, C{128, true, 16}}) {
       const std::vector<float> shared = check_attention(c.hd, c.f16, c.heads, 2, keys, 1);
-      EXPECT_EQ(G->kernels->last_attention(), fmt::format("keys={} heads per CTA={}", keys, c.heads / 2));
+      EXPECT_EQ(G->kernels->last_attention(), std::make_pair(keys, c.heads / 2));
       if (keys > 1) {
         EXPECT_EQ(shared, check_attention(c.hd, c.f16, c.heads, 2, keys, 0)) << c.hd << " " << c.heads;
       }
