@@ -57,23 +57,30 @@ def _split_row(line):
     return cells
 
 
-def parse_llama_bench_md(text):
-    results = {}
+def _table_rows(text, columns, what):
+    """(row as {column: cell}, line) of every markdown table whose header names all of `columns`
+    (a non-blank line that is not a table row ends a table)."""
     header = None
     for line in text.splitlines():
         if not line.lstrip().startswith("|"):
-            header = None if line.strip() else header
+            if line.strip():
+                header = None
             continue
         cells = _split_row(line)
-        if "test" in cells and "t/s" in cells:
+        if all(c in cells for c in columns):
             header = cells
             continue
         if header is None or all(set(c) <= set("-: ") for c in cells):
-            continue  # separator row, or a table that is not llama-bench's
+            continue  # separator row, or a table of another tool
         if len(cells) != len(header):
-            raise ParseError(f"llama-bench table row has {len(cells)} cells, header has "
+            raise ParseError(f"{what} table row has {len(cells)} cells, header has "
                              f"{len(header)}: {line.strip()}")
-        row = dict(zip(header, cells))
+        yield dict(zip(header, cells)), line
+
+
+def parse_llama_bench_md(text):
+    results = {}
+    for row, _ in _table_rows(text, ("test", "t/s"), "llama-bench"):
         match = re.match(r"^\s*([0-9.eE+-]+)", row["t/s"])
         if not match:
             raise ParseError(f"llama-bench t/s cell '{row['t/s']}' is not a number")
@@ -146,20 +153,7 @@ def parse_jitllm_batched(text):
 def parse_llama_batched_bench_md(text):
     results = {}
     shape = {}
-    header = None
-    for line in text.splitlines():
-        if not line.lstrip().startswith("|"):
-            continue
-        cells = _split_row(line)
-        if "B" in cells and "S_TG t/s" in cells:
-            header = cells
-            continue
-        if header is None or all(set(c) <= set("-: ") for c in cells):
-            continue
-        if len(cells) != len(header):
-            raise ParseError(f"llama-batched-bench row has {len(cells)} cells, header has "
-                             f"{len(header)}: {line.strip()}")
-        row = dict(zip(header, cells))
+    for row, line in _table_rows(text, ("B", "S_TG t/s"), "llama-batched-bench"):
         try:
             b, value = int(row["B"]), float(row["S_TG t/s"])
         except ValueError:

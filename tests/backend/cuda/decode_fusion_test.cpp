@@ -21,6 +21,16 @@
 namespace jitllm::cuda::test {
 namespace {
 
+// gate and up of rows x k on the card, every 7th block of gate zero.
+std::vector<DeviceWeight> gate_up_weights(QuantType t, int64_t rows, int64_t k, std::mt19937& rng) {
+  std::vector<DeviceWeight> dw;
+  for (int i = 0; i < 2; ++i) {
+    const auto w = random_weights(t, rows, k, rng, i == 0 ? 7 : 0);
+    dw.push_back(DeviceWeight::upload(pack_weight(t, w.data(), rows, k)));
+  }
+  return dw;
+}
+
 std::vector<uint8_t> bytes_of(const DeviceBuffer& d, size_t count) {
   std::vector<uint8_t> v(count);
   d.download(v.data(), count);
@@ -162,11 +172,7 @@ TEST(CudaDecodeFusion, SwigluEpilogueEqualsGateUpThenSwigluQ8) {
   struct Shape { QuantType t; int64_t rows, k; };
   for (const Shape& sh : {Shape{QuantType::Q4_K, 8192, 2048}, Shape{QuantType::Q6_K, 1024, 4096},
                           Shape{QuantType::Q8_0, 544, 2048}}) {
-    std::vector<DeviceWeight> dw;
-    for (int i = 0; i < 2; ++i) {
-      const auto w = random_weights(sh.t, sh.rows, sh.k, rng, i == 0 ? 7 : 0);  // zero blocks
-      dw.push_back(DeviceWeight::upload(pack_weight(sh.t, w.data(), sh.rows, sh.k)));
-    }
+    const std::vector<DeviceWeight> dw = gate_up_weights(sh.t, sh.rows, sh.k, rng);
     for (int64_t n : {1, 3, 8}) {
       const auto x = random_floats(size_t(n * sh.k), rng, -2, 2);
       DeviceBuffer dx = to_device(x, size_t(kMaxMatvecTile * sh.k));
@@ -204,11 +210,7 @@ TEST(CudaDecodeFusion, DqSwigluEpilogueEqualsDqGateUpThenSwigluQ8) {
   struct Shape { QuantType t; int64_t rows, k; };
   for (const Shape& sh : {Shape{QuantType::Q4_K, 14336, 4096}, Shape{QuantType::Q6_K, 1056, 2048},
                           Shape{QuantType::Q8_0, 544, 2048}}) {
-    std::vector<DeviceWeight> dw;
-    for (int i = 0; i < 2; ++i) {
-      const auto w = random_weights(sh.t, sh.rows, sh.k, rng, i == 0 ? 7 : 0);  // zero blocks
-      dw.push_back(DeviceWeight::upload(pack_weight(sh.t, w.data(), sh.rows, sh.k)));
-    }
+    const std::vector<DeviceWeight> dw = gate_up_weights(sh.t, sh.rows, sh.k, rng);
     const MatmulSeg probe[2] = {{&dw[0], 0, 0}, {&dw[1], 0, 0}};
     ASSERT_TRUE(Mmq::use_dq(probe) && DqMma::swiglu_fits(probe)) << quant_name(sh.t);
     for (int64_t n : {8, 13, 32, 64}) {

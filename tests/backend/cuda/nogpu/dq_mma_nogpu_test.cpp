@@ -15,6 +15,9 @@ namespace {
 TEST(DqMmaNoGpu, EngineVariantsCompileForSm90) {
   JITLLM_REQUIRE_NVRTC();
   const auto opts = nvrtc_options("sm_90");
+  auto expect_compiles = [&](const DqMmaSpec& spec) {
+    EXPECT_GT(nvrtc_compile(dq_mma_source(spec), spec.name(), opts).size(), 1000u) << spec.name();
+  };
   // Each kind alone at the 1B/8B row lengths, with the smallest and largest activation tiles and
   // the tile counts per warp the host picks for them (2 up to 4 tiles of 8, then 1).
   for (WeightKind kind : {WeightKind::Q4_K, WeightKind::Q6_K, WeightKind::Q8_0}) {
@@ -41,12 +44,12 @@ TEST(DqMmaNoGpu, EngineVariantsCompileForSm90) {
   spec.nt8 = 4;
   for (int warps : {1, 8}) {
     spec.warps = warps;
-    EXPECT_GT(nvrtc_compile(dq_mma_source(spec), spec.name(), opts).size(), 1000u) << spec.name();
+    expect_compiles(spec);
   }
   EXPECT_EQ(dq_mma_smem_bytes(spec), size_t(2 * 32 * 288 * 2));
   spec.splitk = true;  // the reduction tile: 32 activation rows x (16 MT + 4) floats
   EXPECT_EQ(dq_mma_smem_bytes(spec), size_t(32 * (16 * 2 + 4) * 4));
-  EXPECT_GT(nvrtc_compile(dq_mma_source(spec), spec.name(), opts).size(), 1000u) << spec.name();
+  expect_compiles(spec);
   EXPECT_GT(nvrtc_compile(q8_to_f16_source(), "q8_to_f16", opts).size(), 500u);
   // The SwiGLU epilogue (gate, up of one kind; half the warps on each), 1..8 activation tiles.
   for (int nt8 : {1, 4, 8}) {
@@ -57,7 +60,7 @@ TEST(DqMmaNoGpu, EngineVariantsCompileForSm90) {
     sw.mt = 1;
     sw.warps = nt8 == 8 ? 4 : 8;
     sw.swiglu = true;
-    EXPECT_GT(nvrtc_compile(dq_mma_source(sw), sw.name(), opts).size(), 1000u) << sw.name();
+    expect_compiles(sw);
   }
   // Rings of 3 and 4 steps in both modes (the split one at 1 tile per warp), 8B gate / q/o.
   for (int stages : {3, 4}) {
@@ -68,7 +71,7 @@ TEST(DqMmaNoGpu, EngineVariantsCompileForSm90) {
     r.stages = stages;
     for (bool splitk : {false, true}) {
       r.splitk = splitk;
-      EXPECT_GT(nvrtc_compile(dq_mma_source(r), r.name(), opts).size(), 1000u) << r.name();
+      expect_compiles(r);
     }
     r.splitk = false;
     EXPECT_EQ(dq_mma_smem_bytes(r), size_t(stages) * 32 * 288 * 2);
@@ -90,14 +93,14 @@ TEST(DqMmaNoGpu, EngineVariantsCompileForSm90) {
   ks.warps = 4;
   ks.ksplit = 4;
   EXPECT_NE(ks.name().find("ks=4"), std::string::npos);
-  EXPECT_GT(nvrtc_compile(dq_mma_source(ks), ks.name(), opts).size(), 1000u) << ks.name();
+  expect_compiles(ks);
   DqMmaSpec kd;
   kd.kinds[0] = WeightKind::Q6_K;
   kd.k = 14336;
   kd.nt8 = 8;
   kd.mt = 1;
   kd.ksplit = 8;
-  EXPECT_GT(nvrtc_compile(dq_mma_source(kd), kd.name(), opts).size(), 1000u) << kd.name();
+  expect_compiles(kd);
   // Q4_K unpacked through e4m3: both launch shapes, mixed kinds (q/k/v), the SwiGLU epilogue.
   for (bool splitk : {false, true}) {
     DqMmaSpec e = spec;
@@ -117,7 +120,7 @@ TEST(DqMmaNoGpu, EngineVariantsCompileForSm90) {
   es.warps = 8;
   es.swiglu = true;
   es.e4m3 = true;
-  EXPECT_GT(nvrtc_compile(dq_mma_source(es), es.name(), opts).size(), 1000u) << es.name();
+  expect_compiles(es);
   // The split-warp launches with staged activation: q/k/v (4 warps) and ffn_down (8 warps, Q6_K),
   // 1 and 4 activation tiles; the ring of 3 half steps per warp sets the shared memory.
   for (int nt8 : {1, 4}) {
@@ -128,7 +131,7 @@ TEST(DqMmaNoGpu, EngineVariantsCompileForSm90) {
     x.x_stage = true;
     EXPECT_NE(x.name().find("xstage"), std::string::npos);
     EXPECT_EQ(dq_mma_smem_bytes(x), size_t(4) * 3 * nt8 * 8 * 128 * 2);
-    EXPECT_GT(nvrtc_compile(dq_mma_source(x), x.name(), opts).size(), 1000u) << x.name();
+    expect_compiles(x);
   }
   DqMmaSpec xd = kd;
   xd.splitk = true;
@@ -137,7 +140,7 @@ TEST(DqMmaNoGpu, EngineVariantsCompileForSm90) {
   xd.warps = 8;
   xd.ksplit = 1;
   xd.x_stage = true;
-  EXPECT_GT(nvrtc_compile(dq_mma_source(xd), xd.name(), opts).size(), 1000u) << xd.name();
+  expect_compiles(xd);
   xd.splitk = false;  // no effect without the split warps
   EXPECT_EQ(dq_mma_source(xd).find("#define XSTAGE 1"), std::string::npos);
 }
