@@ -6,6 +6,7 @@
 // Label gpu: runs on the device machine, skipped where no card is usable.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -69,6 +70,10 @@ TEST(CudaDqMma, E4m3UnpackingGivesTheSameBits) {
   // block scale |d| > 2 keep the default (512 d sc could leave f16's range).
   JITLLM_REQUIRE_GPU();
   if (G->device->cc_major() * 10 + G->device->cc_minor() < 89) GTEST_SKIP() << "cvt.f16x2.e4m3x2 needs sm_89";
+  // Weights are checked for small scales at upload only when the unpacking is asked for.
+  const char* was = std::getenv("JITLLM_CUDA_DQ_E4M3");
+  const std::string saved = was ? was : "";
+  setenv("JITLLM_CUDA_DQ_E4M3", "1", 1);
   const QkvCase c(G, 32, 6);
   const int64_t n = c.n;
   const auto& rows = QkvCase::rows;
@@ -102,6 +107,11 @@ TEST(CudaDqMma, E4m3UnpackingGivesTheSameBits) {
   const MatmulSeg one{&big, 0, 0};
   EXPECT_FALSE(mmq().dq().use_e4m3(std::span<const MatmulSeg>(&one, 1)));
   EXPECT_TRUE(c.dw[0].q4k_small_scales);
+  unsetenv("JITLLM_CUDA_DQ_E4M3");
+  const std::vector<uint8_t> small = random_weights(QuantType::Q4_K, 64, 256, rng, 0);  // |d| < 0.004
+  EXPECT_FALSE(DeviceWeight::upload(pack_weight(QuantType::Q4_K, small.data(), 64, 256)).q4k_small_scales)
+      << "not checked, so not used, unless asked for";
+  if (was) setenv("JITLLM_CUDA_DQ_E4M3", saved.c_str(), 1);
   mmq().dq().tune_e4m3(-1);
   mmq().dq().tune(0, 0, -1);
 }
