@@ -157,7 +157,7 @@ class CudaKernels {
     bool kv_f16 = true;
     Q8Buffers q8;  // when set (and head_dim % 32 == 0): out also quantized for the next matvec
     // Keys each warp takes per step of its loop (their loads issued together): 0 = the default,
-    // JITLLM_CUDA_ATTN_KEYS (1: the one-key loop whose bits the split kernel shares).
+    // JITLLM_CUDA_ATTN_KEYS or 4 (1: the one-key loop whose bits the split kernel shares).
     int keys_per_step = 0;
     // One CTA per (row, KV head) for the group's query heads, each K/V row read once for them
     // (attention_gqa_fits): -1 = the default, JITLLM_CUDA_ATTN_GQA (0 until timed); 0 off; 1 on.

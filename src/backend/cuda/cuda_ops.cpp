@@ -631,7 +631,8 @@ void CudaOps::attention(int il, Act q, Act k, Act v, Act out, int n_head, int n_
     }
   }
   // JITLLM_CUDA_SPLITK=S (opt-in, not yet timed on a card): split-K decode attention, a row's keys
-  // over up to S CTAs per head (split_attention.cpp); rows of at most 256 keys give the same bits.
+  // over up to S CTAs per head (split_attention.cpp); rows of at most 256 keys give the bits of
+  // the one-key attention loop (JITLLM_CUDA_ATTN_KEYS=1), not of the default four keys per step.
   const char* sk = std::getenv("JITLLM_CUDA_SPLITK");
   const int max_splits = sk ? std::clamp(std::atoi(sk), 0, 1024) : 0;
   if (max_splits > 0)

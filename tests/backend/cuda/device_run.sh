@@ -214,10 +214,18 @@ for s in $stages; do
         done
       done
       ;;
-    dqprofile)  # the kernel split of 32-session 8B decode steps (every launch timed, graphs off)
+    dqprofile)  # the kernel split of 32-session 8B decode steps (every launch timed, graphs off),
+      # PROFILE_P-token prompts, per PROFILE_ENVS variant (';'-separated env settings)
       [ -f /tmp/llama-3.1-8b.gguf ] || /tmp/bin/jitllm synth /tmp/llama-3.1-8b.gguf --shape llama-3.1-8b --type q4_k_m 2>&1 | tail -n 1
-      JITLLM_CUDA_PROFILE=1 /tmp/bin/jitllm batched -m /tmp/llama-3.1-8b.gguf -s 32 -p 1 -n 16 --devices cuda 2>&1 |
-        tail -n 40 | tee -a $OUT/dq_profile.log
+      IFS=';' read -ra pv <<< "${PROFILE_ENVS:-X=1}"
+      for v in "${pv[@]}"; do
+        echo "== profile 8B 32 sessions, ${PROFILE_P:-1}-token prompts, $v" | tee -a $OUT/dq_profile.log
+        env $v JITLLM_CUDA_PROFILE=1 /tmp/bin/jitllm batched -m /tmp/llama-3.1-8b.gguf -s 32 -p ${PROFILE_P:-1} -n 16 --devices cuda 2>&1 |
+          tail -n ${PROFILE_LINES:-40} | tee -a $OUT/dq_profile.log
+      done
+      ;;
+    peer)  # start building the peer in the background now (the stages that use it wait for it)
+      peer_build_start
       ;;
     sidebyside)  # jitllm and the peer A B B A on the same synthetic files: speed (pp512 / tg128) on
       # 1B and 8B Q4_K_M, sessions together on 8B. The peer's binaries are built outside the repo:
@@ -368,7 +376,8 @@ for s in $stages; do
       ;;
     board)  # the paired harness on the card (bench/ab/ab.py: A/A self-control first, A B B A
       # rounds, rows refused when IQR/median > 0.10): jitllm speed vs llama-bench on the synthetic
-      # files, accepted rows appended to $OUT/cuda.md (for docs/perf/cuda.md); BUILD_REV names the build
+      # files, accepted rows appended to $OUT/cuda.md (for docs/perf/cuda.md); BUILD_REV names the build;
+      # BOARD_ARGS: the arguments both arms get (-p 0 -n 128 -r 3 with BOARD_METRICS=tg128: decode alone)
       peer_build_start
       for shape in ${BOARD_SHAPES:-llama-3.2-1b llama-3.1-8b}; do
         [ -f /tmp/$shape.gguf ] || /tmp/bin/jitllm synth /tmp/$shape.gguf --shape $shape --type q4_k_m 2>&1 | tail -n 1
@@ -376,8 +385,8 @@ for s in $stages; do
       peer_build_wait
       for shape in ${BOARD_SHAPES:-llama-3.2-1b llama-3.1-8b}; do
         python3 bench/ab/ab.py --backend cuda --model /tmp/$shape.gguf --metrics ${BOARD_METRICS:-pp512,tg128} \
-          --a "/tmp/bin/jitllm speed -m {model} --devices cuda -p 512 -n 128 -r 1" --a-parser auto \
-          --b "$LB/llama-bench -m {model} -ngl 99 -p 512 -n 128 -r 1 -o json" --b-parser llama-bench-json \
+          --a "/tmp/bin/jitllm speed -m {model} --devices cuda ${BOARD_ARGS:--p 512 -n 128 -r 1}" --a-parser auto \
+          --b "$LB/llama-bench -m {model} -ngl 99 ${BOARD_ARGS:--p 512 -n 128 -r 1} -o json" --b-parser llama-bench-json \
           --rounds ${ROUNDS:-4} --aa-rounds ${AA_ROUNDS:-2} --out $OUT/cuda.md --build "${BUILD_REV:-unknown}" 2>&1 |
           tee -a $OUT/board.log | tail -n 12
       done
