@@ -423,16 +423,20 @@ void CudaKernels::argmax_rows(CUdeviceptr x, int64_t n, int64_t cols, CUdevicept
   run(elementwise_fn("argmax_rows"), unsigned(chunks), unsigned(n), 256, s, args, "argmax_rows");
 }
 
+int CudaKernels::attention_keys_per_step() {
+  // JITLLM_CUDA_ATTN_KEYS (1, 2, 4 or 8): keys per warp step. 4 by default: on the H200, 32
+  // sessions of 128-token prompts decode 7% faster than with 1 (docs/cuda-sessions-together.md).
+  static const int keys = env_int("JITLLM_CUDA_ATTN_KEYS", 4);
+  return keys;
+}
+
 void CudaKernels::attention(const AttentionCall& a, const Stream& s) {
   if (a.n_head_kv <= 0 || a.n_head % a.n_head_kv != 0)
     throw_error("attention: {} query heads do not group over {} KV heads", a.n_head, a.n_head_kv);
   if (a.q8.q && a.head_dim % 32 != 0)
     throw_error("attention: quantized output needs a head size that is a multiple of 32, not {}",
                 a.head_dim);
-  // JITLLM_CUDA_ATTN_KEYS (1, 2, 4 or 8): keys per warp step. 4 by default: on the H200, 32
-  // sessions of 128-token prompts decode 7% faster than with 1 (docs/cuda-sessions-together.md).
-  static const int keys_env = env_int("JITLLM_CUDA_ATTN_KEYS", 4);
-  const int keys = a.keys_per_step > 0 ? a.keys_per_step : keys_env;
+  const int keys = a.keys_per_step > 0 ? a.keys_per_step : attention_keys_per_step();
   if (keys != 1 && keys != 2 && keys != 4 && keys != 8)
     throw_error("attention: {} keys per warp step (JITLLM_CUDA_ATTN_KEYS or the call) is not 1, 2, 4 or 8", keys);
   // JITLLM_CUDA_ATTN_GQA=1: the group per CTA where the launch still has a CTA per SM (a few

@@ -173,6 +173,15 @@ class CudaKernels {
   static int split_count(int64_t n_kv, int max_splits);
   static size_t split_scratch_bytes(int64_t n_rows, int n_head, int head_dim, int max_splits);
   void attention_split(const AttentionCall& a, int max_splits, CUdeviceptr scratch, const Stream& s);
+  // Whether a step of n_rows rows (n_head query heads, the longest attending to max_n_kv keys)
+  // runs faster through attention_split (up to max_splits) than attention() on a card of
+  // sm_count SMs: a cost model of both launch shapes (split_attention.cpp), no measurement.
+  static bool split_attention_pays(int64_t n_rows, int n_head, int64_t max_n_kv, int sm_count,
+                                   int max_splits);
+  // Compiles (or loads) the split kernels now, so a step that later takes them compiles nothing.
+  void prepare_split(int head_dim, bool kv_f16) { split_functions(head_dim, kv_f16); }
+  // Keys per warp step of attention() when the call does not say: JITLLM_CUDA_ATTN_KEYS or 4.
+  static int attention_keys_per_step();
   // ids[t] = argmax of row t of x [n][cols] (lowest column among equal maxima). scratch:
   // argmax_scratch_bytes(cap) for up to cap rows, zeroed before the first call (its row
   // counters; the kernel leaves them zero).
@@ -210,6 +219,8 @@ class CudaKernels {
   std::map<std::tuple<int, bool, int, int>, CUfunction> attention_;  // (head_dim, kv_f16, keys, group)
   std::pair<int, int> last_attention_{0, 0};
   std::map<std::pair<int, bool>, std::pair<CUfunction, CUfunction>> split_attention_;
+  // split_attention_[(head_dim, kv_f16)], compiled on first use: (attention_split, attention_merge).
+  const std::pair<CUfunction, CUfunction>& split_functions(int head_dim, bool kv_f16);
   std::map<std::string, CUfunction> ew_;
   bool profiling_ = false;
   int rpw_override_ = 0, unroll_override_ = 0;

@@ -22,11 +22,6 @@ namespace {
 constexpr int64_t kRowPad = kMaxMatvecTile;
 // Steps of at most this many rows that all want logits are decode steps (captured into graphs).
 constexpr size_t kDecodeGraphRows = 64;
-// Steps of at least this many rows, 8 or more per sequence on average, run attention as flash
-// attention (f16 KV, head sizes that flash_supported() accepts); decode steps keep the paged
-// kernel.
-constexpr size_t kFlashMinRows = 16;
-
 bool same_rope(const RopeParams& a, const RopeParams& b) {
   return a.n_rot == b.n_rot && a.mode == b.mode && a.freq_base == b.freq_base &&
          a.freq_scale == b.freq_scale && a.freq_factors == b.freq_factors &&
@@ -41,6 +36,7 @@ CudaOps::CudaOps(int ordinal, std::string cache_dir)
   const char* g = std::getenv("JITLLM_CUDA_GRAPH");
   // Dumping reads tensors in the middle of a step, which a replayed graph cannot serve.
   graphs_enabled_ = !(g && std::string(g) == "0") && !std::getenv("JITLLM_DUMP");
+  splitk_env_ = splitk_setting(std::getenv("JITLLM_CUDA_SPLITK"));
   const char* fz = std::getenv("JITLLM_CUDA_FUSE");
   fuse_ = !(fz && std::string(fz) == "0");
   if (const char* pr = std::getenv("JITLLM_CUDA_PROFILE"); pr && std::string(pr) == "1") {
@@ -79,7 +75,7 @@ CudaOps::CudaOps(int ordinal, std::string cache_dir)
 void CudaOps::drop_graphs() {
   for (auto& [rows, exec] : graphs_) driver().cuGraphExecDestroy(exec);
   graphs_.clear();
-  last_direct_rows_ = -1;
+  last_direct_key_ = -1;
 }
 
 void CudaOps::upload(CUdeviceptr dst, const void* src, size_t bytes) {
@@ -273,8 +269,8 @@ void CudaOps::begin(const Batch& batch, const KvLayout& kv) {
     if (g) driver().cuGraphDestroy(g);
   }
   if (mode_ == Mode::Direct && !grew_ && graphs_enabled_)
-    last_direct_rows_ = batch_.n_rows() > 0 && batch_.out_rows.size() == batch_.n_rows()
-                            ? int64_t(batch_.n_rows()) : -1;
+    last_direct_key_ = batch_.n_rows() > 0 && batch_.out_rows.size() == batch_.n_rows()
+                           ? graph_key(batch_.n_rows(), step_splits_) : -1;
   // A step that ended without read() (a prefill chunk without logits) may still hold a launch.
   if (mode_ == Mode::Direct) flush();
   mode_ = Mode::Direct;
@@ -339,14 +335,16 @@ void CudaOps::begin(const Batch& batch, const KvLayout& kv) {
   row_pt_ = pages_ + (P + n) * 8;
   n_kv_ = row_pt_ + n * 4;
 
-  // Decode steps: replay the graph of this row count, or capture it when the previous step had
-  // the same shape and ran without growing a buffer (so this one will not grow one either).
+  // Decode steps: replay the graph of this row count and attention kernel, or capture it when the
+  // previous step had the same shape and ran without growing a buffer (so this one will not grow
+  // one either).
+  step_splits_ = attention_splits(batch);
   const bool decode = n <= kDecodeGraphRows && batch.out_rows.size() == n;
   if (graphs_enabled_ && decode && !grew_) {
-    if (auto it = graphs_.find(int64_t(n)); it != graphs_.end()) {
+    if (auto it = graphs_.find(graph_key(n, step_splits_)); it != graphs_.end()) {
       mode_ = Mode::Replay;
       current_graph_ = it->second;
-    } else if (last_direct_rows_ == int64_t(n)) {
+    } else if (last_direct_key_ == graph_key(n, step_splits_)) {
       mode_ = Mode::Capture;
     }
   }
@@ -541,113 +539,6 @@ void CudaOps::rope(Act x, int n_heads, int head_dim, const RopeParams& p) {
   wrote(x);
 }
 
-void CudaOps::attention(int il, Act q, Act k, Act v, Act out, int n_head, int n_head_kv,
-                        int head_dim, float scale) {
-  if (n_head_kv * head_dim != kv_.kv_dim)
-    throw_error("CUDA attention: {} KV heads of {} do not match the KV rows of {}", n_head_kv,
-                head_dim, kv_.kv_dim);
-  const size_t n = batch_.n_rows();
-  const bool f16 = kv_.type == QuantType::F16;
-  // The card's pages hold only its own layers (set_kv_layers).
-  const int kl = il - kv_first_layer_;
-  if (kl < 0 || (kv_n_layers_ >= 0 && kl >= kv_n_layers_))
-    throw_error("CUDA attention: layer {} is not one of this card's layers ({} + {})", il,
-                kv_first_layer_, kv_n_layers_);
-  const uint64_t koff = kv_.plane_bytes() * uint64_t(2 * kl);
-  const uint64_t voff = kv_.plane_bytes() * uint64_t(2 * kl + 1);
-  if (held_matmul_) flush();
-  // q/k/v held by matmul_group(): launched now with the RoPE + KV store epilogue when the held
-  // ropes fit (before anything below may grow q8_, which it reads); else flush_ropes() below
-  // launches it plain, then the ropes.
-  const bool epilogue_rope =
-      launching() && launch_fused_rope(q, k, v, n_head, n_head_kv, head_dim, koff, voff, f16);
-  // The decode attention kernel also writes its output quantized for the wo matvec.
-  const bool out_q8 = fuse_ && head_dim % 32 == 0;
-  if (out_q8) ensure_q8(out.rows, out.cols);
-  wrote(out);
-  if (!launching()) {
-    if (out_q8) quantized(out);
-    return;
-  }
-  // K and V of every row first: rows of one sequence attend to each other causally.
-  const bool fused_rope = !epilogue_rope && held_ropes_.size() == 2 && held_ropes_[0].x.data == q.data &&
-                          held_ropes_[1].x.data == k.data && held_ropes_[0].n_heads == n_head &&
-                          held_ropes_[1].n_heads == n_head_kv &&
-                          held_ropes_[0].head_dim == head_dim && held_ropes_[1].head_dim == head_dim;
-  if (fused_rope) {
-    held_ropes_.clear();
-    CudaKernels::RopeStoreCall c;
-    c.q = ptr(q);
-    c.k = ptr(k);
-    c.v = ptr(v);
-    c.cache = rope_cache_.get();
-    c.rows = store_rows_;
-    c.koff = koff;
-    c.voff = voff;
-    c.n = int64_t(n);
-    c.n_head = n_head;
-    c.n_head_kv = n_head_kv;
-    c.head_dim = head_dim;
-    c.n_rot = rope_params_.n_rot;
-    c.neox = rope_params_.mode == RopeMode::Neox;
-    c.f16 = f16;
-    kernels_.rope_store(c, stream_);
-  } else if (!epilogue_rope) {
-    flush_ropes();
-    kernels_.store_kv(ptr(k), store_rows_, koff, int64_t(n), kv_.kv_dim, f16, stream_);
-    kernels_.store_kv(ptr(v), store_rows_, voff, int64_t(n), kv_.kv_dim, f16, stream_);
-  }
-  CudaKernels::AttentionCall a;
-  a.q = ptr(q);
-  a.out = ptr(out);
-  a.pages = pages_;
-  a.row_pt = row_pt_;
-  a.n_kv = n_kv_;
-  a.koff = koff;
-  a.voff = voff;
-  a.page_tokens = int(kv_.page_tokens);
-  a.row_bytes = int(kv_.row_bytes());
-  a.n_rows = int64_t(n);
-  a.n_head = n_head;
-  a.n_head_kv = n_head_kv;
-  a.head_dim = head_dim;
-  a.scale = scale;
-  a.kv_f16 = f16;
-  if (flash_ && n >= kFlashMinRows && mode_ == Mode::Direct && flash_supported(head_dim, f16)) {
-    if (flash_tile_count_ < 0) {  // first layer of the step: the batch's tiles
-      const std::vector<FlashTile> tiles = flash_tiles(batch_.seq);
-      flash_tile_count_ = 0;
-      // Many sequences of a row or two each (batched decode) leave most of a 64-row tile idle:
-      // those steps keep the paged kernel.
-      if (tiles.size() * 8 <= n) {
-        ensure(flash_tiles_, tiles.size() * sizeof(FlashTile));
-        upload(flash_tiles_.get(), tiles.data(), tiles.size() * sizeof(FlashTile));
-        flash_tile_count_ = int(tiles.size());
-      }
-    }
-    if (flash_tile_count_ > 0) {
-      flash_->run(a, flash_tiles_.get(), flash_tile_count_, stream_);
-      return;
-    }
-  }
-  // JITLLM_CUDA_SPLITK=S (opt-in, not yet timed on a card): split-K decode attention, a row's keys
-  // over up to S CTAs per head (split_attention.cpp); rows of at most 256 keys give the bits of
-  // the one-key attention loop (JITLLM_CUDA_ATTN_KEYS=1), not of the default four keys per step.
-  const char* sk = std::getenv("JITLLM_CUDA_SPLITK");
-  const int max_splits = sk ? std::clamp(std::atoi(sk), 0, 1024) : 0;
-  if (max_splits > 0)
-    ensure(split_scratch_, CudaKernels::split_scratch_bytes(int64_t(n), n_head, head_dim, max_splits));
-  if (out_q8) {
-    a.q8 = q8_for(out.rows, out.cols);
-    quantized(out);
-  }
-  if (max_splits > 0) {
-    kernels_.attention_split(a, max_splits, split_scratch_.get(), stream_);
-    return;
-  }
-  kernels_.attention(a, stream_);
-}
-
 void CudaOps::swiglu(Act gate, Act up, Act out) {
   if (launching() && launch_fused_swiglu(gate, up, out)) {
     wrote(out);
@@ -711,7 +602,7 @@ void CudaOps::finish_step() {
     const CUresult r = driver().cuGraphInstantiateWithFlags(&exec, g, 0);
     driver().cuGraphDestroy(g);
     check(r, "cuGraphInstantiateWithFlags");
-    graphs_[int64_t(batch_.n_rows())] = exec;
+    graphs_[graph_key(batch_.n_rows(), step_splits_)] = exec;
     current_graph_ = exec;
     mode_ = Mode::Replay;
   }

@@ -70,6 +70,9 @@ class CudaOps final : public Ops {
   size_t kv_pages() const { return kv_pages_.size(); }
   bool has_gemm() const { return gemm_ != nullptr; }
   bool has_mmq() const { return mmq_ != nullptr; }
+  // JITLLM_CUDA_SPLITK's value: unset, empty or "auto" -1 (split-K decode attention where
+  // CudaKernels::split_attention_pays says so), 0 never, S always with up to S splits per row.
+  static int splitk_setting(const char* value);
   // True when a matmul of `rows` rows in this step goes to the prefill GEMM.
   bool use_gemm(int64_t rows) const;
 
@@ -150,8 +153,10 @@ class CudaOps final : public Ops {
   Mode mode_ = Mode::Direct;
   bool graphs_enabled_ = true;
   bool grew_ = false;            // a buffer was reallocated during this step
-  int64_t last_direct_rows_ = -1;  // row count of the last direct decode step without growth
-  std::unordered_map<int64_t, CUgraphExec> graphs_;  // by row count
+  // Decode graphs by row count and attention kernel (the split count of attention_splits).
+  static int64_t graph_key(size_t rows, int splits) { return int64_t(rows) << 16 | splits; }
+  int64_t last_direct_key_ = -1;  // graph_key of the last direct decode step without growth
+  std::unordered_map<int64_t, CUgraphExec> graphs_;
   CUgraphExec current_graph_ = nullptr;
   int64_t graph_replays_ = 0;
   std::vector<float> host_rows_;
@@ -198,7 +203,14 @@ class CudaOps final : public Ops {
   bool launch_fused_swiglu(Act gate, Act up, Act out);
   bool launch_dq_swiglu(Act gate, Act up, Act out);
   DeviceBuffer q8_alt_, xh_alt_;
-  DeviceBuffer split_scratch_;  // JITLLM_CUDA_SPLITK: the partial softmax states
+  // Split-K decode attention (attention_ops.cpp): JITLLM_CUDA_SPLITK (-1: automatic, 0: never,
+  // S: always up to S splits), this step's choice (0: the single-CTA kernel), the query heads of
+  // the last attention() (the cost model's CTA count), the partial softmax states.
+  int splitk_env_ = -1;
+  int step_splits_ = 0;
+  int attn_heads_ = 0;
+  int attention_splits(const Batch& batch) const;  // begin(): the split count for this step
+  DeviceBuffer split_scratch_;
   struct HeldRope {
     Act x;
     int n_heads = 0, head_dim = 0;

@@ -156,6 +156,42 @@ size_t CudaKernels::split_scratch_bytes(int64_t n_rows, int n_head, int head_dim
   return size_t(n_rows) * size_t(n_head) * size_t(max_splits) * size_t(head_dim + 2) * 4;
 }
 
+bool CudaKernels::split_attention_pays(int64_t n_rows, int n_head, int64_t max_n_kv, int sm_count,
+                                       int max_splits) {
+  // A cost model in units of one warp loop step (about one K/V memory latency each), from the
+  // launch shapes alone. The single-CTA kernel: n_rows x n_head CTAs, 4 warps taking
+  // attention_keys_per_step() keys per step, so the longest row takes ceil(n_kv / (4 keys))
+  // steps. The split kernel: n_rows x n_head x splits CTAs, each warp one key per step over
+  // ceil(ceil(n_kv / splits) / 4) keys, then the merge launch (kMergeSteps). Both in waves of the
+  // CTAs the card holds at once (kCtasPerSm of 128 threads per SM; the attention kernels' 32-48
+  // registers allow 10 or more). Anchors (H200, 2026-12-02, jitllm batched, 4096-token prompts):
+  // one session of the 8B 58.7 -> 235 tok/s with splits, four of the 1B 491 -> 1440 tok/s; with
+  // 128-token prompts splits cost 16% at one session and 14% at 32 (the model says no to both).
+  constexpr int64_t kCtasPerSm = 8, kMergeSteps = 16;
+  if (n_rows <= 0 || n_head <= 0 || max_n_kv <= kSplitChunk || sm_count <= 0 || max_splits < 2)
+    return false;
+  const int64_t resident = int64_t(sm_count) * kCtasPerSm;
+  auto waves = [&](int64_t ctas) { return (ctas + resident - 1) / resident; };
+  const int64_t per_step = 4 * int64_t(attention_keys_per_step());
+  const int64_t single = waves(n_rows * n_head) * ((max_n_kv + per_step - 1) / per_step);
+  const int64_t splits = split_count(max_n_kv, max_splits);
+  const int64_t per_split = (max_n_kv + splits - 1) / splits;
+  const int64_t split = waves(n_rows * n_head * splits) * ((per_split + 3) / 4) + kMergeSteps;
+  return split < single;
+}
+
+const std::pair<CUfunction, CUfunction>& CudaKernels::split_functions(int head_dim, bool kv_f16) {
+  const auto key = std::make_pair(head_dim, kv_f16);
+  auto it = split_attention_.find(key);
+  if (it == split_attention_.end()) {
+    const Module& m = compiler_.module(split_attention_source(head_dim, kv_f16),
+                                       fmt::format("split attention head_dim={}", head_dim));
+    it = split_attention_.emplace(key, std::make_pair(m.function("attention_split"),
+                                                      m.function("attention_merge"))).first;
+  }
+  return it->second;
+}
+
 void CudaKernels::attention_split(const AttentionCall& a, int max_splits, CUdeviceptr scratch,
                                   const Stream& s) {
   if (a.n_head_kv <= 0 || a.n_head % a.n_head_kv != 0)
@@ -165,14 +201,7 @@ void CudaKernels::attention_split(const AttentionCall& a, int max_splits, CUdevi
                 a.head_dim);
   if (max_splits < 1 || max_splits > 1024)
     throw_error("split attention: {} splits (1 to 1024)", max_splits);
-  const auto key = std::make_pair(a.head_dim, a.kv_f16);
-  auto it = split_attention_.find(key);
-  if (it == split_attention_.end()) {
-    const Module& m = compiler_.module(split_attention_source(a.head_dim, a.kv_f16),
-                                       fmt::format("split attention head_dim={}", a.head_dim));
-    it = split_attention_.emplace(key, std::make_pair(m.function("attention_split"),
-                                                      m.function("attention_merge"))).first;
-  }
+  const auto& fns = split_functions(a.head_dim, a.kv_f16);
   CUdeviceptr q = a.q, out = a.out, pages = a.pages, row_pt = a.row_pt, n_kv = a.n_kv;
   CUdeviceptr part = scratch, xq = a.q8.q, xds = a.q8.ds, xh = a.q8.h;
   unsigned long long koff = a.koff, voff = a.voff;
@@ -181,10 +210,10 @@ void CudaKernels::attention_split(const AttentionCall& a, int max_splits, CUdevi
   float scale = a.scale;
   void* args[] = {&q, &part, &pages, &row_pt, &n_kv, &koff, &voff, &pt, &rb, &nh, &group, &scale,
                   &smax};
-  run3(it->second.first, unsigned(a.n_rows), unsigned(a.n_head), unsigned(max_splits), 128, s,
+  run3(fns.first, unsigned(a.n_rows), unsigned(a.n_head), unsigned(max_splits), 128, s,
        args, "attention_split");
   void* margs[] = {&part, &out, &n_kv, &nh, &smax, &xq, &xds, &xh};
-  run(it->second.second, unsigned(a.n_rows), unsigned(a.n_head), 128, s, margs, "attention_merge");
+  run(fns.second, unsigned(a.n_rows), unsigned(a.n_head), 128, s, margs, "attention_merge");
 }
 
 }  // namespace jitllm::cuda

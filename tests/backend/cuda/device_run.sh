@@ -56,15 +56,16 @@ for s in $stages; do
       JITLLM_CUDA_BENCH=1 timeout 240 /tmp/bin/test_backend_cuda --gtest_filter='CudaBench.*' 2>&1 |
         tee $OUT/bench.log | grep -E "bench|FAILED|Failure" | head -n 300
       ;;
-    splitk)  # gpudecode: split-K decode attention tests, then decode after a 4096-token prompt
-      # (jitllm batched -s 1: tok/s of the steps after the prompt) without and with JITLLM_CUDA_SPLITK
+    splitk)  # split-K decode attention tests (incl. the automatic choice), then decode after
+      # SPLITK_P-token prompts (jitllm batched -s SPLITK_S: tok/s of the steps after the prompt) with
+      # JITLLM_CUDA_SPLITK never (0), automatic (auto, the default) and always (32)
       timeout 120 /tmp/bin/test_backend_cuda --gtest_filter='CudaSplitAttention.*' 2>&1 |
         tee $OUT/splitk_tests.log | grep -E "^\[ cuda|FAILED|PASSED|Failure|Expected|Which is" | head -n 40
       for shape in llama-3.2-1b llama-3.1-8b; do
         [ -f /tmp/$shape.gguf ] || /tmp/bin/jitllm synth /tmp/$shape.gguf --shape $shape --type q4_k_m 2>&1 | tail -n 1
-        for sk in 0 32; do
+        for sk in ${SPLITK_SETTINGS:-0 auto 32 auto 0}; do
           echo "== $shape JITLLM_CUDA_SPLITK=$sk" | tee -a $OUT/splitk.log
-          JITLLM_CUDA_SPLITK=$sk /tmp/bin/jitllm batched -m /tmp/$shape.gguf -s 1 -p 4096 -n 64 --devices cuda 2>&1 |
+          JITLLM_CUDA_SPLITK=$sk /tmp/bin/jitllm batched -m /tmp/$shape.gguf -s ${SPLITK_S:-1,4,32} -p ${SPLITK_P:-4096} -n 64 --devices cuda 2>&1 |
             grep sessions | tee -a $OUT/splitk.log
         done
       done

@@ -2,7 +2,8 @@
 // the single-CTA attention kernel: one decode row per sequence at 1, 100, 4096 and 10000
 // positions, paged f16 KV (pages of 256), GQA 32/8 at head sizes 64 and 128; rows of at most 256
 // keys (one split) give the single-CTA kernel's bits, longer rows agree to float rounding; the q8
-// copy of the output too. And an engine run with JITLLM_CUDA_SPLITK against one without. Label gpu.
+// copy of the output too. An engine run with JITLLM_CUDA_SPLITK=8 against one with 0, and the
+// automatic choice across the context length where it switches. Label gpu.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -143,32 +144,73 @@ TEST(CudaSplitAttention, MatchesReferenceAndSingleCtaKernel) {
   check_split(128, 16);
 }
 
+// The logits of `steps` decode steps of one session on the card after a prompt of `prompt`
+// tokens (prefilled in chunks of `chunk`), with JITLLM_CUDA_SPLITK = splitk (nullptr: unset).
+std::vector<std::vector<float>> decode_after_prompt(const char* splitk, int64_t prompt, int64_t chunk,
+                                                    int64_t steps) {
+  const auto file = load_model_file(jitllm::testing::oracle_path("models/synth-llama.Q4_K_M.gguf"));
+  if (splitk) setenv("JITLLM_CUDA_SPLITK", splitk, 1);
+  EngineOptions o;
+  o.kernels = &reference_kernels();
+  o.devices = "cuda";
+  Engine e(file, o);
+  auto s = e.new_session(prompt + steps + 8);
+  std::vector<int32_t> ids(static_cast<size_t>(prompt));
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t((i * 37 + 11) % 500);
+  e.prefill(*s, ids, false, chunk);
+  std::vector<std::vector<float>> out;
+  for (int64_t i = 0; i < steps; ++i) out.push_back(e.decode(*s, int32_t(i * 13 % 500)));
+  unsetenv("JITLLM_CUDA_SPLITK");
+  return out;
+}
+
+float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  float d = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) d = std::max(d, std::fabs(a[i] - b[i]));
+  return d;
+}
+
 TEST(CudaSplitAttention, EngineWithSplitKMatchesWithout) {
   JITLLM_REQUIRE_GPU();
-  const auto file = load_model_file(jitllm::testing::oracle_path("models/synth-llama.Q4_K_M.gguf"));
-  auto run = [&](const char* splitk) {
-    if (splitk) setenv("JITLLM_CUDA_SPLITK", splitk, 1);
-    EngineOptions o;
-    o.kernels = &reference_kernels();
-    o.devices = "cuda";
-    Engine e(file, o);
-    auto s = e.new_session(700);
-    std::vector<int32_t> prompt(600);
-    for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t((i * 37 + 11) % 500);
-    std::vector<float> l = e.prefill(*s, prompt, false, 200), all;
-    for (int i = 0; i < 20; ++i) {  // decode rows over 600+ keys: 3 splits each
-      l = e.decode(*s, int32_t(i * 13 % 500));
-      all.insert(all.end(), l.begin(), l.end());
-    }
-    unsetenv("JITLLM_CUDA_SPLITK");
-    return all;
-  };
-  const std::vector<float> plain = run(nullptr), split = run("8");
+  // Decode rows over 600+ keys: 3 splits each.
+  const auto plain = decode_after_prompt("0", 600, 200, 20), split = decode_after_prompt("8", 600, 200, 20);
   ASSERT_EQ(plain.size(), split.size());
   float d = 0;
-  for (size_t i = 0; i < plain.size(); ++i) d = std::max(d, std::fabs(plain[i] - split[i]));
+  for (size_t i = 0; i < plain.size(); ++i) d = std::max(d, max_abs_diff(plain[i], split[i]));
   std::printf("[ cuda     ] 20 decode steps after 600 positions, split-K vs single CTA: max |diff| %.3g\n", d);
   EXPECT_LT(d, 1e-3f);
+}
+
+// The automatic choice (JITLLM_CUDA_SPLITK unset): one session decoding across the context length
+// where CudaKernels::split_attention_pays switches to the split kernels. Before it the steps equal
+// JITLLM_CUDA_SPLITK=0 bit for bit (the same single-CTA kernel, graphs captured and replayed);
+// after it they differ (the split kernels sum in another order: proof they ran) by little.
+TEST(CudaSplitAttention, AutomaticChoiceSwitchesAsTheContextGrows) {
+  JITLLM_REQUIRE_GPU();
+  const int n_head = 4;  // the fixture's query heads
+  int64_t first = 0;     // the first key count that takes the split kernels
+  for (int64_t n_kv = 1; n_kv <= 2000 && !first; ++n_kv)
+    if (CudaKernels::split_attention_pays(1, n_head, n_kv, G->device->sm_count(), 32)) first = n_kv;
+  ASSERT_GT(first, 64) << "the fixture's 2048-token context must hold both sides of the switch";
+  ASSERT_LT(first, 2048 - 48);
+  const int64_t prompt = first - 24, steps = 48;  // keys prompt + 1 .. prompt + steps
+  const auto never = decode_after_prompt("0", prompt, 256, steps);
+  const auto automatic = decode_after_prompt(nullptr, prompt, 256, steps);
+  ASSERT_EQ(never.size(), automatic.size());
+  float worst = 0;
+  bool differs_after = false;
+  for (int64_t i = 0; i < steps; ++i) {
+    const int64_t n_kv = prompt + 1 + i;
+    const float d = max_abs_diff(never[size_t(i)], automatic[size_t(i)]);
+    if (n_kv < first) EXPECT_EQ(d, 0.0f) << "step over " << n_kv << " keys, before the switch at " << first;
+    else differs_after = differs_after || d > 0;
+    worst = std::max(worst, d);
+  }
+  std::printf("[ cuda     ] automatic split-K from %ld keys: steps over %ld..%ld keys, max |diff| vs never %.3g\n",
+              long(first), long(prompt + 1), long(prompt + steps), worst);
+  EXPECT_TRUE(differs_after) << "no step after the switch took the split kernels";
+  EXPECT_LT(worst, 1e-3f);
 }
 
 }  // namespace

@@ -1,0 +1,159 @@
+// CudaOps::attention (see cuda_ops.h): the KV store of a step's rows, then flash attention for
+// prompt steps, the paged decode kernel, or split-K decode attention for long contexts; and
+// attention_splits, which of the last two a step takes (decided in begin(), before a decode graph
+// is looked up or captured, so each graph holds one of them).
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+#include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/flash_attention.h"
+#include "core/error.h"
+
+namespace jitllm::cuda {
+
+namespace {
+
+// Steps of at least this many rows, 8 or more per sequence on average, run attention as flash
+// attention (f16 KV, head sizes that flash_supported() accepts); decode steps keep the paged
+// kernel.
+constexpr size_t kFlashMinRows = 16;
+
+// Splits per row when the choice is automatic: 32 chunks of 256 keys cover 8192 positions at the
+// chunk size; longer rows get longer chunks.
+constexpr int kAutoSplits = 32;
+
+}  // namespace
+
+int CudaOps::splitk_setting(const char* value) {
+  if (!value || !*value || std::string(value) == "auto") return -1;
+  char* end = nullptr;
+  const long v = std::strtol(value, &end, 10);
+  if (*end || v < 0 || v > 1024)
+    throw_error("JITLLM_CUDA_SPLITK: '{}' is not auto, 0 (never) or a split count up to 1024", value);
+  return int(v);
+}
+
+int CudaOps::attention_splits(const Batch& batch) const {
+  if (splitk_env_ >= 0) return splitk_env_;
+  int64_t max_n_kv = 0;
+  for (const int32_t p : batch.pos) max_n_kv = std::max<int64_t>(max_n_kv, int64_t(p) + 1);
+  // attn_heads_ is 0 until a step has run attention on this card (the first steps are prompts).
+  return CudaKernels::split_attention_pays(int64_t(batch.n_rows()), attn_heads_, max_n_kv,
+                                           device_.sm_count(), kAutoSplits)
+             ? kAutoSplits
+             : 0;
+}
+
+void CudaOps::attention(int il, Act q, Act k, Act v, Act out, int n_head, int n_head_kv,
+                        int head_dim, float scale) {
+  if (n_head_kv * head_dim != kv_.kv_dim)
+    throw_error("CUDA attention: {} KV heads of {} do not match the KV rows of {}", n_head_kv,
+                head_dim, kv_.kv_dim);
+  const size_t n = batch_.n_rows();
+  const bool f16 = kv_.type == QuantType::F16;
+  attn_heads_ = n_head;
+  // The card's pages hold only its own layers (set_kv_layers).
+  const int kl = il - kv_first_layer_;
+  if (kl < 0 || (kv_n_layers_ >= 0 && kl >= kv_n_layers_))
+    throw_error("CUDA attention: layer {} is not one of this card's layers ({} + {})", il,
+                kv_first_layer_, kv_n_layers_);
+  const uint64_t koff = kv_.plane_bytes() * uint64_t(2 * kl);
+  const uint64_t voff = kv_.plane_bytes() * uint64_t(2 * kl + 1);
+  if (held_matmul_) flush();
+  // q/k/v held by matmul_group(): launched now with the RoPE + KV store epilogue when the held
+  // ropes fit (before anything below may grow q8_, which it reads); else flush_ropes() below
+  // launches it plain, then the ropes.
+  const bool epilogue_rope =
+      launching() && launch_fused_rope(q, k, v, n_head, n_head_kv, head_dim, koff, voff, f16);
+  // The decode attention kernel also writes its output quantized for the wo matvec.
+  const bool out_q8 = fuse_ && head_dim % 32 == 0;
+  if (out_q8) ensure_q8(out.rows, out.cols);
+  wrote(out);
+  if (!launching()) {
+    if (out_q8) quantized(out);
+    return;
+  }
+  // With the automatic choice the split kernels are compiled in the first (direct) steps, the
+  // engine's warm-up, so the first long context after "ready" compiles nothing.
+  if (splitk_env_ < 0 && mode_ == Mode::Direct) kernels_.prepare_split(head_dim, f16);
+  // K and V of every row first: rows of one sequence attend to each other causally.
+  const bool fused_rope = !epilogue_rope && held_ropes_.size() == 2 && held_ropes_[0].x.data == q.data &&
+                          held_ropes_[1].x.data == k.data && held_ropes_[0].n_heads == n_head &&
+                          held_ropes_[1].n_heads == n_head_kv &&
+                          held_ropes_[0].head_dim == head_dim && held_ropes_[1].head_dim == head_dim;
+  if (fused_rope) {
+    held_ropes_.clear();
+    CudaKernels::RopeStoreCall c;
+    c.q = ptr(q);
+    c.k = ptr(k);
+    c.v = ptr(v);
+    c.cache = rope_cache_.get();
+    c.rows = store_rows_;
+    c.koff = koff;
+    c.voff = voff;
+    c.n = int64_t(n);
+    c.n_head = n_head;
+    c.n_head_kv = n_head_kv;
+    c.head_dim = head_dim;
+    c.n_rot = rope_params_.n_rot;
+    c.neox = rope_params_.mode == RopeMode::Neox;
+    c.f16 = f16;
+    kernels_.rope_store(c, stream_);
+  } else if (!epilogue_rope) {
+    flush_ropes();
+    kernels_.store_kv(ptr(k), store_rows_, koff, int64_t(n), kv_.kv_dim, f16, stream_);
+    kernels_.store_kv(ptr(v), store_rows_, voff, int64_t(n), kv_.kv_dim, f16, stream_);
+  }
+  CudaKernels::AttentionCall a;
+  a.q = ptr(q);
+  a.out = ptr(out);
+  a.pages = pages_;
+  a.row_pt = row_pt_;
+  a.n_kv = n_kv_;
+  a.koff = koff;
+  a.voff = voff;
+  a.page_tokens = int(kv_.page_tokens);
+  a.row_bytes = int(kv_.row_bytes());
+  a.n_rows = int64_t(n);
+  a.n_head = n_head;
+  a.n_head_kv = n_head_kv;
+  a.head_dim = head_dim;
+  a.scale = scale;
+  a.kv_f16 = f16;
+  if (flash_ && n >= kFlashMinRows && mode_ == Mode::Direct && flash_supported(head_dim, f16)) {
+    if (flash_tile_count_ < 0) {  // first layer of the step: the batch's tiles
+      const std::vector<FlashTile> tiles = flash_tiles(batch_.seq);
+      flash_tile_count_ = 0;
+      // Many sequences of a row or two each (batched decode) leave most of a 64-row tile idle:
+      // those steps keep the paged kernel.
+      if (tiles.size() * 8 <= n) {
+        ensure(flash_tiles_, tiles.size() * sizeof(FlashTile));
+        upload(flash_tiles_.get(), tiles.data(), tiles.size() * sizeof(FlashTile));
+        flash_tile_count_ = int(tiles.size());
+      }
+    }
+    if (flash_tile_count_ > 0) {
+      flash_->run(a, flash_tiles_.get(), flash_tile_count_, stream_);
+      return;
+    }
+  }
+  // Split-K decode attention where begin() chose it for this step (attention_splits): a row's
+  // keys over up to max_splits CTAs per head (split_attention.cpp); rows of at most 256 keys give
+  // the bits of the one-key attention loop (JITLLM_CUDA_ATTN_KEYS=1).
+  const int max_splits = step_splits_;
+  if (max_splits > 0)
+    ensure(split_scratch_, CudaKernels::split_scratch_bytes(int64_t(n), n_head, head_dim, max_splits));
+  if (out_q8) {
+    a.q8 = q8_for(out.rows, out.cols);
+    quantized(out);
+  }
+  if (max_splits > 0) {
+    kernels_.attention_split(a, max_splits, split_scratch_.get(), stream_);
+    return;
+  }
+  kernels_.attention(a, stream_);
+}
+
+
+}  // namespace jitllm::cuda
