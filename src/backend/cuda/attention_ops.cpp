@@ -19,9 +19,11 @@ namespace {
 // kernel.
 constexpr size_t kFlashMinRows = 16;
 
-// Splits per row when the choice is automatic: 32 chunks of 256 keys cover 8192 positions at the
-// chunk size; longer rows get longer chunks.
+// The most splits per row when the choice is automatic: 32 chunks of 256 keys cover 8192
+// positions at the chunk size; longer rows get longer chunks.
 constexpr int kAutoSplits = 32;
+// Decode steps (captured into graphs) have at most this many rows (cuda_ops.cpp).
+constexpr int64_t kDecodeGraphRows = 64;
 
 }  // namespace
 
@@ -39,10 +41,8 @@ int CudaOps::attention_splits(const Batch& batch) const {
   int64_t max_n_kv = 0;
   for (const int32_t p : batch.pos) max_n_kv = std::max<int64_t>(max_n_kv, int64_t(p) + 1);
   // attn_heads_ is 0 until a step has run attention on this card (the first steps are prompts).
-  return CudaKernels::split_attention_pays(int64_t(batch.n_rows()), attn_heads_, max_n_kv,
-                                           device_.sm_count(), kAutoSplits)
-             ? kAutoSplits
-             : 0;
+  return CudaKernels::attention_splits_that_pay(int64_t(batch.n_rows()), attn_heads_, max_n_kv,
+                                                device_.sm_count(), kAutoSplits);
 }
 
 void CudaOps::attention(int il, Act q, Act k, Act v, Act out, int n_head, int n_head_kv,
@@ -77,6 +77,15 @@ void CudaOps::attention(int il, Act q, Act k, Act v, Act out, int n_head, int n_
   // With the automatic choice the split kernels are compiled in the first (direct) steps, the
   // engine's warm-up, so the first long context after "ready" compiles nothing.
   if (splitk_env_ < 0 && mode_ == Mode::Direct) kernels_.prepare_split(head_dim, f16);
+  // The split's scratch is sized in every step that chose it, also one that goes to flash
+  // attention (direct steps only), so the step capturing the same graph key grows nothing; with
+  // the automatic choice for the most splits and at least a decode graph's rows, so neither a
+  // session's context nor sessions joining grows it again (each growth drops the graphs).
+  if (step_splits_ > 0) {
+    const int64_t rows = splitk_env_ < 0 ? std::max<int64_t>(int64_t(n), kDecodeGraphRows) : int64_t(n);
+    const int splits = splitk_env_ < 0 ? kAutoSplits : step_splits_;
+    ensure(split_scratch_, CudaKernels::split_scratch_bytes(rows, n_head, head_dim, splits));
+  }
   // K and V of every row first: rows of one sequence attend to each other causally.
   const bool fused_rope = !epilogue_rope && held_ropes_.size() == 2 && held_ropes_[0].x.data == q.data &&
                           held_ropes_[1].x.data == k.data && held_ropes_[0].n_heads == n_head &&
@@ -142,8 +151,6 @@ void CudaOps::attention(int il, Act q, Act k, Act v, Act out, int n_head, int n_
   // keys over up to max_splits CTAs per head (split_attention.cpp); rows of at most 256 keys give
   // the bits of the one-key attention loop (JITLLM_CUDA_ATTN_KEYS=1).
   const int max_splits = step_splits_;
-  if (max_splits > 0)
-    ensure(split_scratch_, CudaKernels::split_scratch_bytes(int64_t(n), n_head, head_dim, max_splits));
   if (out_q8) {
     a.q8 = q8_for(out.rows, out.cols);
     quantized(out);

@@ -427,6 +427,8 @@ int CudaKernels::attention_keys_per_step() {
   // JITLLM_CUDA_ATTN_KEYS (1, 2, 4 or 8): keys per warp step. 4 by default: on the H200, 32
   // sessions of 128-token prompts decode 7% faster than with 1 (docs/cuda-sessions-together.md).
   static const int keys = env_int("JITLLM_CUDA_ATTN_KEYS", 4);
+  if (keys != 1 && keys != 2 && keys != 4 && keys != 8)
+    throw_error("JITLLM_CUDA_ATTN_KEYS: {} keys per warp step is not 1, 2, 4 or 8", keys);
   return keys;
 }
 

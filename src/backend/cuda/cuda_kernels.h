@@ -173,11 +173,13 @@ class CudaKernels {
   static int split_count(int64_t n_kv, int max_splits);
   static size_t split_scratch_bytes(int64_t n_rows, int n_head, int head_dim, int max_splits);
   void attention_split(const AttentionCall& a, int max_splits, CUdeviceptr scratch, const Stream& s);
-  // Whether a step of n_rows rows (n_head query heads, the longest attending to max_n_kv keys)
-  // runs faster through attention_split (up to max_splits) than attention() on a card of
-  // sm_count SMs: a cost model of both launch shapes (split_attention.cpp), no measurement.
-  static bool split_attention_pays(int64_t n_rows, int n_head, int64_t max_n_kv, int sm_count,
-                                   int max_splits);
+  // For a step of n_rows rows (n_head query heads, the longest attending to max_n_kv keys) on a
+  // card of sm_count SMs: the max_splits argument (2..max_splits) of an attention_split launch
+  // that runs faster than attention(), or 0 when none does. A cost model of both launch shapes
+  // (split_attention.cpp), no measurement; the count depends only on n_rows and n_head once the
+  // split pays, so a session's context growing does not change it.
+  static int attention_splits_that_pay(int64_t n_rows, int n_head, int64_t max_n_kv, int sm_count,
+                                       int max_splits);
   // Compiles (or loads) the split kernels now, so a step that later takes them compiles nothing.
   void prepare_split(int head_dim, bool kv_f16) { split_functions(head_dim, kv_f16); }
   // Keys per warp step of attention() when the call does not say: JITLLM_CUDA_ATTN_KEYS or 4.

@@ -21,7 +21,7 @@ namespace {
 // read a whole tile of rows (the rows past the real ones are ignored).
 constexpr int64_t kRowPad = kMaxMatvecTile;
 // Steps of at most this many rows that all want logits are decode steps (captured into graphs).
-constexpr size_t kDecodeGraphRows = 64;
+constexpr size_t kDecodeGraphRows = 64;  // (attention_ops.cpp sizes the split scratch by it)
 bool same_rope(const RopeParams& a, const RopeParams& b) {
   return a.n_rot == b.n_rot && a.mode == b.mode && a.freq_base == b.freq_base &&
          a.freq_scale == b.freq_scale && a.freq_factors == b.freq_factors &&
@@ -37,6 +37,10 @@ CudaOps::CudaOps(int ordinal, std::string cache_dir)
   // Dumping reads tensors in the middle of a step, which a replayed graph cannot serve.
   graphs_enabled_ = !(g && std::string(g) == "0") && !std::getenv("JITLLM_DUMP");
   splitk_env_ = splitk_setting(std::getenv("JITLLM_CUDA_SPLITK"));
+  // JITLLM_BATCH_INVARIANT=1: the automatic choice depends on the whole step (its rows, its
+  // longest row), so a row's bits could differ between solo and together: never split unless set.
+  if (const char* b = std::getenv("JITLLM_BATCH_INVARIANT"); splitk_env_ < 0 && b && std::string(b) == "1")
+    splitk_env_ = 0;
   const char* fz = std::getenv("JITLLM_CUDA_FUSE");
   fuse_ = !(fz && std::string(fz) == "0");
   if (const char* pr = std::getenv("JITLLM_CUDA_PROFILE"); pr && std::string(pr) == "1") {

@@ -71,7 +71,8 @@ class CudaOps final : public Ops {
   bool has_gemm() const { return gemm_ != nullptr; }
   bool has_mmq() const { return mmq_ != nullptr; }
   // JITLLM_CUDA_SPLITK's value: unset, empty or "auto" -1 (split-K decode attention where
-  // CudaKernels::split_attention_pays says so), 0 never, S always with up to S splits per row.
+  // CudaKernels::attention_splits_that_pay says so), 0 never, S always with up to S splits per
+  // row.
   static int splitk_setting(const char* value);
   // True when a matmul of `rows` rows in this step goes to the prefill GEMM.
   bool use_gemm(int64_t rows) const;

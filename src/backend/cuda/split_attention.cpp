@@ -156,28 +156,32 @@ size_t CudaKernels::split_scratch_bytes(int64_t n_rows, int n_head, int head_dim
   return size_t(n_rows) * size_t(n_head) * size_t(max_splits) * size_t(head_dim + 2) * 4;
 }
 
-bool CudaKernels::split_attention_pays(int64_t n_rows, int n_head, int64_t max_n_kv, int sm_count,
-                                       int max_splits) {
+int CudaKernels::attention_splits_that_pay(int64_t n_rows, int n_head, int64_t max_n_kv, int sm_count,
+                                           int max_splits) {
   // A cost model in units of one warp loop step (about one K/V memory latency each), from the
-  // launch shapes alone. The single-CTA kernel: n_rows x n_head CTAs, 4 warps taking
-  // attention_keys_per_step() keys per step, so the longest row takes ceil(n_kv / (4 keys))
-  // steps. The split kernel: n_rows x n_head x splits CTAs, each warp one key per step over
-  // ceil(ceil(n_kv / splits) / 4) keys, then the merge launch (kMergeSteps). Both in waves of the
-  // CTAs the card holds at once (kCtasPerSm of 128 threads per SM; the attention kernels' 32-48
-  // registers allow 10 or more). Anchors (H200, 2026-12-02, jitllm batched, 4096-token prompts):
-  // one session of the 8B 58.7 -> 235 tok/s with splits, four of the 1B 491 -> 1440 tok/s; with
-  // 128-token prompts splits cost 16% at one session and 14% at 32 (the model says no to both).
-  constexpr int64_t kCtasPerSm = 8, kMergeSteps = 16;
-  if (n_rows <= 0 || n_head <= 0 || max_n_kv <= kSplitChunk || sm_count <= 0 || max_splits < 2)
-    return false;
+  // launch shapes alone. The split kernel gets at most as many splits as keep its n_rows x n_head
+  // x splits CTAs in one wave of what the card holds at once (kCtasPerSm CTAs of 128 threads per
+  // SM; the attention kernels' 32-48 registers allow 10 or more), so the single-CTA kernel's
+  // n_rows x n_head CTAs are in one wave too. Single kernel: 4 warps taking
+  // attention_keys_per_step() keys per step walk the longest row, n_kv / (4 keys) steps. Split
+  // kernel: each warp one key per step over a quarter of its split, at most
+  // max(kSplitChunk, n_kv / splits) keys (chunks of 256 until the splits run out), then the
+  // merge launch (kMergeSteps). In real numbers both costs grow linearly in n_kv, so once the
+  // split pays it pays for every longer context with the same count (rounding steps up made the
+  // choice flip back and forth near the switch).
+  // Anchors (H200, 2026-12-02, jitllm batched, 4096-token prompts): one session of the 8B 58.7 ->
+  // 235 tok/s with splits, four of the 1B 491 -> 1440 tok/s; after 128-token prompts splits cost
+  // 16% at one session and 14% at 32 (the model says no to both).
+  constexpr int64_t kCtasPerSm = 8;
+  constexpr double kMergeSteps = 16;
+  if (n_rows <= 0 || n_head <= 0 || max_n_kv <= kSplitChunk || sm_count <= 0) return 0;
   const int64_t resident = int64_t(sm_count) * kCtasPerSm;
-  auto waves = [&](int64_t ctas) { return (ctas + resident - 1) / resident; };
-  const int64_t per_step = 4 * int64_t(attention_keys_per_step());
-  const int64_t single = waves(n_rows * n_head) * ((max_n_kv + per_step - 1) / per_step);
-  const int64_t splits = split_count(max_n_kv, max_splits);
-  const int64_t per_split = (max_n_kv + splits - 1) / splits;
-  const int64_t split = waves(n_rows * n_head * splits) * ((per_split + 3) / 4) + kMergeSteps;
-  return split < single;
+  const int64_t splits = std::min<int64_t>(max_splits, resident / (n_rows * n_head));
+  if (splits < 2) return 0;
+  const double n_kv = double(max_n_kv);
+  const double single = n_kv / (4.0 * attention_keys_per_step());
+  const double split = std::max(double(kSplitChunk), n_kv / double(splits)) / 4.0 + kMergeSteps;
+  return split < single ? int(splits) : 0;
 }
 
 const std::pair<CUfunction, CUfunction>& CudaKernels::split_functions(int head_dim, bool kv_f16) {
