@@ -375,7 +375,8 @@ extern "C" __global__ void store_kv(const float* __restrict__ src, const u64* __
 
 // What both attention kernels below start with: head dims per lane, a K or V value, and the end
 // of a head (one warp): the 4 warps' softmax states (m at sm[w ss], l at sl[w ss]) and sums (value
-// d at sacc[w as + d]) merged, normalized and stored to out, with its q8 copy for the wo matvec.
+// d at sacc[w as + d]) merged, normalized and stored to out, with its q8 copy for the wo matvec;
+// then the kernel's signature and opening, which the two bodies below continue.
 constexpr const char* kAttentionCommon = R"(
 constexpr int E = (HD + 31) / 32;  // head dims per lane
 __device__ __forceinline__ float kv_load(const u8* row, int d) {
@@ -409,6 +410,14 @@ __device__ __forceinline__ void attn_merge_store(const float* sm, const float* s
 #endif
   }
 }
+
+extern "C" __global__ void __launch_bounds__(128)
+attention(const float* __restrict__ q, float* __restrict__ out, const u64* __restrict__ pages,
+          const int* __restrict__ row_pt, const int* __restrict__ n_kv, u64 koff, u64 voff,
+          int page_tokens, int row_bytes, int n_head, int group, float scale,
+          i8* __restrict__ xq, float2* __restrict__ xds, u16* __restrict__ xh) {
+  PDL_TRIGGER();
+  PDL_WAIT();
 )";
 
 // One CTA per (query row, head); 4 warps split the keys, each warp one key at a time (lanes
@@ -417,15 +426,7 @@ __device__ __forceinline__ void attn_merge_store(const float* sm, const float* s
 // KPS > 1: each warp takes KPS consecutive keys per step, their K and V loads issued together
 // and their warp sums interleaved (one memory latency per KPS keys instead of per key), the
 // online softmax rescaled once per step; the sums run in another order than KPS = 1's.
-constexpr const char* kAttention = R"(
-extern "C" __global__ void __launch_bounds__(128)
-attention(const float* __restrict__ q, float* __restrict__ out, const u64* __restrict__ pages,
-          const int* __restrict__ row_pt, const int* __restrict__ n_kv, u64 koff, u64 voff,
-          int page_tokens, int row_bytes, int n_head, int group, float scale,
-          i8* __restrict__ xq, float2* __restrict__ xds, u16* __restrict__ xh) {
-  PDL_TRIGGER();
-  PDL_WAIT();
-  const int row = blockIdx.x, h = blockIdx.y, hk = h / group;
+constexpr const char* kAttention = R"(  const int row = blockIdx.x, h = blockIdx.y, hk = h / group;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const float* qr = q + ((size_t)row * n_head + h) * HD;
   float qv[E], acc[E];
@@ -512,15 +513,7 @@ attention(const float* __restrict__ q, float* __restrict__ out, const u64* __res
 // row is read once for all of them instead of once per head; otherwise the KPS loop above, per
 // head (each head's scores, softmax state and sums as there, so the same bits as KPS > 1 with one
 // head per CTA). Warp w merges the warps' states of heads w, w + 4, ...
-constexpr const char* kAttentionGqa = R"(
-extern "C" __global__ void __launch_bounds__(128)
-attention(const float* __restrict__ q, float* __restrict__ out, const u64* __restrict__ pages,
-          const int* __restrict__ row_pt, const int* __restrict__ n_kv, u64 koff, u64 voff,
-          int page_tokens, int row_bytes, int n_head, int group, float scale,
-          i8* __restrict__ xq, float2* __restrict__ xds, u16* __restrict__ xh) {
-  PDL_TRIGGER();
-  PDL_WAIT();
-  const int row = blockIdx.x, hk = blockIdx.y, h0 = hk * GQ;  // group == GQ
+constexpr const char* kAttentionGqa = R"(  const int row = blockIdx.x, hk = blockIdx.y, h0 = hk * GQ;  // group == GQ
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   float qv[GQ][E], acc[GQ][E], m[GQ], l[GQ];
 #pragma unroll
