@@ -22,8 +22,6 @@ constexpr size_t kFlashMinRows = 16;
 // The most splits per row when the choice is automatic: 32 chunks of 256 keys cover 8192
 // positions at the chunk size; longer rows get longer chunks.
 constexpr int kAutoSplits = 32;
-// Decode steps (captured into graphs) have at most this many rows (cuda_ops.cpp).
-constexpr int64_t kDecodeGraphRows = 64;
 
 }  // namespace
 
@@ -82,7 +80,7 @@ void CudaOps::attention(int il, Act q, Act k, Act v, Act out, int n_head, int n_
   // the automatic choice for the most splits and at least a decode graph's rows, so neither a
   // session's context nor sessions joining grows it again (each growth drops the graphs).
   if (step_splits_ > 0) {
-    const int64_t rows = splitk_env_ < 0 ? std::max<int64_t>(int64_t(n), kDecodeGraphRows) : int64_t(n);
+    const int64_t rows = splitk_env_ < 0 ? int64_t(std::max(n, kDecodeGraphRows)) : int64_t(n);
     const int splits = splitk_env_ < 0 ? kAutoSplits : step_splits_;
     ensure(split_scratch_, CudaKernels::split_scratch_bytes(rows, n_head, head_dim, splits));
   }
@@ -148,19 +146,17 @@ void CudaOps::attention(int il, Act q, Act k, Act v, Act out, int n_head, int n_
     }
   }
   // Split-K decode attention where begin() chose it for this step (attention_splits): a row's
-  // keys over up to max_splits CTAs per head (split_attention.cpp); rows of at most 256 keys give
+  // keys over up to step_splits_ CTAs per head (split_attention.cpp); rows of at most 256 keys give
   // the bits of the one-key attention loop (JITLLM_CUDA_ATTN_KEYS=1).
-  const int max_splits = step_splits_;
   if (out_q8) {
     a.q8 = q8_for(out.rows, out.cols);
     quantized(out);
   }
-  if (max_splits > 0) {
-    kernels_.attention_split(a, max_splits, split_scratch_.get(), stream_);
+  if (step_splits_ > 0) {
+    kernels_.attention_split(a, step_splits_, split_scratch_.get(), stream_);
     return;
   }
   kernels_.attention(a, stream_);
 }
-
 
 }  // namespace jitllm::cuda

@@ -20,8 +20,7 @@ namespace {
 // Rows of every activation buffer are padded to the largest matvec tile, so a kernel pass may
 // read a whole tile of rows (the rows past the real ones are ignored).
 constexpr int64_t kRowPad = kMaxMatvecTile;
-// Steps of at most this many rows that all want logits are decode steps (captured into graphs).
-constexpr size_t kDecodeGraphRows = 64;  // (attention_ops.cpp sizes the split scratch by it)
+
 bool same_rope(const RopeParams& a, const RopeParams& b) {
   return a.n_rot == b.n_rot && a.mode == b.mode && a.freq_base == b.freq_base &&
          a.freq_scale == b.freq_scale && a.freq_factors == b.freq_factors &&

@@ -78,6 +78,8 @@ class CudaOps final : public Ops {
   bool use_gemm(int64_t rows) const;
 
  private:
+  // Steps of at most this many rows that all want logits are decode steps (captured into graphs).
+  static constexpr size_t kDecodeGraphRows = 64;
   const DeviceWeight& weight(const TensorInfo& w);
   CUdeviceptr kv_page(uint8_t* host_page);
   static CUdeviceptr ptr(Act a) { return CUdeviceptr(reinterpret_cast<uintptr_t>(a.data)); }
