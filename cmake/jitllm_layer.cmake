@@ -1,9 +1,14 @@
-# jitllm_add_layer(<folder> DEPS ...): one static library per layer folder of src/, named
-# jitllm_<folder with / replaced by _>. Sources are globbed so adding a file needs no CMake edit.
+# jitllm_add_layer(<folder> [SUBDIRS ...] DEPS ...): one static library per layer folder of src/,
+# named jitllm_<folder with / replaced by _>, from its *.cpp and those of the listed subfolders
+# (model/archs). Sources are globbed so adding a file needs no CMake edit.
 function(jitllm_add_layer folder)
-  cmake_parse_arguments(L "" "" "DEPS" ${ARGN})
+  cmake_parse_arguments(L "" "" "DEPS;SUBDIRS" ${ARGN})
   string(REPLACE "/" "_" name "${folder}")
   file(GLOB srcs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/${folder}/*.cpp)
+  foreach(sub ${L_SUBDIRS})
+    file(GLOB sub_srcs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/${folder}/${sub}/*.cpp)
+    list(APPEND srcs ${sub_srcs})
+  endforeach()
   if(NOT srcs)
     # An empty layer still exists as a target so higher layers can link it.
     set(srcs ${CMAKE_SOURCE_DIR}/cmake/empty.cpp)

@@ -1,9 +1,11 @@
 // Config from GGUF-style metadata: key names and defaults as llama.cpp reads them.
 #include "model/config.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
+#include "model/family.h"
 
 namespace jitllm {
 
@@ -36,13 +38,29 @@ std::vector<float> llama3_factors(int n_rot, float base, float factor, float low
   return out;
 }
 
+// A count that is one number for every layer or an array of n_layer numbers (llama.cpp reads
+// head counts and FFN widths either way). Returns the largest; fills per_layer for an array.
+int per_layer_int(const Metadata& md, const std::string& key, int n_layer, std::vector<int>& per_layer) {
+  const Value* v = md.find(key);
+  if (!v) throw_error("metadata key '{}' is missing", key);
+  if (v->type() != ValueType::Array) return positive_int(md, key);
+  const std::vector<int64_t> items = v->as_i64_vector();
+  if (int64_t(items.size()) != n_layer)
+    throw_error("metadata key '{}': {} values for {} layers", key, items.size(), n_layer);
+  int largest = 0;
+  for (const int64_t x : items) {
+    if (x <= 0 || x > (int64_t(1) << 30)) throw_error("metadata key '{}': value {} is out of range", key, x);
+    per_layer.push_back(int(x));
+    largest = std::max(largest, int(x));
+  }
+  // One value repeated is the scalar case: keep the per-layer form only where layers differ.
+  if (std::all_of(per_layer.begin(), per_layer.end(), [&](int x) { return x == largest; })) per_layer.clear();
+  return largest;
+}
+
 }  // namespace
 
-bool is_llama_family(const std::string& arch) {
-  // Mistral, SmolLM2, TinyLlama and Llama 1-3 all ship as general.architecture = llama; the
-  // others are names some converters use for the same graph.
-  return arch == "llama" || arch == "mistral" || arch == "smollm" || arch == "granite_llama";
-}
+bool is_supported_architecture(const std::string& arch) { return find_family(arch) != nullptr; }
 
 RopeParams Config::rope_params() const {
   RopeParams p;
@@ -62,27 +80,31 @@ RopeParams Config::rope_params() const {
 Config config_from_metadata(const Metadata& md) {
   Config c;
   c.arch = md.architecture();
-  if (!is_llama_family(c.arch))
-    throw_error("architecture '{}' is not supported (supported: llama family)", c.arch);
+  c.family = find_family(c.arch);
+  if (!c.family)
+    throw_error("architecture '{}' is not supported (supported: {})", c.arch, supported_architectures());
   c.name = md.get_string_or("general.name", "");
   const std::string a = c.arch + ".";
   c.n_layer = positive_int(md, a + "block_count");
   c.n_embd = positive_int(md, a + "embedding_length");
-  c.n_ff = positive_int(md, a + "feed_forward_length");
-  c.n_head = positive_int(md, a + "attention.head_count");
-  c.n_head_kv = md.has(a + "attention.head_count_kv") ? positive_int(md, a + "attention.head_count_kv")
-                                                      : c.n_head;
-  if (c.n_head % c.n_head_kv != 0)
-    throw_error("metadata: {}attention.head_count {} is not a multiple of head_count_kv {}", a,
-                c.n_head, c.n_head_kv);
+  c.n_ff = per_layer_int(md, a + "feed_forward_length", c.n_layer, c.n_ff_per_layer);
+  c.n_head = per_layer_int(md, a + "attention.head_count", c.n_layer, c.n_head_per_layer);
+  c.n_head_kv = md.has(a + "attention.head_count_kv")
+                    ? per_layer_int(md, a + "attention.head_count_kv", c.n_layer, c.n_head_kv_per_layer)
+                    : c.n_head;
+  if (c.n_head_kv_per_layer.empty() && !c.n_head_per_layer.empty() && !md.has(a + "attention.head_count_kv"))
+    c.n_head_kv_per_layer = c.n_head_per_layer;
+  for (int il = 0; il < c.n_layer; ++il)
+    if (c.n_head_of(il) % c.n_head_kv_of(il) != 0)
+      throw_error("metadata: {}attention.head_count {} is not a multiple of head_count_kv {}", a,
+                  c.n_head_of(il), c.n_head_kv_of(il));
   c.head_dim = md.has(a + "attention.key_length") ? positive_int(md, a + "attention.key_length")
                                                   : c.n_embd / c.n_head;
   if (!md.has(a + "attention.key_length") && c.n_embd % c.n_head != 0)
     throw_error("metadata: {}embedding_length {} is not a multiple of attention.head_count {}", a,
                 c.n_embd, c.n_head);
-  if (md.has(a + "attention.value_length") &&
-      md.get_i64(a + "attention.value_length") != c.head_dim)
-    throw_error("metadata: {}attention.value_length differs from key_length (not supported)", a);
+  c.head_dim_v = md.has(a + "attention.value_length") ? positive_int(md, a + "attention.value_length")
+                                                      : c.head_dim;
   c.rms_eps = float(md.get_f64(a + "attention.layer_norm_rms_epsilon"));
   if (!(c.rms_eps >= 0.0f))
     throw_error("metadata key '{}attention.layer_norm_rms_epsilon': {} is not valid", a, c.rms_eps);
@@ -120,6 +142,7 @@ Config config_from_metadata(const Metadata& md) {
   } else {
     throw_error("metadata key '{}rope.scaling.type': '{}' is not supported", a, c.rope_scaling);
   }
+  if (c.family->read_hparams) c.family->read_hparams(md, c);
   return c;
 }
 

@@ -1,29 +1,36 @@
-// Model hyperparameters read from GGUF-style metadata ("<arch>.block_count", ...). One Config
-// serves every architecture of the llama family; later architectures add fields (with defaults
-// that keep llama's behaviour) rather than new structs.
+// Model hyperparameters read from GGUF-style metadata ("<arch>.block_count", ...): the keys every
+// family shares, read here once, with per-layer arrays where a family varies them by layer
+// (head counts, FFN width), and the family's own keys read by its hook (model/family.h). Fields a
+// family does not set keep the llama meaning, so a family adds fields rather than structs.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "backend/cpu/reference_kernels.h"  // RopeMode
+#include "graph/rope.h"
 #include "io/metadata.h"
 
 namespace jitllm {
 
+struct Family;
+
 struct Config {
   std::string arch;         // general.architecture
   std::string name;         // general.name (may be empty)
+  const Family* family = nullptr;  // the family that serves `arch` (model/registry.cpp)
   int n_layer = 0;
   int n_embd = 0;
-  int n_ff = 0;
-  int n_head = 0;
-  int n_head_kv = 0;
+  int n_ff = 0;             // the widest layer's FFN (every layer's unless n_ff_per_layer is set)
+  int n_head = 0;           // the most query heads of any layer (likewise)
+  int n_head_kv = 0;        // the most KV heads of any layer (likewise)
   int head_dim = 0;         // n_embd / n_head unless attention.key_length says otherwise
+  int head_dim_v = 0;       // attention.value_length (default head_dim)
   int64_t n_vocab = 0;      // <arch>.vocab_size, else the tokenizer's token count (0 = unknown yet)
   int64_t n_ctx_train = 0;  // <arch>.context_length
   float rms_eps = 1e-5f;
+  // Per-layer values from metadata arrays ([n_layer]); empty when the key was a single number.
+  std::vector<int> n_head_per_layer, n_head_kv_per_layer, n_ff_per_layer;
 
   // RoPE
   RopeMode rope_mode = RopeMode::Normal;
@@ -38,16 +45,25 @@ struct Config {
   // computed here from rope.scaling.{factor,low_freq_factor,high_freq_factor}.
   std::vector<float> rope_freq_factors;
 
-  int q_dim() const { return n_head * head_dim; }
-  int kv_dim() const { return n_head_kv * head_dim; }
+  int n_head_of(int il) const { return n_head_per_layer.empty() ? n_head : n_head_per_layer[size_t(il)]; }
+  int n_head_kv_of(int il) const {
+    return n_head_kv_per_layer.empty() ? n_head_kv : n_head_kv_per_layer[size_t(il)];
+  }
+  int n_ff_of(int il) const { return n_ff_per_layer.empty() ? n_ff : n_ff_per_layer[size_t(il)]; }
+  int q_dim() const { return n_head * head_dim; }        // the widest layer's
+  int kv_dim() const { return n_head_kv * head_dim; }    // the widest layer's K (and V) rows
+  int q_dim_of(int il) const { return n_head_of(il) * head_dim; }
+  int k_dim_of(int il) const { return n_head_kv_of(il) * head_dim; }
+  int v_dim_of(int il) const { return n_head_kv_of(il) * head_dim_v; }
   RopeParams rope_params() const;
 };
 
-// Reads and validates the hyperparameters. Missing required keys and inconsistent values throw a
-// jitllm::Error naming the key ("metadata key 'llama.block_count' is missing").
+// Reads and validates the hyperparameters: the generic keys here, the family's own through its
+// hook. Missing required keys and inconsistent values throw a jitllm::Error naming the key
+// ("metadata key 'llama.block_count' is missing"); an architecture no family serves is named too.
 Config config_from_metadata(const Metadata& metadata);
 
-// The architectures this engine can run ("llama", "mistral", ...).
-bool is_llama_family(const std::string& arch);
+// True when some family serves `arch` (model/registry.cpp).
+bool is_supported_architecture(const std::string& arch);
 
 }  // namespace jitllm

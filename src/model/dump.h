@@ -12,7 +12,7 @@
 #include <set>
 #include <string>
 
-#include "model/ops.h"
+#include "graph/ops.h"
 
 namespace jitllm {
 

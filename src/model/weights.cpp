@@ -1,4 +1,4 @@
-// Binding llama-family weights by their GGUF names, with shape and format checks.
+// Binding a family's weights by their GGUF names, with shape and format checks.
 #include "model/weights.h"
 
 #include <cstring>
@@ -28,6 +28,8 @@ class Binder {
     return it == by_name_.end() ? nullptr : it->second;
   }
 
+  const ModelFile& file() const { return file_; }
+
   const TensorInfo& require(const std::string& name, std::vector<int64_t> shape) const {
     const TensorInfo* t = find(name);
     if (!t) throw_error("{}: tensor '{}' is missing", file_.path, name);
@@ -54,7 +56,9 @@ class Binder {
 
   // A 1-D vector converted to f32 (norms are usually F32 already; F16/BF16 ones are converted).
   std::vector<float> vector(const std::string& name, int64_t n) const {
-    const TensorInfo& t = require(name, {n});
+    return vector_of(require(name, {n}), n);
+  }
+  std::vector<float> vector_of(const TensorInfo& t, int64_t n) const {
     std::vector<float> out(static_cast<size_t>(n));
     if (t.type == QuantType::F32)
       std::memcpy(out.data(), t.data, size_t(n) * sizeof(float));
@@ -70,7 +74,20 @@ class Binder {
 
 }  // namespace
 
-ModelWeights bind_llama_weights(const ModelFile& file, Config& c) {
+namespace shapes {
+std::vector<int64_t> embd(const Config& c, int) { return {c.n_embd}; }
+std::vector<int64_t> head_dim(const Config& c, int) { return {c.head_dim}; }
+std::vector<int64_t> q(const Config& c, int il) { return {c.n_embd, c.q_dim_of(il)}; }
+std::vector<int64_t> k(const Config& c, int il) { return {c.n_embd, c.k_dim_of(il)}; }
+std::vector<int64_t> v(const Config& c, int il) { return {c.n_embd, c.v_dim_of(il)}; }
+std::vector<int64_t> o(const Config& c, int il) {
+  return {int64_t(c.n_head_of(il)) * c.head_dim_v, c.n_embd};
+}
+std::vector<int64_t> gate_up(const Config& c, int il) { return {c.n_embd, c.n_ff_of(il)}; }
+std::vector<int64_t> down(const Config& c, int il) { return {c.n_ff_of(il), c.n_embd}; }
+}  // namespace shapes
+
+ModelWeights bind_weights(const ModelFile& file, Config& c, std::span<const LayerTensor> table) {
   Binder b(file);
   ModelWeights w;
 
@@ -82,32 +99,35 @@ ModelWeights bind_llama_weights(const ModelFile& file, Config& c) {
   w.token_embd = &b.require("token_embd.weight", {c.n_embd, c.n_vocab});
 
   w.output_norm = b.vector("output_norm.weight", c.n_embd);
+  w.head_tensors.push_back(b.find("output_norm.weight"));
   if (b.find("output.weight")) {
     w.output = &b.require("output.weight", {c.n_embd, c.n_vocab});
+    w.head_tensors.push_back(w.output);
   } else {
     w.output = w.token_embd;  // tied embeddings (SmolLM2, Llama 3.2 1B/3B, ...)
     w.tied_embeddings = true;
   }
 
-  if (const TensorInfo* freqs = b.find("rope_freqs.weight")) {
-    c.rope_freq_factors = b.vector("rope_freqs.weight", c.n_rot / 2);
-    (void)freqs;
-  }
+  if (b.find("rope_freqs.weight")) c.rope_freq_factors = b.vector("rope_freqs.weight", c.n_rot / 2);
 
-  const int64_t q = c.q_dim(), kv = c.kv_dim();
   for (int il = 0; il < c.n_layer; ++il) {
     const std::string p = "blk." + std::to_string(il) + ".";
     LayerWeights l;
-    l.attn_norm = b.vector(p + "attn_norm.weight", c.n_embd);
-    l.wq = &b.require(p + "attn_q.weight", {c.n_embd, q});
-    l.wk = &b.require(p + "attn_k.weight", {c.n_embd, kv});
-    l.wv = &b.require(p + "attn_v.weight", {c.n_embd, kv});
-    l.wo = &b.require(p + "attn_output.weight", {q, c.n_embd});
-    l.ffn_norm = b.vector(p + "ffn_norm.weight", c.n_embd);
-    l.ffn_gate = &b.require(p + "ffn_gate.weight", {c.n_embd, c.n_ff});
-    l.ffn_up = &b.require(p + "ffn_up.weight", {c.n_embd, c.n_ff});
-    l.ffn_down = &b.require(p + "ffn_down.weight", {c.n_ff, c.n_embd});
+    std::vector<const TensorInfo*> bound;
+    for (const LayerTensor& lt : table) {
+      const std::string name = p + lt.name;
+      const TensorInfo* t = b.find(name);
+      if (!t && lt.optional) continue;
+      const std::vector<int64_t> shape = lt.shape(c, il);
+      const TensorInfo& info = b.require(name, shape);
+      bound.push_back(&info);
+      if (const auto* m = std::get_if<const TensorInfo* LayerWeights::*>(&lt.slot))
+        l.*(*m) = &info;
+      else
+        l.*std::get<std::vector<float> LayerWeights::*>(lt.slot) = b.vector_of(info, shape[0]);
+    }
     w.layers.push_back(std::move(l));
+    w.layer_tensors.push_back(std::move(bound));
   }
   return w;
 }

@@ -1,10 +1,14 @@
-// Weights of a llama-family model bound as views onto an opened model file (no copies of the
-// matrices; the small 1-D norm vectors are converted to f32 and owned). Binding checks every
-// tensor's presence, format and shape against the Config and names the tensor when one is off:
-// "blk.1.attn_k.weight: expected [256, 128], got [256, 256]".
+// Weights of a model bound as views onto an opened model file (no copies of the matrices; the
+// small 1-D vectors such as norms are converted to f32 and owned). A family lists the tensors
+// of its layers in a table (LayerTensor: GGUF name, slot, expected shape, optional or not); the
+// binder here checks every listed tensor's presence, format and shape against the Config and
+// names the tensor when one is off: "blk.1.attn_k.weight: expected [256, 128], got [256, 256]".
+// Slots a family does not list stay empty (nullptr / no elements).
 #pragma once
 
+#include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "io/model_file.h"
@@ -12,13 +16,17 @@
 
 namespace jitllm {
 
+// Every tensor slot any family binds (llama.cpp's llama_layer keeps the same union of optional
+// members). Shapes in ne order (row length first).
 struct LayerWeights {
-  std::vector<float> attn_norm;  // [n_embd]
-  const TensorInfo* wq = nullptr;   // [n_embd, q_dim]   (ne order: row length first)
-  const TensorInfo* wk = nullptr;   // [n_embd, kv_dim]
-  const TensorInfo* wv = nullptr;   // [n_embd, kv_dim]
-  const TensorInfo* wo = nullptr;   // [q_dim, n_embd]
-  std::vector<float> ffn_norm;   // [n_embd]
+  std::vector<float> attn_norm;          // [n_embd]
+  const TensorInfo* wq = nullptr;        // [n_embd, q_dim]
+  const TensorInfo* wk = nullptr;        // [n_embd, k_dim]
+  const TensorInfo* wv = nullptr;        // [n_embd, v_dim]
+  const TensorInfo* wo = nullptr;        // [q_dim, n_embd]
+  std::vector<float> attn_q_norm;        // [head_dim] per-head RMSNorm of q (Qwen3, OLMo2, Gemma 3)
+  std::vector<float> attn_k_norm;        // [head_dim] per-head RMSNorm of k
+  std::vector<float> ffn_norm;           // [n_embd]
   const TensorInfo* ffn_gate = nullptr;  // [n_embd, n_ff]
   const TensorInfo* ffn_up = nullptr;    // [n_embd, n_ff]
   const TensorInfo* ffn_down = nullptr;  // [n_ff, n_embd]
@@ -30,10 +38,39 @@ struct ModelWeights {
   const TensorInfo* output = nullptr;      // [n_embd, n_vocab]; == token_embd when tied
   bool tied_embeddings = false;
   std::vector<LayerWeights> layers;
+  // What was bound from the file, for costs and placement (runtime/backends.cpp): every tensor of
+  // layer il ([n_layer]), and those of the head (output norm, output matrix unless tied).
+  std::vector<std::vector<const TensorInfo*>> layer_tensors;
+  std::vector<const TensorInfo*> head_tensors;
 };
 
-// Binds the llama-family tensors of `file`. Completes `config` from the tensors where metadata
-// left a gap (n_vocab from token_embd; llama3 rope factors from rope_freqs.weight).
+// Expected shape of a layer tensor from the Config (ne order).
+using LayerShape = std::vector<int64_t> (*)(const Config& c, int il);
+namespace shapes {
+std::vector<int64_t> embd(const Config& c, int il);      // [n_embd]
+std::vector<int64_t> head_dim(const Config& c, int il);  // [head_dim]
+std::vector<int64_t> q(const Config& c, int il);         // [n_embd, q_dim(il)]
+std::vector<int64_t> k(const Config& c, int il);         // [n_embd, k_dim(il)]
+std::vector<int64_t> v(const Config& c, int il);         // [n_embd, v_dim(il)]
+std::vector<int64_t> o(const Config& c, int il);         // [n_head(il) * head_dim_v, n_embd]
+std::vector<int64_t> gate_up(const Config& c, int il);   // [n_embd, n_ff(il)]
+std::vector<int64_t> down(const Config& c, int il);      // [n_ff(il), n_embd]
+}  // namespace shapes
+
+// One tensor of every layer of a family: "blk.N." + name, bound into `slot`.
+struct LayerTensor {
+  const char* name;  // e.g. "attn_q.weight"
+  std::variant<const TensorInfo* LayerWeights::*, std::vector<float> LayerWeights::*> slot;
+  LayerShape shape;
+  bool optional = false;
+};
+
+// Binds the model-wide tensors (token_embd, output_norm, output or tied, rope_freqs) and, for each
+// layer, the family's table. Completes `config` from the tensors where metadata left a gap
+// (n_vocab from token_embd; llama3 rope factors from rope_freqs.weight).
+ModelWeights bind_weights(const ModelFile& file, Config& config, std::span<const LayerTensor> layer);
+
+// The llama family's tensors (model/archs/llama.cpp).
 ModelWeights bind_llama_weights(const ModelFile& file, Config& config);
 
 }  // namespace jitllm

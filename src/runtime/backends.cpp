@@ -5,11 +5,11 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <string_view>
 
+#include "backend/cpu/cpu_ops.h"
 #include "backend/cpu/jit_kernels.h"
 #include "core/error.h"
-#include "model/cpu_ops.h"
+#include "backend/cpu/cpu_ops.h"
 #include "runtime/engine.h"
 #include "quant/types.h"
 #ifdef JITLLM_HAVE_CUDA
@@ -36,16 +36,6 @@ size_t card_bytes(const TensorInfo& t) {
   return t.bytes;
 }
 
-// Layer index of "blk.N.<name>", else -1.
-int layer_of(std::string_view name) {
-  if (name.substr(0, 4) != "blk.") return -1;
-  int il = 0;
-  size_t i = 4;
-  if (i >= name.size() || name[i] < '0' || name[i] > '9') return -1;
-  while (i < name.size() && name[i] >= '0' && name[i] <= '9') il = il * 10 + (name[i++] - '0');
-  return i < name.size() && name[i] == '.' ? il : -1;
-}
-
 int64_t planned_kv_tokens(const Config& c, const EngineOptions& o) {
   if (o.kv_tokens > 0) return o.kv_tokens;
   if (o.max_kv_pages > 0) return int64_t(o.max_kv_pages) * o.kv_page_tokens;
@@ -56,30 +46,27 @@ int64_t planned_kv_tokens(const Config& c, const EngineOptions& o) {
 
 PlacementCosts card_costs(const Model& model, const EngineOptions& o) {
   const Config& c = model.config();
+  const ModelWeights& w = model.weights();
   PlacementCosts k;
+  // The tensors the family bound (model/weights.h), as the card stores them.
   k.layer_weights.assign(size_t(c.n_layer), 0);
-  const TensorInfo* output = nullptr;
-  const TensorInfo* embd = nullptr;
-  for (const TensorInfo& t : model.file().tensors) {
-    const int il = layer_of(t.name);
-    if (il >= 0 && il < c.n_layer) {
-      k.layer_weights[size_t(il)] += card_bytes(t);
-    } else if (t.name == "token_embd.weight") {
-      embd = &t;
-    } else if (t.name == "output.weight") {
-      output = &t;
-    } else if (t.name == "output_norm.weight") {
-      k.head += card_bytes(t);
-    }
-  }
-  k.tied = output == nullptr;
-  if (embd) k.embedding = card_bytes(*embd);
-  k.head += output ? card_bytes(*output) : k.embedding;
+  for (int il = 0; il < c.n_layer; ++il)
+    for (const TensorInfo* t : w.layer_tensors[size_t(il)]) k.layer_weights[size_t(il)] += card_bytes(*t);
+  k.tied = w.tied_embeddings;
+  k.embedding = card_bytes(*w.token_embd);
+  for (const TensorInfo* t : w.head_tensors) k.head += card_bytes(*t);
+  if (k.tied) k.head += k.embedding;
   // Round the planned context up to whole pages, as sessions take them.
   const int64_t pages = (planned_kv_tokens(c, o) + o.kv_page_tokens - 1) / o.kv_page_tokens;
   k.kv_tokens = pages * o.kv_page_tokens;
+  // The widest layer's K and V (placement plans one KV size for every layer).
   const size_t elem = o.kv_type == QuantType::F16 ? 2 : 4;
-  k.layer_kv = 2 * size_t(c.kv_dim()) * elem * size_t(k.kv_tokens);
+  size_t kv_row = 0;
+  for (int il = 0; il < c.n_layer; ++il) {
+    const LayerKv l = model.layer_kv(il);
+    kv_row = std::max(kv_row, size_t(l.k_dim + l.v_dim));
+  }
+  k.layer_kv = kv_row * elem * size_t(k.kv_tokens);
   // Scratch of a step of n_batch rows (padded to the 32-row matvec tile): the graph's eight
   // activations, their int8 copies, and the prefill GEMM's f16 operands (a 128 MiB weight slice
   // and the activation); the logits of a whole batch count with the head.

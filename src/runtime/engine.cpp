@@ -7,23 +7,10 @@
 
 namespace jitllm {
 
-namespace {
-
-KvLayout make_layout(const Config& c, const EngineOptions& o) {
-  KvLayout l;
-  l.n_layer = c.n_layer;
-  l.kv_dim = c.kv_dim();
-  l.page_tokens = o.kv_page_tokens;
-  l.type = o.kv_type;
-  return l;
-}
-
-}  // namespace
-
 Engine::Engine(std::shared_ptr<const ModelFile> file, EngineOptions options)
     : options_(options),
       model_(create_model(std::move(file))),
-      kv_layout_(make_layout(model_->config(), options_)),
+      kv_layout_(model_->kv_layout(options_.kv_page_tokens, options_.kv_type)),
       pool_(kv_layout_, options.max_kv_pages) {
   if (options_.n_batch <= 0) throw_error("batch size must be positive, got {}", options_.n_batch);
   if (options_.kv_page_tokens <= 0)
@@ -89,7 +76,8 @@ size_t Engine::run_step(std::span<const StepInput> inputs, std::vector<float>* l
     s.reserve(int64_t(in.tokens.size()));
     const int32_t sid = int32_t(seqs.size());
     for (size_t t = 0; t < in.tokens.size(); ++t) {
-      if (in.all_logits || t + 1 == in.tokens.size()) out_rows.push_back(int32_t(tokens.size()));
+      if (in.all_logits || (t + 1 == in.tokens.size() && !in.no_logits))
+        out_rows.push_back(int32_t(tokens.size()));
       tokens.push_back(in.tokens[t]);
       pos.push_back(int32_t(s.position() + int64_t(t)));
       seq.push_back(sid);
@@ -119,6 +107,9 @@ std::vector<float> Engine::prefill(Session& session, std::span<const int32_t> to
   for (size_t off = 0; off < tokens.size(); off += size_t(chunk)) {
     const size_t len = std::min(size_t(chunk), tokens.size() - off);
     StepInput in{&session, tokens.subspan(off, len), all_logits};
+    // Only the chunk holding the last token asks for its logits: the others only store KV (on a
+    // card that saves the head, the copy home and a wait per chunk).
+    in.no_logits = !all_logits && off + len < tokens.size();
     std::vector<float> out = step(std::span<const StepInput>(&in, 1));
     if (all_logits)
       all.insert(all.end(), out.begin(), out.end());

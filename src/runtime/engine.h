@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/reference_kernels.h"  // CpuKernels (EngineOptions::kernels)
 #include "model/model.h"
 #include "runtime/backends.h"
 #include "runtime/kv_pages.h"
@@ -44,6 +45,7 @@ struct StepInput {
   Session* session = nullptr;
   std::span<const int32_t> tokens;  // appended at the session's position
   bool all_logits = false;          // logits for every token (else only the last)
+  bool no_logits = false;           // without all_logits: no logits at all (a prefill chunk)
 };
 
 class Engine {

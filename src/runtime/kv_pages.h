@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/aligned_buffer.h"
-#include "model/ops.h"
+#include "graph/ops.h"
 
 namespace jitllm {
 

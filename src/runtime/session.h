@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/ops.h"
+#include "graph/ops.h"
 #include "runtime/kv_pages.h"
 
 namespace jitllm {

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <random>
 
-#include "model/cpu_ops.h"
+#include "backend/cpu/cpu_ops.h"
 #include "runtime/engine.h"
 #include "runtime/model_loader.h"
 #include "testutil/shared_data.h"

@@ -14,7 +14,7 @@
 #include "backend/cpu/jit_kernels.h"
 #include "core/aligned_buffer.h"
 #include "core/error.h"
-#include "model/cpu_ops.h"
+#include "backend/cpu/cpu_ops.h"
 #include "runtime/engine.h"
 #include "runtime/model_loader.h"
 #include "runtime/placement.h"
@@ -254,12 +254,11 @@ class PrivateKvOps final : public Ops {
     inner_.matmul_group(x, outs);
   }
   void rope(Act x, int h, int d, const RopeParams& p) override { inner_.rope(x, h, d, p); }
-  void attention(int il, Act q, Act k, Act v, Act out, int nh, int nkv, int hd,
-                 float scale) override {
+  void attention(int il, Act q, Act k, Act v, Act out, const AttnSpec& spec) override {
     if (il < first_ || il >= first_ + count_)
       throw_error("PrivateKvOps: layer {} is not one of {} + {}", il, first_, count_);
     ++attention_calls;
-    inner_.attention(il - first_, q, k, v, out, nh, nkv, hd, scale);
+    inner_.attention(il - first_, q, k, v, out, spec);
   }
   void swiglu(Act g, Act u, Act out) override { inner_.swiglu(g, u, out); }
   void add(Act acc, Act x) override { inner_.add(acc, x); }

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "model/ops.h"
+#include "graph/ops.h"
 
 namespace jitllm::server {
 namespace {

@@ -8,7 +8,8 @@
 // Every kernel is deterministic and independent of the thread count: threads split output rows
 // (or (row, head) pairs), never a reduction.
 //
-// This layer knows nothing about models: it sees formats, shapes and pointers.
+// This layer knows nothing about models: it sees formats, shapes and pointers (and the graph
+// layer's plain types: RopeParams, PagedRows).
 #pragma once
 
 #include <cstddef>
@@ -16,42 +17,11 @@
 #include <memory>
 #include <span>
 
+#include "graph/kv.h"
+#include "graph/rope.h"
 #include "quant/types.h"
 
 namespace jitllm {
-
-enum class RopeMode { Normal, Neox };  // Normal: rotate pairs (2i, 2i+1); Neox: (i, i + n_rot/2)
-
-struct RopeParams {
-  int n_rot = 0;                 // rotated dimensions per head (<= head_dim, even)
-  RopeMode mode = RopeMode::Normal;
-  float freq_base = 10000.0f;
-  float freq_scale = 1.0f;       // 1/factor for linear scaling
-  const float* freq_factors = nullptr;  // [n_rot/2] divisors of theta (llama3 rope_freqs), or null
-  float ext_factor = 0.0f;       // YaRN mix (0 = off)
-  float attn_factor = 1.0f;      // magnitude scale of cos/sin
-  float beta_fast = 32.0f, beta_slow = 1.0f;
-  int n_ctx_orig = 0;            // YaRN original context
-};
-
-// Rows of a paged sequence (a session's K or V of one layer): position p lives at
-// pages[p / rows_per_page] + page_offset + (p % rows_per_page) * row_stride.
-struct PagedRows {
-  uint8_t* const* pages = nullptr;
-  int64_t rows_per_page = 0;
-  size_t page_offset = 0;
-  size_t row_stride = 0;
-  uint8_t* row(int64_t p) const {
-    return pages[p / rows_per_page] + page_offset + size_t(p % rows_per_page) * row_stride;
-  }
-};
-
-// RoPE tables shared by every backend (the card gets them from the host): the YaRN correction
-// range of `p` (dims where interpolation blends into extrapolation, as ggml computes it), and the
-// cos/sin of each rotated pair at `position` (cache: [n_rot], cos at 2i, sin at 2i+1), advanced by
-// repeated float multiplication as ggml's rope cache is, so angles agree to the last bit.
-void yarn_corr_dims(const RopeParams& p, float dims[2]);
-void rope_cache(float position, const RopeParams& p, const float corr[2], float* cache);
 
 // One attention call over a ragged batch: query row r (one token of some sequence) attends the
 // first n_kv[r] positions of its sequence's K and V (causal: n_kv[r] = its position + 1).

@@ -43,8 +43,10 @@ int CudaOps::attention_splits(const Batch& batch) const {
                                                 device_.sm_count(), kAutoSplits);
 }
 
-void CudaOps::attention(int il, Act q, Act k, Act v, Act out, int n_head, int n_head_kv,
-                        int head_dim, float scale) {
+void CudaOps::attention(int il, Act q, Act k, Act v, Act out, const AttnSpec& spec) {
+  if (!spec.is_plain()) refuse_unplain_attention(spec, "CUDA attention");
+  const int n_head = spec.n_head, n_head_kv = spec.n_head_kv, head_dim = spec.head_dim_k;
+  const float scale = spec.scale;
   if (n_head_kv * head_dim != kv_.kv_dim)
     throw_error("CUDA attention: {} KV heads of {} do not match the KV rows of {}", n_head_kv,
                 head_dim, kv_.kv_dim);

@@ -262,6 +262,9 @@ void CudaOps::write(Act x, const float* host) {
 void CudaOps::begin(const Batch& batch, const KvLayout& kv) {
   if (kv.type != QuantType::F16 && kv.type != QuantType::F32)
     throw_error("CUDA: KV cache type {} is not supported (f16 or f32)", quant_name(kv.type));
+  if (!kv.uniform())
+    throw_error("CUDA: KV of different widths per layer is not supported (every layer keeps {})",
+                kv.kv_dim);
   if (!kv_pages_.empty() && kv.page_bytes() != kv_.page_bytes())
     throw_error("CUDA: the KV page layout changed between steps");
   device_.make_current();  // steps may come from another thread than the constructor's

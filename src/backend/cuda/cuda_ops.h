@@ -1,4 +1,4 @@
-// CudaOps: the backend-neutral Ops (model/ops.h) on one NVIDIA card. Activations, weights and
+// CudaOps: the backend-neutral Ops (graph/ops.h) on one NVIDIA card. Activations, weights and
 // the KV cache live in device memory; the llama graph runs unchanged on top.
 //  - Weights are packed (packed_weight.h) and uploaded the first time a matrix is used, once.
 //  - KV pages: the runtime's KvPagePool hands out host pages; each host page is shadowed by a
@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_kernels.h"
-#include "model/ops.h"
+#include "graph/ops.h"
 
 namespace jitllm::cuda {
 
@@ -45,8 +45,7 @@ class CudaOps final : public Ops {
   void matmul(const TensorInfo& w, Act x, Act out) override;
   void matmul_group(Act x, std::span<const MatmulOut> outs) override;
   void rope(Act x, int n_heads, int head_dim, const RopeParams& params) override;
-  void attention(int il, Act q, Act k, Act v, Act out, int n_head, int n_head_kv, int head_dim,
-                 float scale) override;
+  void attention(int il, Act q, Act k, Act v, Act out, const AttnSpec& spec) override;
   void swiglu(Act gate, Act up, Act out) override;
   void add(Act acc, Act x) override;
   void select_rows(Act x, std::span<const int32_t> rows, Act out) override;

@@ -1,7 +1,13 @@
-// The backend-neutral op interface the block graphs (llama.cpp, later qwen.cpp, ...) are written
-// against, plus what one forward step is given (`Batch`) and the KV page layout. A backend (CPU
-// now, CUDA later) implements `Ops` over its own memory; the graph never touches data directly,
-// so the same graph code runs everywhere.
+// The backend-neutral op interface the family graphs (model/archs/*.cpp, through the builders in
+// model/builder.h) are written against. A backend (backend/cpu/cpu_ops.h, backend/cuda/cuda_ops.h)
+// implements `Ops` over its own memory; the graph never touches data directly, so the same graph
+// runs everywhere. This layer includes no backend.
+//
+// Two kinds of ops: primitives (one operation each) and fused ops (a chain of primitives that a
+// backend may run as fewer kernels). Each fused op's default implementation here is its plain
+// twin: the primitives in order, which is what the CPU runs and what a backend's fused kernel is
+// tested against. The builder chooses a fused op where the family's layer has that shape, so no
+// fusion depends on the order in which a family file happens to call things.
 #pragma once
 
 #include <cstddef>
@@ -9,51 +15,14 @@
 #include <span>
 #include <vector>
 
-#include "backend/cpu/reference_kernels.h"
+#include "graph/act.h"
+#include "graph/attention.h"
+#include "graph/batch.h"
+#include "graph/kv.h"
+#include "graph/rope.h"
 #include "io/tensor_info.h"
 
 namespace jitllm {
-
-// A float activation matrix [rows, cols], row-major, in the backend's memory.
-struct Act {
-  float* data = nullptr;
-  int64_t rows = 0, cols = 0;
-};
-
-// KV pages: each page holds `page_tokens` positions of one sequence for every layer,
-// laid out [n_layer][2 (K, V)][page_tokens][kv_dim] elements of `type` (F16 or F32).
-struct KvLayout {
-  int n_layer = 0;
-  int kv_dim = 0;
-  int64_t page_tokens = 256;
-  QuantType type = QuantType::F16;
-
-  size_t row_bytes() const { return size_t(kv_dim) * (type == QuantType::F16 ? 2 : 4); }
-  size_t plane_bytes() const { return row_bytes() * size_t(page_tokens); }
-  size_t page_bytes() const { return plane_bytes() * 2 * size_t(n_layer); }
-  // Rows of layer `il`'s K (which = 0) or V (which = 1) across a sequence's pages.
-  PagedRows rows(uint8_t* const* pages, int il, int which) const {
-    return PagedRows{pages, page_tokens, plane_bytes() * size_t(2 * il + which), row_bytes()};
-  }
-};
-
-// One sequence's KV pages (owned by the runtime's session).
-struct KvSeq {
-  uint8_t* const* pages = nullptr;
-  int64_t n_pages = 0;
-};
-
-// One forward step over a ragged batch: row i is token tokens[i] of sequence seq[i] at position
-// pos[i]. Rows of one sequence are consecutive and in position order; every sequence has pages
-// for all its positions. Logits are produced for `out_rows` (ascending row indices).
-struct Batch {
-  std::span<const int32_t> tokens;
-  std::span<const int32_t> pos;
-  std::span<const int32_t> seq;
-  std::span<const KvSeq> seqs;
-  std::span<const int32_t> out_rows;
-  size_t n_rows() const { return tokens.size(); }
-};
 
 class Ops {
  public:
@@ -64,6 +33,7 @@ class Ops {
   // Scratch activation valid until the next begin().
   virtual Act alloc(int64_t rows, int64_t cols) = 0;
 
+  // --- primitives
   // out[i] = row batch.tokens[i] of `table` (the embedding lookup).
   virtual void embed(const TensorInfo& table, Act out) = 0;
   virtual void rms_norm(Act x, const std::vector<float>& w, float eps, Act out) = 0;
@@ -81,14 +51,33 @@ class Ops {
   }
   // In place, x: [n, n_heads * head_dim], positions from the batch.
   virtual void rope(Act x, int n_heads, int head_dim, const RopeParams& params) = 0;
-  // Stores k, v ([n, kv_dim]) at the batch rows' positions in layer `il` of their sequences, then
-  // causal attention of q [n, n_head * head_dim] over each row's sequence into out.
-  virtual void attention(int il, Act q, Act k, Act v, Act out, int n_head, int n_head_kv,
-                         int head_dim, float scale) = 0;
+  // Stores k [n, spec.k_dim()] and v [n, spec.v_dim()] at the batch rows' positions in layer
+  // `il` of their sequences, then attention of q [n, spec.q_dim()] over each row's sequence into
+  // out [n, spec.out_dim()]. A backend refuses the spec fields it does not implement.
+  virtual void attention(int il, Act q, Act k, Act v, Act out, const AttnSpec& spec) = 0;
   virtual void swiglu(Act gate, Act up, Act out) = 0;  // out = silu(gate) * up
   virtual void add(Act acc, Act x) = 0;                // acc += x
   // out[j] = x[rows[j]].
   virtual void select_rows(Act x, std::span<const int32_t> rows, Act out) = 0;
+
+  // --- fused ops (defaults: the plain twins)
+  // The attention half of a block without q/k norms or biases: q, k, v = x . wq/wk/wv^T; RoPE on
+  // q and k; the KV store and attention of layer il into out [n, spec.out_dim()].
+  struct Qkv {
+    const TensorInfo* wq = nullptr;
+    const TensorInfo* wk = nullptr;
+    const TensorInfo* wv = nullptr;
+  };
+  virtual void qkv_rope_attention(int il, Act x, const Qkv& w, Act q, Act k, Act v,
+                                  const RopeParams& rope, const AttnSpec& spec, Act out);
+  // A residual matmul: out = x . w^T, then acc += out (out keeps the product).
+  virtual void matmul_add(const TensorInfo& w, Act x, Act out, Act acc);
+  // A gated FFN's first half: out = silu(x . gate_w^T) * (x . up_w^T); gate and up are scratch
+  // for the two products ([n, n_ff] each; out may be gate).
+  virtual void gate_up_swiglu(Act x, const TensorInfo& gate_w, const TensorInfo& up_w, Act gate,
+                              Act up, Act out);
+
+  // --- results and crossings
   // Copies x to host memory (rows * cols floats).
   virtual void read(Act x, float* host) = 0;
   // Copies rows * cols floats from host memory into x: the residual stream arriving from another
@@ -108,7 +97,7 @@ class Ops {
   virtual void copy_kv_page(const uint8_t* from, uint8_t* to, const KvLayout& kv);
 };
 
-// Which backend runs each part of one model's graph (runtime/placement.h decides; the graph
+// Which backend runs each part of one model's graph (runtime/placement.h decides; the builder
 // reads it in one place per layer). Several entries may point to the same Ops.
 struct OpsRoute {
   Ops* embed = nullptr;      // the token embedding lookup

@@ -1,5 +1,5 @@
 // Ops on the host: activations in RAM, kernels from a CpuKernels implementation (the reference
-// kernels or generated ones). Owns the scratch arena reused from step to step and the kernels'
+// kernels or generated ones); the fused ops run as their plain twins (graph/ops.cpp). Owns the scratch arena reused from step to step and the kernels'
 // decode copies of the weights (prepared on first decode use).
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "backend/cpu/reference_kernels.h"
-#include "model/ops.h"
+#include "graph/ops.h"
 
 namespace jitllm {
 
@@ -23,8 +23,7 @@ class CpuOps final : public Ops {
   void matmul(const TensorInfo& w, Act x, Act out) override;
   void matmul_group(Act x, std::span<const MatmulOut> outs) override;
   void rope(Act x, int n_heads, int head_dim, const RopeParams& params) override;
-  void attention(int il, Act q, Act k, Act v, Act out, int n_head, int n_head_kv, int head_dim,
-                 float scale) override;
+  void attention(int il, Act q, Act k, Act v, Act out, const AttnSpec& spec) override;
   void swiglu(Act gate, Act up, Act out) override;
   void add(Act acc, Act x) override;
   void select_rows(Act x, std::span<const int32_t> rows, Act out) override;
@@ -34,7 +33,7 @@ class CpuOps final : public Ops {
  private:
   const CpuKernels& k_;
   Batch batch_;
-  KvLayout kv_;
+  KvLayout kv_;  // a copy: callers may pass a layout that lives only for begin()
   // Scratch: buffer i is handed out by the i-th alloc() of a step; the graph allocates in the
   // same order every step, so buffers are reused and only grow.
   std::vector<std::vector<float>> scratch_;

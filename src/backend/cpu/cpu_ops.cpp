@@ -1,5 +1,5 @@
 // CpuOps: the op interface over host memory and CpuKernels.
-#include "model/cpu_ops.h"
+#include "backend/cpu/cpu_ops.h"
 
 #include <cstring>
 
@@ -9,7 +9,7 @@ namespace jitllm {
 
 void CpuOps::begin(const Batch& batch, const KvLayout& kv) {
   batch_ = batch;
-  kv_ = kv;
+  kv_ = kv;  // (copy-assignment keeps the per-layer vector's storage from step to step)
   next_ = 0;
 }
 
@@ -68,8 +68,12 @@ void CpuOps::rope(Act x, int n_heads, int head_dim, const RopeParams& params) {
   k_.rope(x.data, x.rows, n_heads, head_dim, batch_.pos.data(), params);
 }
 
-void CpuOps::attention(int il, Act q, Act k, Act v, Act out, int n_head, int n_head_kv,
-                       int head_dim, float scale) {
+void CpuOps::attention(int il, Act q, Act k, Act v, Act out, const AttnSpec& spec) {
+  if (!spec.is_plain()) refuse_unplain_attention(spec, "CPU attention");
+  const KvLayout& kv = kv_;
+  if (kv.layer(il).k_dim != spec.k_dim() || kv.layer(il).v_dim != spec.v_dim())
+    throw_error("CPU attention: layer {} keeps K/V rows of {}/{}, the step gives {}/{}", il,
+                kv.layer(il).k_dim, kv.layer(il).v_dim, spec.k_dim(), spec.v_dim());
   const size_t n = batch_.n_rows();
   k_rows_.resize(n);
   v_rows_.resize(n);
@@ -77,22 +81,22 @@ void CpuOps::attention(int il, Act q, Act k, Act v, Act out, int n_head, int n_h
   dst_.resize(n);
   for (size_t i = 0; i < n; ++i) {
     const KvSeq& s = batch_.seqs[size_t(batch_.seq[i])];
-    k_rows_[i] = kv_.rows(s.pages, il, 0);
-    v_rows_[i] = kv_.rows(s.pages, il, 1);
+    k_rows_[i] = kv.k_rows(s.pages, il);
+    v_rows_[i] = kv.v_rows(s.pages, il);
     n_kv_[i] = int64_t(batch_.pos[i]) + 1;
   }
   // K and V of every row are stored first: rows of one sequence attend to each other causally.
   for (size_t i = 0; i < n; ++i) dst_[i] = k_rows_[i].row(batch_.pos[i]);
-  k_.store_rows(kv_.type, k.data, int64_t(n), kv_.kv_dim, dst_.data());
+  k_.store_rows(kv.type, k.data, int64_t(n), spec.k_dim(), dst_.data());
   for (size_t i = 0; i < n; ++i) dst_[i] = v_rows_[i].row(batch_.pos[i]);
-  k_.store_rows(kv_.type, v.data, int64_t(n), kv_.kv_dim, dst_.data());
+  k_.store_rows(kv.type, v.data, int64_t(n), spec.v_dim(), dst_.data());
 
   AttentionArgs a;
-  a.n_head = n_head;
-  a.n_head_kv = n_head_kv;
-  a.head_dim = head_dim;
-  a.scale = scale;
-  a.kv_type = kv_.type;
+  a.n_head = spec.n_head;
+  a.n_head_kv = spec.n_head_kv;
+  a.head_dim = spec.head_dim_k;
+  a.scale = spec.scale;
+  a.kv_type = kv.type;
   a.n_rows = int64_t(n);
   a.q = q.data;
   a.out = out.data;

@@ -1,0 +1,47 @@
+// Ops defaults every backend may override: the fused ops' plain twins, the greedy pick over
+// logits rows on the host, the KV page copy of a fork.
+#include "graph/ops.h"
+
+#include <cstring>
+#include <vector>
+
+namespace jitllm {
+
+void Ops::qkv_rope_attention(int il, Act x, const Qkv& w, Act q, Act k, Act v,
+                             const RopeParams& rope_params, const AttnSpec& spec, Act out) {
+  const MatmulOut qkv[] = {{w.wq, q}, {w.wk, k}, {w.wv, v}};
+  matmul_group(x, qkv);
+  rope(q, spec.n_head, spec.head_dim_k, rope_params);
+  rope(k, spec.n_head_kv, spec.head_dim_k, rope_params);
+  attention(il, q, k, v, out, spec);
+}
+
+void Ops::matmul_add(const TensorInfo& w, Act x, Act out, Act acc) {
+  matmul(w, x, out);
+  add(acc, out);
+}
+
+void Ops::gate_up_swiglu(Act x, const TensorInfo& gate_w, const TensorInfo& up_w, Act gate,
+                         Act up, Act out) {
+  const MatmulOut gate_up[] = {{&gate_w, gate}, {&up_w, up}};
+  matmul_group(x, gate_up);
+  swiglu(gate, up, out);
+}
+
+void Ops::copy_kv_page(const uint8_t* from, uint8_t* to, const KvLayout& kv) {
+  std::memcpy(to, from, kv.page_bytes());
+}
+
+void Ops::argmax_rows(Act x, int32_t* host) {
+  std::vector<float> v(size_t(x.rows * x.cols));
+  read(x, v.data());
+  for (int64_t r = 0; r < x.rows; ++r) {
+    const float* row = v.data() + size_t(r * x.cols);
+    int64_t best = 0;
+    for (int64_t c = 1; c < x.cols; ++c)
+      if (row[best] < row[c]) best = c;  // strictly larger: ties keep the lowest column
+    host[r] = int32_t(best);
+  }
+}
+
+}  // namespace jitllm

@@ -1,0 +1,62 @@
+// The llama family (Llama 1/2/3.x with llama3 rope scaling, Mistral, SmolLM2, TinyLlama): RMSNorm,
+// RoPE (normal pairs for GGUF llama; partial rotary from the Config), GQA attention, SwiGLU FFN,
+// untied or tied output. Tensor and intermediate names are llama.cpp's.
+#include "core/error.h"
+#include "model/builder.h"
+#include "model/family.h"
+
+namespace jitllm {
+
+namespace {
+
+void read_llama_hparams(const Metadata&, Config& c) {
+  if (c.head_dim_v != c.head_dim)
+    throw_error("metadata: {}.attention.value_length {} differs from key_length {} (not supported)",
+                c.arch, c.head_dim_v, c.head_dim);
+}
+
+const LayerTensor kLlamaLayer[] = {
+    {"attn_norm.weight", &LayerWeights::attn_norm, shapes::embd},
+    {"attn_q.weight", &LayerWeights::wq, shapes::q},
+    {"attn_k.weight", &LayerWeights::wk, shapes::k},
+    {"attn_v.weight", &LayerWeights::wv, shapes::v},
+    {"attn_output.weight", &LayerWeights::wo, shapes::o},
+    {"ffn_norm.weight", &LayerWeights::ffn_norm, shapes::embd},
+    {"ffn_gate.weight", &LayerWeights::ffn_gate, shapes::gate_up},
+    {"ffn_up.weight", &LayerWeights::ffn_up, shapes::gate_up},
+    {"ffn_down.weight", &LayerWeights::ffn_down, shapes::down},
+};
+
+void build_llama(GraphBuilder& b) {
+  const Config& c = b.config();
+  const RopeParams rope = c.rope_params();
+  b.build_inp_embd();
+  for (int il = 0; il < c.n_layer; ++il) {
+    const LayerWeights& l = b.layer(il);
+    b.begin_layer(il);
+    Act cur = b.build_norm(l.attn_norm, "attn_norm", il);
+    Act attn = b.build_attn(il, cur, l, b.attn_spec(il), rope);
+    b.build_residual(il, *l.wo, attn, "attn_out", "ffn_inp");
+    cur = b.build_norm(l.ffn_norm, "ffn_norm", il);
+    Act ffn = b.build_ffn_swiglu(il, cur, *l.ffn_gate, *l.ffn_up);
+    b.build_residual(il, *l.ffn_down, ffn, "ffn_out", "l_out");
+  }
+}
+
+}  // namespace
+
+// Mistral, SmolLM2, TinyLlama and Llama 1-3 all ship as general.architecture = llama; the others
+// are names some converters use for the same graph.
+extern const Family kLlamaFamily{
+    .name = "llama",
+    .archs = {"llama", "mistral", "smollm", "granite_llama"},
+    .read_hparams = read_llama_hparams,
+    .layer_tensors = kLlamaLayer,
+    .build = build_llama,
+};
+
+ModelWeights bind_llama_weights(const ModelFile& file, Config& config) {
+  return bind_weights(file, config, kLlamaLayer);
+}
+
+}  // namespace jitllm

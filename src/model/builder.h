@@ -1,0 +1,82 @@
+// GraphBuilder: the shared pieces every family's graph is made of (build_norm, build_attn,
+// build_residual, build_ffn, build_output), over the backend-neutral ops. It owns what no family
+// should write twice:
+//  - the device crossing: the residual stream lives on one backend at a time; at a change of
+//    device it, and nothing else, crosses (read to the host, written into the next backend's
+//    copy), once per change;
+//  - the step's buffers, allocated on every backend of the route in the same order every step
+//    (backends reuse scratch by allocation order), sized for the widest layer;
+//  - the choice of fused ops (graph/ops.h): a family's layer of the plain shape gets the fused
+//    op, anything else (or a dump of the intermediates) the primitives in order;
+//  - the output rows: after the last layer's attention only the rows whose logits are wanted go
+//    on (llama.cpp's inp_out_ids); with none wanted (a prefill chunk) the step ends there, its
+//    KV stored;
+//  - the named dumps (model/dump.h), with llama.cpp's callback names.
+#pragma once
+
+#include <vector>
+
+#include "graph/ops.h"
+#include "model/config.h"
+#include "model/dump.h"
+#include "model/weights.h"
+
+namespace jitllm {
+
+class GraphBuilder {
+ public:
+  GraphBuilder(const Config& config, const ModelWeights& weights, const OpsRoute& route,
+               const Batch& batch, const KvLayout& kv, TensorDumper& dump,
+               std::vector<float>& crossing);
+
+  const Config& config() const { return c_; }
+  const ModelWeights& weights() const { return w_; }
+  const LayerWeights& layer(int il) const { return w_.layers[size_t(il)]; }
+  // The attention of layer il as the Config describes it (causal, 1/sqrt(head_dim) scale).
+  AttnSpec attn_spec(int il) const;
+
+  // x = the token embeddings, on the embedding's backend ("inp_embd").
+  void build_inp_embd();
+  // Moves the residual stream to the backend that runs layer il (a no-op on one backend).
+  void begin_layer(int il);
+  // The residual stream [rows still going on, n_embd].
+  Act x() const { return x_; }
+  // RMSNorm of the residual stream into the layer scratch [rows, n_embd].
+  Act build_norm(const std::vector<float>& w, const char* name, int il);
+  // q/k/v of `cur` ([rows, n_embd]), RoPE on q and k, the KV store of layer il and attention:
+  // the attention output [rows, spec.out_dim()] ("Qcur", "Kcur", "Vcur", "kqv_out").
+  Act build_attn(int il, Act cur, const LayerWeights& l, const AttnSpec& spec, const RopeParams& rope);
+  // x += in . w^T ("<name>" the product, "<sum_name>" the new x). In the last layer, the first
+  // residual keeps only the output rows (see above).
+  void build_residual(int il, const TensorInfo& w, Act in, const char* name, const char* sum_name);
+  // silu(cur . gate^T) * (cur . up^T) [rows, n_ff(il)] ("ffn_swiglu").
+  Act build_ffn_swiglu(int il, Act cur, const TensorInfo& gate, const TensorInfo& up);
+  // Output norm and matrix on the head's backend, then the logits or greedy ids home
+  // ("result_norm", "result_output").
+  void build_output(float* logits, int32_t* argmax);
+  // False once the step has nothing left to compute (no output rows after the last attention).
+  bool live() const { return x_.rows > 0; }
+
+ private:
+  struct Buffers {
+    Ops* ops = nullptr;
+    Act x, cur, q, k, v, attn, gate, up;  // widest-layer scratch, see builder.cpp
+  };
+  Buffers& on(Ops* o);
+  void move_to(Ops* to);
+  static Act view(Act buf, int64_t rows, int64_t cols) { return Act{buf.data, rows, cols}; }
+
+  const Config& c_;
+  const ModelWeights& w_;
+  const OpsRoute& route_;
+  const Batch& batch_;
+  TensorDumper& dump_;
+  std::vector<float>& crossing_;
+  std::vector<Buffers> buffers_;
+  Ops* at_ = nullptr;  // the backend holding the residual stream
+  Act x_;
+  int64_t n_out_ = 0;
+  bool selected_ = false;  // the output rows were selected (the last layer's first residual)
+};
+
+}  // namespace jitllm

@@ -1,0 +1,40 @@
+// A model family: everything that makes one architecture differ from another, in one table entry
+// (model/registry.cpp) defined by one file (model/archs/<family>.cpp): the general.architecture
+// names it serves, its own hyperparameters, the tensors of its layers, what each layer keeps per
+// session, and its block graph over the shared builders (model/builder.h).
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "graph/kv.h"
+#include "io/metadata.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace jitllm {
+
+class GraphBuilder;
+
+struct Family {
+  const char* name;                      // "llama"
+  std::vector<std::string> archs;        // general.architecture values it serves
+  // Family keys beyond the ones config_from_metadata reads for everyone, and checks of what the
+  // family's graph cannot run (may be null).
+  void (*read_hparams)(const Metadata& md, Config& c) = nullptr;
+  std::span<const LayerTensor> layer_tensors;  // bound for every layer (model/weights.h)
+  // What layer il keeps per session between steps (null: K and V of its own widths).
+  LayerKv (*layer_memory)(const Config& c, int il) = nullptr;
+  // The whole forward step: embedding, layers, output (see archs/llama.cpp).
+  void (*build)(GraphBuilder& b) = nullptr;
+};
+
+// The family serving `arch`, or null.
+const Family* find_family(const std::string& arch);
+// Every family, in the table's order.
+std::span<const Family* const> families();
+// "llama (llama, mistral, ...), ..." for error messages and `jitllm info`.
+std::string supported_architectures();
+
+}  // namespace jitllm
