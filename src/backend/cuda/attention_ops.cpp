@@ -43,29 +43,31 @@ int CudaOps::attention_splits(const Batch& batch) const {
                                                 device_.sm_count(), kAutoSplits);
 }
 
-void CudaOps::attention(int il, Act q, Act k, Act v, Act out, const AttnSpec& spec) {
+int CudaOps::card_layer(int il, const AttnSpec& spec) const {
   if (!spec.is_plain()) refuse_unplain_attention(spec, "CUDA attention");
-  const int n_head = spec.n_head, n_head_kv = spec.n_head_kv, head_dim = spec.head_dim_k;
-  const float scale = spec.scale;
-  if (n_head_kv * head_dim != kv_.kv_dim)
-    throw_error("CUDA attention: {} KV heads of {} do not match the KV rows of {}", n_head_kv,
-                head_dim, kv_.kv_dim);
-  const size_t n = batch_.n_rows();
-  const bool f16 = kv_.type == QuantType::F16;
-  attn_heads_ = n_head;
+  if (spec.n_head_kv * spec.head_dim_k != kv_.kv_dim)
+    throw_error("CUDA attention: {} KV heads of {} do not match the KV rows of {}", spec.n_head_kv,
+                spec.head_dim_k, kv_.kv_dim);
   // The card's pages hold only its own layers (set_kv_layers).
   const int kl = il - kv_first_layer_;
   if (kl < 0 || (kv_n_layers_ >= 0 && kl >= kv_n_layers_))
     throw_error("CUDA attention: layer {} is not one of this card's layers ({} + {})", il,
                 kv_first_layer_, kv_n_layers_);
+  return kl;
+}
+
+void CudaOps::attention(int il, Act q, Act k, Act v, Act out, const AttnSpec& spec) {
+  attend(il, q, k, v, out, spec, KvStore::Store);
+}
+
+void CudaOps::attend(int il, Act q, Act k, Act v, Act out, const AttnSpec& spec, KvStore store) {
+  const int kl = card_layer(il, spec);
+  const int n_head = spec.n_head, n_head_kv = spec.n_head_kv, head_dim = spec.head_dim_k;
+  const size_t n = batch_.n_rows();
+  const bool f16 = kv_.type == QuantType::F16;
+  attn_heads_ = n_head;
   const uint64_t koff = kv_.plane_bytes() * uint64_t(2 * kl);
   const uint64_t voff = kv_.plane_bytes() * uint64_t(2 * kl + 1);
-  if (held_matmul_) flush();
-  // q/k/v held by matmul_group(): launched now with the RoPE + KV store epilogue when the held
-  // ropes fit (before anything below may grow q8_, which it reads); else flush_ropes() below
-  // launches it plain, then the ropes.
-  const bool epilogue_rope =
-      launching() && launch_fused_rope(q, k, v, n_head, n_head_kv, head_dim, koff, voff, f16);
   // The decode attention kernel also writes its output quantized for the wo matvec.
   const bool out_q8 = fuse_ && head_dim % 32 == 0;
   if (out_q8) ensure_q8(out.rows, out.cols);
@@ -87,12 +89,7 @@ void CudaOps::attention(int il, Act q, Act k, Act v, Act out, const AttnSpec& sp
     ensure(split_scratch_, CudaKernels::split_scratch_bytes(rows, n_head, head_dim, splits));
   }
   // K and V of every row first: rows of one sequence attend to each other causally.
-  const bool fused_rope = !epilogue_rope && held_ropes_.size() == 2 && held_ropes_[0].x.data == q.data &&
-                          held_ropes_[1].x.data == k.data && held_ropes_[0].n_heads == n_head &&
-                          held_ropes_[1].n_heads == n_head_kv &&
-                          held_ropes_[0].head_dim == head_dim && held_ropes_[1].head_dim == head_dim;
-  if (fused_rope) {
-    held_ropes_.clear();
+  if (store == KvStore::RopeStore) {  // q and k are rotated on the way (one kernel)
     CudaKernels::RopeStoreCall c;
     c.q = ptr(q);
     c.k = ptr(k);
@@ -109,8 +106,7 @@ void CudaOps::attention(int il, Act q, Act k, Act v, Act out, const AttnSpec& sp
     c.neox = rope_params_.mode == RopeMode::Neox;
     c.f16 = f16;
     kernels_.rope_store(c, stream_);
-  } else if (!epilogue_rope) {
-    flush_ropes();
+  } else if (store == KvStore::Store) {
     kernels_.store_kv(ptr(k), store_rows_, koff, int64_t(n), kv_.kv_dim, f16, stream_);
     kernels_.store_kv(ptr(v), store_rows_, voff, int64_t(n), kv_.kv_dim, f16, stream_);
   }
@@ -128,7 +124,7 @@ void CudaOps::attention(int il, Act q, Act k, Act v, Act out, const AttnSpec& sp
   a.n_head = n_head;
   a.n_head_kv = n_head_kv;
   a.head_dim = head_dim;
-  a.scale = scale;
+  a.scale = spec.scale;
   a.kv_f16 = f16;
   if (flash_ && n >= kFlashMinRows && mode_ == Mode::Direct && flash_supported(head_dim, f16)) {
     if (flash_tile_count_ < 0) {  // first layer of the step: the batch's tiles

@@ -116,28 +116,32 @@ size_t CudaOps::xh_bytes(int64_t n, int64_t k) {
   return std::max(DqMma::f16_bytes(n, k), size_t((n + t - 1) / t * t) * size_t(k) * 2);
 }
 
-void CudaOps::flush_ropes() {
-  flush_group();  // the held ropes read what the held q/k/v launch writes
-  for (const HeldRope& r : held_ropes_)
-    kernels_.rope(ptr(r.x), rope_cache_.get(), r.x.rows, r.n_heads, r.head_dim, rope_params_.n_rot,
-                  rope_params_.mode == RopeMode::Neox, stream_);
-  held_ropes_.clear();
-}
-
-void CudaOps::flush() {
-  flush_ropes();
-  if (held_matmul_) {
-    const HeldMatmul h = *held_matmul_;
-    held_matmul_.reset();
-    launch_matmul(*h.w, h.x, h.out, h.res);
+void CudaOps::launch_matmul(const TensorInfo& w, Act x, Act out, CUdeviceptr res) {
+  const DeviceWeight& d = weight(w);
+  if (x.cols != d.k || out.cols != d.rows)
+    throw_error("CUDA matmul '{}': [{}, {}] x [{}, {}]^T does not fit an output of {} columns",
+                w.name, x.rows, x.cols, d.rows, d.k, out.cols);
+  const MatmulSeg one{&d, ptr(out), res};
+  const bool mmq_prefill = mmq_prefill_ && x.rows <= kMmqMaxRows &&
+                           Mmq::supports(std::span<const MatmulSeg>(&one, 1));
+  if (use_gemm(x.rows) && !mmq_prefill) {  // prefill: tensor cores, the residual added after
+    wrote(out);
+    if (launching()) {
+      gemm_->matmul(d, ptr(x), x.rows, ptr(out), stream_);
+      if (res) kernels_.add(res, ptr(out), out.rows * out.cols, stream_);
+    }
+    return;
   }
-}
-
-void CudaOps::launch_matmul(const DeviceWeight& d, Act x, Act out, CUdeviceptr res) {
-  // q8_ was sized (and q8_reuse_ decided) when the matmul was called; nothing ran in between.
-  const bool reuse = uses_q8_activation(d.kind) && q8_reuse_;
-  const MatmulSeg seg{&d, ptr(out), res};
-  run_matmuls(std::span<const MatmulSeg>(&seg, 1), x, q8_for(x.rows, d.k), reuse);
+  Q8Buffers q8;
+  bool reuse = false;
+  if (uses_q8_activation(d.kind)) {
+    reuse = q8_src_ == x.data && q8_rows_ == x.rows && q8_k_ == d.k;
+    if (!reuse) ensure_q8(x.rows, d.k);
+    q8 = q8_for(x.rows, d.k);
+  }
+  wrote(out);
+  if (launching()) run_matmuls(std::span<const MatmulSeg>(&one, 1), x, q8, reuse);
+  if (uses_q8_activation(d.kind)) quantized(x);
 }
 
 bool CudaOps::use_mmq(std::span<const MatmulSeg> segs, int64_t rows) const {
@@ -227,12 +231,7 @@ void CudaOps::copy_kv_page(const uint8_t* from, uint8_t* to, const KvLayout& kv)
   auto src = kv_pages_.find(const_cast<uint8_t*>(from));
   if (src == kv_pages_.end()) return;  // no step ever wrote this page on the card
   device_.make_current();
-  if (mode_ == Mode::Capture) {  // the last step threw while capturing: end it (begin() sees the
-    CUgraph g = nullptr;         // mode and does the rest, as after any failed capture)
-    driver().cuStreamEndCapture(stream_.get(), &g);
-    if (g) driver().cuGraphDestroy(g);
-  }
-  flush();  // launches held back from the last step come first
+  abandon_capture();  // the last step threw while capturing (begin() does the rest)
   if (kv.page_bytes() != kv_.page_bytes()) throw_error("CUDA: the KV page layout changed between steps");
   const CUdeviceptr s = src->second.get();  // (kv_page may rehash the map: take the address first)
   const CUdeviceptr d = kv_page(to);
@@ -254,7 +253,6 @@ void CudaOps::write(Act x, const float* host) {
   // The residual arriving from another device (placement). upload() makes it complete on the
   // card before anything later in this step is launched (or, in a replayed step, stages it for
   // read() to copy ahead of the graph launch).
-  flush();
   upload(ptr(x), host, size_t(x.rows * x.cols) * sizeof(float));
   wrote(x);
 }
@@ -269,21 +267,13 @@ void CudaOps::begin(const Batch& batch, const KvLayout& kv) {
     throw_error("CUDA: the KV page layout changed between steps");
   device_.make_current();  // steps may come from another thread than the constructor's
   step_t0_ = std::chrono::steady_clock::now();
-  if (mode_ == Mode::Capture) {  // the previous step threw while capturing
-    CUgraph g = nullptr;
-    driver().cuStreamEndCapture(stream_.get(), &g);
-    if (g) driver().cuGraphDestroy(g);
-  }
-  if (mode_ == Mode::Direct && !grew_ && graphs_enabled_)
+  const bool abandoned = mode_ == Mode::Capture;  // the previous step threw while capturing
+  abandon_capture();
+  if (!abandoned && mode_ == Mode::Direct && !grew_ && graphs_enabled_)
     last_direct_key_ = batch_.n_rows() > 0 && batch_.out_rows.size() == batch_.n_rows()
                            ? graph_key(batch_.n_rows(), step_splits_) : -1;
-  // A step that ended without read() (a prefill chunk without logits) may still hold a launch.
-  if (mode_ == Mode::Direct) flush();
   mode_ = Mode::Direct;
   grew_ = false;
-  held_matmul_.reset();
-  held_group_.reset();
-  held_ropes_.clear();
   staged_.clear();
   stage_host_.clear();
   // The previous step may have ended without read() (a prefill chunk without logits): its
@@ -361,7 +351,6 @@ void CudaOps::begin(const Batch& batch, const KvLayout& kv) {
 }
 
 Act CudaOps::alloc(int64_t rows, int64_t cols) {
-  flush();  // a growing buffer syncs and may move: nothing held may refer to the old state
   if (next_ == scratch_.size()) scratch_.emplace_back();
   DeviceBuffer& buf = scratch_[next_++];
   const int64_t padded = (rows + kRowPad - 1) / kRowPad * kRowPad;
@@ -370,7 +359,6 @@ Act CudaOps::alloc(int64_t rows, int64_t cols) {
 }
 
 void CudaOps::embed(const TensorInfo& table, Act out) {
-  flush();
   const int64_t n_vocab = table.rows(), k = table.row_length();
   const size_t rb = row_bytes(table.type, k);
   const size_t n = batch_.tokens.size();
@@ -414,12 +402,6 @@ void CudaOps::rms_norm(Act x, const std::vector<float>& w, float eps, Act out) {
   }
   if (int64_t(w.size()) != x.cols)
     throw_error("CUDA rms_norm: {} weights for rows of {}", w.size(), x.cols);
-  if (launching() && launch_fused_norm(x, it->second.get(), eps, out)) {
-    wrote(out);
-    quantized(out);
-    return;
-  }
-  flush();
   if (fuse_ && x.cols % 32 == 0) {
     // The matvec after a norm reads the int8 copy: quantize it here instead of in a launch of its
     // own (same bits).
@@ -454,40 +436,24 @@ bool CudaOps::use_gemm(int64_t rows) const {
   return gemm_ && rows >= gemm_min_rows_ && mode_ == Mode::Direct && !decode;
 }
 
-void CudaOps::matmul(const TensorInfo& w, Act x, Act out) {
-  flush();
-  const DeviceWeight& d = weight(w);
-  if (x.cols != d.k || out.cols != d.rows)
-    throw_error("CUDA matmul '{}': [{}, {}] x [{}, {}]^T does not fit an output of {} columns",
-                w.name, x.rows, x.cols, d.rows, d.k, out.cols);
-  const MatmulSeg one{&d, ptr(out), 0};
-  const bool mmq_prefill = mmq_prefill_ && x.rows <= kMmqMaxRows &&
-                           Mmq::supports(std::span<const MatmulSeg>(&one, 1));
-  if (use_gemm(x.rows) && !mmq_prefill) {  // prefill: tensor cores
-    wrote(out);
-    gemm_->matmul(d, ptr(x), x.rows, ptr(out), stream_);
-    return;
+void CudaOps::matmul(const TensorInfo& w, Act x, Act out) { launch_matmul(w, x, out, 0); }
+
+CudaOps::Group CudaOps::group(Act x, std::span<const MatmulOut> outs) {
+  Group g;
+  for (const MatmulOut& o : outs) {
+    const DeviceWeight& d = weight(*o.w);
+    if (x.cols != d.k || o.out.cols != d.rows || o.out.rows != x.rows)
+      throw_error("CUDA matmul '{}': [{}, {}] x [{}, {}]^T does not fit an output of {} columns",
+                  o.w->name, x.rows, x.cols, d.rows, d.k, o.out.cols);
+    g.segs[g.n++] = MatmulSeg{&d, ptr(o.out), 0};
+    g.q8 |= uses_q8_activation(d.kind);
+    wrote(o.out);
   }
-  Q8Buffers q8;
-  bool reuse = false;
-  if (uses_q8_activation(d.kind)) {
-    reuse = q8_src_ == x.data && q8_rows_ == x.rows && q8_k_ == d.k;
-    if (!reuse) ensure_q8(x.rows, d.k);
-    q8 = q8_for(x.rows, d.k);
+  if (g.q8) {
+    g.reuse = q8_src_ == x.data && q8_rows_ == x.rows && q8_k_ == x.cols;
+    if (!g.reuse) ensure_q8(x.rows, x.cols);
   }
-  wrote(out);
-  q8_reuse_ = reuse;
-  if (launching()) {
-    if (fuse_)
-      held_matmul_ = HeldMatmul{&d, x, out};  // launched by the next op (add: fused)
-    else
-      run_matmuls(std::span<const MatmulSeg>(&one, 1), x, q8, reuse);
-  }
-  if (uses_q8_activation(d.kind)) {
-    q8_src_ = x.data;
-    q8_rows_ = x.rows;
-    q8_k_ = d.k;
-  }
+  return g;
 }
 
 void CudaOps::matmul_group(Act x, std::span<const MatmulOut> outs) {
@@ -496,62 +462,36 @@ void CudaOps::matmul_group(Act x, std::span<const MatmulOut> outs) {
     Ops::matmul_group(x, outs);
     return;
   }
-  flush();
-  MatmulSeg segs[3];
-  bool q8 = false;
-  for (size_t i = 0; i < outs.size(); ++i) {
-    const DeviceWeight& d = weight(*outs[i].w);
-    if (x.cols != d.k || outs[i].out.cols != d.rows || outs[i].out.rows != x.rows)
-      throw_error("CUDA matmul '{}': [{}, {}] x [{}, {}]^T does not fit an output of {} columns",
-                  outs[i].w->name, x.rows, x.cols, d.rows, d.k, outs[i].out.cols);
-    segs[i] = MatmulSeg{&d, ptr(outs[i].out), 0};
-    q8 |= uses_q8_activation(d.kind);
-    wrote(outs[i].out);
-  }
-  bool reuse = false;
-  if (q8) {
-    reuse = q8_src_ == x.data && q8_rows_ == x.rows && q8_k_ == x.cols;
-    if (!reuse) ensure_q8(x.rows, x.cols);
-  }
-  if (launching() && !hold_group(std::span<const MatmulSeg>(segs, outs.size()), x, reuse))
-    run_matmuls(std::span<const MatmulSeg>(segs, outs.size()), x, q8_for(x.rows, x.cols), reuse);
-  if (q8) quantized(x);
+  const Group g = group(x, outs);
+  if (launching()) run_matmuls(g.span(), x, q8_for(x.rows, x.cols), g.reuse);
+  if (g.q8) quantized(x);
+}
+
+void CudaOps::prepare_rope(const RopeParams& p) {
+  if (rope_valid_ && same_rope(p, rope_params_)) return;
+  const size_t n = batch_.n_rows();
+  float corr[2] = {0, 0};
+  if (p.ext_factor != 0.0f) yarn_corr_dims(p, corr);
+  host_rows_.resize(n * size_t(p.n_rot));
+  for (size_t t = 0; t < n; ++t)
+    rope_cache(float(batch_.pos[t]), p, corr, host_rows_.data() + t * size_t(p.n_rot));
+  ensure(rope_cache_, host_rows_.size() * sizeof(float));
+  upload(rope_cache_.get(), host_rows_.data(), host_rows_.size() * sizeof(float));
+  rope_params_ = p;
+  rope_valid_ = true;
 }
 
 void CudaOps::rope(Act x, int n_heads, int head_dim, const RopeParams& p) {
   if (p.n_rot <= 0 || p.n_rot > head_dim || p.n_rot % 2 != 0)
     throw_error("rope: n_rot {} must be even and in (0, head_dim {}]", p.n_rot, head_dim);
-  const size_t n = batch_.n_rows();
-  if (held_matmul_) flush();  // (held ropes stay: attention() fuses them with the KV store)
-  if (held_ropes_.size() == 2 || (rope_valid_ && !same_rope(p, rope_params_))) flush_ropes();
-  if (!rope_valid_ || !same_rope(p, rope_params_)) {
-    float corr[2] = {0, 0};
-    if (p.ext_factor != 0.0f) yarn_corr_dims(p, corr);
-    host_rows_.resize(n * size_t(p.n_rot));
-    for (size_t t = 0; t < n; ++t)
-      rope_cache(float(batch_.pos[t]), p, corr, host_rows_.data() + t * size_t(p.n_rot));
-    ensure(rope_cache_, host_rows_.size() * sizeof(float));
-    upload(rope_cache_.get(), host_rows_.data(), host_rows_.size() * sizeof(float));
-    rope_params_ = p;
-    rope_valid_ = true;
-  }
-  if (launching()) {
-    if (fuse_)
-      held_ropes_.push_back(HeldRope{x, n_heads, head_dim});
-    else
-      kernels_.rope(ptr(x), rope_cache_.get(), x.rows, n_heads, head_dim, p.n_rot,
-                    p.mode == RopeMode::Neox, stream_);
-  }
+  prepare_rope(p);
+  if (launching())
+    kernels_.rope(ptr(x), rope_cache_.get(), x.rows, n_heads, head_dim, p.n_rot,
+                  p.mode == RopeMode::Neox, stream_);
   wrote(x);
 }
 
 void CudaOps::swiglu(Act gate, Act up, Act out) {
-  if (launching() && launch_fused_swiglu(gate, up, out)) {
-    wrote(out);
-    quantized(out);
-    return;
-  }
-  flush();
   if (fuse_ && gate.cols % 32 == 0) {  // quantized here for the ffn_down matvec
     ensure_q8(gate.rows, gate.cols);
     if (launching())
@@ -566,30 +506,12 @@ void CudaOps::swiglu(Act gate, Act up, Act out) {
 }
 
 void CudaOps::add(Act acc, Act x) {
-  if (held_matmul_ && held_matmul_->out.data == x.data && held_matmul_->out.rows == x.rows &&
-      acc.rows == x.rows && acc.cols == x.cols) {
-    // acc += W x as the held matvec's epilogue (it still writes its own output too).
-    if (epilogue_on("norm")) {  // held on: an rms_norm of acc next adds its norm epilogue
-      held_matmul_->res = ptr(acc);
-      held_matmul_->acc = acc;
-      wrote(acc);
-      return;
-    }
-    const HeldMatmul h = *held_matmul_;
-    held_matmul_.reset();
-    flush_ropes();
-    launch_matmul(*h.w, h.x, h.out, ptr(acc));
-    wrote(acc);
-    return;
-  }
-  flush();
   if (launching()) kernels_.add(ptr(acc), ptr(x), acc.rows * acc.cols, stream_);
   wrote(acc);
 }
 
 void CudaOps::select_rows(Act x, std::span<const int32_t> rows, Act out) {
   const size_t row = size_t(x.cols) * sizeof(float);
-  flush();
   wrote(out);
   if (!launching()) return;
   for (size_t j = 0; j < rows.size(); ++j)
@@ -598,8 +520,15 @@ void CudaOps::select_rows(Act x, std::span<const int32_t> rows, Act out) {
           "cuMemcpyDtoDAsync");
 }
 
+void CudaOps::abandon_capture() {
+  if (mode_ != Mode::Capture) return;
+  CUgraph g = nullptr;
+  driver().cuStreamEndCapture(stream_.get(), &g);
+  if (g) driver().cuGraphDestroy(g);
+  mode_ = Mode::Direct;
+}
+
 void CudaOps::finish_step() {
-  flush();
   if (mode_ == Mode::Capture) {
     CUgraph g = nullptr;
     mode_ = Mode::Direct;  // whatever happens next, the stream is no longer capturing

@@ -14,6 +14,9 @@
 //    graphs. JITLLM_CUDA_GRAPH=0 turns this off.
 //  - Host-to-device inputs (and weights) are copies that are complete on the card when the call
 //    returns, made after begin() has waited for the previous step (see upload() for why).
+//  - Fusion is explicit: the fused ops (graph/ops.h) launch their fused kernels where the step's
+//    shape allows (decode_fusion.cpp), every other op launches when it is called. Nothing is
+//    held back between op calls, so no fusion depends on the order of a family's calls.
 // Kernels are compiled on first use through the on-disk cubin cache (compiler.h).
 #pragma once
 
@@ -49,6 +52,15 @@ class CudaOps final : public Ops {
   void swiglu(Act gate, Act up, Act out) override;
   void add(Act acc, Act x) override;
   void select_rows(Act x, std::span<const int32_t> rows, Act out) override;
+  // The fused ops (decode_fusion.cpp): q/k/v with the RoPE + KV store epilogue in decode steps of
+  // one matvec tile, else q/k/v then one RoPE + KV store kernel, then attention; the residual add
+  // as the matvec's (or MMQ's) epilogue; gate/up with DQ-MMA's SwiGLU epilogue in batched decode
+  // steps, else gate/up then SwiGLU + q8. JITLLM_CUDA_FUSE=0: the plain twins.
+  void qkv_rope_attention(int il, Act x, const Qkv& w, Act q, Act k, Act v, const RopeParams& rope,
+                          const AttnSpec& spec, Act out) override;
+  void matmul_add(const TensorInfo& w, Act x, Act out, Act acc) override;
+  void gate_up_swiglu(Act x, const TensorInfo& gate_w, const TensorInfo& up_w, Act gate, Act up,
+                      Act out) override;
   void read(Act x, float* host) override;
   void argmax_rows(Act x, int32_t* host) override;
   // The card's KV lives in its device copies of the host pages (kv_page()): a fork copies those,
@@ -85,19 +97,34 @@ class CudaOps final : public Ops {
   void ensure(DeviceBuffer& buf, size_t bytes);
   void upload(CUdeviceptr dst, const void* src, size_t bytes);
   bool launching() const { return mode_ != Mode::Replay; }
-  // The end of a step's device work: launches what is held, ends a capture, launches the
-  // replayed graph (after its staged inputs). read() / argmax_rows() then copy the result home.
+  // The end of a step's device work: ends a capture, launches the replayed graph (after its
+  // staged inputs). read() / argmax_rows() then copy the result home.
   void finish_step();
   // Waits for the step's copy home (timing replayed steps for JITLLM_CUDA_STATS).
   void sync_step();
   void drop_graphs();
-  // Fusion across op calls (direct and capture modes): a single matmul is held back until the
-  // next op, so an add(acc, its output) that follows becomes the matvec's residual epilogue; the
-  // rope calls on q and k are held back so that attention() runs them with the KV store as one
-  // kernel. Every other op first launches what is held (flush()).
-  void flush();
-  void flush_ropes();
-  void launch_matmul(const DeviceWeight& w, Act x, Act out, CUdeviceptr res);
+  // Ends a capture that a throwing step left open (its graph is dropped).
+  void abandon_capture();
+  // One matrix (res != 0: res += the product too, as the epilogue).
+  void launch_matmul(const TensorInfo& w, Act x, Act out, CUdeviceptr res);
+  // The matrices of a group reading x, checked, and whether x is already quantized in q8_
+  // (sizing q8_ when it is not).
+  struct Group {
+    MatmulSeg segs[3];
+    size_t n = 0;
+    bool q8 = false, reuse = false;
+    std::span<const MatmulSeg> span() const { return {segs, n}; }
+  };
+  Group group(Act x, std::span<const MatmulOut> outs);
+  // The host part of RoPE for this step's positions (the cos/sin table, made once per step and
+  // parameters).
+  void prepare_rope(const RopeParams& p);
+  // How attend() gets this step's K and V into the layer's pages.
+  enum class KvStore { Done, RopeStore, Store };
+  // Layer il's index among this card's KV layers; throws for a layer or spec the card cannot run.
+  int card_layer(int il, const AttnSpec& spec) const;
+  // The KV store (unless done) and attention of layer il (attention_ops.cpp).
+  void attend(int il, Act q, Act k, Act v, Act out, const AttnSpec& spec, KvStore store);
   // Launches matrices reading x (q8: x quantized, or to be when !reuse): the MMQ kernel where
   // use_mmq() says so, the matvec otherwise.
   void run_matmuls(std::span<const MatmulSeg> segs, Act x, Q8Buffers q8, bool reuse);
@@ -141,7 +168,6 @@ class CudaOps final : public Ops {
   // which is quantized once for the three (two) matrices.
   const float* q8_src_ = nullptr;
   int64_t q8_rows_ = 0, q8_k_ = 0;
-  bool q8_reuse_ = false;  // the held matmul finds x already quantized in q8_
   bool dq_step_ = false;   // this step's q8 producers also write the f16 copy into xh_ (begin())
   DeviceBuffer tables_;  // per step: page tables, KV store rows, row -> table, n_kv
   CUdeviceptr pages_ = 0, store_rows_ = 0, row_pt_ = 0, n_kv_ = 0;
@@ -171,39 +197,10 @@ class CudaOps final : public Ops {
   double step_host_us_ = 0, step_wait_us_ = 0;
   int64_t timed_steps_ = 0;
 
-  struct HeldMatmul {
-    const DeviceWeight* w = nullptr;
-    Act x, out;
-    CUdeviceptr res = 0;  // add(acc, out) came: acc += out in the epilogue (acc: res's Act)
-    Act acc;
-  };
-  std::optional<HeldMatmul> held_matmul_;
-  // Epilogue fusion for decode steps (decode_fusion.cpp; JITLLM_CUDA_FUSE_EPILOGUE=all, none or
-  // a list of rope, norm, swiglu; default rope, the one measured faster): the q/k/v launch is held until attention(), which gives it the RoPE + KV store
-  // epilogue (no rope_store launch); a residual matvec (held by add()) is launched by the next
-  // rms_norm of the residual with the norm + q8 done by its last CTA (no rms_norm_q8 launch).
-  struct HeldGroup {
-    MatmulSeg segs[3];
-    size_t n = 0;
-    Act x;
-    bool reuse = false;
-  };
-  std::optional<HeldGroup> held_group_;
-  DeviceBuffer norm_counters_;  // CudaKernels::kNormCounters u32, zero between launches
-  static bool epilogue_on(const char* which);  // "rope", "norm" or "swiglu"
-  void flush_group();
-  // matmul_group(): holds q/k/v when attention() may fuse them; false: launch as usual.
-  bool hold_group(std::span<const MatmulSeg> segs, Act x, bool reuse);
-  // attention(): launches the held q/k/v with the RoPE + KV store epilogue (true), or nothing.
-  bool launch_fused_rope(Act q, Act k, Act v, int n_head, int n_head_kv, int head_dim,
-                         uint64_t koff, uint64_t voff, bool f16);
-  // rms_norm(): launches the held residual matvec with the norm epilogue (true), or nothing.
-  bool launch_fused_norm(Act x, CUdeviceptr w, float eps, Act out);
-  // swiglu(): launches the held gate/up with the SwiGLU + q8 epilogue (true), or nothing. Its q8
-  // output goes to q8_alt_, which then becomes q8_ (the input it reads is in q8_); in a DQ step
-  // (unless JITLLM_CUDA_DQ_SWIGLU=0) DQ-MMA's epilogue, its f16 copy likewise into xh_alt_.
-  bool launch_fused_swiglu(Act gate, Act up, Act out);
-  bool launch_dq_swiglu(Act gate, Act up, Act out);
+  // gate_up_swiglu() in a DQ step: gate/up with DQ-MMA's SwiGLU + q8 epilogue (true), or nothing
+  // (the step's buffers are too small to grow now). Its q8 output goes to q8_alt_, which then
+  // becomes q8_ (the input it reads is in q8_); its f16 copy likewise into xh_alt_.
+  bool launch_dq_swiglu(Act x, const Group& g, Act gate, Act up, Act out);
   DeviceBuffer q8_alt_, xh_alt_;
   // Split-K decode attention (attention_ops.cpp): JITLLM_CUDA_SPLITK (-1: automatic, 0: never,
   // S: always up to S splits), this step's choice (0: the single-CTA kernel), the query heads of
@@ -213,12 +210,7 @@ class CudaOps final : public Ops {
   int attn_heads_ = 0;
   int attention_splits(const Batch& batch) const;  // begin(): the split count for this step
   DeviceBuffer split_scratch_;
-  struct HeldRope {
-    Act x;
-    int n_heads = 0, head_dim = 0;
-  };
-  std::vector<HeldRope> held_ropes_;  // at most 2 (q, k), all with rope_params_
-  bool fuse_ = true;                  // JITLLM_CUDA_FUSE=0: one kernel per op, as before
+  bool fuse_ = true;  // JITLLM_CUDA_FUSE=0: the fused ops run as their plain twins
   // Replayed steps: the host inputs (page tables, embedding rows, RoPE table) are staged here and
   // copied, in pinned memory, on the compute stream right before the graph launch (no sync each).
   struct Staged {
