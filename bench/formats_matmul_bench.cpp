@@ -11,6 +11,7 @@
 #include "backend/cpu/jit_kernels.h"
 #include "core/fp16.h"
 #include "quant/quant.h"
+#include "runtime/cpu_kernels.h"
 
 namespace jitllm {
 namespace {
@@ -59,7 +60,7 @@ void register_all() {
                        Q::IQ4_NL, Q::MXFP4, Q::Q4_0, Q::Q8_0};
   for (Q t : formats)
     for (const char* which : {"jit", "reference"}) {
-      const CpuKernels* k = &cpu_kernels_by_name(which);
+      const CpuKernels* k = &resolve_cpu_kernels(which);
       const std::string name = std::string(quant_name(t)) + "/" + which;
       benchmark::RegisterBenchmark(("Decode8192x2048/" + name).c_str(),
                                    [=](benchmark::State& s) { run(s, t, *k, 8192, 2048, 1); })

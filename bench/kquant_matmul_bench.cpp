@@ -11,6 +11,7 @@
 
 #include "backend/cpu/jit_kernels.h"
 #include "quant/quant.h"
+#include "runtime/cpu_kernels.h"
 
 namespace jitllm {
 namespace {
@@ -56,7 +57,7 @@ void run(benchmark::State& state, Q type, const CpuKernels& kernels, int64_t row
 void register_all() {
   for (Q t : {Q::Q2_K, Q::Q3_K, Q::Q5_K, Q::Q4_K})
     for (const char* which : {"jit", "reference"}) {
-      const CpuKernels* k = &cpu_kernels_by_name(which);
+      const CpuKernels* k = &resolve_cpu_kernels(which);
       const std::string name = std::string(quant_name(t)) + "/" + which;
       for (int64_t rows : {8192, 65536})
         benchmark::RegisterBenchmark(("Decode" + std::to_string(rows) + "x2048/" + name).c_str(),

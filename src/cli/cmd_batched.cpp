@@ -12,7 +12,6 @@
 #include <sstream>
 #include <vector>
 
-#include "backend/cpu/jit_kernels.h"
 #include "cli/command.h"
 #include "cli/device_flags.h"
 #include "cli/read_wall.h"
@@ -58,7 +57,7 @@ int run_batched(const BatchedOptions& o) {
   const std::vector<int> counts = parse_counts(o.sessions);
   std::shared_ptr<const ModelFile> file = load_model_file(o.model);
   EngineOptions eo;
-  eo.kernels = &cpu_kernels_by_name(o.kernels);
+  eo.cpu_kernels = o.kernels;
   eo.devices = o.devices;
   eo.vram_budget = o.vram_budget;
   eo.gpu_layers = o.gpu_layers;

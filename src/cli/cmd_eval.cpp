@@ -9,7 +9,6 @@
 #include <numeric>
 #include <sstream>
 
-#include "backend/cpu/jit_kernels.h"
 #include "cli/command.h"
 #include "cli/device_flags.h"
 #include "core/error.h"
@@ -67,7 +66,7 @@ int run_eval(const EvalArgs& args) {
   EngineOptions options;
   options.kv_type = parse_kv_type(args.kv_type);
   options.n_batch = args.batch;
-  options.kernels = args.kernels.empty() ? &default_cpu_kernels() : &cpu_kernels_by_name(args.kernels);
+  options.cpu_kernels = args.kernels;
   options.devices = args.devices;
   options.vram_budget = args.vram_budget;
   options.gpu_layers = args.gpu_layers;

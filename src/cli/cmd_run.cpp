@@ -13,7 +13,6 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "backend/cpu/jit_kernels.h"
 #include "chat/chat_template.h"
 #include "cli/command.h"
 #include "cli/device_flags.h"
@@ -185,7 +184,7 @@ int run_run(RunArgs args) {
   if (args.n_predict < 0) throw_error("-n must be >= 0, got {}", args.n_predict);
 
   EngineOptions options;
-  options.kernels = args.kernels.empty() ? &default_cpu_kernels() : &cpu_kernels_by_name(args.kernels);
+  options.cpu_kernels = args.kernels;
   options.devices = args.devices;
   options.vram_budget = args.vram_budget;
   options.gpu_layers = args.gpu_layers;

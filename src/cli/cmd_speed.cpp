@@ -9,7 +9,6 @@
 #include <random>
 #include <vector>
 
-#include "backend/cpu/jit_kernels.h"
 #include "cli/command.h"
 #include "cli/device_flags.h"
 #include "cli/read_wall.h"
@@ -53,7 +52,7 @@ int run_speed(const SpeedOptions& o) {
   std::shared_ptr<const ModelFile> file = load_model_file(o.model);
   const auto t_open1 = Clock::now();
   EngineOptions eo;
-  eo.kernels = &cpu_kernels_by_name(o.kernels);
+  eo.cpu_kernels = o.kernels;
   eo.devices = o.devices;
   eo.vram_budget = o.vram_budget;
   eo.gpu_layers = o.gpu_layers;
@@ -122,7 +121,7 @@ int run_speed(const SpeedOptions& o) {
     }
   }
   fmt::print("model: {} ({}), devices: {}, kernels: {}, threads: {}\n", file->path,
-             engine.config().n_layer, eo.devices, eo.kernels->name(), pool.size());
+             engine.config().n_layer, eo.devices, engine.cpu_kernels_name(), pool.size());
   if (o.devices != "cpu") fmt::print("{}", engine.placement().table());
   auto list = [](const std::vector<double>& v) {
     std::string s;

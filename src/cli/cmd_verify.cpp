@@ -12,10 +12,10 @@
 #include <memory>
 #include <vector>
 
-#include "backend/cpu/jit_kernels.h"
 #include "cli/command.h"
 #include "cli/device_flags.h"
 #include "core/error.h"
+#include "runtime/cpu_kernels.h"
 #include "runtime/engine.h"
 #include "runtime/model_loader.h"
 #include "tokenizer/tokenizer.h"
@@ -38,10 +38,10 @@ struct PathRun {
 
 int argmax(const float* p, int64_t n) { return int(std::max_element(p, p + n) - p); }
 
-PathRun run_path(std::shared_ptr<const ModelFile> file, const CpuKernels& k,
+PathRun run_path(std::shared_ptr<const ModelFile> file, const std::string& kernels,
                  const std::vector<int32_t>& prompt, const std::vector<int32_t>* feed, int gen,
                  std::vector<int32_t>* greedy_out, EngineOptions eo = {}) {
-  eo.kernels = &k;
+  eo.cpu_kernels = kernels;
   eo.kv_tokens = int64_t(prompt.size()) + gen + 8;
   Engine engine(std::move(file), eo);
   const int64_t nv = engine.config().n_vocab;
@@ -65,12 +65,12 @@ int run_verify(const VerifyOptions& o) {
   for (auto id : tok.encode(o.prompt, true)) prompt.push_back(int32_t(id));
   if (prompt.empty()) throw_error("verify: the prompt has no tokens");
 
-  std::vector<std::pair<std::string, std::unique_ptr<JitKernels>>> paths;
-  for (jit::Isa isa : {jit::Isa::Avx2, jit::Isa::AvxVnni, jit::Isa::Avx512Vnni})
-    if (jit::cpu_supports(isa)) paths.emplace_back(jit::isa_name(isa), std::make_unique<JitKernels>(isa));
+  // (label, kernels): every generated ISA level this CPU runs, then the --devices path.
+  std::vector<std::pair<std::string, std::string>> paths;
+  for (const std::string& name : jit_kernel_names()) paths.emplace_back(name, name);
 
   std::vector<int32_t> greedy;
-  const PathRun ref = run_path(file, reference_kernels(), prompt, nullptr, o.gen, &greedy);
+  const PathRun ref = run_path(file, "reference", prompt, nullptr, o.gen, &greedy);
   const int64_t nv = int64_t(ref.prompt_logits.size() / prompt.size());
   fmt::print("model: {}\nprompt: {} tokens, {} generated (greedy from the reference path)\n",
              file->path, prompt.size(), o.gen);
@@ -80,7 +80,7 @@ int run_verify(const VerifyOptions& o) {
   bool ok = true;
   std::vector<std::pair<std::string, EngineOptions>> where(paths.size());
   if (o.devices != "cpu") {
-    paths.emplace_back(o.devices, std::make_unique<JitKernels>(jit::selected_isa()));
+    paths.emplace_back(o.devices, "jit");
     EngineOptions eo;
     eo.devices = o.devices;
     eo.vram_budget = o.vram_budget;
@@ -89,7 +89,7 @@ int run_verify(const VerifyOptions& o) {
   }
   for (size_t pi = 0; pi < paths.size(); ++pi) {
     auto& [name, k] = paths[pi];
-    const PathRun r = run_path(file, *k, prompt, &greedy, o.gen, nullptr, where[pi].second);
+    const PathRun r = run_path(file, k, prompt, &greedy, o.gen, nullptr, where[pi].second);
     float dp = 0, dg = 0;
     for (size_t i = 0; i < ref.prompt_logits.size(); ++i)
       dp = std::max(dp, std::fabs(ref.prompt_logits[i] - r.prompt_logits[i]));
@@ -103,7 +103,7 @@ int run_verify(const VerifyOptions& o) {
       agree += argmax(ref.gen_logits[size_t(i)].data(), nv) == argmax(r.gen_logits[size_t(i)].data(), nv);
     }
     ok = ok && agree == o.gen + 1;
-    fmt::print("{:<12} {:>14.3g} {:>14.3g} {:>10}\n", where[pi].first.empty() ? "jit-" + name : name, dp, dg,
+    fmt::print("{:<12} {:>14.3g} {:>14.3g} {:>10}\n", name, dp, dg,
                fmt::format("{}/{}", agree, o.gen + 1));
   }
   return ok ? 0 : 1;

@@ -7,9 +7,8 @@
 #include <cstdio>
 
 #include "backend/cpu/cpu_ops.h"
-#include "backend/cpu/jit_kernels.h"
 #include "core/error.h"
-#include "backend/cpu/cpu_ops.h"
+#include "runtime/cpu_kernels.h"
 #include "runtime/engine.h"
 #include "quant/types.h"
 #ifdef JITLLM_HAVE_CUDA
@@ -86,7 +85,9 @@ Backends make_backends(const Model& model, const EngineOptions& o) {
   const int n_layer = model.config().n_layer;
   const DeviceList list = parse_devices(o.devices);
   const std::vector<size_t> budgets = parse_vram_budget(o.vram_budget);
-  b.owned.push_back(std::make_unique<CpuOps>(o.kernels ? *o.kernels : default_cpu_kernels()));
+  const CpuKernels& kernels = resolve_cpu_kernels(o.cpu_kernels);
+  b.cpu_kernels_name = kernels.name();
+  b.owned.push_back(std::make_unique<CpuOps>(kernels));
   Ops* host = b.owned[0].get();
   if (list.cards.empty() && !list.all_cards) {
     if (!budgets.empty() && o.print_placement)

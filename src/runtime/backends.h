@@ -19,10 +19,11 @@ struct Backends {
   OpsRoute route;
   Placement placement;
   bool cards = false;  // at least one card was asked for (the placement table means something)
+  const char* cpu_kernels_name = "";  // what EngineOptions::cpu_kernels resolved to
 };
 
-// Throws jitllm::Error naming the flag for a bad --devices / --vram-budget, a build without
-// CUDA asked for a card, or a machine without a usable card.
+// Throws jitllm::Error naming the flag for a bad --kernels / --devices / --vram-budget, a build
+// without CUDA asked for a card, or a machine without a usable card.
 Backends make_backends(const Model& model, const EngineOptions& options);
 
 // The costs placement.h plans with for this model on a card: each layer's weights (as the card

@@ -22,7 +22,9 @@ struct EngineOptions {
   int64_t kv_page_tokens = 256;
   int64_t n_batch = 256;               // prefill chunk (tokens per step)
   size_t max_kv_pages = 0;             // 0 = no cap
-  const CpuKernels* kernels = nullptr; // null = reference kernels
+  // CPU kernels by name (runtime/cpu_kernels.h): "" = $JITLLM_KERNELS, else jit when the CPU has
+  // AVX2; "jit", "jit-avx2", "jit-avxvnni", "jit-avx512", "reference". A bad name throws.
+  std::string cpu_kernels;
   // Where the model runs (runtime/placement.h): cpu, cuda (every visible card), cuda:N, or a
   // list (cuda:0,cuda:1). Blocks that do not fit on the cards run on the host.
   std::string devices = "cpu";
@@ -58,6 +60,8 @@ class Engine {
   const KvPagePool& kv_pool() const { return pool_; }
   // Which device runs each block (all on the host for --devices cpu).
   const Placement& placement() const { return backends_.placement; }
+  // The CPU kernels options().cpu_kernels resolved to ("jit-avx2", "reference", ...).
+  const char* cpu_kernels_name() const { return backends_.cpu_kernels_name; }
 
   // A new empty session; n_ctx <= 0 means the model's training context.
   std::unique_ptr<Session> new_session(int64_t n_ctx = 0);

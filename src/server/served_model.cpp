@@ -5,7 +5,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "backend/cpu/jit_kernels.h"
 #include "chat/chat_template.h"
 #include "chat/interpreter.h"
 #include "core/error.h"
@@ -52,7 +51,7 @@ ServedModel::ServedModel(ModelOptions options, Metrics& metrics)
   eo.gpu_layers = options.gpu_layers;
   // KV for every parallel sequence at its full context (0: the training context).
   if (options.scheduler.n_ctx > 0) eo.kv_tokens = options.scheduler.n_ctx * options.scheduler.parallel;
-  eo.kernels = options.kernels.empty() ? &default_cpu_kernels() : &cpu_kernels_by_name(options.kernels);
+  eo.cpu_kernels = options.kernels;
   eo.warm_sessions = options.scheduler.parallel;  // the running batch's sizes, warmed before ready
   engine_ = std::make_unique<Engine>(load_model_file(options.path), eo);
   const Metadata& md = engine_->model().file().metadata;

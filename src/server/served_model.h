@@ -29,7 +29,7 @@ struct ModelOptions {
   std::string path;                // .gguf, .jlm or HF folder ("" = the bundled default model)
   std::string id;                  // name clients use ("" = the file's stem)
   std::string chat_template_file;  // overrides the model's template
-  std::string kernels;             // "" = the fastest CPU kernels, or "reference"
+  std::string kernels;             // -kernels: EngineOptions::cpu_kernels ("" = the fastest)
   std::string devices = "cpu";     // cpu, cuda, cuda:N or a list (EngineOptions::devices)
   std::string vram_budget;         // per-card cap, e.g. "6G" (EngineOptions::vram_budget)
   int gpu_layers = -1;             // at most this many layers on cards (EngineOptions::gpu_layers)

@@ -116,7 +116,7 @@ TEST(DemoModel, ChatTemplateRendersTheReferencePrompts) {
 TEST(DemoModel, LogitsAndGreedyIdsMatchTransformers) {
   const Demo& d = demo();
   EngineOptions opt;
-  opt.kernels = &reference_kernels();
+  opt.cpu_kernels = "reference";
   Engine engine(d.file, opt);
   const int64_t n_vocab = engine.config().n_vocab;
   ASSERT_EQ(n_vocab, d.ref["vocab_size"].get<int64_t>());

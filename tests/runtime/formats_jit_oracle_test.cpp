@@ -71,9 +71,8 @@ TEST_P(FormatsJitOracle, GeneratedKernelsMatchLlamaCpp) {
   const std::string format = GetParam();
   for (jit::Isa isa : {jit::Isa::Avx2, jit::Isa::AvxVnni, jit::Isa::Avx512Vnni}) {
     if (!jit::cpu_supports(isa)) continue;
-    const JitKernels kernels(isa);
     EngineOptions options;
-    options.kernels = &kernels;
+    options.cpu_kernels = std::string("jit-") + jit::isa_name(isa);
     Engine engine(load_model_file(oracle_path("models/synth-llama." + format + ".gguf")), options);
     float worst = 0;
     for (const char* prompt : {"fox", "rand64", "bos"})

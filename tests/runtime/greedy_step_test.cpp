@@ -42,7 +42,7 @@ TEST(GreedyStep, DefaultArgmaxRowsTiesGoToTheLowestColumn) {
 
 TEST(GreedyStep, StepGreedyEqualsArgmaxOfStepLogits) {
   EngineOptions o;
-  o.kernels = &reference_kernels();
+  o.cpu_kernels = "reference";
   o.kv_page_tokens = 8;
   Engine engine(load_model_file(oracle_path("models/synth-llama.Q8_0.gguf")), o);
   const int64_t nv = engine.config().n_vocab;

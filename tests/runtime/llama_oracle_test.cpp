@@ -40,7 +40,7 @@ float tolerance(const std::string& format) {
 // The oracle tests pin the reference kernels (generated kernels are tested against them).
 EngineOptions reference() {
   EngineOptions o;
-  o.kernels = &reference_kernels();
+  o.cpu_kernels = "reference";
   return o;
 }
 

@@ -15,6 +15,7 @@
 #include "core/aligned_buffer.h"
 #include "core/error.h"
 #include "backend/cpu/cpu_ops.h"
+#include "runtime/cpu_kernels.h"
 #include "runtime/engine.h"
 #include "runtime/model_loader.h"
 #include "runtime/placement.h"
@@ -325,7 +326,7 @@ TEST_P(SplitModel, TwoHostBackendsEqualOneBitwise) {
   const int n_layer = model->config().n_layer;
   std::vector<int32_t> prompt = kPrompt;
   for (auto& t : prompt) t %= int32_t(model->config().n_vocab);
-  const CpuKernels& jit = default_cpu_kernels();
+  const CpuKernels& jit = resolve_cpu_kernels("");
   CpuOps one(jit);
   const std::vector<float> want = run(*model, OpsRoute::single(one, n_layer), prompt, 12);
   for (int k : {0, 1, n_layer / 2, n_layer - 1, n_layer}) {
@@ -371,7 +372,7 @@ TEST(SplitModelOracle, ReferenceAndJitHalvesMatchLlamaCpp) {
   const auto meta = nlohmann::json::parse(testing::read_text(oracle_path("logits/synth-llama.Q8_0.rand64.json")));
   const std::vector<int32_t> prompt = meta["prompt_ids"].get<std::vector<int32_t>>();
   const std::vector<float> want = testing::read_f32(oracle_path("logits/synth-llama.Q8_0.rand64.logits.f32"));
-  CpuOps ref(reference_kernels()), jit(default_cpu_kernels());
+  CpuOps ref(reference_kernels()), jit(resolve_cpu_kernels(""));
   OpsRoute r;
   r.embed = &ref;
   for (int il = 0; il < n_layer; ++il)

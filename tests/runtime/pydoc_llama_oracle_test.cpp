@@ -46,7 +46,7 @@ std::vector<int32_t> greedy(Engine& engine, const std::vector<int32_t>& prompt, 
 
 EngineOptions reference() {
   EngineOptions o;
-  o.kernels = &reference_kernels();
+  o.cpu_kernels = "reference";
   return o;
 }
 

@@ -17,7 +17,7 @@ const std::vector<int32_t> kPrompt = {1, 450, 439, 293, 110, 289, 307, 122, 113,
 
 std::unique_ptr<Engine> make_engine() {
   EngineOptions o;
-  o.kernels = &reference_kernels();
+  o.cpu_kernels = "reference";
   o.kv_page_tokens = 8;  // the prompt spans three pages
   return std::make_unique<Engine>(
       load_model_file(testing::oracle_path("models/synth-llama.F32.gguf")), o);

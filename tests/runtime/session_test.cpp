@@ -29,7 +29,7 @@ std::shared_ptr<const ModelFile> fixture(const char* format) {
 
 EngineOptions reference_options() {
   EngineOptions o;
-  o.kernels = &reference_kernels();
+  o.cpu_kernels = "reference";
   o.kv_page_tokens = 8;  // small pages so sequences span several
   return o;
 }

@@ -5,7 +5,6 @@
 
 #include <vector>
 
-#include "backend/cpu/jit_kernels.h"
 #include "runtime/engine.h"
 #include "runtime/model_loader.h"
 #include "testutil/shared_data.h"
@@ -33,7 +32,6 @@ std::vector<float> run(Engine& e) {
 TEST(EngineWarmUp, LeavesThePoolEmptyAndTheOutputsUnchanged) {
   const auto file = load_model_file(oracle_path("models/synth-llama.Q4_K_M.gguf"));
   EngineOptions o;
-  o.kernels = &default_cpu_kernels();
   Engine cold(file, o);
   o.warm_sessions = 20;  // and every count of sessions together up to 20 (2, 4, 7, 8, 16, 20)
   Engine warm(file, o);
@@ -52,7 +50,6 @@ TEST(EngineWarmUp, SessionsTogetherStopAtACappedPoolAndLeaveNothing) {
   // stops before 4 (serving could not reach 4 either) and leaves the pool empty.
   const auto file = load_model_file(oracle_path("models/synth-llama.Q4_K_M.gguf"));
   EngineOptions o;
-  o.kernels = &default_cpu_kernels();
   o.max_kv_pages = 3;
   o.warm_sessions = 8;
   Engine e(file, o);

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 
-#include "backend/cpu/jit_kernels.h"
 #include "runtime/model_loader.h"
 #include "testutil/shared_data.h"
 #include "tokenizer/tokenizer.h"
@@ -23,7 +22,6 @@ struct Fixture {
   std::unique_ptr<Scheduler> sched;
   explicit Fixture(int parallel, size_t cache = 8) {
     EngineOptions o;
-    o.kernels = &default_cpu_kernels();
     o.kv_page_tokens = 16;
     engine = std::make_unique<Engine>(
         load_model_file(testing::oracle_path("pydoc-llama/pydoc-llama.Q8_0.gguf")), o);

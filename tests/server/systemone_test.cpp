@@ -72,7 +72,7 @@ double scratch_logprob(Engine& engine, const std::vector<int32_t>& tokens, size_
 
 TEST(SystemOne, ForkedEvaluationEqualsScratchComputation) {
   EngineOptions o;
-  o.kernels = &reference_kernels();
+  o.cpu_kernels = "reference";
   o.kv_page_tokens = 16;
   Engine engine(load_model_file(testing::oracle_path("pydoc-llama/pydoc-llama.F32.gguf")), o);
   const Tokenizer tok(engine.model().file().metadata);
@@ -127,7 +127,7 @@ TEST(SystemOne, ForkedEvaluationEqualsScratchComputation) {
 
 TEST(SystemOne, StateLongerThanTheContextIsRefused) {
   EngineOptions o;
-  o.kernels = &reference_kernels();
+  o.cpu_kernels = "reference";
   Engine engine(load_model_file(testing::oracle_path("pydoc-llama/pydoc-llama.Q8_0.gguf")), o);
   const Tokenizer tok(engine.model().file().metadata);
   std::string state;

@@ -3,9 +3,6 @@
 // jit_elementwise.cpp (norms, RoPE, SwiGLU, adds, row copies), jit_attention.cpp.
 #include "backend/cpu/jit_kernels.h"
 
-#include <cstdlib>
-#include <string>
-
 #include "backend/cpu/jit_matvec.h"
 #include "backend/cpu/jit_repack.h"
 #include "core/error.h"
@@ -58,18 +55,6 @@ std::unique_ptr<PreparedWeights> JitKernels::prepare_weights(QuantType type,
 const CpuKernels& jit_kernels() {
   static const JitKernels kernels(jit::selected_isa());
   return kernels;
-}
-
-const CpuKernels& cpu_kernels_by_name(const std::string& name) {
-  if (name == "jit") return jit_kernels();
-  if (name == "reference" || name == "ref") return reference_kernels();
-  throw_error("kernels '{}': unknown (jit or reference)", name);
-}
-
-const CpuKernels& default_cpu_kernels() {
-  const char* env = std::getenv("JITLLM_KERNELS");
-  if (env && *env) return cpu_kernels_by_name(env);
-  return jit::cpu_supports(jit::Isa::Avx2) ? jit_kernels() : reference_kernels();
 }
 
 }  // namespace jitllm

@@ -53,11 +53,8 @@ class JitKernels final : public CpuKernels {
   mutable std::unordered_map<jit::MatKey, std::unique_ptr<jit::MatKernel>, KeyHash> cache_;
 };
 
-// The process-wide generated kernels for jit::selected_isa().
+// The process-wide generated kernels for jit::selected_isa(). Kernels by name (--kernels,
+// JITLLM_KERNELS) are chosen above the backend, in runtime/cpu_kernels.h.
 const CpuKernels& jit_kernels();
-// What JITLLM_KERNELS selects: "jit" (default when the CPU has AVX2) or "reference".
-const CpuKernels& default_cpu_kernels();
-// Kernels by name ("jit", "reference"); throws for other names.
-const CpuKernels& cpu_kernels_by_name(const std::string& name);
 
 }  // namespace jitllm

@@ -128,7 +128,7 @@ TEST(CudaMmq, TileWarpAndPipelineVariants) {
 
 EngineOptions on_cuda() {
   EngineOptions o;
-  o.kernels = &reference_kernels();
+  o.cpu_kernels = "reference";
   o.devices = "cuda";
   return o;
 }

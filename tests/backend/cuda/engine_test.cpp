@@ -40,7 +40,7 @@ int argmax(const float* row, int64_t n) { return int(std::max_element(row, row +
 
 EngineOptions on(const char* devices) {
   EngineOptions o;
-  o.kernels = &reference_kernels();
+  o.cpu_kernels = "reference";
   o.devices = devices;
   return o;
 }

@@ -213,7 +213,7 @@ TEST_P(CudaFormatsFixture, SameGreedyTokensAsCpuAndLogitsWithinTolerance) {
   const float tol = 0.03f;
   const auto file = load_model_file(oracle_path("models/synth-llama." + format + ".gguf"));
   EngineOptions oc, og;
-  oc.kernels = og.kernels = &reference_kernels();
+  oc.cpu_kernels = og.cpu_kernels = "reference";
   oc.devices = "cpu";
   og.devices = "cuda";
   Engine cpu(file, oc), gpu_engine(file, og);

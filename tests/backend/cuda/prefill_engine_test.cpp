@@ -38,7 +38,7 @@ float max_abs_diff(const float* a, const float* b, size_t n) {
 
 std::unique_ptr<Engine> cuda_engine(const std::shared_ptr<const ModelFile>& file, bool prefill_paths) {
   EngineOptions o;
-  o.kernels = &reference_kernels();
+  o.cpu_kernels = "reference";
   o.devices = "cuda";
   if (!prefill_paths) {
     setenv("JITLLM_CUDA_GEMM", "0", 1);

@@ -59,7 +59,7 @@ TEST(CudaPydoc, CardWithinTheCpuEnginesOwnRoundingSpread) {
   JITLLM_REQUIRE_GPU();
   const auto file = load_model_file(oracle_path("pydoc-llama/pydoc-llama.Q8_0.gguf"));
   EngineOptions o;
-  o.kernels = &reference_kernels();
+  o.cpu_kernels = "reference";
   o.print_placement = false;
   Engine cpu(file, o);
   o.kv_type = QuantType::F32;

@@ -152,7 +152,7 @@ std::vector<std::vector<float>> decode_after_prompt(const char* splitk, int64_t 
   if (splitk) setenv("JITLLM_CUDA_SPLITK", splitk, 1);
   else unsetenv("JITLLM_CUDA_SPLITK");
   EngineOptions o;
-  o.kernels = &reference_kernels();
+  o.cpu_kernels = "reference";
   o.devices = "cuda";
   Engine e(file, o);
   auto s = e.new_session(prompt + steps + 8);

@@ -50,7 +50,7 @@ Outputs first_prompt(Engine& e) {
 
 EngineOptions on_card() {
   EngineOptions o;
-  o.kernels = &reference_kernels();
+  o.cpu_kernels = "reference";
   o.devices = "cuda";
   o.print_placement = false;
   return o;

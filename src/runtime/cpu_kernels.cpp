@@ -1,0 +1,59 @@
+// resolve_cpu_kernels: names -> the process-wide CpuKernels (one JitKernels per ISA level, made
+// on first use; their kernel caches live as long as the process).
+#include "runtime/cpu_kernels.h"
+
+#include <cstdlib>
+#include <iterator>
+#include <memory>
+#include <mutex>
+
+#include "backend/cpu/jit_kernels.h"
+#include "core/error.h"
+
+namespace jitllm {
+
+namespace {
+
+constexpr jit::Isa kLevels[] = {jit::Isa::Avx2, jit::Isa::AvxVnni, jit::Isa::Avx512Vnni};
+constexpr const char* kKnown = "jit, jit-avx2, jit-avxvnni, jit-avx512 or reference";
+
+// The kernels of kLevels[i], made on first use.
+const CpuKernels& jit_at(size_t i) {
+  static std::mutex mutex;
+  static std::unique_ptr<JitKernels> made[std::size(kLevels)];
+  std::lock_guard lock(mutex);
+  if (!made[i]) made[i] = std::make_unique<JitKernels>(kLevels[i]);
+  return *made[i];
+}
+
+// `what` is the flag or variable with its value, for the error ("--kernels x", "JITLLM_KERNELS=x").
+const CpuKernels& by_name(const std::string& name, const std::string& what) {
+  if (name == "jit") return jit_kernels();
+  if (name == "reference" || name == "ref") return reference_kernels();
+  for (size_t i = 0; i < std::size(kLevels); ++i)
+    if (name == std::string("jit-") + jit::isa_name(kLevels[i])) {
+      if (!jit::cpu_supports(kLevels[i]))
+        throw_error("{}: this CPU cannot run {} (use jit or reference)", what,
+                    jit::isa_name(kLevels[i]));
+      return jit_at(i);
+    }
+  throw_error("{}: unknown CPU kernels (use {})", what, kKnown);
+}
+
+}  // namespace
+
+const CpuKernels& resolve_cpu_kernels(const std::string& name) {
+  if (!name.empty()) return by_name(name, "--kernels " + name);
+  const char* env = std::getenv("JITLLM_KERNELS");
+  if (env && *env) return by_name(env, std::string("JITLLM_KERNELS=") + env);
+  return jit::cpu_supports(jit::Isa::Avx2) ? jit_kernels() : reference_kernels();
+}
+
+std::vector<std::string> jit_kernel_names() {
+  std::vector<std::string> out;
+  for (jit::Isa isa : kLevels)
+    if (jit::cpu_supports(isa)) out.push_back(std::string("jit-") + jit::isa_name(isa));
+  return out;
+}
+
+}  // namespace jitllm
