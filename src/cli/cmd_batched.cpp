@@ -14,10 +14,10 @@
 
 #include "cli/command.h"
 #include "cli/device_flags.h"
-#include "cli/read_wall.h"
 #include "core/error.h"
 #include "runtime/engine.h"
 #include "runtime/model_loader.h"
+#include "runtime/read_wall.h"
 
 namespace jitllm::cli {
 namespace {

@@ -1,13 +1,14 @@
 // The memory wall a decode step runs against, for `jitllm speed` and `jitllm batched`: the read
 // bandwidth measured in this process (the card's read-only reduction for --devices cuda*, the
-// host's streaming read otherwise), and the weight bytes one decode step reads.
+// host's streaming read otherwise), and the weight bytes one decode step reads. In runtime
+// because it measures the devices the backends run on; front ends only read the numbers.
 #pragma once
 
 #include <string>
 
 #include "io/model_file.h"
 
-namespace jitllm::cli {
+namespace jitllm {
 
 struct ReadWall {
   double gbs = 0;   // GB/s
@@ -21,4 +22,4 @@ ReadWall measure_read_wall(const std::string& devices);
 // vector once, except the embedding table (one row per session) unless it is also the head.
 double weight_bytes_per_token(const ModelFile& f);
 
-}  // namespace jitllm::cli
+}  // namespace jitllm

@@ -1,5 +1,5 @@
 // See read_wall.h.
-#include "cli/read_wall.h"
+#include "runtime/read_wall.h"
 
 #include <fmt/format.h>
 #include <immintrin.h>
@@ -15,7 +15,7 @@
 #include "core/huge_buffer.h"
 #include "core/thread_pool.h"
 
-namespace jitllm::cli {
+namespace jitllm {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -89,4 +89,4 @@ ReadWall measure_read_wall(const std::string& devices) {
   return w;
 }
 
-}  // namespace jitllm::cli
+}  // namespace jitllm
