@@ -12,8 +12,8 @@
 #include "cli/device_flags.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "app/systemone.h"
 #include "server/served_model.h"
-#include "server/systemone.h"
 
 namespace jitllm::cli {
 namespace {
@@ -55,14 +55,8 @@ int run_decide(const DecideArgs& a) {
     questions[fmt::format("q{}", ++i)] = {{"type", "score"}, {"instructions", q}};
   if (questions.empty()) throw_error("no question: give --noul, --choice or --score");
 
-  const server::SystemOneRequest req = [&] {
-    try {
-      return server::parse_systemone_request(
-          {{"state", state}, {"questions", questions}});
-    } catch (const server::ApiError& e) {
-      throw_error("{}", e.what());
-    }
-  }();
+  const app::SystemOneRequest req =
+      app::parse_systemone_request({{"state", state}, {"questions", questions}});
   server::Metrics metrics;
   server::ModelOptions mo;
   mo.path = a.model;
@@ -73,8 +67,8 @@ int run_decide(const DecideArgs& a) {
   mo.gpu_layers = a.gpu_layers;
   mo.scheduler.cache_sessions = 0;
   server::ServedModel model(mo, metrics);
-  const server::SystemOneResult result = model.run_systemone(req);
-  fmt::print("{}\n", server::systemone_response(req, result, model.id()).dump(2));
+  const app::SystemOneResult result = model.run_systemone(req);
+  fmt::print("{}\n", app::systemone_response(req, result, model.id()).dump(2));
   return 0;
 }
 

@@ -1,12 +1,15 @@
 // Errors returned to HTTP clients in OpenAI's shape:
 //   {"error": {"message": "...", "type": "invalid_request_error", "param": "max_tokens", "code": ...}}
-// Request validation throws ApiError; the HTTP layer turns it into the status and body.
+// Request validation throws ApiError; the HTTP layer turns it into the status and body. The app
+// layer's refusals (app::RequestError, transport-free) become ApiErrors here, in one place.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
 #include <stdexcept>
 #include <string>
+
+#include "app/request_error.h"
 
 namespace jitllm::server {
 
@@ -33,6 +36,11 @@ class ApiError : public std::runtime_error {
 // 400 invalid_request_error naming the parameter.
 inline ApiError invalid_request(const std::string& param, const std::string& message) {
   return ApiError(400, "invalid_request_error", message, param, "invalid_value");
+}
+
+// A refused request of the app layer: 400 invalid_request_error with its param and code.
+inline ApiError api_error(const app::RequestError& e) {
+  return ApiError(400, "invalid_request_error", e.what(), e.param(), e.code());
 }
 
 }  // namespace jitllm::server

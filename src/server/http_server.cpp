@@ -9,12 +9,13 @@
 #include <fstream>
 #include <random>
 
+#include "app/request_error.h"
+#include "app/systemone.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "server/api_error.h"
 #include "server/openai_format.h"
 #include "server/request.h"
-#include "server/systemone.h"
 #include "tokenizer/tokenizer.h"
 
 namespace jitllm::server {
@@ -315,6 +316,8 @@ void HttpServer::install_routes() {
         body(req, res);
       } catch (const ApiError& e) {
         send_error(res, e);
+      } catch (const app::RequestError& e) {
+        send_error(res, api_error(e));
       } catch (const Error& e) {
         // Errors from the tokenizer/template/engine about this request's content.
         send_error(res, ApiError(400, "invalid_request_error", e.what()));
@@ -386,15 +389,15 @@ void HttpServer::install_routes() {
   }));
 
   s.Post("/v1/systemone", guarded([this](const httplib::Request& req, httplib::Response& res) {
-    const SystemOneRequest r = parse_systemone_request(parse_json_body(req.body));
+    const app::SystemOneRequest r = app::parse_systemone_request(parse_json_body(req.body));
     ServedModel& m = model_for(r.model);
-    const SystemOneResult result = m.run_systemone(r);
+    const app::SystemOneResult result = m.run_systemone(r);
     metrics_.add_counter("prompt_tokens_total", double(result.tokens_run));
     if (result.tokens_cached > 0) {
       metrics_.add_counter("prefix_cache_hits_total");
       metrics_.add_counter("prompt_tokens_cached_total", double(result.tokens_cached));
     }
-    send_json(res, 200, systemone_response(r, result, m.id()));
+    send_json(res, 200, app::systemone_response(r, result, m.id()));
   }));
 }
 

@@ -4,13 +4,6 @@
 
 namespace jitllm::server {
 
-int64_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b) {
-  const size_t n = std::min(a.size(), b.size());
-  size_t i = 0;
-  while (i < n && a[i] == b[i]) ++i;
-  return int64_t(i);
-}
-
 void PrefixCache::put(std::unique_ptr<Session> session) {
   if (!session || session->position() == 0 || max_sessions_ == 0) return;
   entries_.push_front(std::move(session));
@@ -21,7 +14,7 @@ PrefixCache::Match PrefixCache::take_longest(std::span<const int32_t> tokens, in
   auto best = entries_.end();
   int64_t best_common = 0;
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-    const int64_t c = common_prefix((*it)->tokens(), tokens);
+    const int64_t c = app::common_prefix((*it)->tokens(), tokens);
     if (c > best_common) {
       best_common = c;
       best = it;

@@ -1,7 +1,8 @@
 // PrefixCache: sessions whose requests finished, kept with their KV so a later request that
 // starts with the same tokens skips prefilling them. Bounded by a number of sessions; the least
 // recently used goes first, and the scheduler evicts more when the KV pool runs short. Used only
-// by the scheduler thread (no locking).
+// by the scheduler thread (no locking). It is the app layer's SessionCache, so /v1/systemone
+// (app/systemone_scoring.h) finds and leaves its state here too.
 #pragma once
 
 #include <cstdint>
@@ -9,24 +10,20 @@
 #include <memory>
 #include <span>
 
+#include "app/session_cache.h"
 #include "runtime/session.h"
 
 namespace jitllm::server {
 
-class PrefixCache {
+class PrefixCache final : public app::SessionCache {
  public:
   explicit PrefixCache(size_t max_sessions) : max_sessions_(max_sessions) {}
 
   // Keeps `session` (its tokens and KV); evicts the least recently used beyond the bound.
-  void put(std::unique_ptr<Session> session);
-
-  struct Match {
-    std::unique_ptr<Session> session;  // removed from the cache; null when nothing matched
-    int64_t common = 0;                // tokens shared with the query
-  };
+  void put(std::unique_ptr<Session> session) override;
   // Takes the cached session sharing the longest prefix with `tokens`, if that prefix has at
   // least `min_common` tokens. The caller truncates it to what it reuses.
-  Match take_longest(std::span<const int32_t> tokens, int64_t min_common);
+  Match take_longest(std::span<const int32_t> tokens, int64_t min_common) override;
 
   // Drops the least recently used session; false when empty.
   bool evict_one();
@@ -37,8 +34,5 @@ class PrefixCache {
   size_t max_sessions_;
   std::list<std::unique_ptr<Session>> entries_;  // most recently used first
 };
-
-// Number of leading tokens `a` and `b` share.
-int64_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b);
 
 }  // namespace jitllm::server

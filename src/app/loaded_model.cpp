@@ -1,0 +1,107 @@
+// LoadedModel: loading (model file, engine, tokenizer, template) and prompt tokenization.
+#include "app/loaded_model.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "app/request_error.h"
+#include "chat/chat_template.h"
+#include "chat/interpreter.h"
+#include "core/error.h"
+#include "runtime/model_loader.h"
+#include "tokenizer/tokenizer.h"
+
+namespace jitllm::app {
+
+const char* const kDefaultChatTemplate =
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + "
+    "message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
+namespace {
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw_error("{}: cannot read the chat template file", path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string token_text(const Tokenizer& tok, int32_t id) {
+  return id >= 0 && size_t(id) < tok.n_vocab() ? tok.piece(id) : std::string();
+}
+
+}  // namespace
+
+std::string model_name_of(const std::string& path) {
+  if (path.empty()) return "default";
+  std::filesystem::path p(path);
+  if (p.filename().empty()) p = p.parent_path();
+  return p.has_extension() ? p.stem().string() : p.filename().string();
+}
+
+LoadedModel::LoadedModel(const LoadOptions& options) {
+  engine_ = std::make_unique<Engine>(load_model_file(options.path), options.engine);
+  const Metadata& md = engine_->model().file().metadata;
+  tokenizer_ = std::make_unique<Tokenizer>(md);
+  if (int64_t(tokenizer_->n_vocab()) > engine_->config().n_vocab)
+    throw_error("{}: the tokenizer has {} tokens but the model only {} logits", options.path,
+                tokenizer_->n_vocab(), engine_->config().n_vocab);
+  const std::string bos = token_text(*tokenizer_, tokenizer_->vocab().bos);
+  const std::string eos = token_text(*tokenizer_, tokenizer_->vocab().eos);
+  if (!options.chat_template_file.empty()) {
+    template_ = std::make_unique<chat::ChatTemplate>(read_text_file(options.chat_template_file),
+                                                     bos, eos);
+  } else if (md.has("tokenizer.chat_template")) {
+    template_ = std::make_unique<chat::ChatTemplate>(chat::ChatTemplate::from_metadata(md));
+  } else {
+    template_ = std::make_unique<chat::ChatTemplate>(kDefaultChatTemplate, bos, eos);
+    own_template_ = false;
+    implicit_stops_.push_back("<|im_end|>");
+  }
+}
+
+LoadedModel::~LoadedModel() = default;
+
+std::vector<int32_t> LoadedModel::tokenize_prompt(const std::string& text) const {
+  std::lock_guard lock(text_mutex_);
+  return tokenizer_->encode(text, /*add_special=*/true);
+}
+
+std::string LoadedModel::render_chat(const nlohmann::ordered_json& messages,
+                                     const nlohmann::json& tools) const {
+  chat::ChatRenderOptions ro;
+  ro.merge_system_if_rejected = true;
+  if (!tools.is_null()) ro.extra_globals["tools"] = nlohmann::ordered_json::parse(tools.dump());
+  std::lock_guard lock(text_mutex_);
+  try {
+    return template_->render(messages, ro);
+  } catch (const chat::TemplateRaised& e) {
+    throw RequestError("messages",
+                       fmt::format("the model's chat template refused the messages: {}", e.what()),
+                       "template_error");
+  }
+}
+
+std::vector<int32_t> LoadedModel::tokenize_chat(const nlohmann::ordered_json& messages,
+                                                const nlohmann::json& tools) const {
+  return tokenize_rendered(render_chat(messages, tools));
+}
+
+std::vector<int32_t> LoadedModel::tokenize_rendered(const std::string& text) const {
+  std::lock_guard lock(text_mutex_);
+  const std::string& bos = template_->bos_token();
+  const bool has_bos = !bos.empty() && text.rfind(bos, 0) == 0;
+  return tokenizer_->encode(text, /*add_special=*/!has_bos, /*parse_special=*/true);
+}
+
+std::string LoadedModel::detokenize(const std::vector<int32_t>& ids) const {
+  std::lock_guard lock(text_mutex_);
+  return tokenizer_->decode(ids);
+}
+
+}  // namespace jitllm::app

@@ -1,0 +1,75 @@
+// LoadedModel: a model file made ready for the front ends (`jitllm` commands, `jitllmd`): its
+// Engine, its Tokenizer and its chat template, and the text <-> ids helpers built on them. A
+// model without a chat template gets a ChatML-like default, with "<|im_end|>" as an implicit
+// stop string. Owns no thread and queues nothing: the server wraps it with a scheduler
+// (server/served_model.h), the CLI calls the Engine directly.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/engine.h"
+
+namespace jitllm {
+class Tokenizer;
+namespace chat {
+class ChatTemplate;
+}
+}  // namespace jitllm
+
+namespace jitllm::app {
+
+struct LoadOptions {
+  std::string path;                // .gguf, .jlm or HF folder ("" = the bundled default model)
+  std::string chat_template_file;  // overrides the model's template
+  EngineOptions engine;            // kernels, devices, KV, warm-up (runtime/engine.h)
+};
+
+// The ChatML-like template used when a model ships none.
+extern const char* const kDefaultChatTemplate;
+
+// The name a model goes by when none is given: the file's stem or the folder's name
+// ("default" for the bundled model).
+std::string model_name_of(const std::string& path);
+
+class LoadedModel {
+ public:
+  explicit LoadedModel(const LoadOptions& options);  // loads; throws jitllm::Error
+  ~LoadedModel();
+
+  Engine& engine() { return *engine_; }
+  const Engine& engine() const { return *engine_; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  // False when the model ships no chat template and kDefaultChatTemplate stands in.
+  bool has_own_template() const { return own_template_; }
+  const std::vector<std::string>& implicit_stops() const { return implicit_stops_; }
+
+  // The helpers below may be called from several threads at once (one lock around the
+  // tokenizer and the template).
+  // Plain prompt text -> ids, BOS added when the vocabulary asks for it (as `jitllm run`).
+  std::vector<int32_t> tokenize_prompt(const std::string& text) const;
+  // Chat messages rendered with the template (add_generation_prompt). Throws RequestError
+  // (param messages, code template_error) when the template refuses the conversation.
+  std::string render_chat(const nlohmann::ordered_json& messages, const nlohmann::json& tools) const;
+  // render_chat, tokenized with special tokens parsed; BOS is not added twice when the template
+  // writes it.
+  std::vector<int32_t> tokenize_chat(const nlohmann::ordered_json& messages,
+                                     const nlohmann::json& tools) const;
+  // Text that came out of the template -> ids (special tokens parsed, BOS unless it is there).
+  std::vector<int32_t> tokenize_rendered(const std::string& text) const;
+  std::string detokenize(const std::vector<int32_t>& ids) const;
+
+ private:
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<chat::ChatTemplate> template_;
+  bool own_template_ = true;
+  std::vector<std::string> implicit_stops_;
+  mutable std::mutex text_mutex_;  // tokenizer and template calls from several threads
+};
+
+}  // namespace jitllm::app

@@ -1,0 +1,58 @@
+// System One's scoring: how each question is put to the model and how its answers are scored.
+// Every candidate answer is scored exactly: prompt + answer is tokenized as one text, and the
+// candidate's probability is the product of its tokens' conditional probabilities after the
+// prefix all candidates of the question share (one forward pass when that is a single token).
+// The state is prefilled once; every question forks its KV (prefix reuse). Runs on an Engine the
+// caller owns, on the caller's thread: no scheduler, no cache of its own (see SessionCache).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "app/session_cache.h"
+#include "app/systemone.h"
+#include "runtime/engine.h"
+
+namespace jitllm::app {
+
+class LoadedModel;
+
+// The text put before a question's answer.
+std::string systemone_question_text(const SystemOneQuestion& q);
+// Plain-text prompt for models without a chat template.
+std::string systemone_plain_prompt(const std::string& state, const std::string& question);
+
+// One candidate answer of a question: its label index and its token sequence (prompt + answer).
+struct Candidate {
+  size_t label = 0;  // noul: 0 = yes, 1 = no
+  std::vector<int32_t> tokens;
+};
+struct QuestionPlan {
+  std::vector<Candidate> candidates;
+};
+struct SystemOnePlan {
+  std::vector<QuestionPlan> questions;  // in request order
+};
+
+// Builds the candidate token sequences with `prompt_of` (question -> prompt text) and
+// `tokenize` (text -> ids with BOS as the model wants).
+SystemOnePlan plan_systemone(const SystemOneRequest& request,
+                             const std::function<std::string(const SystemOneQuestion&)>& prompt_of,
+                             const std::function<std::vector<int32_t>(const std::string&)>& tokenize);
+// The same for `model`: prompts through its own chat template when it has one, else plain text.
+SystemOnePlan plan_systemone(const SystemOneRequest& request, const LoadedModel& model);
+
+// Prompts are prefilled in chunks of this many tokens by default: jitllmd's prefill chunk, so
+// `jitllm decide` meets the same chunks and answers as /v1/systemone does.
+constexpr int64_t kSystemOneChunk = 64;
+
+// Runs the plan on `engine`. `cache` may be null; when given, the shared state is looked up in
+// and returned to it, reused in multiples of `chunk` tokens (the state is prefilled in chunks at
+// those offsets, so a warm answer equals a cold one bitwise). n_ctx: the sessions' context.
+// Throws RequestError (code context_length_exceeded) when a prompt does not fit n_ctx.
+SystemOneResult evaluate_systemone(const SystemOnePlan& plan, Engine& engine, SessionCache* cache,
+                                   int64_t n_ctx, int64_t chunk = kSystemOneChunk);
+
+}  // namespace jitllm::app
