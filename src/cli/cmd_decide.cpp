@@ -1,19 +1,21 @@
 // `jitllm decide`: System One questions on the command line, answered exactly as POST
-// /v1/systemone answers them (same prompts, same scoring, the state prefilled once):
+// /v1/systemone answers them (the same app/ code: prompts, scoring, the state prefilled once):
 //   jitllm decide -m MODEL --state TEXT --noul QUESTION [--noul ...] [--choice 'Q|a,b,c'] [--score Q]
-// Prints the response JSON ({"model", "answers", "usage"}).
+// Prints the response JSON ({"model", "answers", "usage"}). Runs the Engine directly on this
+// thread: no scheduler, no prefix cache, nothing of src/server.
 #include <fmt/format.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "app/loaded_model.h"
+#include "app/systemone.h"
+#include "app/systemone_scoring.h"
 #include "cli/command.h"
 #include "cli/device_flags.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
-#include "app/systemone.h"
-#include "server/served_model.h"
 
 namespace jitllm::cli {
 namespace {
@@ -55,20 +57,23 @@ int run_decide(const DecideArgs& a) {
     questions[fmt::format("q{}", ++i)] = {{"type", "score"}, {"instructions", q}};
   if (questions.empty()) throw_error("no question: give --noul, --choice or --score");
 
+  // A refused request is an app::RequestError, a jitllm::Error: main prints its one line.
   const app::SystemOneRequest req =
       app::parse_systemone_request({{"state", state}, {"questions", questions}});
-  server::Metrics metrics;
-  server::ModelOptions mo;
-  mo.path = a.model;
-  mo.chat_template_file = a.chat_template;
-  mo.kernels = a.kernels;
-  mo.devices = a.devices;
-  mo.vram_budget = a.vram_budget;
-  mo.gpu_layers = a.gpu_layers;
-  mo.scheduler.cache_sessions = 0;
-  server::ServedModel model(mo, metrics);
-  const app::SystemOneResult result = model.run_systemone(req);
-  fmt::print("{}\n", app::systemone_response(req, result, model.id()).dump(2));
+  app::LoadOptions lo;
+  lo.path = a.model;
+  lo.chat_template_file = a.chat_template;
+  lo.engine.cpu_kernels = a.kernels;
+  lo.engine.devices = a.devices;
+  lo.engine.vram_budget = a.vram_budget;
+  lo.engine.gpu_layers = a.gpu_layers;
+  app::LoadedModel model(lo);
+  // The sessions get the training context, as jitllmd's do without -max-seq.
+  const int64_t n_ctx = model.engine().config().n_ctx_train;
+  const app::SystemOnePlan plan = app::plan_systemone(req, model);
+  const app::SystemOneResult result =
+      app::evaluate_systemone(plan, model.engine(), /*cache=*/nullptr, n_ctx);
+  fmt::print("{}\n", app::systemone_response(req, result, app::model_name_of(a.model)).dump(2));
   return 0;
 }
 
