@@ -1,0 +1,3 @@
+#pragma once
+// The one known exception of the fixture's rules.
+#include "top/t.h"

@@ -1,0 +1,3 @@
+#include "mid/m.h"
+#include "m_local.h"
+#  include "../low/b.h"

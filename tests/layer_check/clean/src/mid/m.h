@@ -1,0 +1,2 @@
+#pragma once
+#include "low/a.h"  // listed; a comment with a ; in it

@@ -1,0 +1,1 @@
+// In a folder no rule declares.
