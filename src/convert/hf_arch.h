@@ -40,10 +40,15 @@ struct HfArchitecture {
   std::vector<HfGeneratedTensor> (*generated)(const nlohmann::json& config);
 };
 
-// By config.json "architectures"[0] ("LlamaForCausalLM", "MistralForCausalLM",
-// "MixtralForCausalLM"); nullptr when unsupported.
+// By config.json "architectures"[0] ("LlamaForCausalLM", "Qwen3ForCausalLM", ...) or its
+// model_type; nullptr when unsupported (hf_registry.cpp).
 const HfArchitecture* find_hf_architecture(const std::string& hf_architecture);
 std::vector<std::string> supported_hf_architectures();
+
+// The hyperparameter keys of the llama-shaped families ("<arch>.block_count", head counts,
+// key_length when config.json has head_dim, RoPE base and scaling, ...), as llama.cpp's converter
+// writes them for llama, qwen3 and their kin (hf_llama.cpp).
+void llama_like_metadata(const nlohmann::json& config, Metadata& out, const std::string& arch);
 
 // Typed config.json access with errors naming the field ("config.json: hidden_size: ...").
 int64_t config_int(const nlohmann::json& config, const char* key);

@@ -42,44 +42,51 @@ int64_t head_dim(const nlohmann::json& config) {
   return config_int(config, "hidden_size") / config_int(config, "num_attention_heads");
 }
 
-void llama_metadata(const nlohmann::json& c, Metadata& m) {
+}  // namespace
+
+void llama_like_metadata(const nlohmann::json& c, Metadata& m, const std::string& arch) {
   auto u32 = [](int64_t v) { return Value::u32(uint32_t(v)); };
   const int64_t n_head = config_int(c, "num_attention_heads");
-  m.set("llama.block_count", u32(config_int(c, "num_hidden_layers")));
-  m.set("llama.context_length", u32(config_int(c, "max_position_embeddings")));
-  m.set("llama.embedding_length", u32(config_int(c, "hidden_size")));
-  m.set("llama.feed_forward_length", u32(config_int(c, "intermediate_size")));
-  m.set("llama.attention.head_count", u32(n_head));
-  m.set("llama.attention.head_count_kv",
+  const std::string a = arch + ".";
+  m.set(a + "block_count", u32(config_int(c, "num_hidden_layers")));
+  m.set(a + "context_length", u32(config_int(c, "max_position_embeddings")));
+  m.set(a + "embedding_length", u32(config_int(c, "hidden_size")));
+  m.set(a + "feed_forward_length", u32(config_int(c, "intermediate_size")));
+  m.set(a + "attention.head_count", u32(n_head));
+  m.set(a + "attention.head_count_kv",
         u32(config_int_opt(c, "num_key_value_heads").value_or(n_head)));
-  m.set("llama.rope.freq_base", Value::f32(float(rope_theta(c))));
-  m.set("llama.attention.layer_norm_rms_epsilon",
+  m.set(a + "rope.freq_base", Value::f32(float(rope_theta(c))));
+  m.set(a + "attention.layer_norm_rms_epsilon",
         Value::f32(float(config_number_opt(c, "rms_norm_eps").value_or(1e-6))));
   if (config_int_opt(c, "head_dim")) {
-    m.set("llama.attention.key_length", u32(head_dim(c)));
-    m.set("llama.attention.value_length", u32(head_dim(c)));
+    m.set(a + "attention.key_length", u32(head_dim(c)));
+    m.set(a + "attention.value_length", u32(head_dim(c)));
   }
-  m.set("llama.rope.dimension_count", u32(head_dim(c)));
-  if (auto v = config_int_opt(c, "vocab_size")) m.set("llama.vocab_size", u32(*v));
+  m.set(a + "rope.dimension_count", u32(head_dim(c)));
+  if (auto v = config_int_opt(c, "vocab_size")) m.set(a + "vocab_size", u32(*v));
   if (auto n = config_int_opt(c, "num_local_experts")) {
-    m.set("llama.expert_count", u32(*n));
-    m.set("llama.expert_used_count", u32(config_int(c, "num_experts_per_tok")));
+    m.set(a + "expert_count", u32(*n));
+    m.set(a + "expert_used_count", u32(config_int(c, "num_experts_per_tok")));
   }
 
   const std::string type = rope_type(c);
   const nlohmann::json* rp = rope_parameters(c);
   if (type == "linear" || type == "yarn") {
-    m.set("llama.rope.scaling.type", Value::string(type));
-    m.set("llama.rope.scaling.factor", Value::f32(float(config_number_opt(*rp, "factor").value_or(1.0))));
+    m.set(a + "rope.scaling.type", Value::string(type));
+    m.set(a + "rope.scaling.factor", Value::f32(float(config_number_opt(*rp, "factor").value_or(1.0))));
     if (type == "yarn")
       if (auto v = config_int_opt(*rp, "original_max_position_embeddings"))
-        m.set("llama.rope.scaling.original_context_length", u32(*v));
+        m.set(a + "rope.scaling.original_context_length", u32(*v));
   } else if (type != "default" && type != "llama3") {
-    throw_error("config.json: rope type '{}' is not supported for llama (default, linear, yarn, "
+    throw_error("config.json: rope type '{}' is not supported for {} (default, linear, yarn, "
                 "llama3 are)",
-                type);
+                type, arch);
   }
 }
+
+namespace {
+
+void llama_metadata(const nlohmann::json& c, Metadata& m) { llama_like_metadata(c, m, "llama"); }
 
 std::optional<HfTensorMapping> llama_map_tensor(const std::string& name, const nlohmann::json& c) {
   if (name == "model.embed_tokens.weight") return HfTensorMapping{"token_embd.weight"};
@@ -176,16 +183,6 @@ std::vector<HfGeneratedTensor> llama_generated(const nlohmann::json& c) {
 
 }  // namespace
 
-const HfArchitecture* find_hf_architecture(const std::string& name) {
-  static const HfArchitecture llama{"llama", llama_metadata, llama_map_tensor, llama_generated};
-  if (name == "LlamaForCausalLM" || name == "MistralForCausalLM" || name == "MixtralForCausalLM" ||
-      name == "llama" || name == "mistral" || name == "mixtral")
-    return &llama;
-  return nullptr;
-}
-
-std::vector<std::string> supported_hf_architectures() {
-  return {"LlamaForCausalLM", "MistralForCausalLM", "MixtralForCausalLM"};
-}
+extern const HfArchitecture kHfLlama{"llama", llama_metadata, llama_map_tensor, llama_generated};
 
 }  // namespace jitllm

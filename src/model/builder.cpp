@@ -17,6 +17,8 @@ GraphBuilder::GraphBuilder(const Config& config, const ModelWeights& weights, co
   if (!route.embed || !route.head || route.layers.size() != size_t(c_.n_layer))
     throw_error("forward: the ops route covers {} of {} layers", route.layers.size(), c_.n_layer);
   int q = 0, k = 0, v = 0, out = 0, ff = 0;
+  bool qk_norms = false;
+  for (const LayerWeights& l : w_.layers) qk_norms |= !l.attn_q_norm.empty() || !l.attn_k_norm.empty();
   for (int il = 0; il < c_.n_layer; ++il) {
     q = std::max(q, c_.q_dim_of(il));
     k = std::max(k, c_.k_dim_of(il));
@@ -38,6 +40,10 @@ GraphBuilder::GraphBuilder(const Config& config, const ModelWeights& weights, co
       b.attn = o->alloc(n, out);       // [n, n_head * head_dim_v]
       b.gate = o->alloc(n, ff);        // [n, n_ff]
       b.up = o->alloc(n, ff);          // [n, n_ff]
+      if (qk_norms) {
+        b.q_normed = o->alloc(n, q);  // [n, n_head * head_dim]
+        b.k_normed = o->alloc(n, k);  // [n, n_head_kv * head_dim]
+      }
     }
     buffers_.push_back(b);
   }
@@ -93,14 +99,31 @@ Act GraphBuilder::build_attn(int il, Act cur, const LayerWeights& l, const AttnS
                              const RopeParams& rope) {
   Buffers& b = on(at_);
   const int64_t n = cur.rows;
-  const Act q = view(b.q, n, spec.q_dim()), k = view(b.k, n, spec.k_dim()),
-            v = view(b.v, n, spec.v_dim()), out = view(b.attn, n, spec.out_dim());
+  Act q = view(b.q, n, spec.q_dim()), k = view(b.k, n, spec.k_dim());
+  const Act v = view(b.v, n, spec.v_dim()), out = view(b.attn, n, spec.out_dim());
   Ops& ops = *at_;
-  if (!dump_.enabled()) {
+  const bool qk_norms = !l.attn_q_norm.empty() || !l.attn_k_norm.empty();
+  if (!dump_.enabled() && !qk_norms) {
     ops.qkv_rope_attention(il, cur, Ops::Qkv{l.wq, l.wk, l.wv}, q, k, v, rope, spec, out);
-  } else {  // the same ops one by one, so each intermediate can be read
+  } else {  // the same ops one by one (so each intermediate can be read), or with q/k norms
+    Act qr = q, kr = k;  // what RoPE and attention take
     const Ops::MatmulOut qkv[] = {{l.wq, q}, {l.wk, k}, {l.wv, v}};
     ops.matmul_group(cur, qkv);
+    // Per-head norms: the rows of q [n, n_head * head_dim] read as [n * n_head, head_dim].
+    if (!l.attn_q_norm.empty()) {
+      qr = view(b.q_normed, n, spec.q_dim());
+      ops.rms_norm(Act{q.data, n * spec.n_head, spec.head_dim_k}, l.attn_q_norm, c_.rms_eps,
+                   Act{qr.data, n * spec.n_head, spec.head_dim_k});
+      dump_(ops, qr, "Qcur_normed", il);
+    }
+    if (!l.attn_k_norm.empty()) {
+      kr = view(b.k_normed, n, spec.k_dim());
+      ops.rms_norm(Act{k.data, n * spec.n_head_kv, spec.head_dim_k}, l.attn_k_norm, c_.rms_eps,
+                   Act{kr.data, n * spec.n_head_kv, spec.head_dim_k});
+      dump_(ops, kr, "Kcur_normed", il);
+    }
+    q = qr;
+    k = kr;
     ops.rope(q, spec.n_head, spec.head_dim_k, rope);
     ops.rope(k, spec.n_head_kv, spec.head_dim_k, rope);
     dump_(ops, q, "Qcur", il);

@@ -43,8 +43,9 @@ class GraphBuilder {
   Act x() const { return x_; }
   // RMSNorm of the residual stream into the layer scratch [rows, n_embd].
   Act build_norm(const std::vector<float>& w, const char* name, int il);
-  // q/k/v of `cur` ([rows, n_embd]), RoPE on q and k, the KV store of layer il and attention:
-  // the attention output [rows, spec.out_dim()] ("Qcur", "Kcur", "Vcur", "kqv_out").
+  // q/k/v of `cur` ([rows, n_embd]), the per-head RMSNorms of q and k where the layer has them
+  // ("Qcur_normed", "Kcur_normed"), RoPE on q and k, the KV store of layer il and attention: the
+  // attention output [rows, spec.out_dim()] ("Qcur", "Kcur", "Vcur", "kqv_out").
   Act build_attn(int il, Act cur, const LayerWeights& l, const AttnSpec& spec, const RopeParams& rope);
   // x += in . w^T ("<name>" the product, "<sum_name>" the new x). In the last layer, the first
   // residual keeps only the output rows (see above).
@@ -61,6 +62,7 @@ class GraphBuilder {
   struct Buffers {
     Ops* ops = nullptr;
     Act x, cur, q, k, v, attn, gate, up;  // widest-layer scratch, see builder.cpp
+    Act q_normed, k_normed;               // only for families with per-head q/k norms
   };
   Buffers& on(Ops* o);
   void move_to(Ops* to);

@@ -23,12 +23,19 @@ struct Family {
   // Family keys beyond the ones config_from_metadata reads for everyone, and checks of what the
   // family's graph cannot run (may be null).
   void (*read_hparams)(const Metadata& md, Config& c) = nullptr;
-  std::span<const LayerTensor> layer_tensors;  // bound for every layer (model/weights.h)
+  std::vector<LayerTensor> layer_tensors;  // bound for every layer (model/weights.h)
   // What layer il keeps per session between steps (null: K and V of its own widths).
   LayerKv (*layer_memory)(const Config& c, int il) = nullptr;
   // The whole forward step: embedding, layers, output (see archs/llama.cpp).
   void (*build)(GraphBuilder& b) = nullptr;
 };
+
+// The llama family's layer tensors (archs/llama.cpp), which llama-shaped families extend.
+std::vector<LayerTensor> llama_layer_tensors();
+
+// The llama graph (archs/llama.cpp): pre-norm blocks of attention and a SwiGLU FFN with residuals,
+// shared by the families whose layers differ only in what they bind (q/k norms: qwen3).
+void build_llama_graph(GraphBuilder& b);
 
 // The family serving `arch`, or null.
 const Family* find_family(const std::string& arch);

@@ -5,11 +5,13 @@
 namespace jitllm {
 
 extern const Family kLlamaFamily;  // archs/llama.cpp
+extern const Family kQwen3Family;  // archs/qwen3.cpp
 
 namespace {
 
 const Family* const kFamilies[] = {
     &kLlamaFamily,
+    &kQwen3Family,
 };
 
 }  // namespace

@@ -1,6 +1,8 @@
 // The llama family (Llama 1/2/3.x with llama3 rope scaling, Mistral, SmolLM2, TinyLlama): RMSNorm,
 // RoPE (normal pairs for GGUF llama; partial rotary from the Config), GQA attention, SwiGLU FFN,
 // untied or tied output. Tensor and intermediate names are llama.cpp's.
+#include <iterator>
+
 #include "core/error.h"
 #include "model/builder.h"
 #include "model/family.h"
@@ -15,7 +17,7 @@ void read_llama_hparams(const Metadata&, Config& c) {
                 c.arch, c.head_dim_v, c.head_dim);
 }
 
-const LayerTensor kLlamaLayer[] = {
+constexpr LayerTensor kLlamaLayer[] = {  // in the order llama.cpp binds them
     {"attn_norm.weight", &LayerWeights::attn_norm, shapes::embd},
     {"attn_q.weight", &LayerWeights::wq, shapes::q},
     {"attn_k.weight", &LayerWeights::wk, shapes::k},
@@ -27,7 +29,11 @@ const LayerTensor kLlamaLayer[] = {
     {"ffn_down.weight", &LayerWeights::ffn_down, shapes::down},
 };
 
-void build_llama(GraphBuilder& b) {
+}  // namespace
+
+std::vector<LayerTensor> llama_layer_tensors() { return {std::begin(kLlamaLayer), std::end(kLlamaLayer)}; }
+
+void build_llama_graph(GraphBuilder& b) {
   const Config& c = b.config();
   const RopeParams rope = c.rope_params();
   b.build_inp_embd();
@@ -43,16 +49,14 @@ void build_llama(GraphBuilder& b) {
   }
 }
 
-}  // namespace
-
 // Mistral, SmolLM2, TinyLlama and Llama 1-3 all ship as general.architecture = llama; the others
 // are names some converters use for the same graph.
 extern const Family kLlamaFamily{
     .name = "llama",
     .archs = {"llama", "mistral", "smollm", "granite_llama"},
     .read_hparams = read_llama_hparams,
-    .layer_tensors = kLlamaLayer,
-    .build = build_llama,
+    .layer_tensors = llama_layer_tensors(),
+    .build = build_llama_graph,
 };
 
 ModelWeights bind_llama_weights(const ModelFile& file, Config& config) {

@@ -3,6 +3,8 @@
 # decode/prefill speed on synthetic Llama-3.2-1B and 3.1-8B Q4_K_M. Expects the carry folder made
 # by tests/backend/cuda/make_carry.sh at build/cuda-carry (binaries + the oracle subset).
 # Usage: bash tests/backend/cuda/device_run.sh [stage...]   stages: tests cache speed (default all),
+# tier:NAME (a GPU test tier of gpu_tiers.sh; tier:smoke in every call), samelogits (this build's
+# logits on the card against a carried earlier build's, bit for bit),
 # prefill (GEMM/flash tests + timings), speedab (pp512 with the prefill GEMM / flash attention off
 # and on; flash precise and fast), gputests (test_backend_cuda alone), speedq8 (8B Q8_0 speed),
 # bench (matvec shapes), profile (per-kernel decode time), decodeab (tg128 per DECODE_ENVS
@@ -33,8 +35,35 @@ peer_build_wait() {
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.used --format=csv | tee $OUT/gpu.txt
 ldd /tmp/bin/jitllm /tmp/bin/test_backend_cuda | grep -E "not found|fmt|pcre|icu|sentencepiece|httplib" | tee -a $OUT/gpu.txt
+. "$(dirname "$0")/gpu_tiers.sh"
 for s in $stages; do
   case $s in
+    tier:*)  # one GPU test tier (gpu_tiers.sh: smoke runs in every call)
+      t=${s#tier:}
+      timeout ${TIER_S:-200} /tmp/bin/test_backend_cuda --gtest_filter="$(tier_filter $t)" 2>&1 | tee $OUT/tier_$t.log |
+        grep -E "^\[ cuda|FAILED|PASSED|Failure|Expected|Which is|actual|rel err" | head -n 120
+      ;;
+    samelogits)  # the logits of /tmp/bin/jitllm and of a carried earlier build ($C/bin/jitllm-base)
+      # on the card for the fixtures, prompt and decode, chunked and not: md5 equal or the first
+      # file that differs (a reshape that must change no bit)
+      ids=$(python3 -c "print(' '.join(str((i*37+11)%500+3) for i in range(80)))")
+      for bin in jitllm jitllm-base; do
+        mkdir -p /tmp/sl/$bin
+        for f in $C/shared/oracle/models/synth-llama.*.gguf $C/shared/oracle/pydoc-llama/*.gguf; do
+          b=$(basename $f .gguf)
+          for ch in 256 16 7; do
+            /tmp/bin/$bin eval -m $f --ids "1 $ids" -b $ch --devices cuda --logits /tmp/sl/$bin/$b.b$ch.f32 >/dev/null 2>/tmp/sl/$bin/$b.b$ch.err || echo "FAIL $bin $b $ch"
+          done
+          /tmp/bin/$bin run -m $f -p "1 $ids" -n 40 --temp 0 --ids --devices cuda 2>/dev/null | tail -n 1 > /tmp/sl/$bin/$b.run.txt
+        done
+        (cd /tmp/sl/$bin && md5sum *.f32 *.txt) > $OUT/samelogits_$bin.md5
+      done
+      if diff $OUT/samelogits_jitllm.md5 $OUT/samelogits_jitllm-base.md5 > $OUT/samelogits.diff; then
+        echo "samelogits: $(wc -l < $OUT/samelogits_jitllm.md5) files identical" | tee -a $OUT/samelogits.log
+      else
+        echo "samelogits: DIFFERENT" | tee -a $OUT/samelogits.log; head -n 20 $OUT/samelogits.diff
+      fi
+      ;;
     tests)
       /tmp/bin/test_backend_cuda_nogpu 2>&1 | tail -n 5 | tee $OUT/nogpu.log
       timeout 300 /tmp/bin/test_backend_cuda ${GTEST_ARGS:-} 2>&1 | tee $OUT/gpu_tests.log | grep -E "^\[ cuda|FAILED|PASSED|Failure|error|Expected|Which is|actual|rel err" | head -n 150

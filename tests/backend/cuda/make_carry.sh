@@ -3,7 +3,8 @@
 # `carry: ["build/cuda-carry"]`): the stripped, gzipped jitllm and GPU test binaries from
 # build/cuda, the shared libraries the GPU machine's image lacks (ICU 72, sentencepiece,
 # cpp-httplib, brotli; everything xz-compressed), and the oracle subset the GPU tests read (the
-# ../shared folder does not travel).
+# ../shared folder does not travel). BASE_BIN=path/to/jitllm adds an earlier build's jitllm as
+# jitllm-base (device_run.sh samelogits).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 B=${B:-build/cuda}
@@ -13,6 +14,9 @@ rm -rf $C && mkdir -p $C/bin $C/lib $C/shared/oracle/models $C/shared/oracle/log
 for b in ${BINS:-$B/jitllm $B/tests/test_backend_cuda $B/tests/test_backend_cuda_nogpu}; do
   strip -o $C/bin/$(basename $b) $b && xz -9 $C/bin/$(basename $b)
 done
+if [ -n "${BASE_BIN:-}" ]; then  # an earlier build's jitllm for device_run.sh samelogits
+  strip -o $C/bin/jitllm-base "$BASE_BIN" && xz -9 $C/bin/jitllm-base
+fi
 for lib in $(ldd $B/jitllm $B/tests/test_backend_cuda | awk '/=>/ {print $3}' | sort -u |
              grep -E 'libicu|libsentencepiece|libcpp-httplib|libbrotli'); do
   xz -9 -c "$lib" > $C/lib/$(basename "$lib").xz
