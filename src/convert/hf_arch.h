@@ -50,6 +50,13 @@ std::vector<std::string> supported_hf_architectures();
 // writes them for llama, qwen3 and their kin (hf_llama.cpp).
 void llama_like_metadata(const nlohmann::json& config, Metadata& out, const std::string& arch);
 
+// The tensors every llama-shaped checkpoint names alike: the embeddings, the final norm and
+// lm_head (not part of the GGUF when tied). nullopt: the name is not one of them.
+std::optional<std::optional<HfTensorMapping>> map_model_wide_tensor(const std::string& hf_name,
+                                                                    const nlohmann::json& config);
+// "model.layers.<index>.<rest>" -> index and rest; false for any other name.
+bool split_layer_tensor(const std::string& hf_name, std::string& index, std::string& rest);
+
 // Typed config.json access with errors naming the field ("config.json: hidden_size: ...").
 int64_t config_int(const nlohmann::json& config, const char* key);
 std::optional<int64_t> config_int_opt(const nlohmann::json& config, const char* key);

@@ -44,6 +44,28 @@ int64_t head_dim(const nlohmann::json& config) {
 
 }  // namespace
 
+std::optional<std::optional<HfTensorMapping>> map_model_wide_tensor(const std::string& name,
+                                                                    const nlohmann::json& c) {
+  if (name == "model.embed_tokens.weight") return HfTensorMapping{"token_embd.weight"};
+  if (name == "model.norm.weight") return HfTensorMapping{"output_norm.weight"};
+  if (name == "lm_head.weight") {
+    // Tied checkpoints sometimes still store lm_head; GGUF then has no output tensor.
+    if (config_bool_or(c, "tie_word_embeddings", false)) return std::optional<HfTensorMapping>{};
+    return HfTensorMapping{"output.weight"};
+  }
+  return std::nullopt;
+}
+
+bool split_layer_tensor(const std::string& name, std::string& index, std::string& rest) {
+  const std::string prefix = "model.layers.";
+  if (!name.starts_with(prefix)) return false;
+  const size_t dot = name.find('.', prefix.size());
+  if (dot == std::string::npos) return false;
+  index = name.substr(prefix.size(), dot - prefix.size());
+  rest = name.substr(dot + 1);
+  return !index.empty() && index.find_first_not_of("0123456789") == std::string::npos;
+}
+
 void llama_like_metadata(const nlohmann::json& c, Metadata& m, const std::string& arch) {
   auto u32 = [](int64_t v) { return Value::u32(uint32_t(v)); };
   const int64_t n_head = config_int(c, "num_attention_heads");
@@ -89,61 +111,49 @@ namespace {
 void llama_metadata(const nlohmann::json& c, Metadata& m) { llama_like_metadata(c, m, "llama"); }
 
 std::optional<HfTensorMapping> llama_map_tensor(const std::string& name, const nlohmann::json& c) {
-  if (name == "model.embed_tokens.weight") return HfTensorMapping{"token_embd.weight"};
-  if (name == "model.norm.weight") return HfTensorMapping{"output_norm.weight"};
-  if (name == "lm_head.weight") {
-    // Tied checkpoints sometimes still store lm_head; GGUF then has no output tensor.
-    if (config_bool_or(c, "tie_word_embeddings", false)) return std::nullopt;
-    return HfTensorMapping{"output.weight"};
-  }
-  const std::string prefix = "model.layers.";
-  if (name.starts_with(prefix)) {
-    const size_t dot = name.find('.', prefix.size());
-    const std::string index = name.substr(prefix.size(), dot - prefix.size());
-    if (dot != std::string::npos && !index.empty() &&
-        index.find_first_not_of("0123456789") == std::string::npos) {
-      const std::string blk = "blk." + index + ".";
-      const std::string rest = name.substr(dot + 1);
-      const int64_t n_head = config_int(c, "num_attention_heads");
-      const int64_t n_head_kv = config_int_opt(c, "num_key_value_heads").value_or(n_head);
-      struct Entry {
-        const char* hf;
-        const char* gguf;
-        int permute;  // 0 none, 1 with n_head, 2 with n_head_kv
-      };
-      static const Entry table[] = {
-          {"input_layernorm.weight", "attn_norm.weight", 0},
-          {"self_attn.q_proj.weight", "attn_q.weight", 1},
-          {"self_attn.k_proj.weight", "attn_k.weight", 2},
-          {"self_attn.v_proj.weight", "attn_v.weight", 0},
-          {"self_attn.o_proj.weight", "attn_output.weight", 0},
-          {"self_attn.q_proj.bias", "attn_q.bias", 1},
-          {"self_attn.k_proj.bias", "attn_k.bias", 2},
-          {"self_attn.v_proj.bias", "attn_v.bias", 0},
-          {"self_attn.o_proj.bias", "attn_output.bias", 0},
-          {"post_attention_layernorm.weight", "ffn_norm.weight", 0},
-          {"mlp.gate_proj.weight", "ffn_gate.weight", 0},
-          {"mlp.up_proj.weight", "ffn_up.weight", 0},
-          {"mlp.down_proj.weight", "ffn_down.weight", 0},
-          {"block_sparse_moe.gate.weight", "ffn_gate_inp.weight", 0},
-      };
-      for (const Entry& e : table)
-        if (rest == e.hf)
-          return HfTensorMapping{blk + e.gguf,
-                                 e.permute == 1 ? n_head : e.permute == 2 ? n_head_kv : 0};
-      if (rest == "self_attn.rotary_emb.inv_freq") return std::nullopt;  // recomputed from theta
-      // Mixtral experts: block_sparse_moe.experts.E.w{1,2,3}.weight -> stacked gate/down/up.
-      const std::string experts = "block_sparse_moe.experts.";
-      if (rest.starts_with(experts)) {
-        const size_t edot = rest.find('.', experts.size());
-        const std::string e = rest.substr(experts.size(), edot - experts.size());
-        const std::string w = edot == std::string::npos ? "" : rest.substr(edot + 1);
-        if (!e.empty() && e.find_first_not_of("0123456789") == std::string::npos) {
-          const int32_t expert = std::stoi(e);
-          if (w == "w1.weight") return HfTensorMapping{blk + "ffn_gate_exps.weight", 0, expert};
-          if (w == "w2.weight") return HfTensorMapping{blk + "ffn_down_exps.weight", 0, expert};
-          if (w == "w3.weight") return HfTensorMapping{blk + "ffn_up_exps.weight", 0, expert};
-        }
+  if (auto shared = map_model_wide_tensor(name, c)) return *shared;
+  std::string index, rest;
+  if (split_layer_tensor(name, index, rest)) {
+    const std::string blk = "blk." + index + ".";
+    const int64_t n_head = config_int(c, "num_attention_heads");
+    const int64_t n_head_kv = config_int_opt(c, "num_key_value_heads").value_or(n_head);
+    struct Entry {
+      const char* hf;
+      const char* gguf;
+      int permute;  // 0 none, 1 with n_head, 2 with n_head_kv
+    };
+    static const Entry table[] = {
+        {"input_layernorm.weight", "attn_norm.weight", 0},
+        {"self_attn.q_proj.weight", "attn_q.weight", 1},
+        {"self_attn.k_proj.weight", "attn_k.weight", 2},
+        {"self_attn.v_proj.weight", "attn_v.weight", 0},
+        {"self_attn.o_proj.weight", "attn_output.weight", 0},
+        {"self_attn.q_proj.bias", "attn_q.bias", 1},
+        {"self_attn.k_proj.bias", "attn_k.bias", 2},
+        {"self_attn.v_proj.bias", "attn_v.bias", 0},
+        {"self_attn.o_proj.bias", "attn_output.bias", 0},
+        {"post_attention_layernorm.weight", "ffn_norm.weight", 0},
+        {"mlp.gate_proj.weight", "ffn_gate.weight", 0},
+        {"mlp.up_proj.weight", "ffn_up.weight", 0},
+        {"mlp.down_proj.weight", "ffn_down.weight", 0},
+        {"block_sparse_moe.gate.weight", "ffn_gate_inp.weight", 0},
+    };
+    for (const Entry& e : table)
+      if (rest == e.hf)
+        return HfTensorMapping{blk + e.gguf,
+                               e.permute == 1 ? n_head : e.permute == 2 ? n_head_kv : 0};
+    if (rest == "self_attn.rotary_emb.inv_freq") return std::nullopt;  // recomputed from theta
+    // Mixtral experts: block_sparse_moe.experts.E.w{1,2,3}.weight -> stacked gate/down/up.
+    const std::string experts = "block_sparse_moe.experts.";
+    if (rest.starts_with(experts)) {
+      const size_t edot = rest.find('.', experts.size());
+      const std::string e = rest.substr(experts.size(), edot - experts.size());
+      const std::string w = edot == std::string::npos ? "" : rest.substr(edot + 1);
+      if (!e.empty() && e.find_first_not_of("0123456789") == std::string::npos) {
+        const int32_t expert = std::stoi(e);
+        if (w == "w1.weight") return HfTensorMapping{blk + "ffn_gate_exps.weight", 0, expert};
+        if (w == "w2.weight") return HfTensorMapping{blk + "ffn_down_exps.weight", 0, expert};
+        if (w == "w3.weight") return HfTensorMapping{blk + "ffn_up_exps.weight", 0, expert};
       }
     }
   }

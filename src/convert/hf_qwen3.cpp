@@ -17,36 +17,25 @@ void qwen3_metadata(const nlohmann::json& c, Metadata& m) {
 }
 
 std::optional<HfTensorMapping> qwen3_map_tensor(const std::string& name, const nlohmann::json& c) {
-  if (name == "model.embed_tokens.weight") return HfTensorMapping{"token_embd.weight"};
-  if (name == "model.norm.weight") return HfTensorMapping{"output_norm.weight"};
-  if (name == "lm_head.weight") {
-    if (config_bool_or(c, "tie_word_embeddings", false)) return std::nullopt;
-    return HfTensorMapping{"output.weight"};
-  }
-  const std::string prefix = "model.layers.";
-  if (name.starts_with(prefix)) {
-    const size_t dot = name.find('.', prefix.size());
-    const std::string index = name.substr(prefix.size(), dot - prefix.size());
-    if (dot != std::string::npos && !index.empty() &&
-        index.find_first_not_of("0123456789") == std::string::npos) {
-      const std::string rest = name.substr(dot + 1);
-      static const std::pair<const char*, const char*> table[] = {
-          {"input_layernorm.weight", "attn_norm.weight"},
-          {"self_attn.q_proj.weight", "attn_q.weight"},
-          {"self_attn.k_proj.weight", "attn_k.weight"},
-          {"self_attn.v_proj.weight", "attn_v.weight"},
-          {"self_attn.o_proj.weight", "attn_output.weight"},
-          {"self_attn.q_norm.weight", "attn_q_norm.weight"},
-          {"self_attn.k_norm.weight", "attn_k_norm.weight"},
-          {"post_attention_layernorm.weight", "ffn_norm.weight"},
-          {"mlp.gate_proj.weight", "ffn_gate.weight"},
-          {"mlp.up_proj.weight", "ffn_up.weight"},
-          {"mlp.down_proj.weight", "ffn_down.weight"},
-      };
-      for (const auto& [hf, gguf] : table)
-        if (rest == hf) return HfTensorMapping{"blk." + index + "." + gguf};
-      if (rest == "self_attn.rotary_emb.inv_freq") return std::nullopt;  // recomputed from theta
-    }
+  if (auto shared = map_model_wide_tensor(name, c)) return *shared;
+  std::string index, rest;
+  if (split_layer_tensor(name, index, rest)) {
+    static const std::pair<const char*, const char*> table[] = {
+        {"input_layernorm.weight", "attn_norm.weight"},
+        {"self_attn.q_proj.weight", "attn_q.weight"},
+        {"self_attn.k_proj.weight", "attn_k.weight"},
+        {"self_attn.v_proj.weight", "attn_v.weight"},
+        {"self_attn.o_proj.weight", "attn_output.weight"},
+        {"self_attn.q_norm.weight", "attn_q_norm.weight"},
+        {"self_attn.k_norm.weight", "attn_k_norm.weight"},
+        {"post_attention_layernorm.weight", "ffn_norm.weight"},
+        {"mlp.gate_proj.weight", "ffn_gate.weight"},
+        {"mlp.up_proj.weight", "ffn_up.weight"},
+        {"mlp.down_proj.weight", "ffn_down.weight"},
+    };
+    for (const auto& [hf, gguf] : table)
+      if (rest == hf) return HfTensorMapping{"blk." + index + "." + gguf};
+    if (rest == "self_attn.rotary_emb.inv_freq") return std::nullopt;  // recomputed from theta
   }
   throw_error("tensor '{}' is not part of the qwen3 architecture as jitllm knows it", name);
 }
