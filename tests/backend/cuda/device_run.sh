@@ -4,7 +4,8 @@
 # by tests/backend/cuda/make_carry.sh at build/cuda-carry (binaries + the oracle subset).
 # Usage: bash tests/backend/cuda/device_run.sh [stage...]   stages: tests cache speed (default all),
 # tier:NAME (a GPU test tier of gpu_tiers.sh; tier:smoke in every call), samelogits (this build's
-# logits on the card against a carried earlier build's, bit for bit),
+# logits on the card against a carried earlier build's, bit for bit), qwen3 (the qwen3 family on
+# the card against transformers),
 # prefill (GEMM/flash tests + timings), speedab (pp512 with the prefill GEMM / flash attention off
 # and on; flash precise and fast), gputests (test_backend_cuda alone), speedq8 (8B Q8_0 speed),
 # bench (matvec shapes), profile (per-kernel decode time), decodeab (tg128 per DECODE_ENVS
@@ -42,6 +43,17 @@ for s in $stages; do
       t=${s#tier:}
       timeout ${TIER_S:-200} /tmp/bin/test_backend_cuda --gtest_filter="$(tier_filter $t)" 2>&1 | tee $OUT/tier_$t.log |
         grep -E "^\[ cuda|FAILED|PASSED|Failure|Expected|Which is|actual|rel err" | head -n 120
+      ;;
+    qwen3)  # the qwen3 family on the card against transformers' logits (tests/model/data/qwen3-tiny)
+      Q=/tmp/qwen3-tiny && mkdir -p $Q && cp tests/model/data/qwen3-tiny/{config.json,model.safetensors} $Q/ &&
+        cp $C/shared/oracle/pydoc-llama/hf/tokenizer.model $C/shared/oracle/pydoc-llama/hf/tokenizer_config.json $Q/
+      for i in 0 1; do
+        ids=$(python3 -c "import json; print(' '.join(map(str, json.load(open('tests/model/data/qwen3-tiny/reference.json'))['prompts'][$i]['ids'])))")
+        for ch in 256 5; do
+          /tmp/bin/jitllm eval -m $Q --ids "$ids" -b $ch --devices cuda --logits /tmp/q3.$i.$ch.f32 > /dev/null 2>> $OUT/qwen3.log
+          python3 -c "import numpy as n; a=n.fromfile('/tmp/q3.$i.$ch.f32','f4'); b=n.fromfile('tests/model/data/qwen3-tiny/logits.$i.f32','f4'); print('qwen3 cuda prompt $i chunk $ch: max |diff| %.4g of %.3g, argmax equal %s' % (abs(a-b).max(), abs(b).max(), (a.reshape(-1,2048).argmax(1)==b.reshape(-1,2048).argmax(1)).all()))" | tee -a $OUT/qwen3.log
+        done
+      done
       ;;
     samelogits)  # the logits of /tmp/bin/jitllm and of a carried earlier build ($C/bin/jitllm-base)
       # on the card for the fixtures, prompt and decode, chunked and not: md5 equal or the first

@@ -27,4 +27,6 @@ for f in ${FIXTURES:-F16 Q8_0 Q6_K Q4_K_M Q4_0 Q4_1 Q5_0 Q5_1 Q5_K_M IQ4_NL Q3_K
 done
 mkdir -p $C/shared/oracle/pydoc-llama  # a trained 6-layer model (jitllm verify --devices)
 cp $S/oracle/pydoc-llama/pydoc-llama.Q8_0.gguf $C/shared/oracle/pydoc-llama/
+mkdir -p $C/shared/oracle/pydoc-llama/hf  # its tokenizer, borrowed by the qwen3-tiny HF folder
+cp $S/oracle/pydoc-llama/hf/tokenizer.model $S/oracle/pydoc-llama/hf/tokenizer_config.json $C/shared/oracle/pydoc-llama/hf/
 du -sh $C
