@@ -3,11 +3,11 @@
 // jit_elementwise.cpp (norms, RoPE, SwiGLU, adds, row copies), jit_attention.cpp.
 #include "backend/cpu/jit_kernels.h"
 
-#include <cstdlib>
 #include <string>
 
 #include "backend/cpu/jit_matvec.h"
 #include "backend/cpu/jit_repack.h"
+#include "backend/cpu/tuning.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 
@@ -67,8 +67,7 @@ const CpuKernels& cpu_kernels_by_name(const std::string& name) {
 }
 
 const CpuKernels& default_cpu_kernels() {
-  const char* env = std::getenv("JITLLM_KERNELS");
-  if (env && *env) return cpu_kernels_by_name(env);
+  if (const tuning::Choice& k = jit::knobs().kernels; !k.is("auto")) return cpu_kernels_by_name(k.text());
   return jit::cpu_supports(jit::Isa::Avx2) ? jit_kernels() : reference_kernels();
 }
 
