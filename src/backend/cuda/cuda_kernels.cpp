@@ -325,11 +325,6 @@ void CudaKernels::matmul_group(std::span<const MatmulSeg> segs, CUdeviceptr x, i
     a.nrot = rope->n_rot;
     a.kvf16 = rope->f16 ? 1 : 0;
   }
-  // JITLLM_CUDA_PERSIST=P: at most P CTAs per SM, each looping over row groups (bench knob;
-  // with PDL, P = 8 measured slower on the H200: 8B tg128 276 vs 286).
-  static const int persist = std::max(0, env_int("JITLLM_CUDA_PERSIST", 0));
-  // (The norm epilogue counts CTAs: every row group is a CTA of its own there.)
-  const int64_t grid = persist > 0 && !norm ? std::min<int64_t>(ctas, int64_t(persist) * device_.sm_count()) : ctas;
   void* args[] = {&a};
   std::string label = "matvec";
   if (profiling_) {  // per kinds and shape: "matvec q4_k+q4_k+q6_k k=2048 nt=1 ... rows 2048+512+512"
@@ -339,7 +334,7 @@ void CudaKernels::matmul_group(std::span<const MatmulSeg> segs, CUdeviceptr x, i
     if (norm) label += " +norm";
     if (rope) label += " +rope";
   }
-  run(matvec_fn(spec), unsigned(grid), unsigned((n + nt - 1) / nt), 128, s, args, label.c_str());
+  run(matvec_fn(spec), unsigned(ctas), unsigned((n + nt - 1) / nt), 128, s, args, label.c_str());
 }
 
 void CudaKernels::rms_norm(CUdeviceptr x, CUdeviceptr w, CUdeviceptr out, int64_t n, int64_t dim,
