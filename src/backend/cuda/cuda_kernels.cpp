@@ -221,9 +221,6 @@ void CudaKernels::matmul_swiglu(std::span<const MatmulSeg> segs, CUdeviceptr x, 
   spec.nt = nt;
   spec.rpw = 4;
   spec.unroll = unroll_override_ > 0 ? unroll_override_ : unroll();
-  static const int q4k_variant = std::clamp(env_int("JITLLM_CUDA_Q4K", 1), 1, 2);
-  spec.q4k_variant = q4k_override_ > 0 ? q4k_override_ : q4k_variant;
-  spec.q4k_steps = q4k_steps_override_ > 0 ? q4k_steps_override_ : 2;
   spec.swiglu = true;
   MvArgs a{};
   bool q8_needed = false;
@@ -275,14 +272,6 @@ void CudaKernels::matmul_group(std::span<const MatmulSeg> segs, CUdeviceptr x, i
   spec.unroll = unroll_override_ > 0 ? unroll_override_ : unroll();
   spec.prefetch = pdl_mode_ == 1;
   spec.preload = pdl_mode_ >= 2 && !norm ? pdl_mode_ - 1 : 0;
-  // JITLLM_CUDA_Q4K=1|2 (kernel variant), JITLLM_CUDA_Q4K_STEPS (variant 2's steps in flight).
-  // Variant 1 is the default: on the H200 the 8B decode ran 367 tok/s with it and 353 with
-  // variant 2 (same call), although variant 2 timed 5-9% faster per 8B shape alone.
-  static const int q4k_variant = std::clamp(env_int("JITLLM_CUDA_Q4K", 1), 1, 2);
-  static const int q4k_steps = std::clamp(env_int("JITLLM_CUDA_Q4K_STEPS", 4), 1, 8);
-  spec.q4k_variant = q4k_override_ > 0 ? q4k_override_ : q4k_variant;
-  // Batch tiles keep 2 steps in flight (4 would take 255 registers at NT = 8, RPW = 4).
-  spec.q4k_steps = q4k_steps_override_ > 0 ? q4k_steps_override_ : nt == 1 ? q4k_steps : std::min(q4k_steps, 2);
   MvArgs a{};
   bool q8_needed = false;
   int64_t ctas = 0;

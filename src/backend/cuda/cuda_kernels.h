@@ -197,11 +197,6 @@ class CudaKernels {
     rpw_override_ = rpw;
     unroll_override_ = unroll;
   }
-  // Benches: force the Q4_K kernel variant and its steps in flight (0 = the defaults).
-  void tune_q4k(int variant, int steps) {
-    q4k_override_ = variant;
-    q4k_steps_override_ = steps;
-  }
   // Starts (or stops) timing every launch; see KernelProfile.
   void set_profiling(bool on) { profiling_ = on; }
   const KernelProfile& profile() const { return profile_; }
@@ -226,7 +221,6 @@ class CudaKernels {
   std::map<std::string, CUfunction> ew_;
   bool profiling_ = false;
   int rpw_override_ = 0, unroll_override_ = 0;
-  int q4k_override_ = 0, q4k_steps_override_ = 0;
   bool pdl_ = false;  // JITLLM_CUDA_PDL set: launches allow programmatic overlap
   int pdl_mode_ = 0;  // JITLLM_CUDA_PDL's value (0..3)
   KernelProfile profile_;

@@ -41,10 +41,6 @@ struct MatvecSpec {
   // previous kernel (the weights do not depend on it): 0 off, 1 the dependents are let go at the
   // start of each CTA, 2 after its dot products (so at most one kernel waits ahead).
   int preload = 0;
-  // Q4_K segments: kernel variant (1: four lanes per block, two 16-byte nibble loads each; 2:
-  // eight lanes per block, one warp load = four blocks) and, for 2, steps of four blocks whose
-  // loads are issued together.
-  int q4k_variant = 1, q4k_steps = 4;
   // One residual matrix whose last CTA also applies RMSNorm + q8 to the updated residual rows
   // (CudaKernels::NormEpilogue).
   bool norm = false;

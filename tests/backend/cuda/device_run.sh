@@ -70,10 +70,6 @@ for s in $stages; do
         done
       done
       ;;
-    q4kbench)  # gpudecode: the Q4_K matvec variants per 8B/1B shape (GB/s, n = 1)
-      JITLLM_CUDA_BENCH=1 timeout 240 /tmp/bin/test_backend_cuda --gtest_filter='CudaBench.Q4KVariants' 2>&1 |
-        tee $OUT/q4kbench.log | grep -E "bench|FAILED|Failure" | head -n 100
-      ;;
     profile)  # cudadecode: per-kernel time of decode steps (every launch timed, no graphs)
       for shape in llama-3.2-1b llama-3.1-8b; do
         [ -f /tmp/$shape.gguf ] || /tmp/bin/jitllm synth /tmp/$shape.gguf --shape $shape --type q4_k_m 2>&1 | tail -n 1
@@ -82,8 +78,8 @@ for s in $stages; do
       done
       ;;
     decodeab)  # gpudecode: tg128 per variant (DECODE_ENVS: ';'-separated; default: the defaults, the
-      # logits path, each decode epilogue alone, the Q4_K variant 2)
-      IFS=';' read -ra variants <<< "${DECODE_ENVS:-;--logits;JITLLM_CUDA_FUSE_EPILOGUE=rope;JITLLM_CUDA_FUSE_EPILOGUE=norm;JITLLM_CUDA_FUSE_EPILOGUE=swiglu;JITLLM_CUDA_Q4K=2}"
+      # logits path, each decode epilogue alone)
+      IFS=';' read -ra variants <<< "${DECODE_ENVS:-;--logits;JITLLM_CUDA_FUSE_EPILOGUE=rope;JITLLM_CUDA_FUSE_EPILOGUE=norm;JITLLM_CUDA_FUSE_EPILOGUE=swiglu}"
       for shape in llama-3.2-1b llama-3.1-8b; do
         [ -f /tmp/$shape.gguf ] || /tmp/bin/jitllm synth /tmp/$shape.gguf --shape $shape --type q4_k_m 2>&1 | tail -n 1
         for v in "${variants[@]}"; do
