@@ -174,13 +174,6 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
                : spec.splitk && k >= 8192 ? warps_long : spec.splitk ? 4 : warps_wide;
   spec.x_l1 = x_l1();
   spec.e4m3 = use_e4m3(segs);
-  // JITLLM_CUDA_DQ_XSTAGE=1 (off until timed on a card): the split-warp launches stage their
-  // activation slices in shared memory, where the ring fits in one CTA's shared memory.
-  static const bool xstage_env = env_int("JITLLM_CUDA_DQ_XSTAGE", 0) != 0;
-  if (spec.splitk && (xstage_override_ >= 0 ? xstage_override_ != 0 : xstage_env)) {
-    spec.x_stage = true;
-    if (dq_mma_smem_bytes(spec) > compiler_.device().max_smem_per_block_optin()) spec.x_stage = false;
-  }
   const int64_t rows_per_cta = 16 * spec.mt * (spec.splitk ? 1 : spec.warps);
   DqArgs a{};
   const int64_t ctas = tc_segments(segs, rows_per_cta, a.seg, spec.kinds);

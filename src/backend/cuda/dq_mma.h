@@ -53,9 +53,6 @@ struct DqMmaSpec {
   // q / 512 exactly, and the step's scales carry the 512 (exact: a power of two), so the product
   // and its rounding are those of the default path. Needs every |d| <= 2 (q4k_small_scales).
   bool e4m3 = false;
-  // With splitk: each warp stages its activation slices in shared memory (a ring of 3 half steps,
-  // cp.async, one step ahead) instead of reading them from global memory in the MMA loop.
-  bool x_stage = false;
   std::string name() const;
 };
 
@@ -114,8 +111,6 @@ class DqMma {
   int split_for(int64_t k, int64_t total_rows) const;
   // Tests: the e4m3 unpacking on (1) or off (0) whatever the env (-1: the env).
   void tune_e4m3(int on) { e4m3_override_ = on; }
-  // Tests: the split-warp launches' staged activation on (1) / off (0) whatever the env (-1).
-  void tune_xstage(int on) { xstage_override_ = on; }
   bool use_e4m3(std::span<const MatmulSeg> segs) const;
   // Tests: the variant (DqMmaSpec::name()) of the last launch.
   const std::string& last_variant() const { return last_variant_ ? *last_variant_ : kNone; }
@@ -136,7 +131,7 @@ class DqMma {
   std::map<std::string, CUfunction> fns_;  // by DqMmaSpec::name()
   CUfunction to_f16_ = nullptr;
   int mt_override_ = 0, warps_override_ = 0, splitk_override_ = -1, stages_override_ = 0, ksplit_override_ = 0;
-  int e4m3_override_ = -1, xstage_override_ = -1;
+  int e4m3_override_ = -1;
   // A split row length's partial tiles and per-tile arrival counts (allocated at its first use).
   DeviceBuffer part_, cnt_;
   const std::string* last_variant_ = nullptr;  // a key of fns_

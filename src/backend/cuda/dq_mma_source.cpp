@@ -560,8 +560,7 @@ size_t dq_mma_smem_bytes(const DqMmaSpec& spec) {
   // (The swiglu epilogue's tile, NTOK x (8 MT WARPS + 4) floats, fits in the staging buffers.)
   const size_t ntok = size_t(spec.nt8) * 8;
   if (!spec.splitk) return size_t(spec.stages) * ntok * 288 * 2;
-  const size_t reduction = ntok * (16 * spec.mt + 4) * 4;
-  return spec.x_stage ? std::max(reduction, size_t(spec.warps) * 3 * ntok * 128 * 2) : reduction;
+  return ntok * (16 * spec.mt + 4) * 4;  // the reduction tile
 }
 
 std::string DqMmaSpec::name() const {
@@ -569,8 +568,7 @@ std::string DqMmaSpec::name() const {
   for (int i = 0; i < nseg; ++i) s += fmt::format("{}{}", i ? "+" : " ", weight_kind_name(kinds[i]));
   return s + fmt::format(" k={} nt8={} mt={} warps={}{}{}{}", k, nt8, mt, warps, splitk ? " splitk" : "",
                          stages != 2 ? fmt::format(" nb={}", stages) : "", swiglu ? " swiglu" : "") +
-         (x_l1 ? " xl1" : "") + (ksplit > 1 ? fmt::format(" ks={}", ksplit) : "") + (e4m3 ? " e4m3" : "") +
-         (x_stage && splitk ? " xstage" : "");
+         (x_l1 ? " xl1" : "") + (ksplit > 1 ? fmt::format(" ks={}", ksplit) : "") + (e4m3 ? " e4m3" : "");
 }
 
 std::string dq_mma_source(const DqMmaSpec& spec) {
@@ -589,7 +587,7 @@ std::string dq_mma_source(const DqMmaSpec& spec) {
       "#define K {}\n#define NT8 {}\n#define MT {}\n#define WARPS {}\n#define NSEG {}\n#define SPLITK {}\n"
       "#define RING {}\n#define SWIGLU {}\n#define X_L1 {}\n#define KSPLIT {}\n#define E4M3 {}\n#define XSTAGE {}\n",
       spec.k, spec.nt8, spec.mt, spec.warps, spec.nseg, spec.splitk ? 1 : 0, spec.stages, spec.swiglu ? 1 : 0,
-      spec.x_l1 ? 1 : 0, spec.ksplit, spec.e4m3 ? 1 : 0, spec.x_stage && spec.splitk ? 1 : 0);
+      spec.x_l1 ? 1 : 0, spec.ksplit, spec.e4m3 ? 1 : 0, 0);
   const SegmentKinds sk = segment_kinds(spec.kinds, spec.nseg, spec.k, dq_mma_supports, "dqmma",
                                         "Q4_K, Q6_K, Q8_0: multiples of 256");
   std::string src = defs + sk.defs + kernel_prelude() + kHead;

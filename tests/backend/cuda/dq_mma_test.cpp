@@ -2,7 +2,7 @@
 // the dp4a matvec (every output): n = 8..64, zero blocks, ragged tiles, the residual epilogue,
 // repeated calls bitwise equal; its launch shapes and options against each other (the same bits
 // where the arithmetic is the same: grouped vs single launches, tiles per warp, rings, e4m3
-// unpacking, staged activation; within 1e-5 where only the f32 order differs).
+// unpacking; within 1e-5 where only the f32 order differs).
 // Label gpu: runs on the device machine, skipped where no card is usable.
 #include <gtest/gtest.h>
 
@@ -114,42 +114,6 @@ TEST(CudaDqMma, E4m3UnpackingGivesTheSameBits) {
   if (was) setenv("JITLLM_CUDA_DQ_E4M3", saved.c_str(), 1);
   mmq().dq().tune_e4m3(-1);
   mmq().dq().tune(0, 0, -1);
-}
-
-TEST(CudaDqMma, StagedActivationGivesTheSameBits) {
-  // The split-warp launches with their activation slices staged in shared memory (a ring of
-  // half steps per warp) run the same MMAs in the same order: the same bits as reading them from
-  // global memory, for q/k/v grouped (mixed kinds) at 1..8 activation tiles; ffn_down's shape
-  // (8 warps) against the references, the residual and repeated launches.
-  JITLLM_REQUIRE_GPU();
-  for (int64_t n : {8, 13, 32, 64}) {
-    const QkvCase c(G, n, 9);
-    const auto& rows = QkvCase::rows;
-    DeviceBuffer xh(DqMma::f16_bytes(n, QkvCase::k));
-    std::vector<std::vector<float>> runs[2];
-    for (int xs : {0, 1}) {
-      mmq().dq().tune_xstage(xs);
-      std::vector<DeviceBuffer> outs;
-      MatmulSeg segs[3];
-      for (int i = 0; i < 3; ++i) {
-        outs.emplace_back(size_t(n * rows[i]) * 4);
-        check(driver().cuMemsetD8Async(outs.back().get(), 0xff, outs.back().bytes(), G->stream->get()), "memset");
-        segs[i] = MatmulSeg{&c.dw[size_t(i)], outs.back().get(), 0};
-      }
-      mmq().matmul_group(segs, n, c.qb, *G->stream, xh.get());
-      G->stream->sync();
-      for (int i = 0; i < 3; ++i) runs[xs].push_back(download(outs[size_t(i)].get(), size_t(n * rows[i])));
-    }
-    for (int i = 0; i < 3; ++i) EXPECT_EQ(runs[1][size_t(i)], runs[0][size_t(i)]) << "segment " << i << " n=" << n;
-  }
-  mmq().dq().tune_xstage(1);
-  check_mmq({QuantType::Q6_K, 4096, 14336}, {13, 32}, 0, true);
-  EXPECT_NE(mmq().dq().last_variant().find("xstage"), std::string::npos) << mmq().dq().last_variant();
-  check_mmq({QuantType::Q6_K, 4096, 14336}, {64}, 0, true);  // 8 warps x 64 rows: too big, not staged
-  EXPECT_EQ(mmq().dq().last_variant().find("xstage"), std::string::npos) << mmq().dq().last_variant();
-  check_mmq({QuantType::Q4_K, 4096, 4096}, {8, 13, 64}, 0, true);
-  check_mmq({QuantType::Q8_0, 1000, 2048}, {13, 57}, 3, true);  // zero blocks, a ragged tile
-  mmq().dq().tune_xstage(-1);
 }
 
 TEST(CudaDqMma, GroupedMixedKindsAndLaunchShapesGiveTheSameBits) {

@@ -121,28 +121,6 @@ TEST(DqMmaNoGpu, EngineVariantsCompileForSm90) {
   es.swiglu = true;
   es.e4m3 = true;
   expect_compiles(es);
-  // The split-warp launches with staged activation: q/k/v (4 warps) and ffn_down (8 warps, Q6_K),
-  // 1 and 4 activation tiles; the ring of 3 half steps per warp sets the shared memory.
-  for (int nt8 : {1, 4}) {
-    DqMmaSpec x = spec;  // q/k/v, splitk
-    x.nt8 = nt8;
-    x.warps = 4;
-    x.mt = 2;
-    x.x_stage = true;
-    EXPECT_NE(x.name().find("xstage"), std::string::npos);
-    EXPECT_EQ(dq_mma_smem_bytes(x), size_t(4) * 3 * nt8 * 8 * 128 * 2);
-    expect_compiles(x);
-  }
-  DqMmaSpec xd = kd;
-  xd.splitk = true;
-  xd.nt8 = 4;
-  xd.mt = 2;
-  xd.warps = 8;
-  xd.ksplit = 1;
-  xd.x_stage = true;
-  expect_compiles(xd);
-  xd.splitk = false;  // no effect without the split warps
-  EXPECT_EQ(dq_mma_source(xd).find("#define XSTAGE 1"), std::string::npos);
 }
 
 TEST(DqMmaNoGpu, UnsupportedKindsAndShapesAreRefused) {
