@@ -18,13 +18,9 @@ struct DqArgs {
   uint64_t xh;
   int32_t n, nseg, total, pad;
   uint64_t yout, yq, yds, yh;  // the swiglu epilogue's outputs
-  uint64_t part, cnt;          // a split row length's partial tiles and arrival counts
+  uint64_t part, cnt;          // unused (zero): the kernel text keeps them (KSPLIT 1)
 };
 static_assert(sizeof(DqArgs) == 192, "must match the kernel's DqArgs");
-
-// The split row length's arrival counts: one per row tile of a launch below kWideRows rows
-// (tiles of at least 16 rows, 3 matrices' ragged last tiles).
-constexpr size_t kMaxSplitTiles = DqMma::kWideRows / 16 + 3;
 
 }  // namespace
 
@@ -98,35 +94,6 @@ void DqMma::run(CUfunction f, unsigned grid, unsigned grid_y, unsigned block, si
   profile_.timed_launch(f, grid, grid_y, 1, block, smem, s, args, label);
 }
 
-void DqMma::reserve_split_scratch(size_t part_bytes, const Stream& s) {
-  if (part_.bytes() >= part_bytes && cnt_.get()) return;
-  // Grown only in a direct step: the first step of every row count runs uncaptured (CudaOps),
-  // and an allocation cannot be recorded into a graph.
-  CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
-  check(driver().cuStreamIsCapturing(s.get(), &capturing), "cuStreamIsCapturing");
-  if (capturing != CU_STREAM_CAPTURE_STATUS_NONE)
-    throw_error("dqmma: the split row length needs {} bytes of scratch while a graph is being captured", part_bytes);
-  check(driver().cuStreamSynchronize(s.get()), "cuStreamSynchronize");  // the old scratch is idle
-  part_ = DeviceBuffer(part_bytes);
-  if (!cnt_.get()) {
-    cnt_ = DeviceBuffer(kMaxSplitTiles * sizeof(int32_t));
-    check(driver().cuMemsetD8Async(cnt_.get(), 0, cnt_.bytes(), s.get()), "cuMemsetD8Async(dqmma arrival counts)");
-  }
-}
-
-int DqMma::split_for(int64_t k, int64_t total_rows) const {
-  // JITLLM_CUDA_DQ_KSTEPS (default 0 = off): launches below kWideRows rows split the row length
-  // over CTAs of about this many steps of 256 each (instead of over one CTA's warps).
-  static const int ksteps_env = std::max(0, env_int("JITLLM_CUDA_DQ_KSTEPS", 0));
-  const int steps = int(k / 256);
-  int ks = ksplit_override_ > 0 ? ksplit_override_
-           : total_rows < kWideRows && ksteps_env > 0 ? (steps + ksteps_env - 1) / ksteps_env
-                                                      : 1;
-  ks = std::clamp(ks, 1, std::min(16, steps));
-  const int sps = (steps + ks - 1) / ks;
-  return (steps + sps - 1) / sps;  // no split without steps
-}
-
 void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q8, CUdeviceptr xh,
                          const Stream& s) {
   if (n <= 0 || segs.empty()) return;
@@ -149,9 +116,7 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
   int64_t total_rows = 0;
   for (const MatmulSeg& sg : segs) total_rows += sg.w->rows;
   const bool wide = total_rows >= kWideRows;
-  spec.ksplit = split_for(k, total_rows);
-  spec.splitk = spec.ksplit > 1 ? false
-                : splitk_override_ >= 0 ? splitk_override_ != 0 : splitk_env >= 0 ? splitk_env != 0 : !wide;
+  spec.splitk = splitk_override_ >= 0 ? splitk_override_ != 0 : splitk_env >= 0 ? splitk_env != 0 : !wide;
   // JITLLM_CUDA_DQ_STAGES (2..4, default 2): the steps in each warp's ring (2 tiles per warp
   // then only with 2: a longer ring of 2 tiles spills).
   // _WIDE: the ring of the wide launches (rows per warp), and their warps per CTA (8: the CTA's
@@ -167,10 +132,7 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
   // Long rows split over the warps (ffn_down, K = 14336 on the 8B): JITLLM_CUDA_DQ_WARPS_LONG
   // warps for K >= 8192. H200, one call, 8B 32 sessions: 4 warps 4369 tok/s, 8 warps 4552.
   static const int warps_long = std::clamp(env_int("JITLLM_CUDA_DQ_WARPS_LONG", 8), 1, 8);
-  // JITLLM_CUDA_DQ_KS_WARPS (default 4): warps per CTA of a split row length.
-  static const int warps_ks = std::clamp(env_int("JITLLM_CUDA_DQ_KS_WARPS", 4), 1, 8);
   spec.warps = warps_override_ > 0 ? warps_override_ : warps_env > 0 ? warps_env
-               : spec.ksplit > 1 ? warps_ks
                : spec.splitk && k >= 8192 ? warps_long : spec.splitk ? 4 : warps_wide;
   spec.x_l1 = x_l1();
   spec.e4m3 = use_e4m3(segs);
@@ -181,13 +143,6 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
   a.n = int32_t(n);
   a.nseg = spec.nseg;
   a.total = int32_t(ctas);
-  if (spec.ksplit > 1) {
-    if (size_t(ctas) > kMaxSplitTiles)
-      throw_error("dqmma: a split row length over {} row tiles (at most {})", ctas, kMaxSplitTiles);
-    reserve_split_scratch(size_t(spec.ksplit) * ctas * rows_per_cta * spec.nt8 * 8 * sizeof(float), s);
-    a.part = part_.get();
-    a.cnt = cnt_.get();
-  }
   // The f16 copy of the activation, padded rows included (they are read, never stored), unless
   // the kernel that quantized x wrote it (q8.h: CudaOps in a DQ step).
   if (q8.h != xh) {
@@ -204,7 +159,7 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
     for (size_t i = 0; i < segs.size(); ++i) label += fmt::format("{}{}", i ? "+" : " ", segs[i].w->rows);
     label += fmt::format(" n={}{}", n, segs[0].res ? " +res" : "");
   }
-  run(function(spec), unsigned(ctas), unsigned(spec.ksplit), unsigned(32 * spec.warps), dq_mma_smem_bytes(spec), s,
+  run(function(spec), unsigned(ctas), 1, unsigned(32 * spec.warps), dq_mma_smem_bytes(spec), s,
       args, label);
 }
 

@@ -568,7 +568,7 @@ std::string DqMmaSpec::name() const {
   for (int i = 0; i < nseg; ++i) s += fmt::format("{}{}", i ? "+" : " ", weight_kind_name(kinds[i]));
   return s + fmt::format(" k={} nt8={} mt={} warps={}{}{}{}", k, nt8, mt, warps, splitk ? " splitk" : "",
                          stages != 2 ? fmt::format(" nb={}", stages) : "", swiglu ? " swiglu" : "") +
-         (x_l1 ? " xl1" : "") + (ksplit > 1 ? fmt::format(" ks={}", ksplit) : "") + (e4m3 ? " e4m3" : "");
+         (x_l1 ? " xl1" : "") + (e4m3 ? " e4m3" : "");
 }
 
 std::string dq_mma_source(const DqMmaSpec& spec) {
@@ -577,8 +577,6 @@ std::string dq_mma_source(const DqMmaSpec& spec) {
   if (spec.mt < 1 || spec.mt > 2) throw_error("dqmma: {} tiles of 16 weight rows per warp is not in [1, 2]", spec.mt);
   if (spec.warps < 1 || spec.warps > 8) throw_error("dqmma: {} warps is not in [1, 8]", spec.warps);
   if (spec.stages < 2 || spec.stages > 4) throw_error("dqmma: {} steps in the ring is not in [2, 4]", spec.stages);
-  if (spec.ksplit < 1 || spec.ksplit > 16 || (spec.ksplit > 1 && (spec.splitk || spec.swiglu)))
-    throw_error("dqmma: a split of the row length over {} CTAs (1 to 16, warps owning rows only)", spec.ksplit);
   // (Whole q8 blocks per CTA: 16 MT WARPS / 2 rows a multiple of 32.)
   if (spec.swiglu && (spec.nseg != 2 || spec.kinds[0] != spec.kinds[1] || spec.splitk ||
                       spec.warps % 2 != 0 || (8 * spec.mt * spec.warps) % 32 != 0))
@@ -587,7 +585,7 @@ std::string dq_mma_source(const DqMmaSpec& spec) {
       "#define K {}\n#define NT8 {}\n#define MT {}\n#define WARPS {}\n#define NSEG {}\n#define SPLITK {}\n"
       "#define RING {}\n#define SWIGLU {}\n#define X_L1 {}\n#define KSPLIT {}\n#define E4M3 {}\n#define XSTAGE {}\n",
       spec.k, spec.nt8, spec.mt, spec.warps, spec.nseg, spec.splitk ? 1 : 0, spec.stages, spec.swiglu ? 1 : 0,
-      spec.x_l1 ? 1 : 0, spec.ksplit, spec.e4m3 ? 1 : 0, 0);
+      spec.x_l1 ? 1 : 0, 1, spec.e4m3 ? 1 : 0, 0);
   const SegmentKinds sk = segment_kinds(spec.kinds, spec.nseg, spec.k, dq_mma_supports, "dqmma",
                                         "Q4_K, Q6_K, Q8_0: multiples of 256");
   std::string src = defs + sk.defs + kernel_prelude() + kHead;

@@ -46,24 +46,6 @@ TEST(CudaDqMma, HeadShapeZeroBlocksAndOddRowCounts) {
   mmq().dq().tune(0, 0, -1);
 }
 
-TEST(CudaDqMma, RowLengthSplitOverCtas) {
-  // The row length over 2..16 CTAs per row tile (partials added by the tile's last CTA): the
-  // reference, the matvec, repeated launches (the arrival counts back at zero: the residual
-  // launch adds the sum again), zero blocks and ragged tiles, splits that do not divide the steps
-  // (7 of 16 -> 6 CTAs of 3), and the wide shape.
-  for (int ks : {2, 4, 7, 16}) {
-    mmq().dq().tune(0, 0, -1, 0, ks);
-    check_mmq({QuantType::Q4_K, 4096, 4096}, {8, 13, 32, 64}, 0, true);
-    check_mmq({QuantType::Q6_K, 4096, 14336}, {32}, 0, true);
-    check_mmq({QuantType::Q8_0, 1000, 2048}, {13, 57}, 3, true);
-  }
-  mmq().dq().tune(1, 8, -1, 3, 4);  // 8 warps, a ring of 3
-  check_mmq({QuantType::Q4_K, 14336, 4096}, {32}, 0, true);
-  check_mmq({QuantType::Q4_K, 1000, 2048}, {13}, 3, true);
-  mmq().dq().tune(0, 0, -1);
-  EXPECT_EQ(mmq().dq().split_for(4096, 4096), 1);  // off unless JITLLM_CUDA_DQ_KSTEPS or tune()
-}
-
 TEST(CudaDqMma, E4m3UnpackingGivesTheSameBits) {
   // Q4_K nibbles through e4m3 (q / 512, the scales times 512): the same products, so the same
   // bits as the default unpacking in both launch shapes and grouped with Q6_K; weights with a
@@ -141,12 +123,11 @@ TEST(CudaDqMma, GroupedMixedKindsAndLaunchShapesGiveTheSameBits) {
   // length (the default warps); without the split, any tiles and warps. Across the two modes
   // only the order of the f32 sums differs.
   // Rings of 3 or 4 steps change when the weights arrive, not the arithmetic.
-  // A split of the row length over CTAs (ks) adds partial sums in another order.
-  struct V { int mt, warps, splitk, stages; bool same; int ks = 0; };
+  struct V { int mt, warps, splitk, stages; bool same; };
   for (const V v : {V{0, 0, -1, 0, true}, V{1, 4, 1, 0, true}, V{2, 4, 1, 0, true}, V{1, 4, 1, 3, true},
                     V{0, 0, -1, 4, true}, V{1, 1, 0, 0, false}, V{2, 8, 0, 0, false}, V{1, 8, 1, 0, false},
-                    V{2, 2, 1, 0, false}, V{1, 4, 0, 0, false, 4}, V{2, 8, 0, 0, false, 16}}) {
-    mmq().dq().tune(v.mt, v.warps, v.splitk, v.stages, v.ks);
+                    V{2, 2, 1, 0, false}}) {
+    mmq().dq().tune(v.mt, v.warps, v.splitk, v.stages);
     std::vector<std::vector<float>> got;
     for (int i = 0; i < 3; ++i) {
       DeviceBuffer one_out(size_t(n * rows[i]) * 4);
@@ -159,7 +140,7 @@ TEST(CudaDqMma, GroupedMixedKindsAndLaunchShapesGiveTheSameBits) {
       else
         EXPECT_LT(rel_error(got.back(), want[size_t(i)]), 1e-5) << "segment " << i << " mt=" << v.mt
                                                                << " warps=" << v.warps << " splitk=" << v.splitk
-                                                               << " stages=" << v.stages << " ks=" << v.ks;
+                                                               << " stages=" << v.stages;
     }
     if (!v.same) {  // a second shape of the same mode gives its own bits again
       DeviceBuffer again(size_t(n * rows[0]) * 4);
@@ -170,7 +151,7 @@ TEST(CudaDqMma, GroupedMixedKindsAndLaunchShapesGiveTheSameBits) {
     }
   }
   mmq().dq().tune(0, 0, -1);
-  std::printf("[ cuda     ] dqmma grouped q/k/v == single launches (bitwise), 11 launch shapes\n");
+  std::printf("[ cuda     ] dqmma grouped q/k/v == single launches (bitwise), 9 launch shapes\n");
 }
 
 }  // namespace

@@ -86,21 +86,6 @@ TEST(DqMmaNoGpu, EngineVariantsCompileForSm90) {
   EXPECT_NE(xl_src.find("#define X_L1 1"), std::string::npos);
   EXPECT_NE(xl.name().find("xl1"), std::string::npos);
   EXPECT_GT(nvrtc_compile(xl_src, xl.name(), opts).size(), 1000u) << xl.name();
-  // The row length split over CTAs: q/k/v of Q4_K_M, 4 splits; ffn_down's row length in 8.
-  DqMmaSpec ks = spec;
-  ks.splitk = false;
-  ks.mt = 1;
-  ks.warps = 4;
-  ks.ksplit = 4;
-  EXPECT_NE(ks.name().find("ks=4"), std::string::npos);
-  expect_compiles(ks);
-  DqMmaSpec kd;
-  kd.kinds[0] = WeightKind::Q6_K;
-  kd.k = 14336;
-  kd.nt8 = 8;
-  kd.mt = 1;
-  kd.ksplit = 8;
-  expect_compiles(kd);
   // Q4_K unpacked through e4m3: both launch shapes, mixed kinds (q/k/v), the SwiGLU epilogue.
   for (bool splitk : {false, true}) {
     DqMmaSpec e = spec;
@@ -157,17 +142,6 @@ TEST(DqMmaNoGpu, UnsupportedKindsAndShapesAreRefused) {
   spec.warps = 4;
   spec.splitk = true;
   EXPECT_THROW(dq_mma_source(spec), Error);
-  spec.splitk = false;
-  spec.ksplit = 2;  // a split row length with the swiglu epilogue
-  EXPECT_THROW(dq_mma_source(spec), Error);
-  spec.swiglu = false;
-  spec.nseg = 1;
-  spec.splitk = true;  // ... with the warps splitting the row length too
-  EXPECT_THROW(dq_mma_source(spec), Error);
-  spec.splitk = false;
-  spec.ksplit = 17;
-  EXPECT_THROW(dq_mma_source(spec), Error);
-  spec.ksplit = 1;
   EXPECT_TRUE(dq_mma_supports(WeightKind::Q8_0, 256));
   EXPECT_FALSE(dq_mma_supports(WeightKind::Q8_0, 128));
   EXPECT_FALSE(dq_mma_supports(WeightKind::Q5_K, 4096));
