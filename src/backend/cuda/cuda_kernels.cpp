@@ -2,13 +2,10 @@
 #include "backend/cuda/cuda_kernels.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdlib>
-#include <cstring>
 
 #include "backend/cuda/env_knob.h"
 #include "core/error.h"
-#include "core/fp16.h"
 
 namespace jitllm::cuda {
 
@@ -44,19 +41,6 @@ DeviceWeight DeviceWeight::upload(const PackedWeight& p) {
   w.rows = p.rows;
   w.k = p.k;
   w.scale_offset = p.scale_offset;
-  // Only when the e4m3 unpacking is asked for (read here at each upload, so a test can set it):
-  // the scan reads about half the weight's cache lines, a cost at load the default does not need.
-  const char* e4m3 = std::getenv("JITLLM_CUDA_DQ_E4M3");
-  if (p.kind == WeightKind::Q4_K && p.scale_offset == 0 && e4m3 && std::atoi(e4m3) != 0) {
-    // Blocks of 144 bytes, d (f16) first.
-    w.q4k_small_scales = true;
-    for (size_t o = 0; o + 144 <= p.bytes.size() && w.q4k_small_scales; o += 144) {
-      uint16_t d;
-      std::memcpy(&d, p.bytes.data() + o, 2);
-      const float v = fp16_to_f32(d);
-      w.q4k_small_scales = std::isfinite(v) && std::fabs(v) <= 2.0f;
-    }
-  }
   w.buf = DeviceBuffer(p.bytes.size());
   w.buf.upload(p.bytes.data(), p.bytes.size());
   return w;

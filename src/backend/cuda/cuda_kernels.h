@@ -22,10 +22,6 @@ struct DeviceWeight {
   int64_t rows = 0, k = 0;
   DeviceBuffer buf;
   size_t scale_offset = 0;
-  // Q4_K in the GGUF layout with every block's |d| <= 2: a sub-block scale d sc (sc < 64) times
-  // 512 stays inside f16's range (DQ-MMA's e4m3 unpacking, DqMmaSpec::e4m3). Set by upload()
-  // when JITLLM_CUDA_DQ_E4M3=1 (else false: the unpacking is not used).
-  bool q4k_small_scales = false;
   static DeviceWeight upload(const PackedWeight& p);
 };
 

@@ -43,23 +43,6 @@ bool DqMma::x_l1() {
   return on;
 }
 
-// The e4m3 unpacking for a launch: on sm_89+ (cvt.f16x2.e4m3x2), asked for (tune() or
-// JITLLM_CUDA_DQ_E4M3=1, off until timed on a card), and every Q4_K matrix with small scales (the
-// kernel has one Q4_K path for all of its segments).
-bool DqMma::use_e4m3(std::span<const MatmulSeg> segs) const {
-  static const bool env_on = env_int("JITLLM_CUDA_DQ_E4M3", 0) != 0;
-  const Device& d = compiler_.device();
-  if (d.cc_major() * 10 + d.cc_minor() < 89) return false;
-  if (!(e4m3_override_ >= 0 ? e4m3_override_ != 0 : env_on)) return false;
-  bool any = false;
-  for (const MatmulSeg& s : segs) {
-    if (s.w->kind != WeightKind::Q4_K) continue;
-    if (!s.w->q4k_small_scales) return false;
-    any = true;
-  }
-  return any;
-}
-
 bool DqMma::enabled() {
   static const bool on = env_int("JITLLM_CUDA_DQMMA", 1) != 0;
   return on;
@@ -135,7 +118,6 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
   spec.warps = warps_override_ > 0 ? warps_override_ : warps_env > 0 ? warps_env
                : spec.splitk && k >= 8192 ? warps_long : spec.splitk ? 4 : warps_wide;
   spec.x_l1 = x_l1();
-  spec.e4m3 = use_e4m3(segs);
   const int64_t rows_per_cta = 16 * spec.mt * (spec.splitk ? 1 : spec.warps);
   DqArgs a{};
   const int64_t ctas = tc_segments(segs, rows_per_cta, a.seg, spec.kinds);
@@ -196,7 +178,6 @@ void DqMma::matmul_swiglu(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers 
   spec.warps = warps_override_ == 4 || warps_override_ == 8 ? warps_override_ : warps_env;
   spec.stages = stages_override_ > 0 ? stages_override_ : 2;
   spec.x_l1 = x_l1();
-  spec.e4m3 = use_e4m3(segs);
   const int64_t rows_per_cta = 16 * spec.mt * (spec.warps / 2);
   DqArgs a{};
   // Both segments get the same tiles: the CTA count is one matrix's.

@@ -42,11 +42,6 @@ struct DqMmaSpec {
   // The activation's copies into shared memory through L1 (cp.async.ca), so the CTAs on one SM,
   // which all read the same activation step, fetch it from L2 once instead of once per CTA.
   bool x_l1 = false;
-  // Q4_K nibbles unpacked with sm_89's e4m3x2 -> f16x2 conversion (one instruction per pair
-  // instead of a byte permute and a bias subtraction): a nibble q as the e4m3 byte 0000qqqq is
-  // q / 512 exactly, and the step's scales carry the 512 (exact: a power of two), so the product
-  // and its rounding are those of the default path. Needs every |d| <= 2 (q4k_small_scales).
-  bool e4m3 = false;
   std::string name() const;
 };
 
@@ -99,9 +94,6 @@ class DqMma {
     splitk_override_ = splitk;
     stages_override_ = stages;
   }
-  // Tests: the e4m3 unpacking on (1) or off (0) whatever the env (-1: the env).
-  void tune_e4m3(int on) { e4m3_override_ = on; }
-  bool use_e4m3(std::span<const MatmulSeg> segs) const;
   // Tests: the variant (DqMmaSpec::name()) of the last launch.
   const std::string& last_variant() const { return last_variant_ ? *last_variant_ : kNone; }
   void set_profiling(bool on) { profiling_ = on; }
@@ -119,7 +111,6 @@ class DqMma {
   std::map<std::string, CUfunction> fns_;  // by DqMmaSpec::name()
   CUfunction to_f16_ = nullptr;
   int mt_override_ = 0, warps_override_ = 0, splitk_override_ = -1, stages_override_ = 0;
-  int e4m3_override_ = -1;
   const std::string* last_variant_ = nullptr;  // a key of fns_
   inline static const std::string kNone;
   bool profiling_ = false, pdl_ = false;

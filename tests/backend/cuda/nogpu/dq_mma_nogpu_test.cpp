@@ -86,26 +86,6 @@ TEST(DqMmaNoGpu, EngineVariantsCompileForSm90) {
   EXPECT_NE(xl_src.find("#define X_L1 1"), std::string::npos);
   EXPECT_NE(xl.name().find("xl1"), std::string::npos);
   EXPECT_GT(nvrtc_compile(xl_src, xl.name(), opts).size(), 1000u) << xl.name();
-  // Q4_K unpacked through e4m3: both launch shapes, mixed kinds (q/k/v), the SwiGLU epilogue.
-  for (bool splitk : {false, true}) {
-    DqMmaSpec e = spec;
-    e.splitk = splitk;
-    e.warps = 4;
-    e.e4m3 = true;
-    const std::string src = dq_mma_source(e);
-    EXPECT_NE(src.find("#define E4M3 1"), std::string::npos);
-    EXPECT_NE(e.name().find("e4m3"), std::string::npos);
-    EXPECT_GT(nvrtc_compile(src, e.name(), opts).size(), 1000u) << e.name();
-  }
-  DqMmaSpec es;
-  es.nseg = 2;
-  es.k = 4096;
-  es.nt8 = 4;
-  es.mt = 1;
-  es.warps = 8;
-  es.swiglu = true;
-  es.e4m3 = true;
-  expect_compiles(es);
 }
 
 TEST(DqMmaNoGpu, UnsupportedKindsAndShapesAreRefused) {
