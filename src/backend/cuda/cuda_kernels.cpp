@@ -409,23 +409,14 @@ void CudaKernels::attention(const AttentionCall& a, const Stream& s) {
   const int keys = a.keys_per_step > 0 ? a.keys_per_step : attention_keys_per_step();
   if (keys != 1 && keys != 2 && keys != 4 && keys != 8)
     throw_error("attention: {} keys per warp step (JITLLM_CUDA_ATTN_KEYS or the call) is not 1, 2, 4 or 8", keys);
-  // JITLLM_CUDA_ATTN_GQA=1: the group per CTA where the launch still has a CTA per SM (a few
-  // rows with few KV heads keep a CTA per query head); share_kv = 1 forces it wherever it fits.
-  static const bool gqa_env = env_int("JITLLM_CUDA_ATTN_GQA", 0) != 0;
   const int group = a.n_head / a.n_head_kv;
-  const bool wanted = a.share_kv >= 0 ? a.share_kv > 0
-                                      : gqa_env && a.n_rows * a.n_head_kv >= int64_t(device_.sm_count());
-  const bool gqa = wanted && attention_gqa_fits(a.head_dim, group, keys);
-  const int gq = gqa ? group : 1;
-  const auto key = std::make_tuple(a.head_dim, a.kv_f16, keys, gq);
+  const auto key = std::make_tuple(a.head_dim, a.kv_f16, keys);
   auto it = attention_.find(key);
   if (it == attention_.end()) {
-    const Module& m =
-        compiler_.module(attention_source(a.head_dim, a.kv_f16, keys, gq),
-                         fmt::format("attention head_dim={} keys={} heads per CTA={}", a.head_dim, keys, gq));
+    const Module& m = compiler_.module(attention_source(a.head_dim, a.kv_f16, keys),
+                                       fmt::format("attention head_dim={} keys={}", a.head_dim, keys));
     it = attention_.emplace(key, m.function("attention")).first;
   }
-  last_attention_ = {keys, gq};
   CUdeviceptr q = a.q, out = a.out, pages = a.pages, row_pt = a.row_pt, n_kv = a.n_kv;
   CUdeviceptr xq = a.q8.q, xds = a.q8.ds, xh = a.q8.h;
   unsigned long long koff = a.koff, voff = a.voff;
@@ -433,7 +424,7 @@ void CudaKernels::attention(const AttentionCall& a, const Stream& s) {
   float scale = a.scale;
   void* args[] = {&q, &out, &pages, &row_pt, &n_kv, &koff, &voff, &pt, &rb, &nh, &grp, &scale,
                   &xq, &xds, &xh};
-  run(it->second, unsigned(a.n_rows), unsigned(gqa ? a.n_head_kv : a.n_head), 128, s, args, "attention");
+  run(it->second, unsigned(a.n_rows), unsigned(a.n_head), 128, s, args, "attention");
 }
 
 }  // namespace jitllm::cuda

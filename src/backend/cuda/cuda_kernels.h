@@ -155,13 +155,8 @@ class CudaKernels {
     // Keys each warp takes per step of its loop (their loads issued together): 0 = the default,
     // JITLLM_CUDA_ATTN_KEYS or 4 (1: the one-key loop whose bits the split kernel shares).
     int keys_per_step = 0;
-    // One CTA per (row, KV head) for the group's query heads, each K/V row read once for them
-    // (attention_gqa_fits): -1 = the default, JITLLM_CUDA_ATTN_GQA (0 until timed); 0 off; 1 on.
-    int share_kv = -1;
   };
   void attention(const AttentionCall& a, const Stream& s);
-  // Tests: the variant of the last attention() launch: (keys per warp step, query heads per CTA).
-  std::pair<int, int> last_attention() const { return last_attention_; }
   // Split-K decode attention (split_attention.cpp): the same result as attention() (bitwise for
   // rows of one split), the keys of a row split over split_count(n_kv, max_splits) CTAs per head
   // and merged in a second launch. scratch: split_scratch_bytes(n_rows, n_head, head_dim,
@@ -209,8 +204,7 @@ class CudaKernels {
   Compiler& compiler_;
   const Module* elementwise_ = nullptr;
   std::map<std::string, CUfunction> matvec_;  // by MatvecSpec::name()
-  std::map<std::tuple<int, bool, int, int>, CUfunction> attention_;  // (head_dim, kv_f16, keys, group)
-  std::pair<int, int> last_attention_{0, 0};
+  std::map<std::tuple<int, bool, int>, CUfunction> attention_;  // (head_dim, kv_f16, keys)
   std::map<std::pair<int, bool>, std::pair<CUfunction, CUfunction>> split_attention_;
   // split_attention_[(head_dim, kv_f16)], compiled on first use: (attention_split, attention_merge).
   const std::pair<CUfunction, CUfunction>& split_functions(int head_dim, bool kv_f16);

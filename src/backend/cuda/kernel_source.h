@@ -78,10 +78,8 @@ SegmentKinds segment_kinds(const WeightKind* kinds, int nseg, int64_t k,
 std::string elementwise_source();
 
 // Decode/prefill attention over paged KV for one head size. Entry point "attention".
-// keys_per_step: keys each warp takes per loop step (1, 2, 4, 8; 1 is the one-key loop). group > 1:
-// one CTA per (row, KV head) for the group's query heads (attention_gqa_fits), K/V read once.
-std::string attention_source(int head_dim, bool kv_f16, int keys_per_step = 1, int group = 1);
-bool attention_gqa_fits(int head_dim, int group, int keys_per_step);
+// keys_per_step: keys each warp takes per loop step (1, 2, 4, 8; 1 is the one-key loop).
+std::string attention_source(int head_dim, bool kv_f16, int keys_per_step = 1);
 // Split-K decode attention (split_attention.cpp): entry points "attention_split" and
 // "attention_merge".
 std::string split_attention_source(int head_dim, bool kv_f16);

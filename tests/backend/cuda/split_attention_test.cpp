@@ -99,8 +99,7 @@ void check_split(int head_dim, int max_splits) {
   c.head_dim = head_dim;
   c.scale = a.scale;
   c.kv_f16 = true;
-  c.keys_per_step = 1;  // the one-key loop, one head per CTA: a row of one split shares its bits
-  c.share_kv = 0;
+  c.keys_per_step = 1;  // the one-key loop: a row of one split shares its bits
   c.out = one.get();
   c.q8 = Q8Buffers{q8a.get(), q8a.get() + dso};
   G->kernels->attention(c, *G->stream);
