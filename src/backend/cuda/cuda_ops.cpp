@@ -70,9 +70,8 @@ CudaOps::CudaOps(int ordinal, std::string cache_dir)
     mmq_prefill_ = mp && std::string(mp) == "1";
   }
   const char* fe = std::getenv("JITLLM_CUDA_FLASH");
-  // JITLLM_CUDA_FLASH: 0 = paged attention for every step, fast = the single-f16 variant.
-  if (!(fe && std::string(fe) == "0"))
-    flash_ = std::make_unique<FlashAttention>(compiler_, !(fe && std::string(fe) == "fast"));
+  // JITLLM_CUDA_FLASH=0: paged attention for every step.
+  if (!(fe && std::string(fe) == "0")) flash_ = std::make_unique<FlashAttention>(compiler_);
 }
 
 void CudaOps::drop_graphs() {

@@ -4,7 +4,7 @@
 # by tests/backend/cuda/make_carry.sh at build/cuda-carry (binaries + the oracle subset).
 # Usage: bash tests/backend/cuda/device_run.sh [stage...]   stages: tests cache speed (default all),
 # prefill (GEMM/flash tests + timings), speedab (pp512 with the prefill GEMM / flash attention off
-# and on; flash precise and fast), gputests (test_backend_cuda alone), speedq8 (8B Q8_0 speed),
+# and on), gputests (test_backend_cuda alone), speedq8 (8B Q8_0 speed),
 # bench (matvec shapes), profile (per-kernel decode time), decodeab (tg128 per DECODE_ENVS
 # variant), batched (N sessions decoding together: SESSIONS=1,8,32,64), placement (gpuplace:
 # partial offload and two cards)
@@ -178,7 +178,7 @@ for s in $stages; do
     speedab)  # cudaprefill: pp512 with the GEMM and flash attention off (the old path), then on
       for shape in llama-3.2-1b llama-3.1-8b; do
         [ -f /tmp/$shape.gguf ] || /tmp/bin/jitllm synth /tmp/$shape.gguf --shape $shape --type q4_k_m 2>&1 | tail -n 1
-        for v in ${AB_VARIANTS:-0:0 1:0 1:1 1:fast}; do set -- ${v/:/ }
+        for v in ${AB_VARIANTS:-0:0 1:0 1:1}; do set -- ${v/:/ }
           echo "== $shape gemm=$1 flash=$2" | tee -a $OUT/speedab.log
           JITLLM_CUDA_GEMM=$1 JITLLM_CUDA_FLASH=$2 /tmp/bin/jitllm speed -m /tmp/$shape.gguf -p ${PP:-512} -n 16 -r 3 --devices cuda 2>&1 | tee -a $OUT/speedab.log
         done
