@@ -48,14 +48,11 @@ DeviceWeight DeviceWeight::upload(const PackedWeight& p) {
 
 CudaKernels::CudaKernels(const Device& device, Compiler& compiler)
     : device_(device), compiler_(compiler) {
-  // JITLLM_CUDA_PDL: programmatic dependent launch for every kernel (sm_90 and later). 1: the
-  // matvec prefetches its first weight rows into L2 before waiting (measured slower on the H200:
-  // tg128 1B 787 vs 842, 8B 286 vs 332 tok/s); 2: it loads its first weight step into registers
-  // before waiting, dependents released at each CTA's start; 3 (the default): the same,
-  // dependents released after the CTA's dot products (MatvecSpec::preload). H200, one call,
-  // tg128 A B C A with 0 / 2 / 3 / 0: 1B 1236 / 1203 / 1315 / 1236, 8B 379 / 356 / 403 / 386.
-  pdl_mode_ = device.cc_major() >= 9 ? std::clamp(env_int("JITLLM_CUDA_PDL", 3), 0, 3) : 0;
-  pdl_ = pdl_mode_ != 0;
+  // Programmatic dependent launch for every kernel (sm_90 and later): a matvec loads its first
+  // weight step into registers before it waits for the previous kernel and lets the next one go
+  // after its dot products (MatvecSpec::preload). JITLLM_CUDA_PDL=0 turns it off; its value 3
+  // names this mode, the one that won (docs/perf/cuda.md, "Tuning measurements").
+  pdl_ = device.cc_major() >= 9 && env_int("JITLLM_CUDA_PDL", 3) != 0;
 }
 
 int CudaKernels::tile_for(int64_t n) {
@@ -254,8 +251,7 @@ void CudaKernels::matmul_group(std::span<const MatmulSeg> segs, CUdeviceptr x, i
   spec.nt = nt;
   spec.rpw = rpw_override_ > 0 ? rpw_override_ : rows_per_warp(nt);
   spec.unroll = unroll_override_ > 0 ? unroll_override_ : unroll();
-  spec.prefetch = pdl_mode_ == 1;
-  spec.preload = pdl_mode_ >= 2 && !norm ? pdl_mode_ - 1 : 0;
+  spec.preload = pdl_ && !norm;
   MvArgs a{};
   bool q8_needed = false;
   int64_t ctas = 0;

@@ -183,6 +183,8 @@ class CudaKernels {
                    CUdeviceptr ids, const Stream& s);
 
   const Compiler& compiler() const { return compiler_; }
+  // Programmatic dependent launch is on (sm_90 and later, unless JITLLM_CUDA_PDL=0).
+  bool pdl() const { return pdl_; }
   // Benches: force rows per warp / unroll for every later matvec (0 = the defaults above).
   void tune(int rpw, int unroll) {
     rpw_override_ = rpw;
@@ -211,8 +213,7 @@ class CudaKernels {
   std::map<std::string, CUfunction> ew_;
   bool profiling_ = false;
   int rpw_override_ = 0, unroll_override_ = 0;
-  bool pdl_ = false;  // JITLLM_CUDA_PDL set: launches allow programmatic overlap
-  int pdl_mode_ = 0;  // JITLLM_CUDA_PDL's value (0..3)
+  bool pdl_ = false;  // launches allow programmatic overlap (sm_90+, unless JITLLM_CUDA_PDL=0)
   KernelProfile profile_;
 };
 

@@ -58,12 +58,8 @@ CudaOps::CudaOps(int ordinal, std::string cache_dir)
   const char* bi = std::getenv("JITLLM_BATCH_INVARIANT");
   if (!(mq && std::string(mq) == "0") && !(bi && std::string(bi) == "1")) {
     mmq_ = std::make_unique<Mmq>(compiler_);
-    // DQ-MMA launches overlap the kernel before them (PDL, sm_90+) unless JITLLM_CUDA_DQ_PDL=0 or
-    // JITLLM_CUDA_PDL is 0 or 1 (the matvec modes without the register preload).
-    const char* dp = std::getenv("JITLLM_CUDA_DQ_PDL");
-    const char* pm = std::getenv("JITLLM_CUDA_PDL");
-    mmq_->dq().set_pdl(device_.cc_major() >= 9 && !(dp && std::string(dp) == "0") &&
-                       !(pm && *pm && std::atoi(pm) < 2));
+    // DQ-MMA launches overlap the kernel before them as the matvec's do (PDL, sm_90+).
+    mmq_->dq().set_pdl(kernels_.pdl());
     if (const char* pr = std::getenv("JITLLM_CUDA_PROFILE"); pr && std::string(pr) == "1")
       mmq_->set_profiling(true);
     const char* mp = std::getenv("JITLLM_CUDA_MMQ_PREFILL");

@@ -36,11 +36,10 @@ struct MatvecSpec {
   int nseg = 1;
   int64_t k = 0;
   int nt = 1, rpw = 1, unroll = 4;
-  bool prefetch = false;  // L2 prefetch of the first weight rows before waiting for the previous kernel (PDL)
   // Programmatic dependent launch with the first weight loads in registers before waiting for the
-  // previous kernel (the weights do not depend on it): 0 off, 1 the dependents are let go at the
-  // start of each CTA, 2 after its dot products (so at most one kernel waits ahead).
-  int preload = 0;
+  // previous kernel (the weights do not depend on it), the dependents let go after the CTA's dot
+  // products (so at most one kernel waits ahead).
+  bool preload = false;
   // One residual matrix whose last CTA also applies RMSNorm + q8 to the updated residual rows
   // (CudaKernels::NormEpilogue).
   bool norm = false;

@@ -1,6 +1,7 @@
 // CUDA C++ text of the matvec kernel (see kernel_source.h for the launch conventions): one
 // launch for up to 3 matrices of any kinds reading one activation, RPW weight rows per warp, NT
-// activation rows per pass, the optional residual epilogue, and the PDL prefetch variant.
+// activation rows per pass, the optional residual, norm, rope and swiglu epilogues, and the PDL
+// weight preload.
 #include <fmt/format.h>
 
 #include "backend/cuda/kernel_source.h"
@@ -572,8 +573,8 @@ std::string MatvecSpec::name() const {
   if (norm) s += " norm";
   if (rope) s += " rope";
   if (swiglu) s += " swiglu";
-  if (preload) s += fmt::format(" preload{}", preload);
-  return s + fmt::format(" k={} nt={} rpw={} unroll={}{}", k, nt, rpw, unroll, prefetch ? " prefetch" : "");
+  if (preload) s += " preload";
+  return s + fmt::format(" k={} nt={} rpw={} unroll={}", k, nt, rpw, unroll);
 }
 
 std::string matvec_source(const MatvecSpec& spec) {
@@ -582,9 +583,8 @@ std::string matvec_source(const MatvecSpec& spec) {
   if (spec.nseg < 1 || spec.nseg > 3) throw_error("matvec: {} matrices in one launch (1 to 3)", spec.nseg);
   if (spec.rpw < 1 || spec.rpw > 8) throw_error("matvec: {} rows per warp is not in [1, 8]", spec.rpw);
   if (spec.unroll < 1 || spec.unroll > 64) throw_error("matvec: unroll {} is not in [1, 64]", spec.unroll);
-  if (spec.preload < 0 || spec.preload > 2) throw_error("matvec: preload mode {} (0, 1 or 2)", spec.preload);
-  if (spec.preload && (spec.prefetch || spec.norm || spec.swiglu))
-    throw_error("matvec: the preload mode goes without the L2 prefetch and the norm/swiglu epilogues");
+  if (spec.preload && (spec.norm || spec.swiglu))
+    throw_error("matvec: the preload goes without the norm/swiglu epilogues");
   if (spec.norm && spec.nseg != 1)
     throw_error("matvec: the norm epilogue takes one matrix, not {}", spec.nseg);
   if (spec.rope && (spec.nseg != 3 || spec.rpw % 2 != 0))
@@ -596,7 +596,7 @@ std::string matvec_source(const MatvecSpec& spec) {
       "#define K {}\n#define NT {}\n#define RPW {}\n#define UNR {}\n#define NSEG {}\n#define VEC {}\n"
       "#define VEC4 {}\n#define PREFETCH {}\n#define PRELOAD {}\n",
       k, spec.nt, spec.rpw, spec.unroll, spec.nseg, k % 8 == 0 ? 1 : 0, k % 4 == 0 ? 1 : 0,
-      spec.prefetch ? 1 : 0, spec.preload);
+      0, spec.preload ? 2 : 0);  // (PREFETCH 0, PRELOAD 2: the text's values since its other modes went)
   std::string bodies;
   bool q4k = false, q6k = false, q80 = false;
   for (int i = 0; i < spec.nseg; ++i) {

@@ -186,7 +186,7 @@ for s in $stages; do
       ;;
     dq)  # session 4: DQ-MMA tests, N-sessions engine tests (DQ-MMA by default), the kernel bench at
       # n = 8..64 (8B q/o, gate, head), jitllm batched with the int8 MMQ and with DQ-MMA, then tg128
-      # with the matvec PDL modes (PDL_MODES; A B C A order)
+      # with PDL off and on (PDL_MODES; A B B A order)
       for shape in llama-3.2-1b llama-3.1-8b; do
         [ -f /tmp/$shape.gguf ] || /tmp/bin/jitllm synth /tmp/$shape.gguf --shape $shape --type q4_k_m 2>&1 | tail -n 1
       done
@@ -205,7 +205,7 @@ for s in $stages; do
           grep -E "sessions|step reads|rror" | tee -a $OUT/dq_batched.log
       done
       for shape in llama-3.2-1b llama-3.1-8b; do
-        for v in ${PDL_MODES-0 2 3 0}; do
+        for v in ${PDL_MODES-0 3 3 0}; do
           echo "== $shape JITLLM_CUDA_PDL=$v" | tee -a $OUT/pdl.log
           JITLLM_CUDA_PDL=$v /tmp/bin/jitllm speed -m /tmp/$shape.gguf -p 0 -n 128 -r 2 --devices cuda 2>&1 | grep -E "tg|rror" | tee -a $OUT/pdl.log
         done

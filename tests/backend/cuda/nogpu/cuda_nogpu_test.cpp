@@ -42,7 +42,7 @@ TEST(CudaNoGpu, EveryGeneratedSourceCompilesForSm90) {
     spec.nseg = 3;
     spec.k = 4096;
     spec.rpw = rpw;
-    spec.prefetch = rpw == 2;  // the PDL variant's L2 prefetch
+    spec.preload = rpw == 2;  // the PDL weight preload
     for (int nt : {1, 8, kMaxMatvecTile}) {
       spec.nt = nt;
       EXPECT_GT(nvrtc_compile(matvec_source(spec), spec.name(), opts).size(), 1000u) << spec.name();
