@@ -62,8 +62,6 @@ CudaOps::CudaOps(int ordinal, std::string cache_dir)
     mmq_->dq().set_pdl(kernels_.pdl());
     if (const char* pr = std::getenv("JITLLM_CUDA_PROFILE"); pr && std::string(pr) == "1")
       mmq_->set_profiling(true);
-    const char* mp = std::getenv("JITLLM_CUDA_MMQ_PREFILL");
-    mmq_prefill_ = mp && std::string(mp) == "1";
   }
   const char* fe = std::getenv("JITLLM_CUDA_FLASH");
   // JITLLM_CUDA_FLASH=0: paged attention for every step.
@@ -141,7 +139,7 @@ bool CudaOps::use_mmq(std::span<const MatmulSeg> segs, int64_t rows) const {
     return false;
   const size_t n = batch_.n_rows();
   const bool decode = n <= kDecodeGraphRows && batch_.out_rows.size() == n;
-  return (decode || mmq_prefill_) && Mmq::supports(segs);
+  return decode && Mmq::supports(segs);
 }
 
 void CudaOps::run_matmuls(std::span<const MatmulSeg> segs, Act x, Q8Buffers q8, bool reuse) {
@@ -290,12 +288,7 @@ void CudaOps::begin(const Batch& batch, const KvLayout& kv) {
   const size_t n = batch.n_rows();
   // A DQ step (a decode step the batched kernels take): every q8 producer of the step also writes
   // the f16 copy the DQ-MMA kernel reads (q8_for), so it needs no conversion launch of its own.
-  // JITLLM_CUDA_DQ_FUSED=0: the DQ-MMA kernel converts the q8 rows itself (q8_to_f16).
-  static const bool dq_fused = [] {
-    const char* v = std::getenv("JITLLM_CUDA_DQ_FUSED");
-    return !(v && std::string(v) == "0");
-  }();
-  dq_step_ = mmq_ && dq_fused && DqMma::enabled() && int64_t(n) >= Mmq::min_rows() &&
+  dq_step_ = mmq_ && DqMma::enabled() && int64_t(n) >= Mmq::min_rows() &&
              n <= size_t(kMmqMaxRows) && n <= size_t(kDecodeGraphRows) && batch.out_rows.size() == n &&
              CudaKernels::tile_for(int64_t(n)) % 8 == 0;
   // Blob: u64 pages[P] | u64 store_rows[n] | i32 row_pt[n] | i32 n_kv[n].
@@ -366,14 +359,9 @@ void CudaOps::embed(const TensorInfo& table, Act out) {
   const int64_t n_vocab = table.rows(), k = table.row_length();
   const size_t rb = row_bytes(table.type, k);
   const size_t n = batch_.tokens.size();
-  // Decode steps too (JITLLM_CUDA_DECODE_EMBED=0: host rows as before): only the ids travel,
-  // and a captured step replays the lookup with the ids staged before the graph launch.
-  static const bool decode_embed = [] {
-    const char* e = std::getenv("JITLLM_CUDA_DECODE_EMBED");
-    return !(e && std::string(e) == "0");
-  }();
-  if (gemm_ && Gemm::embeds_on_card(table.type) && table.slice_stride == 0 &&
-      ((int64_t(n) >= gemm_min_rows_ && mode_ == Mode::Direct) || decode_embed)) {
+  // Prefill and decode steps: only the ids travel, and a captured step replays the lookup with
+  // the ids staged before the graph launch.
+  if (gemm_ && Gemm::embeds_on_card(table.type) && table.slice_stride == 0) {
     // The rows are made on the card from the table there (the same bits as dequantize_row),
     // instead of n rows dequantized on the host and uploaded.
     for (size_t i = 0; i < n; ++i)
@@ -453,9 +441,7 @@ void CudaOps::matmul(const TensorInfo& w, Act x, Act out) {
     throw_error("CUDA matmul '{}': [{}, {}] x [{}, {}]^T does not fit an output of {} columns",
                 w.name, x.rows, x.cols, d.rows, d.k, out.cols);
   const MatmulSeg one{&d, ptr(out), 0};
-  const bool mmq_prefill = mmq_prefill_ && x.rows <= kMmqMaxRows &&
-                           Mmq::supports(std::span<const MatmulSeg>(&one, 1));
-  if (use_gemm(x.rows) && !mmq_prefill) {  // prefill: tensor cores
+  if (use_gemm(x.rows)) {  // prefill: tensor cores
     wrote(out);
     gemm_->matmul(d, ptr(x), x.rows, ptr(out), stream_);
     return;
@@ -483,7 +469,7 @@ void CudaOps::matmul(const TensorInfo& w, Act x, Act out) {
 }
 
 void CudaOps::matmul_group(Act x, std::span<const MatmulOut> outs) {
-  const bool gemm = use_gemm(x.rows) && !(mmq_prefill_ && x.rows <= kMmqMaxRows);
+  const bool gemm = use_gemm(x.rows);
   if (!fuse_ || gemm || outs.size() > 3 || outs.empty()) {
     Ops::matmul_group(x, outs);
     return;

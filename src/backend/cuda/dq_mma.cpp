@@ -36,13 +36,6 @@ bool DqMma::supports(std::span<const MatmulSeg> segs) {
   return true;
 }
 
-// The activation's staging copies through L1 (DqMmaSpec::x_l1); JITLLM_CUDA_DQ_XL1=0 bypasses it.
-// H200, 8B Q4_K_M, 32 sessions, one call: 4835 / 4851 tok/s with, 4781 / 4742 without.
-bool DqMma::x_l1() {
-  static const bool on = env_int("JITLLM_CUDA_DQ_XL1", 1) != 0;
-  return on;
-}
-
 bool DqMma::enabled() {
   static const bool on = env_int("JITLLM_CUDA_DQMMA", 1) != 0;
   return on;
@@ -117,7 +110,6 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
   static const int warps_long = std::clamp(env_int("JITLLM_CUDA_DQ_WARPS_LONG", 8), 1, 8);
   spec.warps = warps_override_ > 0 ? warps_override_ : warps_env > 0 ? warps_env
                : spec.splitk && k >= 8192 ? warps_long : spec.splitk ? 4 : warps_wide;
-  spec.x_l1 = x_l1();
   const int64_t rows_per_cta = 16 * spec.mt * (spec.splitk ? 1 : spec.warps);
   DqArgs a{};
   const int64_t ctas = tc_segments(segs, rows_per_cta, a.seg, spec.kinds);
@@ -177,7 +169,6 @@ void DqMma::matmul_swiglu(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers 
   static const int warps_env = env_int("JITLLM_CUDA_DQ_SWIGLU_WARPS", 8) >= 8 ? 8 : 4;
   spec.warps = warps_override_ == 4 || warps_override_ == 8 ? warps_override_ : warps_env;
   spec.stages = stages_override_ > 0 ? stages_override_ : 2;
-  spec.x_l1 = x_l1();
   const int64_t rows_per_cta = 16 * spec.mt * (spec.warps / 2);
   DqArgs a{};
   // Both segments get the same tiles: the CTA count is one matrix's.

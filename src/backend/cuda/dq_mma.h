@@ -39,9 +39,6 @@ struct DqMmaSpec {
   int stages = 2;
   // Two matrices gate, up of one kind: writes silu(gate) up (f32, q8, f16) instead (rows per warp).
   bool swiglu = false;
-  // The activation's copies into shared memory through L1 (cp.async.ca), so the CTAs on one SM,
-  // which all read the same activation step, fetch it from L2 once instead of once per CTA.
-  bool x_l1 = false;
   std::string name() const;
 };
 
@@ -63,7 +60,6 @@ class DqMma {
   static bool supports(std::span<const MatmulSeg> segs);
   // JITLLM_CUDA_DQMMA (default 1): 0 keeps the int8 MMQ for every batched step.
   static bool enabled();
-  static bool x_l1();
   // Bytes of the f16 activation for n rows of k (n padded to a multiple of 8).
   static size_t f16_bytes(int64_t n, int64_t k);
 

@@ -567,8 +567,7 @@ std::string DqMmaSpec::name() const {
   std::string s = "dqmma";
   for (int i = 0; i < nseg; ++i) s += fmt::format("{}{}", i ? "+" : " ", weight_kind_name(kinds[i]));
   return s + fmt::format(" k={} nt8={} mt={} warps={}{}{}{}", k, nt8, mt, warps, splitk ? " splitk" : "",
-                         stages != 2 ? fmt::format(" nb={}", stages) : "", swiglu ? " swiglu" : "") +
-         (x_l1 ? " xl1" : "");
+                         stages != 2 ? fmt::format(" nb={}", stages) : "", swiglu ? " swiglu" : "");
 }
 
 std::string dq_mma_source(const DqMmaSpec& spec) {
@@ -581,11 +580,13 @@ std::string dq_mma_source(const DqMmaSpec& spec) {
   if (spec.swiglu && (spec.nseg != 2 || spec.kinds[0] != spec.kinds[1] || spec.splitk ||
                       spec.warps % 2 != 0 || (8 * spec.mt * spec.warps) % 32 != 0))
     throw_error("dqmma: the swiglu epilogue takes gate and up of one kind, rows per warp, whole q8 blocks per CTA");
+  // X_L1 1, KSPLIT 1, E4M3 0, XSTAGE 0: the options that went (the activation always through L1;
+  // no split row length, e4m3 unpacking or staged activation) keep their values in the text, which
+  // still has their branches, so every source and its cache key stay as they were.
   std::string defs = fmt::format(
       "#define K {}\n#define NT8 {}\n#define MT {}\n#define WARPS {}\n#define NSEG {}\n#define SPLITK {}\n"
-      "#define RING {}\n#define SWIGLU {}\n#define X_L1 {}\n#define KSPLIT {}\n#define E4M3 {}\n#define XSTAGE {}\n",
-      spec.k, spec.nt8, spec.mt, spec.warps, spec.nseg, spec.splitk ? 1 : 0, spec.stages, spec.swiglu ? 1 : 0,
-      spec.x_l1 ? 1 : 0, 1, 0, 0);
+      "#define RING {}\n#define SWIGLU {}\n#define X_L1 1\n#define KSPLIT 1\n#define E4M3 0\n#define XSTAGE 0\n",
+      spec.k, spec.nt8, spec.mt, spec.warps, spec.nseg, spec.splitk ? 1 : 0, spec.stages, spec.swiglu ? 1 : 0);
   const SegmentKinds sk = segment_kinds(spec.kinds, spec.nseg, spec.k, dq_mma_supports, "dqmma",
                                         "Q4_K, Q6_K, Q8_0: multiples of 256");
   std::string src = defs + sk.defs + kernel_prelude() + kHead;

@@ -76,16 +76,6 @@ TEST(DqMmaNoGpu, EngineVariantsCompileForSm90) {
     r.splitk = false;
     EXPECT_EQ(dq_mma_smem_bytes(r), size_t(stages) * 32 * 288 * 2);
   }
-  // The activation staged through L1 (x_l1), the wide launch's shape.
-  DqMmaSpec xl;
-  xl.k = 4096;
-  xl.nt8 = 4;
-  xl.mt = 1;
-  xl.x_l1 = true;
-  const std::string xl_src = dq_mma_source(xl);
-  EXPECT_NE(xl_src.find("#define X_L1 1"), std::string::npos);
-  EXPECT_NE(xl.name().find("xl1"), std::string::npos);
-  EXPECT_GT(nvrtc_compile(xl_src, xl.name(), opts).size(), 1000u) << xl.name();
 }
 
 TEST(DqMmaNoGpu, UnsupportedKindsAndShapesAreRefused) {
