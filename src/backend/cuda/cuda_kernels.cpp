@@ -56,27 +56,21 @@ CudaKernels::CudaKernels(const Device& device, Compiler& compiler)
 }
 
 int CudaKernels::tile_for(int64_t n) {
-  // Measured on the H200 (docs/cuda.md): passes of 8 rows with 4 weight rows per warp beat one
-  // pass of 32 rows (the activation re-reads of a wide tile come from L2), so 8 is the default
-  // cap; JITLLM_CUDA_MAX_TILE (up to kMaxMatvecTile) for benches.
-  static const int cap = std::clamp(env_int("JITLLM_CUDA_MAX_TILE", 8), 1, kMaxMatvecTile);
+  // Passes of at most 8 rows with 4 weight rows per warp beat one pass of 32 rows (the activation
+  // re-reads of a wide tile come from L2); measurements: docs/cuda.md, "Decode".
+  constexpr int kCap = 8;
   int t = 1;
-  while (t < n && t < cap) t *= 2;
+  while (t < n && t < kCap) t *= 2;
   return t;
 }
 
 int CudaKernels::rows_per_warp(int nt) {
-  // H200, 8B shapes: rows per warp 2 is best at 1 row (tg128 295 vs 275 with 1, 290 with 4);
-  // 4 at 2-8 rows (8B down Q6_K n=8: 37.5 us vs 53.7 with 2); 2 above (registers).
-  static const int single = std::clamp(env_int("JITLLM_CUDA_RPW", 2), 1, 8);
-  static const int batch = std::clamp(env_int("JITLLM_CUDA_RPW_BATCH", 4), 1, 8);
-  return nt == 1 ? single : nt <= 8 ? batch : 2;
+  // 2 at one row, 4 at 2..8 rows, 2 above (registers): the fastest on the H200's 8B shapes
+  // (docs/perf/cuda.md, "Tuning measurements").
+  return nt == 1 ? 2 : nt <= 8 ? 4 : 2;
 }
 
-int CudaKernels::unroll() {
-  static const int u = std::clamp(env_int("JITLLM_CUDA_UNROLL", 4), 1, 64);
-  return u;
-}
+int CudaKernels::unroll() { return 4; }
 
 std::string KernelProfile::report() const {
   double total = 0;

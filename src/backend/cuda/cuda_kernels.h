@@ -70,8 +70,8 @@ class CudaKernels {
 
   // Activation tile (rows per matvec pass) used for a batch of n rows (at most kMaxMatvecTile).
   static int tile_for(int64_t n);
-  // Weight rows per warp for a tile (JITLLM_CUDA_RPW / JITLLM_CUDA_RPW_BATCH override, for the
-  // benches), and the unroll of the loop over a row (JITLLM_CUDA_UNROLL).
+  // Weight rows per warp for a tile, and the unroll of the loop over a row (the benches override
+  // both with tune()).
   static int rows_per_warp(int nt);
   static int unroll();
   // Bytes the Q8 buffers need for n rows of k (n rounded up to the tile).

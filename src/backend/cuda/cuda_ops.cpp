@@ -103,8 +103,8 @@ void CudaOps::ensure_q8(int64_t n, int64_t k) {
 }
 
 size_t CudaOps::xh_bytes(int64_t n, int64_t k) {
-  // quantize_q8 writes whole matvec tiles of rows (JITLLM_CUDA_MAX_TILE may make them wider than
-  // the DQ-MMA kernel's 8), the f16 copy included.
+  // quantize_q8 writes whole matvec tiles of rows, the f16 copy included (tiles of at most 8 rows
+  // now, the DQ-MMA kernel's padding too).
   const int64_t t = CudaKernels::tile_for(n);
   return std::max(DqMma::f16_bytes(n, k), size_t((n + t - 1) / t * t) * size_t(k) * 2);
 }

@@ -85,31 +85,18 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
   // length (8B gate at n = 32: 36.9 us vs 39.1 split, head 228 vs 301); smaller ones with the
   // row length split over 4 warps (8B q/o: 19.5 us vs 28.8), 2 tiles of 16 rows per warp for
   // 2..4 activation tiles, 1 otherwise (registers: two steps of weights, MT x NT8 accumulators).
-  // JITLLM_CUDA_DQ_MT / _WARPS / _SPLITK (0 or 1) force a shape for benches.
-  static const int mt_env = std::clamp(env_int("JITLLM_CUDA_DQ_MT", 0), 0, 2);
-  static const int warps_env = std::clamp(env_int("JITLLM_CUDA_DQ_WARPS", 0), 0, 8);
-  static const int splitk_env = env_int("JITLLM_CUDA_DQ_SPLITK", -1);
   int64_t total_rows = 0;
   for (const MatmulSeg& sg : segs) total_rows += sg.w->rows;
   const bool wide = total_rows >= kWideRows;
-  spec.splitk = splitk_override_ >= 0 ? splitk_override_ != 0 : splitk_env >= 0 ? splitk_env != 0 : !wide;
-  // JITLLM_CUDA_DQ_STAGES (2..4, default 2): the steps in each warp's ring (2 tiles per warp
-  // then only with 2: a longer ring of 2 tiles spills).
-  // _WIDE: the ring of the wide launches (rows per warp), and their warps per CTA (8: the CTA's
-  // staged activation serves 128 rows; H200, 8B 32 sessions, one call, A B B A: 4876 / 4902
-  // tok/s vs 4781 / 4742 with 4).
-  static const int stages_env = std::clamp(env_int("JITLLM_CUDA_DQ_STAGES", 2), 2, 4);
-  static const int stages_wide = std::clamp(env_int("JITLLM_CUDA_DQ_STAGES_WIDE", 2), 2, 4);
-  static const int warps_wide = std::clamp(env_int("JITLLM_CUDA_DQ_WARPS_WIDE", 8), 1, 8);
-  spec.stages = stages_override_ > 0 ? stages_override_ : wide && !spec.splitk ? std::max(stages_env, stages_wide)
-                                                                               : stages_env;
-  spec.mt = mt_override_ > 0 ? mt_override_ : mt_env > 0 ? mt_env
-            : spec.splitk && spec.nt8 >= 2 && spec.nt8 <= 4 && spec.stages == 2 ? 2 : 1;
-  // Long rows split over the warps (ffn_down, K = 14336 on the 8B): JITLLM_CUDA_DQ_WARPS_LONG
-  // warps for K >= 8192. H200, one call, 8B 32 sessions: 4 warps 4369 tok/s, 8 warps 4552.
-  static const int warps_long = std::clamp(env_int("JITLLM_CUDA_DQ_WARPS_LONG", 8), 1, 8);
-  spec.warps = warps_override_ > 0 ? warps_override_ : warps_env > 0 ? warps_env
-               : spec.splitk && k >= 8192 ? warps_long : spec.splitk ? 4 : warps_wide;
+  spec.splitk = splitk_override_ >= 0 ? splitk_override_ != 0 : !wide;
+  // A ring of 2 steps per warp (longer rings were slower; 2 tiles per warp need it: a longer ring
+  // of 2 tiles spills).
+  spec.stages = stages_override_ > 0 ? stages_override_ : 2;
+  spec.mt = mt_override_ > 0 ? mt_override_ : spec.splitk && spec.nt8 >= 2 && spec.nt8 <= 4 && spec.stages == 2 ? 2 : 1;
+  // Warps per CTA: 8 for the wide launches (the CTA's staged activation serves 128 rows) and for
+  // long rows split over the warps (ffn_down, K = 14336 on the 8B: K >= 8192), 4 for the other
+  // split ones (docs/perf/cuda.md, "Tuning measurements").
+  spec.warps = warps_override_ > 0 ? warps_override_ : spec.splitk && k >= 8192 ? 8 : spec.splitk ? 4 : 8;
   const int64_t rows_per_cta = 16 * spec.mt * (spec.splitk ? 1 : spec.warps);
   DqArgs a{};
   const int64_t ctas = tc_segments(segs, rows_per_cta, a.seg, spec.kinds);
@@ -164,10 +151,9 @@ void DqMma::matmul_swiglu(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers 
   spec.nt8 = int((n + 7) / 8);
   spec.mt = 1;
   spec.swiglu = true;
-  // Warps: half on gate, half on up rows (8: 64 rows of each per CTA). JITLLM_CUDA_DQ_SWIGLU_WARPS
-  // for benches: 4 or 8 (whole q8 blocks of 32 rows per CTA).
-  static const int warps_env = env_int("JITLLM_CUDA_DQ_SWIGLU_WARPS", 8) >= 8 ? 8 : 4;
-  spec.warps = warps_override_ == 4 || warps_override_ == 8 ? warps_override_ : warps_env;
+  // Warps: half on gate, half on up rows (8: 64 rows of each per CTA; 4 was slower); tune() may
+  // pick 4 (whole q8 blocks of 32 rows per CTA either way).
+  spec.warps = warps_override_ == 4 ? 4 : 8;
   spec.stages = stages_override_ > 0 ? stages_override_ : 2;
   const int64_t rows_per_cta = 16 * spec.mt * (spec.warps / 2);
   DqArgs a{};

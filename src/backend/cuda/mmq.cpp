@@ -2,10 +2,6 @@
 // through the cubin cache and launches it.
 #include "backend/cuda/mmq.h"
 
-#include <algorithm>
-#include <cstdlib>
-
-#include "backend/cuda/env_knob.h"
 #include "core/error.h"
 
 namespace jitllm::cuda {
@@ -36,10 +32,7 @@ bool Mmq::supports(std::span<const MatmulSeg> segs) {
   return true;
 }
 
-int64_t Mmq::min_rows() {
-  static const int64_t m = std::clamp(env_int("JITLLM_CUDA_MMQ_MIN_ROWS", 8), 1, kMmqMaxRows);
-  return m;
-}
+int64_t Mmq::min_rows() { return 8; }
 
 CUfunction Mmq::function(const MmqSpec& spec) {
   const std::string name = spec.name();
@@ -62,15 +55,12 @@ void Mmq::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q8,
   spec.nseg = int(segs.size());
   spec.k = segs[0].w->k;
   spec.nt8 = int((n + 7) / 8);
-  // Defaults measured on the H200 (docs/cuda.md, "Batched decode on int8 tensor cores"): 2 tiles
-  // of 16 rows, 8 warps (4 for the head: 128256 x 4096 Q6_K at n = 32, 456 us vs 638; the other
-  // 8B shapes within 6% either way). JITLLM_CUDA_MMQ_MT / _WARPS for benches.
-  static const int mt_env = std::clamp(env_int("JITLLM_CUDA_MMQ_MT", 2), 1, 4);
-  static const int warps_env = std::clamp(env_int("JITLLM_CUDA_MMQ_WARPS", 0), 0, 16);
+  // 2 tiles of 16 rows, 8 warps (4 for launches of 65536 rows or more, the head): the H200's best
+  // (docs/cuda.md, "Batched decode on int8 tensor cores").
   int64_t rows = 0;
   for (const MatmulSeg& sg : segs) rows += sg.w->rows;
-  spec.mt = mt_override_ > 0 ? mt_override_ : mt_env;
-  spec.warps = warps_override_ > 0 ? warps_override_ : warps_env > 0 ? warps_env : rows >= 65536 ? 4 : 8;
+  spec.mt = mt_override_ > 0 ? mt_override_ : 2;
+  spec.warps = warps_override_ > 0 ? warps_override_ : rows >= 65536 ? 4 : 8;
   MqArgs a{};
   const int64_t ctas = tc_segments(segs, 16 * spec.mt, a.seg, spec.kinds);
   a.xq = q8.q;

@@ -47,7 +47,7 @@ class Mmq {
 
   // True when every segment can run here (kinds, row length, and the Q4_K layout as stored).
   static bool supports(std::span<const MatmulSeg> segs);
-  // Smallest row count that takes the MMQ in a decode step (JITLLM_CUDA_MMQ_MIN_ROWS).
+  // Smallest row count that takes the MMQ in a decode step.
   static int64_t min_rows();
 
   // segs[i].out [n][rows_i] = x . w_i^T (and res += the same); q8 holds x quantized (rows padded

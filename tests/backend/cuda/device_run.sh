@@ -284,35 +284,6 @@ for s in $stages; do
       JITLLM_CUDA_PROFILE=1 /tmp/bin/jitllm batched -m $M -s 32 -p 1 -n 16 --devices cuda 2>&1 |
         tail -n 40 | tee -a $OUT/dq_profile.log
       ;;
-    ring)  # session 5: the DQ-MMA weight ring (JITLLM_CUDA_DQ_STAGES): GPU tests (RING_TESTS), the
-      # kernel bench at n = 32, the 8B 32-session engine test and jitllm batched per ring length
-      M=/tmp/llama-3.1-8b.gguf
-      [ -f $M ] || /tmp/bin/jitllm synth $M --shape llama-3.1-8b --type q4_k_m 2>&1 | tail -n 1
-      timeout ${RING_TEST_S:-200} /tmp/bin/test_backend_cuda --gtest_filter="${RING_TESTS:-CudaDqMma.*}" 2>&1 |
-        tee $OUT/gpu_tests.log | grep -E "FAILED|PASSED|tests ran" | head -n 30
-      JITLLM_CUDA_BENCH=dq timeout 120 /tmp/bin/test_backend_cuda --gtest_filter='CudaBench.MmqShapes' 2>&1 |
-        tee $OUT/dq_bench.log | grep -E "bench|FAILED|Failure" | head -n 80
-      for st in ${RING_STAGES:-2 3 4 2}; do
-        echo "== batched 8B JITLLM_CUDA_DQ_STAGES=$st" | tee -a $OUT/ring.log
-        JITLLM_CUDA_DQ_STAGES=$st /tmp/bin/jitllm batched -m $M -s 32 -p 128 -n 128 --devices cuda 2>&1 | grep -E "sessions|step reads|rror" | tee -a $OUT/ring.log
-      done
-      for st in ${RING_TEST_STAGES:-3}; do
-        JITLLM_CUDA_DQ_STAGES=$st timeout 60 /tmp/bin/test_backend_cuda --gtest_filter='CudaBatched.SessionsTogetherMatchSoloRunsQ4KM' 2>&1 |
-          tee $OUT/ring_tests_$st.log | grep -E "FAILED|PASSED|Failure|max" | head -n 10
-      done
-      ;;
-    wide)  # session 5: the wide DQ-MMA launches (grouped gate/up, the head) per WIDE_ENVS variant
-      # (';'-separated, A B .. A): GPU tests with the first variant, then jitllm batched 8B 32 sessions
-      M=/tmp/llama-3.1-8b.gguf
-      [ -f $M ] || /tmp/bin/jitllm synth $M --shape llama-3.1-8b --type q4_k_m 2>&1 | tail -n 1
-      IFS=';' read -ra wv <<< "${WIDE_ENVS:-}"
-      env ${wv[0]:-X=1} timeout 120 /tmp/bin/test_backend_cuda --gtest_filter="${WIDE_TESTS:-CudaDqMma.EightBShapes:CudaBatched.SessionsTogetherMatchSoloRunsQ4KM}" 2>&1 |
-        tee $OUT/gpu_tests.log | grep -E "FAILED|PASSED|tests ran|gate|14336 x  4096|sessions together" | head -n 30
-      for v in "${wv[@]}" ""; do
-        echo "== batched 8B $v" | tee -a $OUT/wide.log
-        env $v X=1 /tmp/bin/jitllm batched -m $M -s 32 -p 128 -n 128 --devices cuda 2>&1 | grep -E "sessions|step reads|rror" | tee -a $OUT/wide.log
-      done
-      ;;
     dqswiglu)  # DQ-MMA's SwiGLU epilogue (JITLLM_CUDA_DQ_SWIGLU, on by default since session 6): the kernel test
       # (bitwise vs gate/up then swiglu_q8), the N-sessions engine tests with it on, then jitllm
       # batched 8B 32 sessions off / on / on / off
