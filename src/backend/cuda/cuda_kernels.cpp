@@ -2,9 +2,8 @@
 #include "backend/cuda/cuda_kernels.h"
 
 #include <algorithm>
-#include <cstdlib>
 
-#include "backend/cuda/env_knob.h"
+#include "backend/cuda/tuning.h"
 #include "core/error.h"
 
 namespace jitllm::cuda {
@@ -52,7 +51,7 @@ CudaKernels::CudaKernels(const Device& device, Compiler& compiler)
   // weight step into registers before it waits for the previous kernel and lets the next one go
   // after its dot products (MatvecSpec::preload). JITLLM_CUDA_PDL=0 turns it off; its value 3
   // names this mode, the one that won (docs/perf/cuda.md, "Tuning measurements").
-  pdl_ = device.cc_major() >= 9 && env_int("JITLLM_CUDA_PDL", 3) != 0;
+  pdl_ = device.cc_major() >= 9 && !knobs().pdl.is("0");
 }
 
 int CudaKernels::tile_for(int64_t n) {
@@ -382,12 +381,9 @@ void CudaKernels::argmax_rows(CUdeviceptr x, int64_t n, int64_t cols, CUdevicept
 }
 
 int CudaKernels::attention_keys_per_step() {
-  // JITLLM_CUDA_ATTN_KEYS (1, 2, 4 or 8): keys per warp step. 4 by default: on the H200, 32
-  // sessions of 128-token prompts decode 7% faster than with 1 (docs/cuda-sessions-together.md).
-  static const int keys = env_int("JITLLM_CUDA_ATTN_KEYS", 4);
-  if (keys != 1 && keys != 2 && keys != 4 && keys != 8)
-    throw_error("JITLLM_CUDA_ATTN_KEYS: {} keys per warp step is not 1, 2, 4 or 8", keys);
-  return keys;
+  // 4 by default: 32 sessions of 128-token prompts decode faster than with 1 (the H200:
+  // docs/cuda-sessions-together.md, session 7).
+  return knobs().attn_keys.get();
 }
 
 void CudaKernels::attention(const AttentionCall& a, const Stream& s) {

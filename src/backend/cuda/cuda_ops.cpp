@@ -32,40 +32,34 @@ bool same_rope(const RopeParams& a, const RopeParams& b) {
 
 CudaOps::CudaOps(int ordinal, std::string cache_dir)
     : device_(ordinal), compiler_(device_, std::move(cache_dir)), kernels_(device_, compiler_) {
-  const char* g = std::getenv("JITLLM_CUDA_GRAPH");
+  const CudaKnobs& k = knobs();
   // Dumping reads tensors in the middle of a step, which a replayed graph cannot serve.
-  graphs_enabled_ = !(g && std::string(g) == "0") && !std::getenv("JITLLM_DUMP");
-  splitk_env_ = splitk_setting(std::getenv("JITLLM_CUDA_SPLITK"));
+  graphs_enabled_ = k.graph.on() && !tuning::core_knobs().dump.is_set();
+  stats_ = k.stats.on();
+  splitk_env_ = k.splitk.number();
   // JITLLM_BATCH_INVARIANT=1: the automatic choice depends on the whole step (its rows, its
   // longest row), so a row's bits could differ between solo and together: never split unless set.
-  if (const char* b = std::getenv("JITLLM_BATCH_INVARIANT"); splitk_env_ < 0 && b && std::string(b) == "1")
-    splitk_env_ = 0;
-  const char* fz = std::getenv("JITLLM_CUDA_FUSE");
-  fuse_ = !(fz && std::string(fz) == "0");
-  if (const char* pr = std::getenv("JITLLM_CUDA_PROFILE"); pr && std::string(pr) == "1") {
+  if (splitk_env_ < 0 && k.batch_invariant.on()) splitk_env_ = 0;
+  fuse_ = k.fuse.on();
+  if (k.profile.on()) {
     kernels_.set_profiling(true);  // every launch timed and waited for: no graphs
     graphs_enabled_ = false;
   }
-  const char* ge = std::getenv("JITLLM_CUDA_GEMM");
-  if (!(ge && std::string(ge) == "0") && cublaslt_available()) {
+  if (k.gemm.on() && cublaslt_available()) {
     gemm_ = std::make_unique<Gemm>(compiler_);
     gemm_min_rows_ = gemm_min_rows();
   }
   // Batched decode on int8 tensor cores (mmq.h). JITLLM_BATCH_INVARIANT=1 keeps the matvec for
   // every step, so N sessions stepped together equal their solo steps bit for bit;
   // JITLLM_CUDA_MMQ=0 turns it off (A/B).
-  const char* mq = std::getenv("JITLLM_CUDA_MMQ");
-  const char* bi = std::getenv("JITLLM_BATCH_INVARIANT");
-  if (!(mq && std::string(mq) == "0") && !(bi && std::string(bi) == "1")) {
+  if (k.mmq.on() && !k.batch_invariant.on()) {
     mmq_ = std::make_unique<Mmq>(compiler_);
     // DQ-MMA launches overlap the kernel before them as the matvec's do (PDL, sm_90+).
     mmq_->dq().set_pdl(kernels_.pdl());
-    if (const char* pr = std::getenv("JITLLM_CUDA_PROFILE"); pr && std::string(pr) == "1")
-      mmq_->set_profiling(true);
+    if (k.profile.on()) mmq_->set_profiling(true);
   }
-  const char* fe = std::getenv("JITLLM_CUDA_FLASH");
   // JITLLM_CUDA_FLASH=0: paged attention for every step.
-  if (!(fe && std::string(fe) == "0")) flash_ = std::make_unique<FlashAttention>(compiler_);
+  if (k.flash.on()) flash_ = std::make_unique<FlashAttention>(compiler_);
 }
 
 void CudaOps::drop_graphs() {
@@ -166,7 +160,7 @@ CudaOps::~CudaOps() {
     if (g) driver().cuGraphDestroy(g);
   }
   drop_graphs();
-  if (std::getenv("JITLLM_CUDA_STATS")) {
+  if (stats_) {
     const CompilerStats& c = compiler_.stats();
     std::fprintf(stderr,
                  "cuda: %s, kernels compiled %lld (%.0f ms), cubins from the disk cache %lld, "

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/tuning.h"
 #include "model/ops.h"
 
 namespace jitllm::cuda {
@@ -74,6 +75,7 @@ class CudaOps final : public Ops {
   // CudaKernels::attention_splits_that_pay says so), 0 never, S always with up to S splits per
   // row.
   static int splitk_setting(const char* value);
+  bool stats_ = false;  // JITLLM_CUDA_STATS: the counts printed at exit
   // True when a matmul of `rows` rows in this step goes to the prefill GEMM.
   bool use_gemm(int64_t rows) const;
 

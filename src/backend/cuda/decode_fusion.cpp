@@ -14,14 +14,11 @@ namespace jitllm::cuda {
 
 bool CudaOps::epilogue_on(const char* which) {
   // JITLLM_CUDA_FUSE_EPILOGUE: "all", "none" or a comma list of rope, norm, swiglu; default
-  // "rope". On the H200 (2026-11-29) all three together made decode slower (tg128 1B 1029 vs
-  // 1176 tok/s, 8B 336 vs 371), one at a time on the 1B (one call, A B C A): none 1181 / 1190,
-  // rope 1238, norm 954 (see docs/cuda.md). Read at every use (a few per layer), so tests
-  // compare settings in one process.
-  const char* e = std::getenv("JITLLM_CUDA_FUSE_EPILOGUE");
-  if (!e) e = "rope";
-  if (!*e) return false;
-  const std::string v = std::string(",") + e + ",";
+  // "rope", the one that made decode faster on the H200 (docs/cuda.md, "Decode, session 3").
+  // Read at every use (a few per layer), so tests that override it see it at once.
+  const std::string& e = knobs().fuse_epilogue.text();
+  if (e.empty()) return false;
+  const std::string v = "," + e + ",";
   return v == ",all," || v.find(std::string(",") + which + ",") != std::string::npos;
 }
 

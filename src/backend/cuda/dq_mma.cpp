@@ -3,9 +3,8 @@
 #include "backend/cuda/dq_mma.h"
 
 #include <algorithm>
-#include <cstdlib>
 
-#include "backend/cuda/env_knob.h"
+#include "backend/cuda/tuning.h"
 #include "core/error.h"
 
 namespace jitllm::cuda {
@@ -36,10 +35,7 @@ bool DqMma::supports(std::span<const MatmulSeg> segs) {
   return true;
 }
 
-bool DqMma::enabled() {
-  static const bool on = env_int("JITLLM_CUDA_DQMMA", 1) != 0;
-  return on;
-}
+bool DqMma::enabled() { return knobs().dqmma.on(); }
 
 size_t DqMma::f16_bytes(int64_t n, int64_t k) { return size_t((n + 7) / 8 * 8) * size_t(k) * 2; }
 
@@ -129,9 +125,8 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
 namespace jitllm::cuda {
 
 bool DqMma::swiglu_enabled() {
-  // H200, 8B 32 sessions, one call, A B B A: 4873 / 4830 tok/s vs 4781 / 4742 unfused.
-  static const bool on = env_int("JITLLM_CUDA_DQ_SWIGLU", 1) != 0;
-  return on;
+  // On: faster than gate/up then swiglu_q8 on the H200 (docs/cuda-sessions-together.md).
+  return knobs().dq_swiglu.on();
 }
 
 bool DqMma::swiglu_fits(std::span<const MatmulSeg> segs) {

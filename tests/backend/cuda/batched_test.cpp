@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "backend/cpu/reference_kernels.h"
 #include "backend/cuda/cublaslt.h"
@@ -123,9 +124,12 @@ struct TogetherResult {
 TogetherResult together_vs_solo(const std::string& path, size_t S, int steps, bool invariant,
                                  float tol) {
   const auto file = load_model_file(path);
-  if (invariant) setenv("JITLLM_BATCH_INVARIANT", "1", 1);
-  Engine e(file, on_cuda());
-  unsetenv("JITLLM_BATCH_INVARIANT");
+  std::optional<Engine> engine;
+  {
+    tuning::ScopedOverride bi("JITLLM_BATCH_INVARIANT", invariant ? "1" : "0");
+    engine.emplace(file, on_cuda());
+  }
+  Engine& e = *engine;
   const int64_t nv = e.config().n_vocab;
   std::vector<std::vector<int32_t>> prompts(S), next(S);
   std::vector<std::vector<float>> solo(S);

@@ -257,7 +257,7 @@ TEST(CudaDecodeFusion, EpiloguesOnEqualOff) {
   JITLLM_REQUIRE_GPU();
   const auto file = load_model_file(jitllm::testing::oracle_path("models/synth-llama.Q4_K_M.gguf"));
   auto run = [&](const char* on) {
-    setenv("JITLLM_CUDA_FUSE_EPILOGUE", on, 1);  // "all": rope, norm and swiglu
+    tuning::ScopedOverride epi("JITLLM_CUDA_FUSE_EPILOGUE", on);  // "all": rope, norm and swiglu
     EngineOptions o;
     o.kernels = &reference_kernels();
     o.devices = "cuda";
@@ -269,7 +269,6 @@ TEST(CudaDecodeFusion, EpiloguesOnEqualOff) {
       l = e.decode(*s, int32_t(std::max_element(l.begin(), l.end()) - l.begin()));
       all.insert(all.end(), l.begin(), l.end());
     }
-    unsetenv("JITLLM_CUDA_FUSE_EPILOGUE");
     return all;
   };
   const std::vector<float> on = run("all"), off = run("");
