@@ -106,7 +106,7 @@ namespace {
 std::string choice_list(std::initializer_list<const char*> choices) {
   std::vector<std::string> w;
   for (const char* c : choices) w.push_back(std::string(c));
-  return "one of " + join(w, " or ");
+  return (w.size() > 2 ? "one of " : "") + join(w, " or ");
 }
 }  // namespace
 
