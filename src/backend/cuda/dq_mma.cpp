@@ -76,11 +76,11 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
   spec.nseg = int(segs.size());
   spec.k = k;
   spec.nt8 = int((n + 7) / 8);
-  // Defaults measured on the H200 (docs/cuda.md, "Batched decode on f16 tensor cores"): launches
-  // of >= 16384 rows (grouped gate/up, the head) with each warp owning 16 rows of the whole row
-  // length (8B gate at n = 32: 36.9 us vs 39.1 split, head 228 vs 301); smaller ones with the
-  // row length split over 4 warps (8B q/o: 19.5 us vs 28.8), 2 tiles of 16 rows per warp for
-  // 2..4 activation tiles, 1 otherwise (registers: two steps of weights, MT x NT8 accumulators).
+  // The shapes that were faster on the H200 (docs/cuda.md, session 4, "Batched decode on f16
+  // tensor cores"): launches of >= 16384 rows (grouped gate/up, the head) with each warp owning
+  // 16 rows of the whole row length, smaller ones with the row length split over the warps; 2
+  // tiles of 16 rows per warp for 2..4 activation tiles, 1 otherwise (registers: two steps of
+  // weights, MT x NT8 accumulators).
   int64_t total_rows = 0;
   for (const MatmulSeg& sg : segs) total_rows += sg.w->rows;
   const bool wide = total_rows >= kWideRows;
