@@ -1,12 +1,15 @@
 // `jitllm info MODEL [--verify] [--json]`: what a .gguf, a .jlm or a Hugging Face folder holds
 // (architecture, hyperparameters, bytes by format, decode bytes per token, tokenizer, chat
 // template, container groups). --verify checks every .jlm checksum (exit 1 on a mismatch).
+// `jitllm info --tuning [--json]`: every JITLLM_* setting of every registry (core/tuning.h) with
+// its default, current value, allowed values and doc; exit 1 naming each bad value.
 #include <fmt/format.h>
 
 #include "cli/command.h"
 #include "convert/source.h"
 #include "convert/summary.h"
 #include "core/error.h"
+#include "core/tuning.h"
 #include "io/hf_folder.h"
 #include "io/jlm_reader.h"
 #include "tokenizer/hf_tokenizer.h"
@@ -18,9 +21,47 @@ struct InfoArgs {
   std::string model;
   bool verify = false;
   bool json = false;
+  bool tuning = false;
 };
 
+int run_tuning(bool as_json) {
+  nlohmann::json all = nlohmann::json::array();
+  std::string text, errors;
+  for (const tuning::Registry* r : tuning::registries()) {
+    text += fmt::format("{}:\n", r->name());
+    for (const tuning::Knob* k : r->knobs()) {
+      std::string now, error;
+      try {
+        now = k->text();
+        if (k->is_set()) now += " (set)";
+      } catch (const Error& e) {
+        error = e.what();
+        now = "bad value";
+        errors += (errors.empty() ? "" : "; ") + error;
+      }
+      text += fmt::format("  {:<28} default {:<6} now {:<12} {} ({})\n", k->name(), k->fallback(), now, k->doc(),
+                          k->allowed());
+      all.push_back({{"registry", r->name()}, {"name", k->name()}, {"default", k->fallback()},
+                     {"allowed", k->allowed()}, {"doc", k->doc()}});
+      if (error.empty()) {
+        all.back()["current"] = k->text();
+        all.back()["set"] = k->is_set();
+      } else {
+        all.back()["error"] = error;
+      }
+    }
+  }
+  if (as_json)
+    fmt::print("{}\n", all.dump(2));
+  else
+    fmt::print("{}", text);
+  if (!errors.empty()) throw Error(errors);
+  return 0;
+}
+
 int run_info(const InfoArgs& args) {
+  if (args.tuning) return run_tuning(args.json);
+  if (args.model.empty()) throw_error("info: a model (.gguf, .jlm or Hugging Face folder) or --tuning");
   SourceOptions options;
   options.hf_tokenizer = [](const HfFolder& folder, Metadata& metadata) {
     const Metadata tokenizer = hf_tokenizer_metadata(folder.dir());
@@ -66,12 +107,14 @@ int run_info(const InfoArgs& args) {
 }
 
 const RegisterCommand kRegister{Command{
-    "info", "Describe a model (.gguf, .jlm or Hugging Face folder)",
+    "info", "Describe a model (.gguf, .jlm or Hugging Face folder), or the tuning settings",
     [](CLI::App& app) -> std::function<int()> {
       auto args = std::make_shared<InfoArgs>();
-      app.add_option("model", args->model, "model: .gguf, .jlm or Hugging Face folder")->required();
+      app.add_option("model", args->model, "model: .gguf, .jlm or Hugging Face folder");
       app.add_flag("--verify", args->verify, "check every tensor checksum of a .jlm");
       app.add_flag("--json", args->json, "print JSON");
+      app.add_flag("--tuning", args->tuning,
+                   "list every JITLLM_* setting: default, current value, allowed values, doc");
       return [args] { return run_info(*args); };
     }}};
 

@@ -5,11 +5,11 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <utility>
 
 #include "core/error.h"
+#include "core/tuning.h"
 
 namespace jitllm {
 
@@ -31,7 +31,7 @@ HugeBuffer::HugeBuffer(size_t bytes) {
   mapped_ = len;
 #ifdef MADV_HUGEPAGE
   // Advice only: small pages still work.
-  if (!std::getenv("JITLLM_NOHUGE")) madvise(data_, mapped_, MADV_HUGEPAGE);
+  if (!tuning::core_knobs().nohuge.on()) madvise(data_, mapped_, MADV_HUGEPAGE);
 #endif
 }
 

@@ -1,11 +1,10 @@
 // HugeBuffer: an anonymous, 2 MiB-aligned allocation asked to live in transparent huge pages
 // (madvise(MADV_HUGEPAGE)), for data streamed once per step at memory speed (decode weights):
-// with 4 KiB pages every 4 KiB of a 1 GB stream is a TLB miss; measured on the dev box, Q8_0 1B
-// decode from 2 MiB pages ran 8% faster than from the file's mmap. The box's THP mode may be
-// `madvise` (then the advice is what makes the pages huge) or `always`; the advice is harmless
-// where THP is off. Must not be used for small buffers (it rounds up to 2 MiB). JITLLM_NOHUGE=1
-// skips the advice, to measure what the pages give (1B Q8_0 decode, 2 threads: 47-52 tok/s
-// without, 54 with).
+// with 4 KiB pages every 4 KiB of a 1 GB stream is a TLB miss (what the pages gave on the dev box:
+// docs/perf/cpu.md, the repacked decode). The box's THP mode may be `madvise` (then the advice is
+// what makes the pages huge) or `always`; the advice is harmless where THP is off. Must not be
+// used for small buffers (it rounds up to 2 MiB). JITLLM_NOHUGE=1 skips the advice (a machine
+// where huge pages cost more than they give, or to measure what they give).
 #pragma once
 
 #include <cstddef>

@@ -1,21 +1,24 @@
+// The log threshold of log.h: JITLLM_LOG (core/tuning.h) until set_log_threshold changes it.
 #include "core/log.h"
 
 #include <atomic>
-#include <cstdlib>
-#include <string>
+
+#include "core/error.h"
+#include "core/tuning.h"
 
 namespace jitllm {
 
 namespace {
 
 LogLevel level_from_env() {
-  const char* env = std::getenv("JITLLM_LOG");
-  if (!env) return LogLevel::Warn;
-  const std::string v = env;
-  if (v == "debug") return LogLevel::Debug;
-  if (v == "info") return LogLevel::Info;
-  if (v == "error") return LogLevel::Error;
-  return LogLevel::Warn;
+  // JITLLM_LOG's words are in LogLevel's order. A bad value cannot throw from here (every log
+  // call, destructors' too, reads the level): it is said once and the default taken.
+  try {
+    return LogLevel(tuning::core_knobs().log.number());
+  } catch (const Error& e) {
+    fmt::print(stderr, "jitllm error: {}\n", e.what());
+    return LogLevel::Warn;
+  }
 }
 
 std::atomic<int>& threshold() {

@@ -7,9 +7,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <memory>
-#include <string>
+
+#include "core/tuning.h"
 
 namespace jitllm {
 
@@ -28,10 +28,7 @@ thread_local uint64_t t_pinned_for = 0;
 std::atomic<uint64_t> g_next_pool_id{1};
 
 int default_threads() {
-  if (const char* env = std::getenv("JITLLM_CORES")) {
-    const int n = std::atoi(env);
-    if (n > 0) return n;
-  }
+  if (const int n = tuning::core_knobs().cores.get(); n > 0) return n;
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
@@ -69,9 +66,8 @@ void pin_to(int cpu) {
 
 ThreadPool::ThreadPool(int n_threads)
     : n_threads_(n_threads > 0 ? n_threads : default_threads()), id_(g_next_pool_id++) {
-  const char* pin = std::getenv("JITLLM_PIN");
   // Thread i takes the i-th allowed CPU; the caller (thread 0) the first, when it first runs.
-  if (!(pin && std::string(pin) == "0") && int(process_cpus().size()) >= n_threads_)
+  if (tuning::core_knobs().pin.on() && int(process_cpus().size()) >= n_threads_)
     cpus_ = process_cpus();
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }

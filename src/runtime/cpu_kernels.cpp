@@ -2,12 +2,12 @@
 // on first use; their kernel caches live as long as the process).
 #include "runtime/cpu_kernels.h"
 
-#include <cstdlib>
 #include <iterator>
 #include <memory>
 #include <mutex>
 
 #include "backend/cpu/jit_kernels.h"
+#include "backend/cpu/tuning.h"
 #include "core/error.h"
 
 namespace jitllm {
@@ -44,8 +44,8 @@ const CpuKernels& by_name(const std::string& name, const std::string& what) {
 
 const CpuKernels& resolve_cpu_kernels(const std::string& name) {
   if (!name.empty()) return by_name(name, "--kernels " + name);
-  const char* env = std::getenv("JITLLM_KERNELS");
-  if (env && *env) return by_name(env, std::string("JITLLM_KERNELS=") + env);
+  if (const tuning::Choice& k = jit::knobs().kernels; !k.is("auto"))
+    return by_name(k.text(), "JITLLM_KERNELS=" + k.text());
   return jit::cpu_supports(jit::Isa::Avx2) ? jit_kernels() : reference_kernels();
 }
 

@@ -9,11 +9,12 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <chrono>
 #include <set>
 #include <thread>
 #include <vector>
+
+#include "core/tuning.h"
 
 namespace jitllm {
 
@@ -70,10 +71,12 @@ TEST(ThreadPool, StalledHelperDoesNotHoldItsShare) {
 // -t N reaches the pool as its size; without one, JITLLM_CORES decides (then the core count).
 TEST(ThreadPool, SizeFromArgumentOrJitllmCores) {
   EXPECT_EQ(ThreadPool(3).size(), 3);
-  setenv("JITLLM_CORES", "5", 1);
-  EXPECT_EQ(ThreadPool(0).size(), 5);
-  EXPECT_EQ(ThreadPool(2).size(), 2);  // an explicit count wins
-  unsetenv("JITLLM_CORES");
+  {
+    tuning::ScopedOverride cores("JITLLM_CORES", "5");
+    EXPECT_EQ(ThreadPool(0).size(), 5);
+    EXPECT_EQ(ThreadPool(2).size(), 2);  // an explicit count wins
+  }
+  tuning::ScopedOverride unset("JITLLM_CORES", "");  // as if unset, whatever the environment says
   EXPECT_EQ(ThreadPool(0).size(), int(std::max(1u, std::thread::hardware_concurrency())));
 }
 

@@ -78,8 +78,8 @@ float e8m0_half(int e) {
 }
 
 // Weight prefetch distance per row stream, in bytes: with R rows read in parallel the hardware
-// prefetcher lags; 512 measured best of 0/256/512/1024 on 8192x2048 decode (Q5_0 1.85 -> 1.07 ms,
-// IQ4_NL 0.98 -> 0.71 ms on one Zen 4 core).
+// prefetcher lags; 512 was the best of 0 / 256 / 512 / 1024 (docs/perf/cpu.md, "Tuning
+// measurements").
 constexpr int kPrefetch = 512;
 
 class Block32Emitter : public CodeGenerator {

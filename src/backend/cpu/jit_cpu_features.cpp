@@ -3,9 +3,7 @@
 
 #include <xbyak/xbyak_util.h>
 
-#include <cstdlib>
-#include <string>
-
+#include "backend/cpu/tuning.h"
 #include "core/error.h"
 
 namespace jitllm::jit {
@@ -44,15 +42,10 @@ Isa cpu_best_isa() {
 }
 
 Isa selected_isa() {
-  const char* env = std::getenv("JITLLM_ISA");
-  if (!env || !*env) return cpu_best_isa();
-  const std::string name(env);
-  Isa isa;
-  if (name == "avx2") isa = Isa::Avx2;
-  else if (name == "avxvnni") isa = Isa::AvxVnni;
-  else if (name == "avx512") isa = Isa::Avx512Vnni;
-  else throw_error("JITLLM_ISA={}: unknown level (avx2, avxvnni or avx512)", name);
-  if (!cpu_supports(isa)) throw_error("JITLLM_ISA={}: this CPU does not support it", name);
+  const tuning::Choice& knob = knobs().isa;
+  if (knob.is("auto")) return cpu_best_isa();
+  const Isa isa = knob.is("avx2") ? Isa::Avx2 : knob.is("avxvnni") ? Isa::AvxVnni : Isa::Avx512Vnni;
+  if (!cpu_supports(isa)) throw_error("JITLLM_ISA={}: this CPU does not support it", knob.text());
   return isa;
 }
 

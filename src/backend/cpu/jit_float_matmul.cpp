@@ -47,7 +47,7 @@ int act_elem_bytes(Kind kind) { return kind == Kind::Bf16Native ? 2 : 4; }
 size_t round64(size_t b) { return (b + 63) / 64 * 64; }
 
 // Weight prefetch distance per row stream, in bytes (one prefetch per 64-byte line of a step):
-// 8192x2048 F16 decode on one Zen 4 core 1.44 -> 1.12 ms with 1024 (512: 1.26, 2048: 1.12).
+// the shortest that kept the F16 decode rows from waiting (docs/perf/cpu.md, "Tuning measurements").
 constexpr int kPrefetch = 1024;
 
 class FloatEmitter : public CodeGenerator {

@@ -118,17 +118,15 @@ void fmt_pack_activation(QuantType type, Isa isa, const float* x, int64_t k, int
 TileShape fmt_decode_tile(QuantType type, Isa isa, int64_t k) {
   const bool wide = isa == Isa::Avx512Vnni;
   // Float rows a multiple of 4 KiB apart (k = 2048, 4096 ...) fall into the same L1 sets: there
-  // one row per pass is faster (one core, F16 avx512: 8192x2048 1.32 -> 1.08 ms), elsewhere four
-  // rows share the activation loads (2048x5632: 0.61 with 4 rows, 0.82 with 1).
+  // one row per pass is faster, elsewhere four rows share the activation loads (docs/perf/cpu.md,
+  // "Tuning measurements").
   const bool same_sets = (k * 2) % 4096 == 0;
   if (type == QuantType::F16) return {wide && !same_sets ? 4 : 1, 1};  // ymm: 8 accumulators a row
   if (type == QuantType::BF16) return {same_sets ? 1 : wide ? 4 : 2, 1};
   // Block formats: one row per pass for the blocks that are not a multiple of 4 bytes (Q5_0 22,
-  // IQ4_NL 18, MXFP4 17), four for Q4_1 (20) and Q5_1 (24). Measured, one core, every ISA level,
-  // 8192x2048 / 4096x4096 / 2048x5632: 1 row beats 4 by 20-35% for the first three (Q5_0 avx512
-  // 1.16 -> 0.79 ms at 8192x2048) and loses by 30-45% for Q4_1. We have not found why the
-  // interleaved row streams stall on the unaligned blocks (the loads of rows 1-3 are the hot
-  // spots in perf).
+  // IQ4_NL 18, MXFP4 17), four for Q4_1 (20) and Q5_1 (24): each the faster at every ISA level
+  // (docs/perf/cpu.md, "Tuning measurements"). We have not found why the interleaved row streams
+  // stall on the unaligned blocks (the loads of rows 1-3 are the hot spots in perf).
   return {quant_traits(type).block_bytes % 4 == 0 ? 4 : 1, 1};
 }
 

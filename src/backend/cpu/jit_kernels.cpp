@@ -5,6 +5,7 @@
 
 #include "backend/cpu/jit_matvec.h"
 #include "backend/cpu/jit_repack.h"
+#include "backend/cpu/tuning.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 

@@ -413,8 +413,9 @@ class KqEmitter : public CodeGenerator {
       batch_scales(R, rs, q, t2, prod);
     }
     if (T == 1) {
-      // Decode streams the weights once: without this, 65536 x 2048 Q3_K took 15-20 ms, with
-      // 3 KiB 8.6-12, with 6 KiB 6-8.6; the GEMM re-reads each 16-row chunk from L1 instead.
+      // Decode streams the weights once, so it prefetches far ahead (less than half the time of no
+      // prefetch: docs/perf/cpu.md, "Tuning measurements"); the GEMM re-reads each 16-row chunk
+      // from L1 instead.
       for (int r = 0; r < R; ++r)
         for (int l = 0; l < (f_.bytes + 63) / 64; ++l) prefetcht0(W(r, kPrefetchBytes + 64 * l));
     }

@@ -12,8 +12,9 @@
 //
 // Weights: GGUF rows (R row streams at the row stride) or, in decode, the row-interleaved copy of
 // jit_repack.h in 2 MiB pages (one sequential stream per pass of R = 4 rows, prefetched 8 KiB
-// ahead): same bytes, same arithmetic, same results bit for bit; from DRAM one core reads
-// 40-41 GB/s of weights that way for every format (GGUF rows: Q8_0 15, Q6_K 19, Q4_K 34).
+// ahead): same bytes, same arithmetic, same results bit for bit; from DRAM one core reads every
+// format that way at about the rate the best GGUF-row kernel reaches (docs/perf/cpu.md, the
+// kernel GB/s table of the repacked decode).
 //
 // Numerics: integer sums per block / super-block are exact; Q8_0 floats are bit-identical to
 // ggml's AVX2 vec_dot (per lane: acc = fma(float(isum), d_w * d_a, acc), hsum_float_8 at the end);

@@ -38,17 +38,10 @@ const uint8_t* packed_input(QuantType type, Isa isa, const float* x, int64_t k) 
       [&](uint8_t* dst) { pack_matvec_act(type, isa, x, k, dst); });
 }
 
-// Chunks per thread of a matrix's rows (JITLLM_MV_SPLIT: 1 = one contiguous range per thread).
-// Two: each thread streams long contiguous runs, and one preempted thread still leaves its second
-// chunk to the other. 1B tg64, 2 threads, quiet box, SPLIT 8 / 2 / 1: Q4_K_M 76-77 / 85 / 85-86
-// tok/s, Q8_0 52.5-53.3 / 54.8 / 54.2-54.5.
-int64_t chunks_per_thread() {
-  static const int64_t n = [] {
-    const char* e = std::getenv("JITLLM_MV_SPLIT");
-    return e ? std::max<int64_t>(1, std::atoll(e)) : int64_t(2);
-  }();
-  return n;
-}
+// Chunks per thread of a matrix's rows: two, so each thread streams long contiguous runs and one
+// preempted thread still leaves its second chunk to the other (8 were slower, 1 ties:
+// docs/perf/cpu.md, "Tuning measurements").
+constexpr int64_t kChunksPerThread = 2;
 
 struct Job {
   MatvecFn fn;
@@ -93,8 +86,8 @@ void matvec_group(Isa isa, std::span<const MatvecTarget> mats, int64_t k, const 
     j.act = packed_input(m.type, isa, x, k);
     j.out = m.out;
     j.rows = m.rows;
-    // chunks_per_thread() per thread, 16-row multiples (so packed chunks start on a row group)
-    j.chunk = row_chunk(m.rows, pool.size(), chunks_per_thread());
+    // kChunksPerThread per thread, 16-row multiples (so packed chunks start on a row group)
+    j.chunk = row_chunk(m.rows, pool.size(), kChunksPerThread);
     j.first = n_chunks;
     n_chunks += (m.rows + j.chunk - 1) / j.chunk;
     jobs.push_back(j);

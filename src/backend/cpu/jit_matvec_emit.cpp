@@ -12,7 +12,6 @@
 #include <xbyak/xbyak.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -478,29 +477,23 @@ class Emitter : public CodeGenerator {
     if (f_.side) add(sp, g_ * f_.side);
   }
 
-  // Software prefetch `lines` cache lines per row, `pf_` bytes ahead of the current block; packed
-  // kernels read one stream: every line of the group's record, `pfp_` bytes ahead (and the side
-  // plane as far ahead in blocks).
+  // Software prefetch `lines` cache lines per row, kPrefetch bytes ahead of the current block;
+  // packed kernels read one stream: every line of the group's record, kPackedPrefetch bytes ahead
+  // (and the side plane as far ahead in blocks).
   void prefetch_rows(int R, int lines) {
     if (key_.packed) {
-      if (pfp_ <= 0) return;
       const int rec = g_ * (f_.hdr + f_.body);
-      for (int l = 0; l < (rec + 63) / 64; ++l) prefetcht0(ptr[wp + pfp_ + 64 * l]);
-      if (f_.side) prefetcht0(ptr[sp + pfp_ / rec * g_ * f_.side]);
+      for (int l = 0; l < (rec + 63) / 64; ++l) prefetcht0(ptr[wp + kPackedPrefetch + 64 * l]);
+      if (f_.side) prefetcht0(ptr[sp + kPackedPrefetch / rec * g_ * f_.side]);
       return;
     }
-    if (pf_ <= 0) return;
     for (int r = 0; r < R; ++r)
-      for (int l = 0; l < lines; ++l) prefetcht0(W(r, pf_ + 64 * l));
+      for (int l = 0; l < lines; ++l) prefetcht0(W(r, kPrefetch + 64 * l));
   }
-  // 512 bytes ahead on every row stream: the hardware prefetcher alone leaves the R streams
-  // latency-bound (1B decode, 2 threads, load ~2: Q8_0 19.5 -> 23.0 tok/s, Q4_K_M 36.0 -> 42.2;
-  // 1024 is no better). JITLLM_MV_PF overrides it (0: off) for tuning.
-  int pf_ = std::getenv("JITLLM_MV_PF") ? std::atoi(std::getenv("JITLLM_MV_PF")) : 512;
-  // Packed: one stream, prefetched this many bytes ahead (JITLLM_MV_PFP). One core, 128256x2048
-  // (DRAM), CPU ms at 2/4/8/16 KiB, load ~4: Q8_0 7.8/7.4-7.8/6.9-7.6/7.2, Q4_K 4.8/4.3/3.6-3.9/3.6,
-  // Q6_K 7.1/6.2-6.5/5.5-6.1/6.2; 1B Q4_K_M tg64 (2 threads) 1 KiB 28-29 tok/s, 4 KiB 29-33, 8 KiB 35.
-  int pfp_ = std::getenv("JITLLM_MV_PFP") ? std::atoi(std::getenv("JITLLM_MV_PFP")) : 8192;
+  // Row streams of the file's layout, 512 bytes ahead: the hardware prefetcher alone leaves the R
+  // streams latency-bound (1024 is no better). The packed layout's one stream, 8 KiB ahead: the
+  // best of 1..16 KiB. Measurements: docs/perf/cpu.md, "Tuning measurements".
+  static constexpr int kPrefetch = 512, kPackedPrefetch = 8192;
 
   void advance_rows(int R) {
     if (key_.packed) {  // the pass walked the group's planes to the next group's start
@@ -614,11 +607,8 @@ bool matvec_supported(QuantType type, Isa isa, int64_t k) {
 }
 
 int matvec_rows(QuantType type, Isa isa) {
-  // 4 rows per pass: 4 independent dot chains and row streams (JITLLM_MV_ROWS: tuning knob).
-  const char* env = std::getenv("JITLLM_MV_ROWS");
-  int rows = std::clamp(env ? std::atoi(env) : 4, 1, 4);
-  if (type == QuantType::Q8_0 && isa == Isa::Avx512Vnni) rows = std::max(2, rows / 2 * 2);  // pairs
-  return rows;
+  // 4 rows per pass: 4 independent dot chains and row streams (AVX-512 Q8_0 takes them in pairs).
+  return 4;
 }
 
 struct MatvecKernel::Impl {

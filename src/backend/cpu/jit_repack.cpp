@@ -3,11 +3,11 @@
 #include "backend/cpu/jit_repack.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <utility>
 
+#include "backend/cpu/tuning.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "quant/formats.h"
@@ -72,13 +72,7 @@ void copy_group(const uint8_t* src, size_t src_row, int64_t g, int64_t nb, uint8
   }
 }
 
-bool repack_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("JITLLM_REPACK");
-    return !(e && std::strcmp(e, "0") == 0);
-  }();
-  return on;
-}
+bool repack_enabled() { return knobs().repack.on(); }
 
 std::unique_ptr<RepackedMatrix> repack_matrix(QuantType type, const uint8_t* weights, int64_t rows,
                                               int64_t k, ThreadPool* pool) {

@@ -26,12 +26,9 @@ constexpr int kAutoSplits = 32;
 }  // namespace
 
 int CudaOps::splitk_setting(const char* value) {
-  if (!value || !*value || std::string(value) == "auto") return -1;
-  char* end = nullptr;
-  const long v = std::strtol(value, &end, 10);
-  if (*end || v < 0 || v > 1024)
-    throw_error("JITLLM_CUDA_SPLITK: '{}' is not auto, 0 (never) or a split count up to 1024", value);
-  return int(v);
+  const std::optional<int> n = CudaKnobs::splitk_value(value ? value : "");
+  if (!n) throw_error("JITLLM_CUDA_SPLITK: '{}' is not {}", value, knobs().splitk.allowed());
+  return *n;
 }
 
 int CudaOps::attention_splits(const Batch& batch) const {

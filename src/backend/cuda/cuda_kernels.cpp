@@ -2,13 +2,9 @@
 #include "backend/cuda/cuda_kernels.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstdlib>
-#include <cstring>
 
-#include "backend/cuda/env_knob.h"
+#include "backend/cuda/tuning.h"
 #include "core/error.h"
-#include "core/fp16.h"
 
 namespace jitllm::cuda {
 
@@ -44,19 +40,6 @@ DeviceWeight DeviceWeight::upload(const PackedWeight& p) {
   w.rows = p.rows;
   w.k = p.k;
   w.scale_offset = p.scale_offset;
-  // Only when the e4m3 unpacking is asked for (read here at each upload, so a test can set it):
-  // the scan reads about half the weight's cache lines, a cost at load the default does not need.
-  const char* e4m3 = std::getenv("JITLLM_CUDA_DQ_E4M3");
-  if (p.kind == WeightKind::Q4_K && p.scale_offset == 0 && e4m3 && std::atoi(e4m3) != 0) {
-    // Blocks of 144 bytes, d (f16) first.
-    w.q4k_small_scales = true;
-    for (size_t o = 0; o + 144 <= p.bytes.size() && w.q4k_small_scales; o += 144) {
-      uint16_t d;
-      std::memcpy(&d, p.bytes.data() + o, 2);
-      const float v = fp16_to_f32(d);
-      w.q4k_small_scales = std::isfinite(v) && std::fabs(v) <= 2.0f;
-    }
-  }
   w.buf = DeviceBuffer(p.bytes.size());
   w.buf.upload(p.bytes.data(), p.bytes.size());
   return w;
@@ -64,38 +47,29 @@ DeviceWeight DeviceWeight::upload(const PackedWeight& p) {
 
 CudaKernels::CudaKernels(const Device& device, Compiler& compiler)
     : device_(device), compiler_(compiler) {
-  // JITLLM_CUDA_PDL: programmatic dependent launch for every kernel (sm_90 and later). 1: the
-  // matvec prefetches its first weight rows into L2 before waiting (measured slower on the H200:
-  // tg128 1B 787 vs 842, 8B 286 vs 332 tok/s); 2: it loads its first weight step into registers
-  // before waiting, dependents released at each CTA's start; 3 (the default): the same,
-  // dependents released after the CTA's dot products (MatvecSpec::preload). H200, one call,
-  // tg128 A B C A with 0 / 2 / 3 / 0: 1B 1236 / 1203 / 1315 / 1236, 8B 379 / 356 / 403 / 386.
-  pdl_mode_ = device.cc_major() >= 9 ? std::clamp(env_int("JITLLM_CUDA_PDL", 3), 0, 3) : 0;
-  pdl_ = pdl_mode_ != 0;
+  // Programmatic dependent launch for every kernel (sm_90 and later): a matvec loads its first
+  // weight step into registers before it waits for the previous kernel and lets the next one go
+  // after its dot products (MatvecSpec::preload). JITLLM_CUDA_PDL=0 turns it off; its value 3
+  // names this mode, the one that won (docs/perf/cuda.md, "Tuning measurements").
+  pdl_ = device.cc_major() >= 9 && !knobs().pdl.is("0");
 }
 
 int CudaKernels::tile_for(int64_t n) {
-  // Measured on the H200 (docs/cuda.md): passes of 8 rows with 4 weight rows per warp beat one
-  // pass of 32 rows (the activation re-reads of a wide tile come from L2), so 8 is the default
-  // cap; JITLLM_CUDA_MAX_TILE (up to kMaxMatvecTile) for benches.
-  static const int cap = std::clamp(env_int("JITLLM_CUDA_MAX_TILE", 8), 1, kMaxMatvecTile);
+  // Passes of at most 8 rows with 4 weight rows per warp beat one pass of 32 rows (the activation
+  // re-reads of a wide tile come from L2); measurements: docs/cuda.md, "Decode".
+  constexpr int kCap = 8;
   int t = 1;
-  while (t < n && t < cap) t *= 2;
+  while (t < n && t < kCap) t *= 2;
   return t;
 }
 
 int CudaKernels::rows_per_warp(int nt) {
-  // H200, 8B shapes: rows per warp 2 is best at 1 row (tg128 295 vs 275 with 1, 290 with 4);
-  // 4 at 2-8 rows (8B down Q6_K n=8: 37.5 us vs 53.7 with 2); 2 above (registers).
-  static const int single = std::clamp(env_int("JITLLM_CUDA_RPW", 2), 1, 8);
-  static const int batch = std::clamp(env_int("JITLLM_CUDA_RPW_BATCH", 4), 1, 8);
-  return nt == 1 ? single : nt <= 8 ? batch : 2;
+  // 2 at one row, 4 at 2..8 rows, 2 above (registers): the fastest on the H200's 8B shapes
+  // (docs/perf/cuda.md, "Tuning measurements").
+  return nt == 1 ? 2 : nt <= 8 ? 4 : 2;
 }
 
-int CudaKernels::unroll() {
-  static const int u = std::clamp(env_int("JITLLM_CUDA_UNROLL", 4), 1, 64);
-  return u;
-}
+int CudaKernels::unroll() { return 4; }
 
 std::string KernelProfile::report() const {
   double total = 0;
@@ -221,9 +195,6 @@ void CudaKernels::matmul_swiglu(std::span<const MatmulSeg> segs, CUdeviceptr x, 
   spec.nt = nt;
   spec.rpw = 4;
   spec.unroll = unroll_override_ > 0 ? unroll_override_ : unroll();
-  static const int q4k_variant = std::clamp(env_int("JITLLM_CUDA_Q4K", 1), 1, 2);
-  spec.q4k_variant = q4k_override_ > 0 ? q4k_override_ : q4k_variant;
-  spec.q4k_steps = q4k_steps_override_ > 0 ? q4k_steps_override_ : 2;
   spec.swiglu = true;
   MvArgs a{};
   bool q8_needed = false;
@@ -273,16 +244,7 @@ void CudaKernels::matmul_group(std::span<const MatmulSeg> segs, CUdeviceptr x, i
   spec.nt = nt;
   spec.rpw = rpw_override_ > 0 ? rpw_override_ : rows_per_warp(nt);
   spec.unroll = unroll_override_ > 0 ? unroll_override_ : unroll();
-  spec.prefetch = pdl_mode_ == 1;
-  spec.preload = pdl_mode_ >= 2 && !norm ? pdl_mode_ - 1 : 0;
-  // JITLLM_CUDA_Q4K=1|2 (kernel variant), JITLLM_CUDA_Q4K_STEPS (variant 2's steps in flight).
-  // Variant 1 is the default: on the H200 the 8B decode ran 367 tok/s with it and 353 with
-  // variant 2 (same call), although variant 2 timed 5-9% faster per 8B shape alone.
-  static const int q4k_variant = std::clamp(env_int("JITLLM_CUDA_Q4K", 1), 1, 2);
-  static const int q4k_steps = std::clamp(env_int("JITLLM_CUDA_Q4K_STEPS", 4), 1, 8);
-  spec.q4k_variant = q4k_override_ > 0 ? q4k_override_ : q4k_variant;
-  // Batch tiles keep 2 steps in flight (4 would take 255 registers at NT = 8, RPW = 4).
-  spec.q4k_steps = q4k_steps_override_ > 0 ? q4k_steps_override_ : nt == 1 ? q4k_steps : std::min(q4k_steps, 2);
+  spec.preload = pdl_ && !norm;
   MvArgs a{};
   bool q8_needed = false;
   int64_t ctas = 0;
@@ -325,11 +287,6 @@ void CudaKernels::matmul_group(std::span<const MatmulSeg> segs, CUdeviceptr x, i
     a.nrot = rope->n_rot;
     a.kvf16 = rope->f16 ? 1 : 0;
   }
-  // JITLLM_CUDA_PERSIST=P: at most P CTAs per SM, each looping over row groups (bench knob;
-  // with PDL, P = 8 measured slower on the H200: 8B tg128 276 vs 286).
-  static const int persist = std::max(0, env_int("JITLLM_CUDA_PERSIST", 0));
-  // (The norm epilogue counts CTAs: every row group is a CTA of its own there.)
-  const int64_t grid = persist > 0 && !norm ? std::min<int64_t>(ctas, int64_t(persist) * device_.sm_count()) : ctas;
   void* args[] = {&a};
   std::string label = "matvec";
   if (profiling_) {  // per kinds and shape: "matvec q4_k+q4_k+q6_k k=2048 nt=1 ... rows 2048+512+512"
@@ -339,7 +296,7 @@ void CudaKernels::matmul_group(std::span<const MatmulSeg> segs, CUdeviceptr x, i
     if (norm) label += " +norm";
     if (rope) label += " +rope";
   }
-  run(matvec_fn(spec), unsigned(grid), unsigned((n + nt - 1) / nt), 128, s, args, label.c_str());
+  run(matvec_fn(spec), unsigned(ctas), unsigned((n + nt - 1) / nt), 128, s, args, label.c_str());
 }
 
 void CudaKernels::rms_norm(CUdeviceptr x, CUdeviceptr w, CUdeviceptr out, int64_t n, int64_t dim,
@@ -424,12 +381,9 @@ void CudaKernels::argmax_rows(CUdeviceptr x, int64_t n, int64_t cols, CUdevicept
 }
 
 int CudaKernels::attention_keys_per_step() {
-  // JITLLM_CUDA_ATTN_KEYS (1, 2, 4 or 8): keys per warp step. 4 by default: on the H200, 32
-  // sessions of 128-token prompts decode 7% faster than with 1 (docs/cuda-sessions-together.md).
-  static const int keys = env_int("JITLLM_CUDA_ATTN_KEYS", 4);
-  if (keys != 1 && keys != 2 && keys != 4 && keys != 8)
-    throw_error("JITLLM_CUDA_ATTN_KEYS: {} keys per warp step is not 1, 2, 4 or 8", keys);
-  return keys;
+  // 4 by default: 32 sessions of 128-token prompts decode faster than with 1 (the H200:
+  // docs/cuda-sessions-together.md, session 7).
+  return knobs().attn_keys.get();
 }
 
 void CudaKernels::attention(const AttentionCall& a, const Stream& s) {
@@ -441,23 +395,14 @@ void CudaKernels::attention(const AttentionCall& a, const Stream& s) {
   const int keys = a.keys_per_step > 0 ? a.keys_per_step : attention_keys_per_step();
   if (keys != 1 && keys != 2 && keys != 4 && keys != 8)
     throw_error("attention: {} keys per warp step (JITLLM_CUDA_ATTN_KEYS or the call) is not 1, 2, 4 or 8", keys);
-  // JITLLM_CUDA_ATTN_GQA=1: the group per CTA where the launch still has a CTA per SM (a few
-  // rows with few KV heads keep a CTA per query head); share_kv = 1 forces it wherever it fits.
-  static const bool gqa_env = env_int("JITLLM_CUDA_ATTN_GQA", 0) != 0;
   const int group = a.n_head / a.n_head_kv;
-  const bool wanted = a.share_kv >= 0 ? a.share_kv > 0
-                                      : gqa_env && a.n_rows * a.n_head_kv >= int64_t(device_.sm_count());
-  const bool gqa = wanted && attention_gqa_fits(a.head_dim, group, keys);
-  const int gq = gqa ? group : 1;
-  const auto key = std::make_tuple(a.head_dim, a.kv_f16, keys, gq);
+  const auto key = std::make_tuple(a.head_dim, a.kv_f16, keys);
   auto it = attention_.find(key);
   if (it == attention_.end()) {
-    const Module& m =
-        compiler_.module(attention_source(a.head_dim, a.kv_f16, keys, gq),
-                         fmt::format("attention head_dim={} keys={} heads per CTA={}", a.head_dim, keys, gq));
+    const Module& m = compiler_.module(attention_source(a.head_dim, a.kv_f16, keys),
+                                       fmt::format("attention head_dim={} keys={}", a.head_dim, keys));
     it = attention_.emplace(key, m.function("attention")).first;
   }
-  last_attention_ = {keys, gq};
   CUdeviceptr q = a.q, out = a.out, pages = a.pages, row_pt = a.row_pt, n_kv = a.n_kv;
   CUdeviceptr xq = a.q8.q, xds = a.q8.ds, xh = a.q8.h;
   unsigned long long koff = a.koff, voff = a.voff;
@@ -465,7 +410,7 @@ void CudaKernels::attention(const AttentionCall& a, const Stream& s) {
   float scale = a.scale;
   void* args[] = {&q, &out, &pages, &row_pt, &n_kv, &koff, &voff, &pt, &rb, &nh, &grp, &scale,
                   &xq, &xds, &xh};
-  run(it->second, unsigned(a.n_rows), unsigned(gqa ? a.n_head_kv : a.n_head), 128, s, args, "attention");
+  run(it->second, unsigned(a.n_rows), unsigned(a.n_head), 128, s, args, "attention");
 }
 
 }  // namespace jitllm::cuda

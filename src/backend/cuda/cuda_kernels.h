@@ -22,10 +22,6 @@ struct DeviceWeight {
   int64_t rows = 0, k = 0;
   DeviceBuffer buf;
   size_t scale_offset = 0;
-  // Q4_K in the GGUF layout with every block's |d| <= 2: a sub-block scale d sc (sc < 64) times
-  // 512 stays inside f16's range (DQ-MMA's e4m3 unpacking, DqMmaSpec::e4m3). Set by upload()
-  // when JITLLM_CUDA_DQ_E4M3=1 (else false: the unpacking is not used).
-  bool q4k_small_scales = false;
   static DeviceWeight upload(const PackedWeight& p);
 };
 
@@ -74,8 +70,8 @@ class CudaKernels {
 
   // Activation tile (rows per matvec pass) used for a batch of n rows (at most kMaxMatvecTile).
   static int tile_for(int64_t n);
-  // Weight rows per warp for a tile (JITLLM_CUDA_RPW / JITLLM_CUDA_RPW_BATCH override, for the
-  // benches), and the unroll of the loop over a row (JITLLM_CUDA_UNROLL).
+  // Weight rows per warp for a tile, and the unroll of the loop over a row (the benches override
+  // both with tune()).
   static int rows_per_warp(int nt);
   static int unroll();
   // Bytes the Q8 buffers need for n rows of k (n rounded up to the tile).
@@ -159,13 +155,8 @@ class CudaKernels {
     // Keys each warp takes per step of its loop (their loads issued together): 0 = the default,
     // JITLLM_CUDA_ATTN_KEYS or 4 (1: the one-key loop whose bits the split kernel shares).
     int keys_per_step = 0;
-    // One CTA per (row, KV head) for the group's query heads, each K/V row read once for them
-    // (attention_gqa_fits): -1 = the default, JITLLM_CUDA_ATTN_GQA (0 until timed); 0 off; 1 on.
-    int share_kv = -1;
   };
   void attention(const AttentionCall& a, const Stream& s);
-  // Tests: the variant of the last attention() launch: (keys per warp step, query heads per CTA).
-  std::pair<int, int> last_attention() const { return last_attention_; }
   // Split-K decode attention (split_attention.cpp): the same result as attention() (bitwise for
   // rows of one split), the keys of a row split over split_count(n_kv, max_splits) CTAs per head
   // and merged in a second launch. scratch: split_scratch_bytes(n_rows, n_head, head_dim,
@@ -192,15 +183,12 @@ class CudaKernels {
                    CUdeviceptr ids, const Stream& s);
 
   const Compiler& compiler() const { return compiler_; }
+  // Programmatic dependent launch is on (sm_90 and later, unless JITLLM_CUDA_PDL=0).
+  bool pdl() const { return pdl_; }
   // Benches: force rows per warp / unroll for every later matvec (0 = the defaults above).
   void tune(int rpw, int unroll) {
     rpw_override_ = rpw;
     unroll_override_ = unroll;
-  }
-  // Benches: force the Q4_K kernel variant and its steps in flight (0 = the defaults).
-  void tune_q4k(int variant, int steps) {
-    q4k_override_ = variant;
-    q4k_steps_override_ = steps;
   }
   // Starts (or stops) timing every launch; see KernelProfile.
   void set_profiling(bool on) { profiling_ = on; }
@@ -218,17 +206,14 @@ class CudaKernels {
   Compiler& compiler_;
   const Module* elementwise_ = nullptr;
   std::map<std::string, CUfunction> matvec_;  // by MatvecSpec::name()
-  std::map<std::tuple<int, bool, int, int>, CUfunction> attention_;  // (head_dim, kv_f16, keys, group)
-  std::pair<int, int> last_attention_{0, 0};
+  std::map<std::tuple<int, bool, int>, CUfunction> attention_;  // (head_dim, kv_f16, keys)
   std::map<std::pair<int, bool>, std::pair<CUfunction, CUfunction>> split_attention_;
   // split_attention_[(head_dim, kv_f16)], compiled on first use: (attention_split, attention_merge).
   const std::pair<CUfunction, CUfunction>& split_functions(int head_dim, bool kv_f16);
   std::map<std::string, CUfunction> ew_;
   bool profiling_ = false;
   int rpw_override_ = 0, unroll_override_ = 0;
-  int q4k_override_ = 0, q4k_steps_override_ = 0;
-  bool pdl_ = false;  // JITLLM_CUDA_PDL set: launches allow programmatic overlap
-  int pdl_mode_ = 0;  // JITLLM_CUDA_PDL's value (0..3)
+  bool pdl_ = false;  // launches allow programmatic overlap (sm_90+, unless JITLLM_CUDA_PDL=0)
   KernelProfile profile_;
 };
 

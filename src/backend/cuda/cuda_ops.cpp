@@ -32,47 +32,34 @@ bool same_rope(const RopeParams& a, const RopeParams& b) {
 
 CudaOps::CudaOps(int ordinal, std::string cache_dir)
     : device_(ordinal), compiler_(device_, std::move(cache_dir)), kernels_(device_, compiler_) {
-  const char* g = std::getenv("JITLLM_CUDA_GRAPH");
+  const CudaKnobs& k = knobs();
   // Dumping reads tensors in the middle of a step, which a replayed graph cannot serve.
-  graphs_enabled_ = !(g && std::string(g) == "0") && !std::getenv("JITLLM_DUMP");
-  splitk_env_ = splitk_setting(std::getenv("JITLLM_CUDA_SPLITK"));
+  graphs_enabled_ = k.graph.on() && !tuning::core_knobs().dump.is_set();
+  stats_ = k.stats.on();
+  splitk_env_ = k.splitk.number();
   // JITLLM_BATCH_INVARIANT=1: the automatic choice depends on the whole step (its rows, its
   // longest row), so a row's bits could differ between solo and together: never split unless set.
-  if (const char* b = std::getenv("JITLLM_BATCH_INVARIANT"); splitk_env_ < 0 && b && std::string(b) == "1")
-    splitk_env_ = 0;
-  const char* fz = std::getenv("JITLLM_CUDA_FUSE");
-  fuse_ = !(fz && std::string(fz) == "0");
-  if (const char* pr = std::getenv("JITLLM_CUDA_PROFILE"); pr && std::string(pr) == "1") {
+  if (splitk_env_ < 0 && k.batch_invariant.on()) splitk_env_ = 0;
+  fuse_ = k.fuse.on();
+  if (k.profile.on()) {
     kernels_.set_profiling(true);  // every launch timed and waited for: no graphs
     graphs_enabled_ = false;
   }
-  const char* ge = std::getenv("JITLLM_CUDA_GEMM");
-  if (!(ge && std::string(ge) == "0") && cublaslt_available()) {
+  if (k.gemm.on() && cublaslt_available()) {
     gemm_ = std::make_unique<Gemm>(compiler_);
     gemm_min_rows_ = gemm_min_rows();
   }
   // Batched decode on int8 tensor cores (mmq.h). JITLLM_BATCH_INVARIANT=1 keeps the matvec for
   // every step, so N sessions stepped together equal their solo steps bit for bit;
   // JITLLM_CUDA_MMQ=0 turns it off (A/B).
-  const char* mq = std::getenv("JITLLM_CUDA_MMQ");
-  const char* bi = std::getenv("JITLLM_BATCH_INVARIANT");
-  if (!(mq && std::string(mq) == "0") && !(bi && std::string(bi) == "1")) {
+  if (k.mmq.on() && !k.batch_invariant.on()) {
     mmq_ = std::make_unique<Mmq>(compiler_);
-    // DQ-MMA launches overlap the kernel before them (PDL, sm_90+) unless JITLLM_CUDA_DQ_PDL=0 or
-    // JITLLM_CUDA_PDL is 0 or 1 (the matvec modes without the register preload).
-    const char* dp = std::getenv("JITLLM_CUDA_DQ_PDL");
-    const char* pm = std::getenv("JITLLM_CUDA_PDL");
-    mmq_->dq().set_pdl(device_.cc_major() >= 9 && !(dp && std::string(dp) == "0") &&
-                       !(pm && *pm && std::atoi(pm) < 2));
-    if (const char* pr = std::getenv("JITLLM_CUDA_PROFILE"); pr && std::string(pr) == "1")
-      mmq_->set_profiling(true);
-    const char* mp = std::getenv("JITLLM_CUDA_MMQ_PREFILL");
-    mmq_prefill_ = mp && std::string(mp) == "1";
+    // DQ-MMA launches overlap the kernel before them as the matvec's do (PDL, sm_90+).
+    mmq_->dq().set_pdl(kernels_.pdl());
+    if (k.profile.on()) mmq_->set_profiling(true);
   }
-  const char* fe = std::getenv("JITLLM_CUDA_FLASH");
-  // JITLLM_CUDA_FLASH: 0 = paged attention for every step, fast = the single-f16 variant.
-  if (!(fe && std::string(fe) == "0"))
-    flash_ = std::make_unique<FlashAttention>(compiler_, !(fe && std::string(fe) == "fast"));
+  // JITLLM_CUDA_FLASH=0: paged attention for every step.
+  if (k.flash.on()) flash_ = std::make_unique<FlashAttention>(compiler_);
 }
 
 void CudaOps::drop_graphs() {
@@ -110,8 +97,8 @@ void CudaOps::ensure_q8(int64_t n, int64_t k) {
 }
 
 size_t CudaOps::xh_bytes(int64_t n, int64_t k) {
-  // quantize_q8 writes whole matvec tiles of rows (JITLLM_CUDA_MAX_TILE may make them wider than
-  // the DQ-MMA kernel's 8), the f16 copy included.
+  // quantize_q8 writes whole matvec tiles of rows, the f16 copy included (tiles of at most 8 rows
+  // now, the DQ-MMA kernel's padding too).
   const int64_t t = CudaKernels::tile_for(n);
   return std::max(DqMma::f16_bytes(n, k), size_t((n + t - 1) / t * t) * size_t(k) * 2);
 }
@@ -122,9 +109,7 @@ void CudaOps::launch_matmul(const TensorInfo& w, Act x, Act out, CUdeviceptr res
     throw_error("CUDA matmul '{}': [{}, {}] x [{}, {}]^T does not fit an output of {} columns",
                 w.name, x.rows, x.cols, d.rows, d.k, out.cols);
   const MatmulSeg one{&d, ptr(out), res};
-  const bool mmq_prefill = mmq_prefill_ && x.rows <= kMmqMaxRows &&
-                           Mmq::supports(std::span<const MatmulSeg>(&one, 1));
-  if (use_gemm(x.rows) && !mmq_prefill) {  // prefill: tensor cores, the residual added after
+  if (use_gemm(x.rows)) {  // prefill: tensor cores, the residual added after
     wrote(out);
     if (launching()) {
       gemm_->matmul(d, ptr(x), x.rows, ptr(out), stream_);
@@ -150,7 +135,7 @@ bool CudaOps::use_mmq(std::span<const MatmulSeg> segs, int64_t rows) const {
     return false;
   const size_t n = batch_.n_rows();
   const bool decode = n <= kDecodeGraphRows && batch_.out_rows.size() == n;
-  return (decode || mmq_prefill_) && Mmq::supports(segs);
+  return decode && Mmq::supports(segs);
 }
 
 void CudaOps::run_matmuls(std::span<const MatmulSeg> segs, Act x, Q8Buffers q8, bool reuse) {
@@ -177,7 +162,7 @@ CudaOps::~CudaOps() {
     if (g) driver().cuGraphDestroy(g);
   }
   drop_graphs();
-  if (std::getenv("JITLLM_CUDA_STATS")) {
+  if (stats_) {
     const CompilerStats& c = compiler_.stats();
     std::fprintf(stderr,
                  "cuda: %s, kernels compiled %lld (%.0f ms), cubins from the disk cache %lld, "
@@ -288,12 +273,7 @@ void CudaOps::begin(const Batch& batch, const KvLayout& kv) {
   const size_t n = batch.n_rows();
   // A DQ step (a decode step the batched kernels take): every q8 producer of the step also writes
   // the f16 copy the DQ-MMA kernel reads (q8_for), so it needs no conversion launch of its own.
-  // JITLLM_CUDA_DQ_FUSED=0: the DQ-MMA kernel converts the q8 rows itself (q8_to_f16).
-  static const bool dq_fused = [] {
-    const char* v = std::getenv("JITLLM_CUDA_DQ_FUSED");
-    return !(v && std::string(v) == "0");
-  }();
-  dq_step_ = mmq_ && dq_fused && DqMma::enabled() && int64_t(n) >= Mmq::min_rows() &&
+  dq_step_ = mmq_ && DqMma::enabled() && int64_t(n) >= Mmq::min_rows() &&
              n <= size_t(kMmqMaxRows) && n <= size_t(kDecodeGraphRows) && batch.out_rows.size() == n &&
              CudaKernels::tile_for(int64_t(n)) % 8 == 0;
   // Blob: u64 pages[P] | u64 store_rows[n] | i32 row_pt[n] | i32 n_kv[n].
@@ -362,14 +342,9 @@ void CudaOps::embed(const TensorInfo& table, Act out) {
   const int64_t n_vocab = table.rows(), k = table.row_length();
   const size_t rb = row_bytes(table.type, k);
   const size_t n = batch_.tokens.size();
-  // Decode steps too (JITLLM_CUDA_DECODE_EMBED=0: host rows as before): only the ids travel,
-  // and a captured step replays the lookup with the ids staged before the graph launch.
-  static const bool decode_embed = [] {
-    const char* e = std::getenv("JITLLM_CUDA_DECODE_EMBED");
-    return !(e && std::string(e) == "0");
-  }();
-  if (gemm_ && Gemm::embeds_on_card(table.type) && table.slice_stride == 0 &&
-      ((int64_t(n) >= gemm_min_rows_ && mode_ == Mode::Direct) || decode_embed)) {
+  // Prefill and decode steps: only the ids travel, and a captured step replays the lookup with
+  // the ids staged before the graph launch.
+  if (gemm_ && Gemm::embeds_on_card(table.type) && table.slice_stride == 0) {
     // The rows are made on the card from the table there (the same bits as dequantize_row),
     // instead of n rows dequantized on the host and uploaded.
     for (size_t i = 0; i < n; ++i)
@@ -457,7 +432,7 @@ CudaOps::Group CudaOps::group(Act x, std::span<const MatmulOut> outs) {
 }
 
 void CudaOps::matmul_group(Act x, std::span<const MatmulOut> outs) {
-  const bool gemm = use_gemm(x.rows) && !(mmq_prefill_ && x.rows <= kMmqMaxRows);
+  const bool gemm = use_gemm(x.rows);
   if (!fuse_ || gemm || outs.size() > 3 || outs.empty()) {
     Ops::matmul_group(x, outs);
     return;

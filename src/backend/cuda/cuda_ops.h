@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/tuning.h"
 #include "graph/ops.h"
 
 namespace jitllm::cuda {
@@ -85,6 +86,7 @@ class CudaOps final : public Ops {
   // CudaKernels::attention_splits_that_pay says so), 0 never, S always with up to S splits per
   // row.
   static int splitk_setting(const char* value);
+  bool stats_ = false;  // JITLLM_CUDA_STATS: the counts printed at exit
   // True when a matmul of `rows` rows in this step goes to the prefill GEMM.
   bool use_gemm(int64_t rows) const;
 
@@ -128,9 +130,8 @@ class CudaOps final : public Ops {
   // Launches matrices reading x (q8: x quantized, or to be when !reuse): the MMQ kernel where
   // use_mmq() says so, the matvec otherwise.
   void run_matmuls(std::span<const MatmulSeg> segs, Act x, Q8Buffers q8, bool reuse);
-  // Decode steps of Mmq::min_rows()..kMmqMaxRows rows (and prefill steps of those sizes with
-  // JITLLM_CUDA_MMQ_PREFILL=1) whose matrices the MMQ kernel reads; never with
-  // JITLLM_BATCH_INVARIANT=1 (then a step of N sessions equals their solo steps bit for bit).
+  // Decode steps of Mmq::min_rows()..kMmqMaxRows rows whose matrices the MMQ kernel reads; never
+  // with JITLLM_BATCH_INVARIANT=1 (then a step of N sessions equals their solo steps bit for bit).
   bool use_mmq(std::span<const MatmulSeg> segs, int64_t rows) const;
   // q8_ sized for n rows of k and its two parts (and xh_ in a DQ step).
   Q8Buffers q8_for(int64_t n, int64_t k);
@@ -224,7 +225,6 @@ class CudaOps final : public Ops {
   // cuBLASLt is missing or JITLLM_CUDA_GEMM=0).
   std::unique_ptr<Gemm> gemm_;
   std::unique_ptr<Mmq> mmq_;  // null: JITLLM_CUDA_MMQ=0 or JITLLM_BATCH_INVARIANT=1
-  bool mmq_prefill_ = false;  // JITLLM_CUDA_MMQ_PREFILL=1
   int64_t gemm_min_rows_ = 0;
   DeviceBuffer embed_ids_;  // prefill steps: token ids for the embedding lookup on the card
   // Prefill attention (steps of at least kFlashMinRows rows, f16 KV): the batch's tiles are

@@ -18,7 +18,7 @@ namespace jitllm::cuda {
 
 void CudaOps::qkv_rope_attention(int il, Act x, const Qkv& w, Act q, Act k, Act v,
                                  const RopeParams& rope, const AttnSpec& spec, Act out) {
-  const bool gemm = use_gemm(x.rows) && !(mmq_prefill_ && x.rows <= kMmqMaxRows);
+  const bool gemm = use_gemm(x.rows);
   if (!fuse_ || !spec.is_plain()) {
     Ops::qkv_rope_attention(il, x, w, q, k, v, rope, spec, out);
     return;
@@ -80,7 +80,7 @@ void CudaOps::matmul_add(const TensorInfo& w, Act x, Act out, Act acc) {
 
 void CudaOps::gate_up_swiglu(Act x, const TensorInfo& gate_w, const TensorInfo& up_w, Act gate,
                              Act up, Act out) {
-  const bool gemm = use_gemm(x.rows) && !(mmq_prefill_ && x.rows <= kMmqMaxRows);
+  const bool gemm = use_gemm(x.rows);
   if (!fuse_ || gemm) {
     Ops::gate_up_swiglu(x, gate_w, up_w, gate, up, out);
     return;

@@ -3,9 +3,8 @@
 #include "backend/cuda/dq_mma.h"
 
 #include <algorithm>
-#include <cstdlib>
 
-#include "backend/cuda/env_knob.h"
+#include "backend/cuda/tuning.h"
 #include "core/error.h"
 
 namespace jitllm::cuda {
@@ -18,13 +17,9 @@ struct DqArgs {
   uint64_t xh;
   int32_t n, nseg, total, pad;
   uint64_t yout, yq, yds, yh;  // the swiglu epilogue's outputs
-  uint64_t part, cnt;          // a split row length's partial tiles and arrival counts
+  uint64_t part, cnt;          // unused (zero): the kernel text keeps them (KSPLIT 1)
 };
 static_assert(sizeof(DqArgs) == 192, "must match the kernel's DqArgs");
-
-// The split row length's arrival counts: one per row tile of a launch below kWideRows rows
-// (tiles of at least 16 rows, 3 matrices' ragged last tiles).
-constexpr size_t kMaxSplitTiles = DqMma::kWideRows / 16 + 3;
 
 }  // namespace
 
@@ -40,34 +35,7 @@ bool DqMma::supports(std::span<const MatmulSeg> segs) {
   return true;
 }
 
-// The activation's staging copies through L1 (DqMmaSpec::x_l1); JITLLM_CUDA_DQ_XL1=0 bypasses it.
-// H200, 8B Q4_K_M, 32 sessions, one call: 4835 / 4851 tok/s with, 4781 / 4742 without.
-bool DqMma::x_l1() {
-  static const bool on = env_int("JITLLM_CUDA_DQ_XL1", 1) != 0;
-  return on;
-}
-
-// The e4m3 unpacking for a launch: on sm_89+ (cvt.f16x2.e4m3x2), asked for (tune() or
-// JITLLM_CUDA_DQ_E4M3=1, off until timed on a card), and every Q4_K matrix with small scales (the
-// kernel has one Q4_K path for all of its segments).
-bool DqMma::use_e4m3(std::span<const MatmulSeg> segs) const {
-  static const bool env_on = env_int("JITLLM_CUDA_DQ_E4M3", 0) != 0;
-  const Device& d = compiler_.device();
-  if (d.cc_major() * 10 + d.cc_minor() < 89) return false;
-  if (!(e4m3_override_ >= 0 ? e4m3_override_ != 0 : env_on)) return false;
-  bool any = false;
-  for (const MatmulSeg& s : segs) {
-    if (s.w->kind != WeightKind::Q4_K) continue;
-    if (!s.w->q4k_small_scales) return false;
-    any = true;
-  }
-  return any;
-}
-
-bool DqMma::enabled() {
-  static const bool on = env_int("JITLLM_CUDA_DQMMA", 1) != 0;
-  return on;
-}
+bool DqMma::enabled() { return knobs().dqmma.on(); }
 
 size_t DqMma::f16_bytes(int64_t n, int64_t k) { return size_t((n + 7) / 8 * 8) * size_t(k) * 2; }
 
@@ -98,35 +66,6 @@ void DqMma::run(CUfunction f, unsigned grid, unsigned grid_y, unsigned block, si
   profile_.timed_launch(f, grid, grid_y, 1, block, smem, s, args, label);
 }
 
-void DqMma::reserve_split_scratch(size_t part_bytes, const Stream& s) {
-  if (part_.bytes() >= part_bytes && cnt_.get()) return;
-  // Grown only in a direct step: the first step of every row count runs uncaptured (CudaOps),
-  // and an allocation cannot be recorded into a graph.
-  CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
-  check(driver().cuStreamIsCapturing(s.get(), &capturing), "cuStreamIsCapturing");
-  if (capturing != CU_STREAM_CAPTURE_STATUS_NONE)
-    throw_error("dqmma: the split row length needs {} bytes of scratch while a graph is being captured", part_bytes);
-  check(driver().cuStreamSynchronize(s.get()), "cuStreamSynchronize");  // the old scratch is idle
-  part_ = DeviceBuffer(part_bytes);
-  if (!cnt_.get()) {
-    cnt_ = DeviceBuffer(kMaxSplitTiles * sizeof(int32_t));
-    check(driver().cuMemsetD8Async(cnt_.get(), 0, cnt_.bytes(), s.get()), "cuMemsetD8Async(dqmma arrival counts)");
-  }
-}
-
-int DqMma::split_for(int64_t k, int64_t total_rows) const {
-  // JITLLM_CUDA_DQ_KSTEPS (default 0 = off): launches below kWideRows rows split the row length
-  // over CTAs of about this many steps of 256 each (instead of over one CTA's warps).
-  static const int ksteps_env = std::max(0, env_int("JITLLM_CUDA_DQ_KSTEPS", 0));
-  const int steps = int(k / 256);
-  int ks = ksplit_override_ > 0 ? ksplit_override_
-           : total_rows < kWideRows && ksteps_env > 0 ? (steps + ksteps_env - 1) / ksteps_env
-                                                      : 1;
-  ks = std::clamp(ks, 1, std::min(16, steps));
-  const int sps = (steps + ks - 1) / ks;
-  return (steps + sps - 1) / sps;  // no split without steps
-}
-
 void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q8, CUdeviceptr xh,
                          const Stream& s) {
   if (n <= 0 || segs.empty()) return;
@@ -137,50 +76,23 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
   spec.nseg = int(segs.size());
   spec.k = k;
   spec.nt8 = int((n + 7) / 8);
-  // Defaults measured on the H200 (docs/cuda.md, "Batched decode on f16 tensor cores"): launches
-  // of >= 16384 rows (grouped gate/up, the head) with each warp owning 16 rows of the whole row
-  // length (8B gate at n = 32: 36.9 us vs 39.1 split, head 228 vs 301); smaller ones with the
-  // row length split over 4 warps (8B q/o: 19.5 us vs 28.8), 2 tiles of 16 rows per warp for
-  // 2..4 activation tiles, 1 otherwise (registers: two steps of weights, MT x NT8 accumulators).
-  // JITLLM_CUDA_DQ_MT / _WARPS / _SPLITK (0 or 1) force a shape for benches.
-  static const int mt_env = std::clamp(env_int("JITLLM_CUDA_DQ_MT", 0), 0, 2);
-  static const int warps_env = std::clamp(env_int("JITLLM_CUDA_DQ_WARPS", 0), 0, 8);
-  static const int splitk_env = env_int("JITLLM_CUDA_DQ_SPLITK", -1);
+  // The shapes that were faster on the H200 (docs/cuda.md, session 4, "Batched decode on f16
+  // tensor cores"): launches of >= 16384 rows (grouped gate/up, the head) with each warp owning
+  // 16 rows of the whole row length, smaller ones with the row length split over the warps; 2
+  // tiles of 16 rows per warp for 2..4 activation tiles, 1 otherwise (registers: two steps of
+  // weights, MT x NT8 accumulators).
   int64_t total_rows = 0;
   for (const MatmulSeg& sg : segs) total_rows += sg.w->rows;
   const bool wide = total_rows >= kWideRows;
-  spec.ksplit = split_for(k, total_rows);
-  spec.splitk = spec.ksplit > 1 ? false
-                : splitk_override_ >= 0 ? splitk_override_ != 0 : splitk_env >= 0 ? splitk_env != 0 : !wide;
-  // JITLLM_CUDA_DQ_STAGES (2..4, default 2): the steps in each warp's ring (2 tiles per warp
-  // then only with 2: a longer ring of 2 tiles spills).
-  // _WIDE: the ring of the wide launches (rows per warp), and their warps per CTA (8: the CTA's
-  // staged activation serves 128 rows; H200, 8B 32 sessions, one call, A B B A: 4876 / 4902
-  // tok/s vs 4781 / 4742 with 4).
-  static const int stages_env = std::clamp(env_int("JITLLM_CUDA_DQ_STAGES", 2), 2, 4);
-  static const int stages_wide = std::clamp(env_int("JITLLM_CUDA_DQ_STAGES_WIDE", 2), 2, 4);
-  static const int warps_wide = std::clamp(env_int("JITLLM_CUDA_DQ_WARPS_WIDE", 8), 1, 8);
-  spec.stages = stages_override_ > 0 ? stages_override_ : wide && !spec.splitk ? std::max(stages_env, stages_wide)
-                                                                               : stages_env;
-  spec.mt = mt_override_ > 0 ? mt_override_ : mt_env > 0 ? mt_env
-            : spec.splitk && spec.nt8 >= 2 && spec.nt8 <= 4 && spec.stages == 2 ? 2 : 1;
-  // Long rows split over the warps (ffn_down, K = 14336 on the 8B): JITLLM_CUDA_DQ_WARPS_LONG
-  // warps for K >= 8192. H200, one call, 8B 32 sessions: 4 warps 4369 tok/s, 8 warps 4552.
-  static const int warps_long = std::clamp(env_int("JITLLM_CUDA_DQ_WARPS_LONG", 8), 1, 8);
-  // JITLLM_CUDA_DQ_KS_WARPS (default 4): warps per CTA of a split row length.
-  static const int warps_ks = std::clamp(env_int("JITLLM_CUDA_DQ_KS_WARPS", 4), 1, 8);
-  spec.warps = warps_override_ > 0 ? warps_override_ : warps_env > 0 ? warps_env
-               : spec.ksplit > 1 ? warps_ks
-               : spec.splitk && k >= 8192 ? warps_long : spec.splitk ? 4 : warps_wide;
-  spec.x_l1 = x_l1();
-  spec.e4m3 = use_e4m3(segs);
-  // JITLLM_CUDA_DQ_XSTAGE=1 (off until timed on a card): the split-warp launches stage their
-  // activation slices in shared memory, where the ring fits in one CTA's shared memory.
-  static const bool xstage_env = env_int("JITLLM_CUDA_DQ_XSTAGE", 0) != 0;
-  if (spec.splitk && (xstage_override_ >= 0 ? xstage_override_ != 0 : xstage_env)) {
-    spec.x_stage = true;
-    if (dq_mma_smem_bytes(spec) > compiler_.device().max_smem_per_block_optin()) spec.x_stage = false;
-  }
+  spec.splitk = splitk_override_ >= 0 ? splitk_override_ != 0 : !wide;
+  // A ring of 2 steps per warp (longer rings were slower; 2 tiles per warp need it: a longer ring
+  // of 2 tiles spills).
+  spec.stages = stages_override_ > 0 ? stages_override_ : 2;
+  spec.mt = mt_override_ > 0 ? mt_override_ : spec.splitk && spec.nt8 >= 2 && spec.nt8 <= 4 && spec.stages == 2 ? 2 : 1;
+  // Warps per CTA: 8 for the wide launches (the CTA's staged activation serves 128 rows) and for
+  // long rows split over the warps (ffn_down, K = 14336 on the 8B: K >= 8192), 4 for the other
+  // split ones (docs/perf/cuda.md, "Tuning measurements").
+  spec.warps = warps_override_ > 0 ? warps_override_ : spec.splitk && k >= 8192 ? 8 : spec.splitk ? 4 : 8;
   const int64_t rows_per_cta = 16 * spec.mt * (spec.splitk ? 1 : spec.warps);
   DqArgs a{};
   const int64_t ctas = tc_segments(segs, rows_per_cta, a.seg, spec.kinds);
@@ -188,13 +100,6 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
   a.n = int32_t(n);
   a.nseg = spec.nseg;
   a.total = int32_t(ctas);
-  if (spec.ksplit > 1) {
-    if (size_t(ctas) > kMaxSplitTiles)
-      throw_error("dqmma: a split row length over {} row tiles (at most {})", ctas, kMaxSplitTiles);
-    reserve_split_scratch(size_t(spec.ksplit) * ctas * rows_per_cta * spec.nt8 * 8 * sizeof(float), s);
-    a.part = part_.get();
-    a.cnt = cnt_.get();
-  }
   // The f16 copy of the activation, padded rows included (they are read, never stored), unless
   // the kernel that quantized x wrote it (q8.h: CudaOps in a DQ step).
   if (q8.h != xh) {
@@ -211,7 +116,7 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
     for (size_t i = 0; i < segs.size(); ++i) label += fmt::format("{}{}", i ? "+" : " ", segs[i].w->rows);
     label += fmt::format(" n={}{}", n, segs[0].res ? " +res" : "");
   }
-  run(function(spec), unsigned(ctas), unsigned(spec.ksplit), unsigned(32 * spec.warps), dq_mma_smem_bytes(spec), s,
+  run(function(spec), unsigned(ctas), 1, unsigned(32 * spec.warps), dq_mma_smem_bytes(spec), s,
       args, label);
 }
 
@@ -220,9 +125,8 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
 namespace jitllm::cuda {
 
 bool DqMma::swiglu_enabled() {
-  // H200, 8B 32 sessions, one call, A B B A: 4873 / 4830 tok/s vs 4781 / 4742 unfused.
-  static const bool on = env_int("JITLLM_CUDA_DQ_SWIGLU", 1) != 0;
-  return on;
+  // On: faster than gate/up then swiglu_q8 on the H200 (docs/cuda-sessions-together.md).
+  return knobs().dq_swiglu.on();
 }
 
 bool DqMma::swiglu_fits(std::span<const MatmulSeg> segs) {
@@ -242,13 +146,10 @@ void DqMma::matmul_swiglu(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers 
   spec.nt8 = int((n + 7) / 8);
   spec.mt = 1;
   spec.swiglu = true;
-  // Warps: half on gate, half on up rows (8: 64 rows of each per CTA). JITLLM_CUDA_DQ_SWIGLU_WARPS
-  // for benches: 4 or 8 (whole q8 blocks of 32 rows per CTA).
-  static const int warps_env = env_int("JITLLM_CUDA_DQ_SWIGLU_WARPS", 8) >= 8 ? 8 : 4;
-  spec.warps = warps_override_ == 4 || warps_override_ == 8 ? warps_override_ : warps_env;
+  // Warps: half on gate, half on up rows (8: 64 rows of each per CTA; 4 was slower); tune() may
+  // pick 4 (whole q8 blocks of 32 rows per CTA either way).
+  spec.warps = warps_override_ == 4 ? 4 : 8;
   spec.stages = stages_override_ > 0 ? stages_override_ : 2;
-  spec.x_l1 = x_l1();
-  spec.e4m3 = use_e4m3(segs);
   const int64_t rows_per_cta = 16 * spec.mt * (spec.warps / 2);
   DqArgs a{};
   // Both segments get the same tiles: the CTA count is one matrix's.

@@ -7,12 +7,10 @@
 //    the repacked Q6_K and Q8_0; rows whose length is a multiple of 256.
 //  - The activation is the matvec's q8 rows as f16(q d) (rows padded to a multiple of 8), written
 //    by the kernel that quantized them (Q8Buffers::h) or by q8_to_f16 here, so a batched row sees
-//    the activation the solo matvec rounds to, up to
-//    the f16 rounding of each value; the weights differ from the exact dequantization by their f16
-//    rounding. Repeated calls give the same bits (fixed MMA order; a split row length adds its
-//    partial tiles in split order, whichever CTA arrives last).
-// The caller passes the f16 activation buffer (f16_bytes()); DqMma owns only the scratch of a
-// split row length (DqMmaSpec::ksplit).
+//    the activation the solo matvec rounds to, up to the f16 rounding of each value; the weights
+//    differ from the exact dequantization by their f16 rounding. Repeated calls give the same
+//    bits (fixed MMA order).
+// The caller passes the f16 activation buffer (f16_bytes()); DqMma owns no device memory.
 #pragma once
 
 #include <cstdint>
@@ -41,21 +39,6 @@ struct DqMmaSpec {
   int stages = 2;
   // Two matrices gate, up of one kind: writes silu(gate) up (f32, q8, f16) instead (rows per warp).
   bool swiglu = false;
-  // The activation's copies into shared memory through L1 (cp.async.ca), so the CTAs on one SM,
-  // which all read the same activation step, fetch it from L2 once instead of once per CTA.
-  bool x_l1 = false;
-  // Warps owning rows: the row length split over this many CTAs per row tile (grid.y), partial
-  // tiles added by the tile's last CTA in split order (DqMma's scratch), for matrices too short
-  // to fill the card with CTAs of whole rows.
-  int ksplit = 1;
-  // Q4_K nibbles unpacked with sm_89's e4m3x2 -> f16x2 conversion (one instruction per pair
-  // instead of a byte permute and a bias subtraction): a nibble q as the e4m3 byte 0000qqqq is
-  // q / 512 exactly, and the step's scales carry the 512 (exact: a power of two), so the product
-  // and its rounding are those of the default path. Needs every |d| <= 2 (q4k_small_scales).
-  bool e4m3 = false;
-  // With splitk: each warp stages its activation slices in shared memory (a ring of 3 half steps,
-  // cp.async, one step ahead) instead of reading them from global memory in the MMA loop.
-  bool x_stage = false;
   std::string name() const;
 };
 
@@ -77,7 +60,6 @@ class DqMma {
   static bool supports(std::span<const MatmulSeg> segs);
   // JITLLM_CUDA_DQMMA (default 1): 0 keeps the int8 MMQ for every batched step.
   static bool enabled();
-  static bool x_l1();
   // Bytes of the f16 activation for n rows of k (n padded to a multiple of 8).
   static size_t f16_bytes(int64_t n, int64_t k);
 
@@ -102,21 +84,12 @@ class DqMma {
   // Benches and tests: force tiles per warp / warps per CTA (0 = the defaults) / the split of the
   // row length over the warps (-1 = the default, 0 off, 1 on) / the steps in the ring (0 = the
   // default).
-  // ksplit: CTAs over the row length (0 = the default, JITLLM_CUDA_DQ_KSTEPS).
-  void tune(int mt, int warps, int splitk = -1, int stages = 0, int ksplit = 0) {
+  void tune(int mt, int warps, int splitk = -1, int stages = 0) {
     mt_override_ = mt;
     warps_override_ = warps;
     splitk_override_ = splitk;
     stages_override_ = stages;
-    ksplit_override_ = ksplit;
   }
-  // The CTAs over the row length that a launch of these rows takes (1: none).
-  int split_for(int64_t k, int64_t total_rows) const;
-  // Tests: the e4m3 unpacking on (1) or off (0) whatever the env (-1: the env).
-  void tune_e4m3(int on) { e4m3_override_ = on; }
-  // Tests: the split-warp launches' staged activation on (1) / off (0) whatever the env (-1).
-  void tune_xstage(int on) { xstage_override_ = on; }
-  bool use_e4m3(std::span<const MatmulSeg> segs) const;
   // Tests: the variant (DqMmaSpec::name()) of the last launch.
   const std::string& last_variant() const { return last_variant_ ? *last_variant_ : kNone; }
   void set_profiling(bool on) { profiling_ = on; }
@@ -127,18 +100,13 @@ class DqMma {
 
  private:
   CUfunction function(const DqMmaSpec& spec);
-  // part_ of at least part_bytes (grown outside graph capture only) and the zeroed counts.
-  void reserve_split_scratch(size_t part_bytes, const Stream& s);
   void run(CUfunction f, unsigned grid, unsigned grid_y, unsigned block, size_t smem, const Stream& s,
            void** args, const std::string& label);
 
   Compiler& compiler_;
   std::map<std::string, CUfunction> fns_;  // by DqMmaSpec::name()
   CUfunction to_f16_ = nullptr;
-  int mt_override_ = 0, warps_override_ = 0, splitk_override_ = -1, stages_override_ = 0, ksplit_override_ = 0;
-  int e4m3_override_ = -1, xstage_override_ = -1;
-  // A split row length's partial tiles and per-tile arrival counts (allocated at its first use).
-  DeviceBuffer part_, cnt_;
+  int mt_override_ = 0, warps_override_ = 0, splitk_override_ = -1, stages_override_ = 0;
   const std::string* last_variant_ = nullptr;  // a key of fns_
   inline static const std::string kNone;
   bool profiling_ = false, pdl_ = false;

@@ -560,17 +560,14 @@ size_t dq_mma_smem_bytes(const DqMmaSpec& spec) {
   // (The swiglu epilogue's tile, NTOK x (8 MT WARPS + 4) floats, fits in the staging buffers.)
   const size_t ntok = size_t(spec.nt8) * 8;
   if (!spec.splitk) return size_t(spec.stages) * ntok * 288 * 2;
-  const size_t reduction = ntok * (16 * spec.mt + 4) * 4;
-  return spec.x_stage ? std::max(reduction, size_t(spec.warps) * 3 * ntok * 128 * 2) : reduction;
+  return ntok * (16 * spec.mt + 4) * 4;  // the reduction tile
 }
 
 std::string DqMmaSpec::name() const {
   std::string s = "dqmma";
   for (int i = 0; i < nseg; ++i) s += fmt::format("{}{}", i ? "+" : " ", weight_kind_name(kinds[i]));
   return s + fmt::format(" k={} nt8={} mt={} warps={}{}{}{}", k, nt8, mt, warps, splitk ? " splitk" : "",
-                         stages != 2 ? fmt::format(" nb={}", stages) : "", swiglu ? " swiglu" : "") +
-         (x_l1 ? " xl1" : "") + (ksplit > 1 ? fmt::format(" ks={}", ksplit) : "") + (e4m3 ? " e4m3" : "") +
-         (x_stage && splitk ? " xstage" : "");
+                         stages != 2 ? fmt::format(" nb={}", stages) : "", swiglu ? " swiglu" : "");
 }
 
 std::string dq_mma_source(const DqMmaSpec& spec) {
@@ -579,17 +576,17 @@ std::string dq_mma_source(const DqMmaSpec& spec) {
   if (spec.mt < 1 || spec.mt > 2) throw_error("dqmma: {} tiles of 16 weight rows per warp is not in [1, 2]", spec.mt);
   if (spec.warps < 1 || spec.warps > 8) throw_error("dqmma: {} warps is not in [1, 8]", spec.warps);
   if (spec.stages < 2 || spec.stages > 4) throw_error("dqmma: {} steps in the ring is not in [2, 4]", spec.stages);
-  if (spec.ksplit < 1 || spec.ksplit > 16 || (spec.ksplit > 1 && (spec.splitk || spec.swiglu)))
-    throw_error("dqmma: a split of the row length over {} CTAs (1 to 16, warps owning rows only)", spec.ksplit);
   // (Whole q8 blocks per CTA: 16 MT WARPS / 2 rows a multiple of 32.)
   if (spec.swiglu && (spec.nseg != 2 || spec.kinds[0] != spec.kinds[1] || spec.splitk ||
                       spec.warps % 2 != 0 || (8 * spec.mt * spec.warps) % 32 != 0))
     throw_error("dqmma: the swiglu epilogue takes gate and up of one kind, rows per warp, whole q8 blocks per CTA");
+  // X_L1 1, KSPLIT 1, E4M3 0, XSTAGE 0: the options that went (the activation always through L1;
+  // no split row length, e4m3 unpacking or staged activation) keep their values in the text, which
+  // still has their branches, so every source and its cache key stay as they were.
   std::string defs = fmt::format(
       "#define K {}\n#define NT8 {}\n#define MT {}\n#define WARPS {}\n#define NSEG {}\n#define SPLITK {}\n"
-      "#define RING {}\n#define SWIGLU {}\n#define X_L1 {}\n#define KSPLIT {}\n#define E4M3 {}\n#define XSTAGE {}\n",
-      spec.k, spec.nt8, spec.mt, spec.warps, spec.nseg, spec.splitk ? 1 : 0, spec.stages, spec.swiglu ? 1 : 0,
-      spec.x_l1 ? 1 : 0, spec.ksplit, spec.e4m3 ? 1 : 0, spec.x_stage && spec.splitk ? 1 : 0);
+      "#define RING {}\n#define SWIGLU {}\n#define X_L1 1\n#define KSPLIT 1\n#define E4M3 0\n#define XSTAGE 0\n",
+      spec.k, spec.nt8, spec.mt, spec.warps, spec.nseg, spec.splitk ? 1 : 0, spec.stages, spec.swiglu ? 1 : 0);
   const SegmentKinds sk = segment_kinds(spec.kinds, spec.nseg, spec.k, dq_mma_supports, "dqmma",
                                         "Q4_K, Q6_K, Q8_0: multiples of 256");
   std::string src = defs + sk.defs + kernel_prelude() + kHead;

@@ -237,10 +237,12 @@ std::vector<FlashTile> flash_tiles(std::span<const int32_t> row_seq) {
   return tiles;
 }
 
-std::string flash_attention_source(int head_dim, bool precise) {
+std::string flash_attention_source(int head_dim) {
   if (!flash_supported(head_dim, true))
     throw_error("flash attention: head size {} is not a multiple of 16 in [16, 128]", head_dim);
-  return fmt::format("#define HD {}\n#define PRECISE {}\n", head_dim, precise ? 1 : 0) + kFlash;
+  // (The text keeps its PRECISE branches, defined 1, since the single-f16 variant was removed,
+  // so every source and its cache key stay as they were.)
+  return fmt::format("#define HD {}\n#define PRECISE 1\n", head_dim) + kFlash;
 }
 
 void FlashAttention::run(const CudaKernels::AttentionCall& a, CUdeviceptr tiles, int n_tiles,
@@ -254,10 +256,8 @@ void FlashAttention::run(const CudaKernels::AttentionCall& a, CUdeviceptr tiles,
   if (n_tiles <= 0) return;
   auto it = fns_.find(a.head_dim);
   if (it == fns_.end()) {
-    const Module& m =
-        compiler_.module(flash_attention_source(a.head_dim, precise_),
-                         fmt::format("flash attention head_dim={}{}", a.head_dim,
-                                     precise_ ? "" : " (fast)"));
+    const Module& m = compiler_.module(flash_attention_source(a.head_dim),
+                                       fmt::format("flash attention head_dim={}", a.head_dim));
     it = fns_.emplace(a.head_dim, m.function("flash_attention")).first;
   }
   CUdeviceptr q = a.q, out = a.out, pages = a.pages, row_pt = a.row_pt, n_kv = a.n_kv, t = tiles;

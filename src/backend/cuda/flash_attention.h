@@ -30,23 +30,19 @@ bool flash_supported(int head_dim, bool kv_f16);
 // Consecutive rows of the same sequence (row_seq[i]), cut into tiles of kFlashTileRows.
 std::vector<FlashTile> flash_tiles(std::span<const int32_t> row_seq);
 
-// Entry point "flash_attention"; grid (n_tiles, n_head), block 128. precise: Q and P each as an
-// f16 pair (value + remainder, two MMAs each), so the result is within f32 rounding of the
-// reference; otherwise both are single f16 roundings (~2e-4 relative error, the two halves of the
-// MMA work).
-std::string flash_attention_source(int head_dim, bool precise);
+// Entry point "flash_attention"; grid (n_tiles, n_head), block 128. Q and P each as an f16 pair
+// (value + remainder, two MMAs each), so the result is within f32 rounding of the reference.
+std::string flash_attention_source(int head_dim);
 
 class FlashAttention {
  public:
-  explicit FlashAttention(Compiler& compiler, bool precise = true)
-      : compiler_(compiler), precise_(precise) {}
+  explicit FlashAttention(Compiler& compiler) : compiler_(compiler) {}
   // a: as for CudaKernels::attention (kv_f16 must be true); tiles: device array of n_tiles
   // FlashTile covering every row of a.
   void run(const CudaKernels::AttentionCall& a, CUdeviceptr tiles, int n_tiles, const Stream& s);
 
  private:
   Compiler& compiler_;
-  bool precise_;
   std::map<int, CUfunction> fns_;  // by head size
 };
 

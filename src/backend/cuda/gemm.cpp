@@ -2,7 +2,6 @@
 #include "backend/cuda/gemm.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "backend/cuda/weight_formats.h"
@@ -21,11 +20,9 @@ unsigned grid_for(int64_t items, int per_block) {
 }  // namespace
 
 int64_t gemm_min_rows() {
-  // Measured on the H200 (docs/cuda.md, "Prefill GEMM"): from 16 rows on the GEMM (dequantize
-  // included) beats the matvec passes on Q4_K, Q6_K and F16 and ties on Q8_0.
-  int64_t n = 16;
-  if (const char* e = std::getenv("JITLLM_CUDA_GEMM_MIN_ROWS")) n = std::atoll(e);
-  return std::max<int64_t>(n, 9);
+  // From 16 rows on the GEMM (dequantization included) beats the matvec passes on Q4_K, Q6_K and
+  // F16 and ties on Q8_0 (the H200: docs/cuda.md, "Prefill on tensor cores").
+  return 16;
 }
 
 Gemm::Gemm(Compiler& compiler) : compiler_(compiler) {

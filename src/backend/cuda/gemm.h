@@ -77,7 +77,7 @@ class Gemm {
   DeviceBuffer workspace_;  // cuBLASLt's
 };
 
-// The smallest batch that takes the GEMM (JITLLM_CUDA_GEMM_MIN_ROWS overrides; never below 9).
+// The smallest batch that takes the GEMM (16 rows).
 // CudaOps also keeps decode steps (graph-captured) on the matvec kernels.
 int64_t gemm_min_rows();
 

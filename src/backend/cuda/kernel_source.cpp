@@ -509,85 +509,6 @@ constexpr const char* kAttention = R"(  const int row = blockIdx.x, h = blockIdx
 }
 )";
 
-// GQ > 1: one CTA per (query row, KV head) for its GQ query heads (the whole group): each K and V
-// row is read once for all of them instead of once per head; otherwise the KPS loop above, per
-// head (each head's scores, softmax state and sums as there, so the same bits as KPS > 1 with one
-// head per CTA). Warp w merges the warps' states of heads w, w + 4, ...
-constexpr const char* kAttentionGqa = R"(  const int row = blockIdx.x, hk = blockIdx.y, h0 = hk * GQ;  // group == GQ
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  float qv[GQ][E], acc[GQ][E], m[GQ], l[GQ];
-#pragma unroll
-  for (int j = 0; j < GQ; ++j) {
-    const float* qr = q + ((size_t)row * n_head + h0 + j) * HD;
-#pragma unroll
-    for (int i = 0; i < E; ++i) {
-      const int d = lane + 32 * i;
-      qv[j][i] = d < HD ? qr[d] : 0.0f;
-      acc[j][i] = 0.0f;
-    }
-    m[j] = NEG_INF;
-    l[j] = 0.0f;
-  }
-  const u64* pt = pages + row_pt[row];
-  const int nk = n_kv[row];
-  for (int p0 = warp * KPS; p0 < nk; p0 += 4 * KPS) {
-    float s[KPS][GQ], vv[KPS][E];
-#pragma unroll
-    for (int u = 0; u < KPS; ++u) {
-      const int p = min(p0 + u, nk - 1);  // past the end: a valid key, its weight dropped below
-      const u8* base = (const u8*)pt[p / page_tokens] + (size_t)(p % page_tokens) * row_bytes +
-                       (size_t)hk * HD * (KV_F16 ? 2 : 4);
-      float kk[E];
-#pragma unroll
-      for (int i = 0; i < E; ++i) {
-        const int d = lane + 32 * i;
-        kk[i] = d < HD ? kv_load(base + koff, d) : 0.0f;
-        vv[u][i] = d < HD ? kv_load(base + voff, d) : 0.0f;
-      }
-#pragma unroll
-      for (int j = 0; j < GQ; ++j) {
-        s[u][j] = 0.0f;
-#pragma unroll
-        for (int i = 0; i < E; ++i)
-          if (lane + 32 * i < HD) s[u][j] += qv[j][i] * kk[i];
-      }
-    }
-#pragma unroll
-    for (int j = 0; j < GQ; ++j) {
-      float mn = m[j];
-#pragma unroll
-      for (int u = 0; u < KPS; ++u) {
-        s[u][j] = warp_sum(s[u][j]) * scale;
-        mn = fmaxf(mn, s[u][j]);  // (a clamped slot repeats the last key's score)
-      }
-      const float corr = expf(m[j] - mn);
-      l[j] *= corr;
-#pragma unroll
-      for (int i = 0; i < E; ++i) acc[j][i] *= corr;
-#pragma unroll
-      for (int u = 0; u < KPS; ++u) {
-        const float e = p0 + u < nk ? expf(s[u][j] - mn) : 0.0f;
-        l[j] += e;
-#pragma unroll
-        for (int i = 0; i < E; ++i) acc[j][i] += e * vv[u][i];
-      }
-      m[j] = mn;
-    }
-  }
-  __shared__ float sm[4][GQ], sl[4][GQ], sacc[4][GQ][E * 32];
-#pragma unroll
-  for (int j = 0; j < GQ; ++j) {
-    if (lane == 0) { sm[warp][j] = m[j]; sl[warp][j] = l[j]; }
-#pragma unroll
-    for (int i = 0; i < E; ++i) sacc[warp][j][lane + 32 * i] = acc[j][i];
-  }
-  __syncthreads();
-  for (int j = warp; j < GQ; j += 4)
-    attn_merge_store(&sm[0][j], &sl[0][j], &sacc[0][j][0], GQ, GQ * E * 32, row, h0 + j, n_head, lane, out, xq,
-                     xds, xh);
-}
-)";
-
 }  // namespace
 
 const char* weight_kind_name(WeightKind kind) {
@@ -628,23 +549,16 @@ const char* kernel_prelude() { return kPrelude; }
 
 std::string elementwise_source() { return std::string(kPrelude) + kElementwise; }
 
-bool attention_gqa_fits(int head_dim, int group, int keys_per_step) {
-  // Per lane: q and the sums (2 GQ E), the staged keys' values (KPS E) and scores (KPS GQ); nvcc
-  // gives 96 registers at GQ 4, E 4, KPS 4 and 158 at GQ 8, E 4, KPS 4.
-  const int e = (head_dim + 31) / 32;
-  return group > 1 && group <= 8 && head_dim > 0 && group * e <= 32 && group * e * (2 + keys_per_step) <= 192;
-}
-
-std::string attention_source(int head_dim, bool kv_f16, int keys_per_step, int group) {
+std::string attention_source(int head_dim, bool kv_f16, int keys_per_step) {
   if (head_dim <= 0 || head_dim > 512)
     throw_error("attention: head size {} is not in [1, 512]", head_dim);
   if (keys_per_step != 1 && keys_per_step != 2 && keys_per_step != 4 && keys_per_step != 8)
     throw_error("attention: {} keys per warp step is not 1, 2, 4 or 8", keys_per_step);
-  if (group != 1 && !attention_gqa_fits(head_dim, group, keys_per_step))
-    throw_error("attention: {} query heads per CTA at head size {} do not fit its registers", group, head_dim);
-  return fmt::format("#define HD {}\n#define KV_F16 {}\n#define KPS {}\n#define GQ {}\n", head_dim,
-                     kv_f16 ? 1 : 0, keys_per_step, group) +
-         kPrelude + kAttentionCommon + (group > 1 ? kAttentionGqa : kAttention);
+  // (GQ: read by no kernel since the CTA per group of query heads was removed; kept so every
+  // source and its cache key stay as they were.)
+  return fmt::format("#define HD {}\n#define KV_F16 {}\n#define KPS {}\n#define GQ 1\n", head_dim,
+                     kv_f16 ? 1 : 0, keys_per_step) +
+         kPrelude + kAttentionCommon + kAttention;
 }
 
 }  // namespace jitllm::cuda

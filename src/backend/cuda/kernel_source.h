@@ -36,15 +36,10 @@ struct MatvecSpec {
   int nseg = 1;
   int64_t k = 0;
   int nt = 1, rpw = 1, unroll = 4;
-  bool prefetch = false;  // L2 prefetch of the first weight rows before waiting for the previous kernel (PDL)
   // Programmatic dependent launch with the first weight loads in registers before waiting for the
-  // previous kernel (the weights do not depend on it): 0 off, 1 the dependents are let go at the
-  // start of each CTA, 2 after its dot products (so at most one kernel waits ahead).
-  int preload = 0;
-  // Q4_K segments: kernel variant (1: four lanes per block, two 16-byte nibble loads each; 2:
-  // eight lanes per block, one warp load = four blocks) and, for 2, steps of four blocks whose
-  // loads are issued together.
-  int q4k_variant = 1, q4k_steps = 4;
+  // previous kernel (the weights do not depend on it), the dependents let go after the CTA's dot
+  // products (so at most one kernel waits ahead).
+  bool preload = false;
   // One residual matrix whose last CTA also applies RMSNorm + q8 to the updated residual rows
   // (CudaKernels::NormEpilogue).
   bool norm = false;
@@ -82,10 +77,8 @@ SegmentKinds segment_kinds(const WeightKind* kinds, int nseg, int64_t k,
 std::string elementwise_source();
 
 // Decode/prefill attention over paged KV for one head size. Entry point "attention".
-// keys_per_step: keys each warp takes per loop step (1, 2, 4, 8; 1 is the one-key loop). group > 1:
-// one CTA per (row, KV head) for the group's query heads (attention_gqa_fits), K/V read once.
-std::string attention_source(int head_dim, bool kv_f16, int keys_per_step = 1, int group = 1);
-bool attention_gqa_fits(int head_dim, int group, int keys_per_step);
+// keys_per_step: keys each warp takes per loop step (1, 2, 4, 8; 1 is the one-key loop).
+std::string attention_source(int head_dim, bool kv_f16, int keys_per_step = 1);
 // Split-K decode attention (split_attention.cpp): entry points "attention_split" and
 // "attention_merge".
 std::string split_attention_source(int head_dim, bool kv_f16);

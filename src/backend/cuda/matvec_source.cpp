@@ -1,6 +1,7 @@
 // CUDA C++ text of the matvec kernel (see kernel_source.h for the launch conventions): one
 // launch for up to 3 matrices of any kinds reading one activation, RPW weight rows per warp, NT
-// activation rows per pass, the optional residual epilogue, and the PDL prefetch variant.
+// activation rows per pass, the optional residual, norm, rope and swiglu epilogues, and the PDL
+// weight preload.
 #include <fmt/format.h>
 
 #include "backend/cuda/kernel_source.h"
@@ -104,91 +105,6 @@ template <> struct Mv<KIND_Q4_K> {
             sb = dp4a((int)((q[i] >> 4) & 0x0F0F0F0Fu), xb[i], sb);
           }
           acc[j][t] += da[j] * fa.x * (float)sa + db[j] * fb.x * (float)sb - (ma[j] * fa.y + mb[j] * fb.y);
-        }
-      }
-    }
-  }
-};
-)";
-
-// Q4_K, variant 2 (Q4K_V 2): GGUF blocks as stored, eight lanes per block, so one warp load
-// covers four whole blocks' nibbles (512 bytes, 16 bytes per lane, every sector used once) where
-// variant 1's two loads per lane touch every sector twice; each lane also reads its block's
-// 16-byte header (d, dmin, scales: the eight lanes of a block share the address). Lane: block
-// g = lane / 8 of a step of 4 blocks, piece jj = lane % 8 of its qs: chunk c = jj / 2 (sub-blocks
-// 2c in the low nibbles, 2c + 1 in the high ones), half hh = jj % 2 (values 16 hh .. 16 hh + 15
-// of both). The loads of Q4ST steps (all RPW rows) are issued before any arithmetic. The min
-// term (dmin m x the activation block's sum) is added once per sub-block, by the hh = 0 lane.
-constexpr const char* kQ4KWide = R"(
-template <> struct Mv<KIND_Q4_K> {
-  static constexpr bool kPreload = true;
-  static __device__ __forceinline__ void run(const u8* __restrict__ w, const u8* __restrict__ w2,
-      const int (&rr)[RPW], int lane, const i8* __restrict__ xq, const float2* __restrict__ xds,
-      const float* __restrict__ xf, int c0, float (&acc)[RPW][NT]) {
-    constexpr int NB = K / 256, NS = (NB + 3) / 4, SPR = Q4ST < NS ? Q4ST : NS;
-    const int g = lane >> 3, jj = lane & 7, c = jj >> 1, hh = jj & 1;
-    const int ja = 2 * c, jb = 2 * c + 1;
-#pragma unroll UNR
-    for (int s0 = 0; s0 < NS; s0 += SPR) {
-      uint4 hd[SPR][RPW], q[SPR][RPW];
-#pragma unroll
-      for (int st = 0; st < SPR; ++st) {
-        const int b = (s0 + st) * 4 + g;
-        const bool ok = (NS % SPR == 0 || s0 + st < NS) && (NB % 4 == 0 || b < NB);
-#pragma unroll
-        for (int j = 0; j < RPW; ++j) {
-          if (ok) {
-            const u8* blk = w + ((size_t)rr[j] * NB + b) * 144;
-            hd[st][j] = ldw16(blk);
-            q[st][j] = ldw16(blk + 16 + 16 * jj);
-          } else {
-            hd[st][j] = make_uint4(0u, 0u, 0u, 0u);
-            q[st][j] = make_uint4(0u, 0u, 0u, 0u);
-          }
-        }
-      }
-      MV_WAIT();
-#pragma unroll
-      for (int st = 0; st < SPR; ++st) {
-        const int b = (s0 + st) * 4 + g;
-        if (!((NS % SPR == 0 || s0 + st < NS) && (NB % 4 == 0 || b < NB))) continue;
-        float da[RPW], db[RPW], ma[RPW], mb[RPW];
-#pragma unroll
-        for (int j = 0; j < RPW; ++j) {
-          const float d = h2f((u16)(hd[st][j].x & 0xffff)), dmin = h2f((u16)(hd[st][j].x >> 16));
-          const u32 s0w = hd[st][j].y, s1w = hd[st][j].z, s2w = hd[st][j].w;
-          float sca, mna, scb, mnb;  // get_scale_min_k4 for sub-blocks 2c and 2c + 1
-          if (c < 2) {
-            sca = (float)((s0w >> (8 * ja)) & 63); mna = (float)((s1w >> (8 * ja)) & 63);
-            scb = (float)((s0w >> (8 * jb)) & 63); mnb = (float)((s1w >> (8 * jb)) & 63);
-          } else {
-            const int ia = ja - 4, ib = jb - 4;
-            sca = (float)(((s2w >> (8 * ia)) & 0xF) | (((s0w >> (8 * ia + 6)) & 3) << 4));
-            mna = (float)(((s2w >> (8 * ia + 4)) & 0xF) | (((s1w >> (8 * ia + 6)) & 3) << 4));
-            scb = (float)(((s2w >> (8 * ib)) & 0xF) | (((s0w >> (8 * ib + 6)) & 3) << 4));
-            mnb = (float)(((s2w >> (8 * ib + 4)) & 0xF) | (((s1w >> (8 * ib + 6)) & 3) << 4));
-          }
-          da[j] = d * sca; db[j] = d * scb;
-          ma[j] = hh ? 0.0f : dmin * mna; mb[j] = hh ? 0.0f : dmin * mnb;
-        }
-#pragma unroll
-        for (int t = 0; t < NT; ++t) {
-          const i8* xr = xq + (size_t)(c0 + t) * K + b * 256 + 64 * c + 16 * hh;
-          const int4 x0 = *(const int4*)xr, x1 = *(const int4*)(xr + 32);
-          const int xa[4] = {x0.x, x0.y, x0.z, x0.w}, xb[4] = {x1.x, x1.y, x1.z, x1.w};
-          const float2* ds = xds + (size_t)(c0 + t) * (K / 32) + b * 8 + ja;
-          const float2 fa = ds[0], fb = ds[1];
-#pragma unroll
-          for (int j = 0; j < RPW; ++j) {
-            const u32 qv[4] = {q[st][j].x, q[st][j].y, q[st][j].z, q[st][j].w};
-            int sa = 0, sb = 0;
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-              sa = dp4a((int)(qv[i] & 0x0F0F0F0Fu), xa[i], sa);
-              sb = dp4a((int)((qv[i] >> 4) & 0x0F0F0F0Fu), xb[i], sb);
-            }
-            acc[j][t] += da[j] * fa.x * (float)sa + db[j] * fb.x * (float)sb - (ma[j] * fa.y + mb[j] * fb.y);
-          }
         }
       }
     }
@@ -654,14 +570,11 @@ int64_t row_multiple(WeightKind kind) {
 std::string MatvecSpec::name() const {
   std::string s = "matvec";
   for (int i = 0; i < nseg; ++i) s += fmt::format("{}{}", i ? "+" : " ", weight_kind_name(kinds[i]));
-  bool q4k = false;
-  for (int i = 0; i < nseg; ++i) q4k |= kinds[i] == WeightKind::Q4_K;
-  if (q4k) s += fmt::format(" q4k=v{}/{}", q4k_variant, q4k_steps);
   if (norm) s += " norm";
   if (rope) s += " rope";
   if (swiglu) s += " swiglu";
-  if (preload) s += fmt::format(" preload{}", preload);
-  return s + fmt::format(" k={} nt={} rpw={} unroll={}{}", k, nt, rpw, unroll, prefetch ? " prefetch" : "");
+  if (preload) s += " preload";
+  return s + fmt::format(" k={} nt={} rpw={} unroll={}", k, nt, rpw, unroll);
 }
 
 std::string matvec_source(const MatvecSpec& spec) {
@@ -670,13 +583,8 @@ std::string matvec_source(const MatvecSpec& spec) {
   if (spec.nseg < 1 || spec.nseg > 3) throw_error("matvec: {} matrices in one launch (1 to 3)", spec.nseg);
   if (spec.rpw < 1 || spec.rpw > 8) throw_error("matvec: {} rows per warp is not in [1, 8]", spec.rpw);
   if (spec.unroll < 1 || spec.unroll > 64) throw_error("matvec: unroll {} is not in [1, 64]", spec.unroll);
-  if (spec.preload < 0 || spec.preload > 2) throw_error("matvec: preload mode {} (0, 1 or 2)", spec.preload);
-  if (spec.preload && (spec.prefetch || spec.norm || spec.swiglu))
-    throw_error("matvec: the preload mode goes without the L2 prefetch and the norm/swiglu epilogues");
-  if (spec.q4k_variant < 1 || spec.q4k_variant > 2)
-    throw_error("matvec: Q4_K kernel variant {} (1 or 2)", spec.q4k_variant);
-  if (spec.q4k_steps < 1 || spec.q4k_steps > 8)
-    throw_error("matvec: {} Q4_K steps in flight is not in [1, 8]", spec.q4k_steps);
+  if (spec.preload && (spec.norm || spec.swiglu))
+    throw_error("matvec: the preload goes without the norm/swiglu epilogues");
   if (spec.norm && spec.nseg != 1)
     throw_error("matvec: the norm epilogue takes one matrix, not {}", spec.nseg);
   if (spec.rope && (spec.nseg != 3 || spec.rpw % 2 != 0))
@@ -688,7 +596,7 @@ std::string matvec_source(const MatvecSpec& spec) {
       "#define K {}\n#define NT {}\n#define RPW {}\n#define UNR {}\n#define NSEG {}\n#define VEC {}\n"
       "#define VEC4 {}\n#define PREFETCH {}\n#define PRELOAD {}\n",
       k, spec.nt, spec.rpw, spec.unroll, spec.nseg, k % 8 == 0 ? 1 : 0, k % 4 == 0 ? 1 : 0,
-      spec.prefetch ? 1 : 0, spec.preload);
+      0, spec.preload ? 2 : 0);  // (PREFETCH 0, PRELOAD 2: the text's values since its other modes went)
   std::string bodies;
   bool q4k = false, q6k = false, q80 = false;
   for (int i = 0; i < spec.nseg; ++i) {
@@ -705,8 +613,10 @@ std::string matvec_source(const MatvecSpec& spec) {
   defs += fmt::format("#define NORM {}\n#define ROPE {}\n#define SWIGLU {}\n", spec.norm ? 1 : 0,
                       spec.rope ? 1 : 0, spec.swiglu ? 1 : 0);
   if (q4k) {
-    bodies += spec.q4k_variant == 2 ? kQ4KWide : kQ4K;
-    defs += fmt::format("#define Q4ST {}\n", spec.q4k_steps);
+    bodies += kQ4K;
+    // Read by no kernel since the Q4_K variant that took steps in flight was removed; kept, as
+    // the value the host passed, so every source and its cache key stay as they were.
+    defs += fmt::format("#define Q4ST {}\n", spec.nt == 1 && !spec.swiglu ? 4 : 2);
   }
   if (q6k) bodies += kQ6K;
   if (q80) bodies += kQ80;

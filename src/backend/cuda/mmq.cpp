@@ -2,10 +2,6 @@
 // through the cubin cache and launches it.
 #include "backend/cuda/mmq.h"
 
-#include <algorithm>
-#include <cstdlib>
-
-#include "backend/cuda/env_knob.h"
 #include "core/error.h"
 
 namespace jitllm::cuda {
@@ -36,18 +32,12 @@ bool Mmq::supports(std::span<const MatmulSeg> segs) {
   return true;
 }
 
-int64_t Mmq::min_rows() {
-  static const int64_t m = std::clamp(env_int("JITLLM_CUDA_MMQ_MIN_ROWS", 8), 1, kMmqMaxRows);
-  return m;
-}
+int64_t Mmq::min_rows() { return 8; }
 
 CUfunction Mmq::function(const MmqSpec& spec) {
   const std::string name = spec.name();
   if (auto it = fns_.find(name); it != fns_.end()) return it->second;
   CUfunction f = compiler_.module(mmq_source(spec), name).function("mmq");
-  if (const size_t smem = mmq_smem_bytes(spec); smem > 0)
-    check(driver().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(smem)),
-          "cuFuncSetAttribute(max dynamic shared memory)");
   fns_.emplace(name, f);
   return f;
 }
@@ -65,28 +55,12 @@ void Mmq::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q8,
   spec.nseg = int(segs.size());
   spec.k = segs[0].w->k;
   spec.nt8 = int((n + 7) / 8);
-  // Defaults measured on the H200 (docs/cuda.md, "Batched decode on int8 tensor cores"): 2 tiles
-  // of 16 rows, 8 warps (4 for the head: 128256 x 4096 Q6_K at n = 32, 456 us vs 638; the other
-  // 8B shapes within 6% either way). JITLLM_CUDA_MMQ_MT / _WARPS / _PIPE / _ACT for benches.
-  static const int mt_env = std::clamp(env_int("JITLLM_CUDA_MMQ_MT", 2), 1, 4);
-  static const int warps_env = std::clamp(env_int("JITLLM_CUDA_MMQ_WARPS", 0), 0, 16);
+  // 2 tiles of 16 rows, 8 warps (4 for launches of 65536 rows or more, the head): the H200's best
+  // (docs/cuda.md, "Batched decode on int8 tensor cores").
   int64_t rows = 0;
   for (const MatmulSeg& sg : segs) rows += sg.w->rows;
-  spec.mt = mt_override_ > 0 ? mt_override_ : mt_env;
-  spec.warps = warps_override_ > 0 ? warps_override_ : warps_env > 0 ? warps_env : rows >= 65536 ? 4 : 8;
-  // The second register set fits (no spills, nvcc -Xptxas -v: 126-255 registers) while MT <= 2
-  // and MT x NT8 <= 8. It and the activation copies below are correct (tests: same bits) but not
-  // yet timed on the card, so they are off by default.
-  static const int pipe_env = env_int("JITLLM_CUDA_MMQ_PIPE", 0);
-  spec.pipe = (pipe_override_ >= 0 ? pipe_override_ : pipe_env) != 0 && spec.mt <= 2 &&
-              spec.mt * spec.nt8 <= 8;
-  // Activation copies in shared memory while they fit beside the reduction tile (227 KB a CTA).
-  static const int act_env = env_int("JITLLM_CUDA_MMQ_ACT", 0);
-  spec.act = (act_override_ >= 0 ? act_override_ : act_env) != 0;
-  if (spec.act) {
-    for (size_t i = 0; i < segs.size(); ++i) spec.kinds[i] = segs[i].w->kind;
-    spec.act = mmq_smem_bytes(spec) <= 200 * 1024;
-  }
+  spec.mt = mt_override_ > 0 ? mt_override_ : 2;
+  spec.warps = warps_override_ > 0 ? warps_override_ : rows >= 65536 ? 4 : 8;
   MqArgs a{};
   const int64_t ctas = tc_segments(segs, 16 * spec.mt, a.seg, spec.kinds);
   a.xq = q8.q;
@@ -97,16 +71,15 @@ void Mmq::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q8,
   void* args[] = {&a};
   const CUfunction f = function(spec);
   const unsigned block = unsigned(32 * spec.warps);
-  const size_t smem = mmq_smem_bytes(spec);
   if (!profiling_) {
-    launch(f, unsigned(ctas), 1, 1, block, smem, s, args, "mmq");
+    launch(f, unsigned(ctas), 1, 1, block, 0, s, args, "mmq");
     return;
   }
   std::string label = spec.name() + " rows";
   for (size_t i = 0; i < segs.size(); ++i) label += fmt::format("{}{}", i ? "+" : " ", segs[i].w->rows);
   label += fmt::format(" n={}", n);
   if (segs[0].res) label += " +res";
-  profile_.timed_launch(f, unsigned(ctas), 1, 1, block, smem, s, args, label);
+  profile_.timed_launch(f, unsigned(ctas), 1, 1, block, 0, s, args, label);
 }
 
 }  // namespace jitllm::cuda

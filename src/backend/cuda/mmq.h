@@ -33,16 +33,11 @@ struct MmqSpec {
   int nseg = 1;
   int64_t k = 0;
   int nt8 = 1, mt = 2, warps = 8;
-  bool pipe = false;  // two register sets: the next step's weights in flight during this one's MMAs
-  bool act = false;   // each warp copies its step's activation into shared memory (cp.async)
   std::string name() const;
 };
 
 // True when the MMQ kernel reads this kind at row length k.
 bool mmq_supports(WeightKind kind, int64_t k);
-// Dynamic shared memory of a launch (0 without spec.act): per warp one or two (pipe) copies of a
-// step's activation, sized for the largest of the launch's kinds.
-size_t mmq_smem_bytes(const MmqSpec& spec);
 // CUDA C++ text of one variant; entry point "mmq". Throws for unsupported kinds or shapes.
 std::string mmq_source(const MmqSpec& spec);
 
@@ -52,7 +47,7 @@ class Mmq {
 
   // True when every segment can run here (kinds, row length, and the Q4_K layout as stored).
   static bool supports(std::span<const MatmulSeg> segs);
-  // Smallest row count that takes the MMQ in a decode step (JITLLM_CUDA_MMQ_MIN_ROWS).
+  // Smallest row count that takes the MMQ in a decode step.
   static int64_t min_rows();
 
   // segs[i].out [n][rows_i] = x . w_i^T (and res += the same); q8 holds x quantized (rows padded
@@ -65,13 +60,10 @@ class Mmq {
   static bool use_dq(std::span<const MatmulSeg> segs) { return DqMma::enabled() && DqMma::supports(segs); }
   DqMma& dq() { return dq_; }
 
-  // Benches and tests: force tiles per CTA / warps per CTA (0 = the defaults) / the second
-  // register set (-1 = the default, 0 off, 1 on where it fits).
-  void tune(int mt, int warps, int pipe = -1, int act = -1) {
+  // Benches and tests: force tiles per CTA / warps per CTA (0 = the defaults).
+  void tune(int mt, int warps) {
     mt_override_ = mt;
     warps_override_ = warps;
-    pipe_override_ = pipe;
-    act_override_ = act;
   }
   // JITLLM_CUDA_PROFILE: every launch timed (as CudaKernels does).
   void set_profiling(bool on) {
@@ -86,7 +78,7 @@ class Mmq {
   Compiler& compiler_;
   DqMma dq_;
   std::map<std::string, CUfunction> fns_;  // by MmqSpec::name()
-  int mt_override_ = 0, warps_override_ = 0, pipe_override_ = -1, act_override_ = -1;
+  int mt_override_ = 0, warps_override_ = 0;
   bool profiling_ = false;
   KernelProfile profile_;
 };

@@ -413,10 +413,6 @@ size_t act_bytes(const MmqSpec& spec) {
 
 }  // namespace
 
-size_t mmq_smem_bytes(const MmqSpec& spec) {
-  return spec.act ? act_bytes(spec) * size_t(spec.warps) * (spec.pipe ? 2 : 1) : 0;
-}
-
 bool mmq_supports(WeightKind kind, int64_t k) {
   switch (kind) {
     case WeightKind::Q4_K: return k > 0 && k % 256 == 0;
@@ -429,8 +425,7 @@ bool mmq_supports(WeightKind kind, int64_t k) {
 std::string MmqSpec::name() const {
   std::string s = "mmq";
   for (int i = 0; i < nseg; ++i) s += fmt::format("{}{}", i ? "+" : " ", weight_kind_name(kinds[i]));
-  return s + fmt::format(" k={} nt8={} mt={} warps={}{}{}", k, nt8, mt, warps, pipe ? " pipe" : "",
-                         act ? " act" : "");
+  return s + fmt::format(" k={} nt8={} mt={} warps={}", k, nt8, mt, warps);
 }
 
 std::string mmq_source(const MmqSpec& spec) {
@@ -439,11 +434,13 @@ std::string mmq_source(const MmqSpec& spec) {
     throw_error("mmq: {} tiles of 8 activation rows is not in [1, {}]", spec.nt8, kMmqMaxRows / 8);
   if (spec.mt < 1 || spec.mt > 4) throw_error("mmq: {} tiles of 16 weight rows is not in [1, 4]", spec.mt);
   if (spec.warps < 1 || spec.warps > 16) throw_error("mmq: {} warps is not in [1, 16]", spec.warps);
+  // PIPE 0, ACT 0 (and ACT_BYTES, read only with ACT): the two options that went keep their
+  // values in the text, which still has their branches, so every source and its cache key stay
+  // as they were.
   std::string defs = fmt::format(
-      "#define K {}\n#define NT8 {}\n#define MT {}\n#define WARPS {}\n#define NSEG {}\n#define PIPE {}\n"
-      "#define ACT {}\n#define ACT_BYTES {}\n",
-      spec.k, spec.nt8, spec.mt, spec.warps, spec.nseg, spec.pipe ? 1 : 0, spec.act ? 1 : 0,
-      act_bytes(spec));
+      "#define K {}\n#define NT8 {}\n#define MT {}\n#define WARPS {}\n#define NSEG {}\n#define PIPE 0\n"
+      "#define ACT 0\n#define ACT_BYTES {}\n",
+      spec.k, spec.nt8, spec.mt, spec.warps, spec.nseg, act_bytes(spec));
   const SegmentKinds sk = segment_kinds(spec.kinds, spec.nseg, spec.k, mmq_supports, "mmq",
                                         "Q4_K, Q6_K: multiples of 256; Q8_0: of 128");
   std::string src = defs + sk.defs + kernel_prelude() + kHead;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "backend/cuda/packed_weight.h"
+#include "backend/cuda/tuning.h"
 #include "backend/cuda/weight_formats.h"
 #include "core/error.h"
 #include "quant/formats.h"
@@ -134,13 +135,7 @@ const char* format_kind_name(WeightKind kind) {
 }
 
 bool format_runs_native(WeightKind kind) {
-  static const int mode = [] {  // 0 none, 1 blocks of 32, 2 all
-    const char* e = std::getenv("JITLLM_CUDA_NATIVE_FORMATS");
-    if (!e || std::string(e) == "1") return 1;
-    if (std::string(e) == "0") return 0;
-    if (std::string(e) == "all") return 2;
-    throw_error("JITLLM_CUDA_NATIVE_FORMATS={}: expected 0, 1 or all", e);
-  }();
+  const int mode = knobs().native_formats.number();  // 0 none, 1 blocks of 32, 2 all
   const FormatInfo* f = info_for(kind);
   if (!f || mode == 0) return false;
   return mode == 2 || f->block == 32;

@@ -168,10 +168,8 @@ int CudaKernels::attention_splits_that_pay(int64_t n_rows, int n_head, int64_t m
   // max(kSplitChunk, n_kv / splits) keys (chunks of 256 until the splits run out), then the
   // merge launch (kMergeSteps). In real numbers both costs grow linearly in n_kv, so once the
   // split pays it pays for every longer context with the same count (rounding steps up made the
-  // choice flip back and forth near the switch).
-  // Anchors (H200, 2026-12-02, jitllm batched, 4096-token prompts): one session of the 8B 58.7 ->
-  // 235 tok/s with splits, four of the 1B 491 -> 1440 tok/s; after 128-token prompts splits cost
-  // 16% at one session and 14% at 32 (the model says no to both).
+  // choice flip back and forth near the switch). It agrees with the five yes/no outcomes measured
+  // on the H200 (docs/cuda-sessions-together.md, session 7: long contexts).
   constexpr int64_t kCtasPerSm = 8;
   constexpr double kMergeSteps = 16;
   if (n_rows <= 0 || n_head <= 0 || max_n_kv <= kSplitChunk || sm_count <= 0) return 0;

@@ -6,8 +6,6 @@
 // F16 and F32 KV; one key or several per warp step; output poisoned first. Label gpu.
 #include <gtest/gtest.h>
 
-#include <utility>
-
 #include "backend/cpu/reference_kernels.h"
 #include "cuda_test_util.h"
 
@@ -15,8 +13,7 @@ namespace jitllm::cuda::test {
 namespace {
 
 // Returns the kernel's output (empty when there is no card).
-std::vector<float> check_attention(int head_dim, bool kv_f16, int n_head = 8, int n_head_kv = 2, int keys = 1,
-                                   int share_kv = 0) {
+std::vector<float> check_attention(int head_dim, bool kv_f16, int n_head = 8, int n_head_kv = 2, int keys = 1) {
   Gpu* G = gpu();
   if (!G) return {};
   std::mt19937 rng(uint32_t(head_dim * 2 + kv_f16));
@@ -115,16 +112,14 @@ std::vector<float> check_attention(int head_dim, bool kv_f16, int n_head = 8, in
   c.scale = a.scale;
   c.kv_f16 = kv_f16;
   c.keys_per_step = keys;
-  c.share_kv = share_kv;
   G->kernels->attention(c, *G->stream);
   G->stream->sync();
   const std::vector<float> got = from_device(dout, q.size());
   const double err = rel_error(got, ref);
   EXPECT_LT(err, 1e-5) << "head_dim " << head_dim << (kv_f16 ? " f16" : " f32") << " GQA "
-                       << n_head << "/" << n_head_kv << " keys per step " << keys << " shared K/V " << share_kv;
-  std::printf("[ cuda     ] attention head_dim %d GQA %d/%d %s KV, %d keys per step%s: rel err %.2e\n",
-              head_dim, n_head, n_head_kv, kv_f16 ? "f16" : "f32", keys, share_kv ? ", heads of a group per CTA" : "",
-              err);
+                       << n_head << "/" << n_head_kv << " keys per step " << keys;
+  std::printf("[ cuda     ] attention head_dim %d GQA %d/%d %s KV, %d keys per step: rel err %.2e\n",
+              head_dim, n_head, n_head_kv, kv_f16 ? "f16" : "f32", keys, err);
   return got;
 }
 
@@ -143,22 +138,6 @@ TEST(CudaKernels, AttentionSeveralKeysPerWarpStep) {
     check_attention(64, false, 8, 2, keys);
     check_attention(32, true, 6, 2, keys);
   }
-}
-
-// One CTA per (row, KV head) for the group's query heads (K/V read once for them): groups of 4
-// (8 over 2), 3 (pydoc-llama) and 8 (16 over 2), one key and several per step.
-// With several keys per step, each head's sums are those of one head per CTA: the same bits.
-TEST(CudaKernels, AttentionGroupOfHeadsPerCta) {
-  JITLLM_REQUIRE_GPU();
-  struct C { int hd; bool f16; int heads; };
-  for (int keys : {1, 4})
-    for (const C c : {C{128, true, 8}, C{64, false, 8}, C{32, true, 6}, C{128, true, 16}}) {
-      const std::vector<float> shared = check_attention(c.hd, c.f16, c.heads, 2, keys, 1);
-      EXPECT_EQ(G->kernels->last_attention(), std::make_pair(keys, c.heads / 2));
-      if (keys > 1) {
-        EXPECT_EQ(shared, check_attention(c.hd, c.f16, c.heads, 2, keys, 0)) << c.hd << " " << c.heads;
-      }
-    }
 }
 
 // pydoc-llama's shape: head size 32, 6 query heads over 2 KV heads (groups of 3).

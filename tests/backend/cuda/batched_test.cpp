@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "backend/cpu/reference_kernels.h"
 #include "backend/cuda/cublaslt.h"
@@ -88,40 +89,16 @@ TEST(CudaMmq, GroupedMixedKindsEqualSingleLaunches) {
   }
 }
 
-TEST(CudaMmq, TileWarpAndPipelineVariants) {
-  // Every launch configuration the benches compare, each against the matvec (check_mmq); the
-  // second register set only moves loads, so with and without it the bits are the same.
+TEST(CudaMmq, TileAndWarpVariants) {
+  // Every launch configuration the benches compare, each against the matvec (check_mmq).
   JITLLM_REQUIRE_GPU();
-  struct V { int mt, warps, pipe, act; };
-  for (const V v : {V{2, 4, 1, 0}, V{2, 4, 1, 1}, V{2, 8, 1, 1}, V{1, 4, 1, 1}, V{1, 8, 0, 1},
-                    V{4, 8, 0, 1}}) {
-    mmq().tune(v.mt, v.warps, v.pipe, v.act);
-    std::printf("[ cuda     ] mmq variant mt=%d warps=%d pipe=%d act=%d\n", v.mt, v.warps, v.pipe, v.act);
+  struct V { int mt, warps; };
+  for (const V v : {V{2, 4}, V{2, 8}, V{1, 4}, V{1, 8}, V{4, 8}}) {
+    mmq().tune(v.mt, v.warps);
+    std::printf("[ cuda     ] mmq variant mt=%d warps=%d\n", v.mt, v.warps);
     for (QuantType t : {QuantType::Q4_K, QuantType::Q6_K, QuantType::Q8_0}) check_mmq({t, 1000, 2048}, {32}, 5);
   }
-  // With or without the second register set and the activation copy in shared memory: the same
-  // bits (same arithmetic in the same order; only where and when the loads happen differ).
-  std::mt19937 rng(9);
-  const int64_t rows = 4096, k = 4096, n = 32;
-  const auto w = random_weights(QuantType::Q4_K, rows, k, rng);
-  const DeviceWeight dw = DeviceWeight::upload(pack_weight(QuantType::Q4_K, w.data(), rows, k));
-  const auto x = random_floats(size_t(n * k), rng);
-  DeviceBuffer dx = to_device(x, size_t(kMmqMaxRows * k));
-  DeviceBuffer q8(CudaKernels::q8_bytes(n, k));
-  const Q8Buffers qb{q8.get(), q8.get() + CudaKernels::q8_ds_offset(n, k)};
-  G->kernels->quantize_q8(dx.get(), n, k, qb, *G->stream);
-  std::vector<DeviceBuffer> outs;
-  for (int v = 0; v < 4; ++v) {
-    outs.emplace_back(size_t(n * rows) * 4);
-    mmq().tune(2, 4, v & 1, v >> 1);
-    const MatmulSeg seg{&dw, outs.back().get(), 0};
-    mmq().matmul_group(std::span<const MatmulSeg>(&seg, 1), n, qb, *G->stream);
-  }
-  mmq().tune(0, 0, -1, -1);
-  G->stream->sync();
-  const std::vector<float> first = download(outs[0].get(), size_t(n * rows));
-  for (int v = 1; v < 4; ++v)
-    EXPECT_EQ(download(outs[size_t(v)].get(), size_t(n * rows)), first) << "pipe " << (v & 1) << " act " << (v >> 1);
+  mmq().tune(0, 0);
 }
 
 // ---- Engines: N sessions stepped together vs their solo runs ----
@@ -147,9 +124,12 @@ struct TogetherResult {
 TogetherResult together_vs_solo(const std::string& path, size_t S, int steps, bool invariant,
                                  float tol) {
   const auto file = load_model_file(path);
-  if (invariant) setenv("JITLLM_BATCH_INVARIANT", "1", 1);
-  Engine e(file, on_cuda());
-  unsetenv("JITLLM_BATCH_INVARIANT");
+  std::optional<Engine> engine;
+  {
+    tuning::ScopedOverride bi("JITLLM_BATCH_INVARIANT", invariant ? "1" : "0");
+    engine.emplace(file, on_cuda());
+  }
+  Engine& e = *engine;
   const int64_t nv = e.config().n_vocab;
   std::vector<std::vector<int32_t>> prompts(S), next(S);
   std::vector<std::vector<float>> solo(S);
@@ -307,20 +287,18 @@ TEST(CudaBench, MmqShapes) {
         line("gemm", time([&](const DeviceWeight& d) {
                gemm->matmul(d, dx.get(), n, dout.get(), *G->stream);
              }));
-      struct V { int mt, warps, pipe, act; };
-      const V variants[] = {{0, 0, -1, -1}, {2, 4, 1, 0}, {2, 8, 0, 0}, {2, 8, 1, 1},
-                            {1, 4, 1, 1},   {2, 4, 0, 1}, {4, 8, 0, 1}};
+      struct V { int mt, warps; };
+      const V variants[] = {{0, 0}, {2, 4}, {2, 8}, {1, 4}, {4, 8}};
       for (const V& v : variants) {
         if ((v.mt || v.warps) && (!sh.variants || n != 32 || dq_only)) continue;
-        mmq().tune(v.mt, v.warps, v.pipe, v.act);
-        const std::string how =
-            v.mt ? fmt::format("mmq mt={} w={} p={} a={}", v.mt, v.warps, v.pipe, v.act) : "mmq";
+        mmq().tune(v.mt, v.warps);
+        const std::string how = v.mt ? fmt::format("mmq mt={} w={}", v.mt, v.warps) : "mmq";
         line(how.c_str(), time([&](const DeviceWeight& d) {
                const MatmulSeg seg{&d, dout.get(), 0};
                mmq().matmul_group(std::span<const MatmulSeg>(&seg, 1), n, qb, *G->stream);
              }));
       }
-      mmq().tune(0, 0, -1, -1);
+      mmq().tune(0, 0);
       DeviceBuffer xh(DqMma::f16_bytes(n, sh.k));
       struct DV { int mt, warps, splitk, stages; };
       for (const DV v : {DV{0, 0, -1, 0}, DV{1, 4, 1, 0}, DV{2, 4, 1, 0}, DV{2, 8, 1, 0}, DV{0, 0, -1, 3},

@@ -16,6 +16,7 @@
 
 #include "backend/cuda/cuda_kernels.h"
 #include "core/fp16.h"
+#include "core/tuning.h"
 #include "quant/quant.h"
 
 namespace jitllm::cuda::test {

@@ -7,7 +7,7 @@
 # logits on the card against a carried earlier build's, bit for bit), qwen3 (the qwen3 family on
 # the card against transformers),
 # prefill (GEMM/flash tests + timings), speedab (pp512 with the prefill GEMM / flash attention off
-# and on; flash precise and fast), gputests (test_backend_cuda alone), speedq8 (8B Q8_0 speed),
+# and on), gputests (test_backend_cuda alone), speedq8 (8B Q8_0 speed),
 # bench (matvec shapes), profile (per-kernel decode time), decodeab (tg128 per DECODE_ENVS
 # variant), batched (N sessions decoding together: SESSIONS=1,8,32,64), placement (gpuplace:
 # partial offload and two cards)
@@ -111,10 +111,6 @@ for s in $stages; do
         done
       done
       ;;
-    q4kbench)  # gpudecode: the Q4_K matvec variants per 8B/1B shape (GB/s, n = 1)
-      JITLLM_CUDA_BENCH=1 timeout 240 /tmp/bin/test_backend_cuda --gtest_filter='CudaBench.Q4KVariants' 2>&1 |
-        tee $OUT/q4kbench.log | grep -E "bench|FAILED|Failure" | head -n 100
-      ;;
     profile)  # cudadecode: per-kernel time of decode steps (every launch timed, no graphs)
       for shape in llama-3.2-1b llama-3.1-8b; do
         [ -f /tmp/$shape.gguf ] || /tmp/bin/jitllm synth /tmp/$shape.gguf --shape $shape --type q4_k_m 2>&1 | tail -n 1
@@ -123,8 +119,8 @@ for s in $stages; do
       done
       ;;
     decodeab)  # gpudecode: tg128 per variant (DECODE_ENVS: ';'-separated; default: the defaults, the
-      # logits path, each decode epilogue alone, the Q4_K variant 2)
-      IFS=';' read -ra variants <<< "${DECODE_ENVS:-;--logits;JITLLM_CUDA_FUSE_EPILOGUE=rope;JITLLM_CUDA_FUSE_EPILOGUE=norm;JITLLM_CUDA_FUSE_EPILOGUE=swiglu;JITLLM_CUDA_Q4K=2}"
+      # logits path, each decode epilogue alone)
+      IFS=';' read -ra variants <<< "${DECODE_ENVS:-;--logits;JITLLM_CUDA_FUSE=0}"
       for shape in llama-3.2-1b llama-3.1-8b; do
         [ -f /tmp/$shape.gguf ] || /tmp/bin/jitllm synth /tmp/$shape.gguf --shape $shape --type q4_k_m 2>&1 | tail -n 1
         for v in "${variants[@]}"; do
@@ -223,7 +219,7 @@ for s in $stages; do
     speedab)  # cudaprefill: pp512 with the GEMM and flash attention off (the old path), then on
       for shape in llama-3.2-1b llama-3.1-8b; do
         [ -f /tmp/$shape.gguf ] || /tmp/bin/jitllm synth /tmp/$shape.gguf --shape $shape --type q4_k_m 2>&1 | tail -n 1
-        for v in ${AB_VARIANTS:-0:0 1:0 1:1 1:fast}; do set -- ${v/:/ }
+        for v in ${AB_VARIANTS:-0:0 1:0 1:1}; do set -- ${v/:/ }
           echo "== $shape gemm=$1 flash=$2" | tee -a $OUT/speedab.log
           JITLLM_CUDA_GEMM=$1 JITLLM_CUDA_FLASH=$2 /tmp/bin/jitllm speed -m /tmp/$shape.gguf -p ${PP:-512} -n 16 -r 3 --devices cuda 2>&1 | tee -a $OUT/speedab.log
         done
@@ -231,7 +227,7 @@ for s in $stages; do
       ;;
     dq)  # session 4: DQ-MMA tests, N-sessions engine tests (DQ-MMA by default), the kernel bench at
       # n = 8..64 (8B q/o, gate, head), jitllm batched with the int8 MMQ and with DQ-MMA, then tg128
-      # with the matvec PDL modes (PDL_MODES; A B C A order)
+      # with PDL off and on (PDL_MODES; A B B A order)
       for shape in llama-3.2-1b llama-3.1-8b; do
         [ -f /tmp/$shape.gguf ] || /tmp/bin/jitllm synth /tmp/$shape.gguf --shape $shape --type q4_k_m 2>&1 | tail -n 1
       done
@@ -250,7 +246,7 @@ for s in $stages; do
           grep -E "sessions|step reads|rror" | tee -a $OUT/dq_batched.log
       done
       for shape in llama-3.2-1b llama-3.1-8b; do
-        for v in ${PDL_MODES-0 2 3 0}; do
+        for v in ${PDL_MODES-0 3 3 0}; do
           echo "== $shape JITLLM_CUDA_PDL=$v" | tee -a $OUT/pdl.log
           JITLLM_CUDA_PDL=$v /tmp/bin/jitllm speed -m /tmp/$shape.gguf -p 0 -n 128 -r 2 --devices cuda 2>&1 | grep -E "tg|rror" | tee -a $OUT/pdl.log
         done
@@ -328,35 +324,6 @@ for s in $stages; do
       /tmp/bin/jitllm batched -m $M -s 32 -p 128 -n 128 --devices cuda 2>&1 | grep -E "sessions|step reads|rror" | tee -a $OUT/sbs.log
       JITLLM_CUDA_PROFILE=1 /tmp/bin/jitllm batched -m $M -s 32 -p 1 -n 16 --devices cuda 2>&1 |
         tail -n 40 | tee -a $OUT/dq_profile.log
-      ;;
-    ring)  # session 5: the DQ-MMA weight ring (JITLLM_CUDA_DQ_STAGES): GPU tests (RING_TESTS), the
-      # kernel bench at n = 32, the 8B 32-session engine test and jitllm batched per ring length
-      M=/tmp/llama-3.1-8b.gguf
-      [ -f $M ] || /tmp/bin/jitllm synth $M --shape llama-3.1-8b --type q4_k_m 2>&1 | tail -n 1
-      timeout ${RING_TEST_S:-200} /tmp/bin/test_backend_cuda --gtest_filter="${RING_TESTS:-CudaDqMma.*}" 2>&1 |
-        tee $OUT/gpu_tests.log | grep -E "FAILED|PASSED|tests ran" | head -n 30
-      JITLLM_CUDA_BENCH=dq timeout 120 /tmp/bin/test_backend_cuda --gtest_filter='CudaBench.MmqShapes' 2>&1 |
-        tee $OUT/dq_bench.log | grep -E "bench|FAILED|Failure" | head -n 80
-      for st in ${RING_STAGES:-2 3 4 2}; do
-        echo "== batched 8B JITLLM_CUDA_DQ_STAGES=$st" | tee -a $OUT/ring.log
-        JITLLM_CUDA_DQ_STAGES=$st /tmp/bin/jitllm batched -m $M -s 32 -p 128 -n 128 --devices cuda 2>&1 | grep -E "sessions|step reads|rror" | tee -a $OUT/ring.log
-      done
-      for st in ${RING_TEST_STAGES:-3}; do
-        JITLLM_CUDA_DQ_STAGES=$st timeout 60 /tmp/bin/test_backend_cuda --gtest_filter='CudaBatched.SessionsTogetherMatchSoloRunsQ4KM' 2>&1 |
-          tee $OUT/ring_tests_$st.log | grep -E "FAILED|PASSED|Failure|max" | head -n 10
-      done
-      ;;
-    wide)  # session 5: the wide DQ-MMA launches (grouped gate/up, the head) per WIDE_ENVS variant
-      # (';'-separated, A B .. A): GPU tests with the first variant, then jitllm batched 8B 32 sessions
-      M=/tmp/llama-3.1-8b.gguf
-      [ -f $M ] || /tmp/bin/jitllm synth $M --shape llama-3.1-8b --type q4_k_m 2>&1 | tail -n 1
-      IFS=';' read -ra wv <<< "${WIDE_ENVS:-}"
-      env ${wv[0]:-X=1} timeout 120 /tmp/bin/test_backend_cuda --gtest_filter="${WIDE_TESTS:-CudaDqMma.EightBShapes:CudaBatched.SessionsTogetherMatchSoloRunsQ4KM}" 2>&1 |
-        tee $OUT/gpu_tests.log | grep -E "FAILED|PASSED|tests ran|gate|14336 x  4096|sessions together" | head -n 30
-      for v in "${wv[@]}" ""; do
-        echo "== batched 8B $v" | tee -a $OUT/wide.log
-        env $v X=1 /tmp/bin/jitllm batched -m $M -s 32 -p 128 -n 128 --devices cuda 2>&1 | grep -E "sessions|step reads|rror" | tee -a $OUT/wide.log
-      done
       ;;
     dqswiglu)  # DQ-MMA's SwiGLU epilogue (JITLLM_CUDA_DQ_SWIGLU, on by default since session 6): the kernel test
       # (bitwise vs gate/up then swiglu_q8), the N-sessions engine tests with it on, then jitllm

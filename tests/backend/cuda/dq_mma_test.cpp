@@ -1,15 +1,12 @@
 // The f16 DQ-MMA kernel (dq_mma.h) on the 8B shapes against the CPU reference (sampled rows) and
 // the dp4a matvec (every output): n = 8..64, zero blocks, ragged tiles, the residual epilogue,
 // repeated calls bitwise equal; its launch shapes and options against each other (the same bits
-// where the arithmetic is the same: grouped vs single launches, tiles per warp, rings, e4m3
-// unpacking, staged activation; within 1e-5 where only the f32 order differs).
+// where the arithmetic is the same: grouped vs single launches, tiles per warp, rings; within
+// 1e-5 where only the f32 order differs).
 // Label gpu: runs on the device machine, skipped where no card is usable.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <cstring>
-#include <random>
-#include <string>
+#include <cstdio>
 #include <vector>
 
 #include "backend/cuda/mmq.h"
@@ -46,112 +43,6 @@ TEST(CudaDqMma, HeadShapeZeroBlocksAndOddRowCounts) {
   mmq().dq().tune(0, 0, -1);
 }
 
-TEST(CudaDqMma, RowLengthSplitOverCtas) {
-  // The row length over 2..16 CTAs per row tile (partials added by the tile's last CTA): the
-  // reference, the matvec, repeated launches (the arrival counts back at zero: the residual
-  // launch adds the sum again), zero blocks and ragged tiles, splits that do not divide the steps
-  // (7 of 16 -> 6 CTAs of 3), and the wide shape.
-  for (int ks : {2, 4, 7, 16}) {
-    mmq().dq().tune(0, 0, -1, 0, ks);
-    check_mmq({QuantType::Q4_K, 4096, 4096}, {8, 13, 32, 64}, 0, true);
-    check_mmq({QuantType::Q6_K, 4096, 14336}, {32}, 0, true);
-    check_mmq({QuantType::Q8_0, 1000, 2048}, {13, 57}, 3, true);
-  }
-  mmq().dq().tune(1, 8, -1, 3, 4);  // 8 warps, a ring of 3
-  check_mmq({QuantType::Q4_K, 14336, 4096}, {32}, 0, true);
-  check_mmq({QuantType::Q4_K, 1000, 2048}, {13}, 3, true);
-  mmq().dq().tune(0, 0, -1);
-  EXPECT_EQ(mmq().dq().split_for(4096, 4096), 1);  // off unless JITLLM_CUDA_DQ_KSTEPS or tune()
-}
-
-TEST(CudaDqMma, E4m3UnpackingGivesTheSameBits) {
-  // Q4_K nibbles through e4m3 (q / 512, the scales times 512): the same products, so the same
-  // bits as the default unpacking in both launch shapes and grouped with Q6_K; weights with a
-  // block scale |d| > 2 keep the default (512 d sc could leave f16's range).
-  JITLLM_REQUIRE_GPU();
-  if (G->device->cc_major() * 10 + G->device->cc_minor() < 89) GTEST_SKIP() << "cvt.f16x2.e4m3x2 needs sm_89";
-  // Weights are checked for small scales at upload only when the unpacking is asked for.
-  const char* was = std::getenv("JITLLM_CUDA_DQ_E4M3");
-  const std::string saved = was ? was : "";
-  setenv("JITLLM_CUDA_DQ_E4M3", "1", 1);
-  const QkvCase c(G, 32, 6);
-  const int64_t n = c.n;
-  const auto& rows = QkvCase::rows;
-  DeviceBuffer xh(DqMma::f16_bytes(n, QkvCase::k));
-  for (int splitk : {-1, 0}) {  // the default for these rows (split warps), then warps owning rows
-    std::vector<std::vector<float>> runs[2];
-    for (int e : {0, 1}) {
-      mmq().dq().tune(0, 0, splitk);
-      mmq().dq().tune_e4m3(e);
-      std::vector<DeviceBuffer> outs;
-      MatmulSeg segs[3];
-      for (int i = 0; i < 3; ++i) {
-        outs.emplace_back(size_t(n * rows[i]) * 4);
-        segs[i] = MatmulSeg{&c.dw[size_t(i)], outs.back().get(), 0};
-      }
-      ASSERT_EQ(mmq().dq().use_e4m3(segs), e == 1);
-      mmq().matmul_group(segs, n, c.qb, *G->stream, xh.get());
-      G->stream->sync();
-      for (int i = 0; i < 3; ++i) runs[e].push_back(download(outs[size_t(i)].get(), size_t(n * rows[i])));
-    }
-    for (int i = 0; i < 3; ++i) EXPECT_EQ(runs[1][size_t(i)], runs[0][size_t(i)]) << "segment " << i << " splitk=" << splitk;
-  }
-  check_mmq({QuantType::Q4_K, 14336, 4096}, {32}, 0, true);  // the wide shape against the references
-  // A block scale of 3: not small, so the default unpacking even when asked for.
-  std::mt19937 rng(7);
-  std::vector<uint8_t> w = random_weights(QuantType::Q4_K, 64, 256, rng, 0);
-  const uint16_t three = 0x4200;  // 3.0 as f16
-  std::memcpy(w.data() + 144 * 5, &three, 2);
-  const DeviceWeight big = DeviceWeight::upload(pack_weight(QuantType::Q4_K, w.data(), 64, 256));
-  EXPECT_FALSE(big.q4k_small_scales);
-  const MatmulSeg one{&big, 0, 0};
-  EXPECT_FALSE(mmq().dq().use_e4m3(std::span<const MatmulSeg>(&one, 1)));
-  EXPECT_TRUE(c.dw[0].q4k_small_scales);
-  unsetenv("JITLLM_CUDA_DQ_E4M3");
-  const std::vector<uint8_t> small = random_weights(QuantType::Q4_K, 64, 256, rng, 0);  // |d| < 0.004
-  EXPECT_FALSE(DeviceWeight::upload(pack_weight(QuantType::Q4_K, small.data(), 64, 256)).q4k_small_scales)
-      << "not checked, so not used, unless asked for";
-  if (was) setenv("JITLLM_CUDA_DQ_E4M3", saved.c_str(), 1);
-  mmq().dq().tune_e4m3(-1);
-  mmq().dq().tune(0, 0, -1);
-}
-
-TEST(CudaDqMma, StagedActivationGivesTheSameBits) {
-  // The split-warp launches with their activation slices staged in shared memory (a ring of
-  // half steps per warp) run the same MMAs in the same order: the same bits as reading them from
-  // global memory, for q/k/v grouped (mixed kinds) at 1..8 activation tiles; ffn_down's shape
-  // (8 warps) against the references, the residual and repeated launches.
-  JITLLM_REQUIRE_GPU();
-  for (int64_t n : {8, 13, 32, 64}) {
-    const QkvCase c(G, n, 9);
-    const auto& rows = QkvCase::rows;
-    DeviceBuffer xh(DqMma::f16_bytes(n, QkvCase::k));
-    std::vector<std::vector<float>> runs[2];
-    for (int xs : {0, 1}) {
-      mmq().dq().tune_xstage(xs);
-      std::vector<DeviceBuffer> outs;
-      MatmulSeg segs[3];
-      for (int i = 0; i < 3; ++i) {
-        outs.emplace_back(size_t(n * rows[i]) * 4);
-        check(driver().cuMemsetD8Async(outs.back().get(), 0xff, outs.back().bytes(), G->stream->get()), "memset");
-        segs[i] = MatmulSeg{&c.dw[size_t(i)], outs.back().get(), 0};
-      }
-      mmq().matmul_group(segs, n, c.qb, *G->stream, xh.get());
-      G->stream->sync();
-      for (int i = 0; i < 3; ++i) runs[xs].push_back(download(outs[size_t(i)].get(), size_t(n * rows[i])));
-    }
-    for (int i = 0; i < 3; ++i) EXPECT_EQ(runs[1][size_t(i)], runs[0][size_t(i)]) << "segment " << i << " n=" << n;
-  }
-  mmq().dq().tune_xstage(1);
-  check_mmq({QuantType::Q6_K, 4096, 14336}, {13, 32}, 0, true);
-  EXPECT_NE(mmq().dq().last_variant().find("xstage"), std::string::npos) << mmq().dq().last_variant();
-  check_mmq({QuantType::Q6_K, 4096, 14336}, {64}, 0, true);  // 8 warps x 64 rows: too big, not staged
-  EXPECT_EQ(mmq().dq().last_variant().find("xstage"), std::string::npos) << mmq().dq().last_variant();
-  check_mmq({QuantType::Q4_K, 4096, 4096}, {8, 13, 64}, 0, true);
-  check_mmq({QuantType::Q8_0, 1000, 2048}, {13, 57}, 3, true);  // zero blocks, a ragged tile
-  mmq().dq().tune_xstage(-1);
-}
-
 TEST(CudaDqMma, GroupedMixedKindsAndLaunchShapesGiveTheSameBits) {
   // The 8B q/k/v of Q4_K_M in one launch against single launches, then every tile/warp shape:
   // each row's MMAs run in the same order whatever the launch shape, so the bits are the same.
@@ -177,12 +68,11 @@ TEST(CudaDqMma, GroupedMixedKindsAndLaunchShapesGiveTheSameBits) {
   // length (the default warps); without the split, any tiles and warps. Across the two modes
   // only the order of the f32 sums differs.
   // Rings of 3 or 4 steps change when the weights arrive, not the arithmetic.
-  // A split of the row length over CTAs (ks) adds partial sums in another order.
-  struct V { int mt, warps, splitk, stages; bool same; int ks = 0; };
+  struct V { int mt, warps, splitk, stages; bool same; };
   for (const V v : {V{0, 0, -1, 0, true}, V{1, 4, 1, 0, true}, V{2, 4, 1, 0, true}, V{1, 4, 1, 3, true},
                     V{0, 0, -1, 4, true}, V{1, 1, 0, 0, false}, V{2, 8, 0, 0, false}, V{1, 8, 1, 0, false},
-                    V{2, 2, 1, 0, false}, V{1, 4, 0, 0, false, 4}, V{2, 8, 0, 0, false, 16}}) {
-    mmq().dq().tune(v.mt, v.warps, v.splitk, v.stages, v.ks);
+                    V{2, 2, 1, 0, false}}) {
+    mmq().dq().tune(v.mt, v.warps, v.splitk, v.stages);
     std::vector<std::vector<float>> got;
     for (int i = 0; i < 3; ++i) {
       DeviceBuffer one_out(size_t(n * rows[i]) * 4);
@@ -195,7 +85,7 @@ TEST(CudaDqMma, GroupedMixedKindsAndLaunchShapesGiveTheSameBits) {
       else
         EXPECT_LT(rel_error(got.back(), want[size_t(i)]), 1e-5) << "segment " << i << " mt=" << v.mt
                                                                << " warps=" << v.warps << " splitk=" << v.splitk
-                                                               << " stages=" << v.stages << " ks=" << v.ks;
+                                                               << " stages=" << v.stages;
     }
     if (!v.same) {  // a second shape of the same mode gives its own bits again
       DeviceBuffer again(size_t(n * rows[0]) * 4);
@@ -206,7 +96,7 @@ TEST(CudaDqMma, GroupedMixedKindsAndLaunchShapesGiveTheSameBits) {
     }
   }
   mmq().dq().tune(0, 0, -1);
-  std::printf("[ cuda     ] dqmma grouped q/k/v == single launches (bitwise), 11 launch shapes\n");
+  std::printf("[ cuda     ] dqmma grouped q/k/v == single launches (bitwise), 9 launch shapes\n");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "backend/cpu/reference_kernels.h"
@@ -179,9 +180,9 @@ TEST(CudaEngine, GraphReplayEqualsDirectLaunches) {
   JITLLM_REQUIRE_GPU();
   const auto file = load_model_file(oracle_path("models/synth-llama.Q4_K_M.gguf"));
   auto run = [&](const char* graph) {
-    setenv("JITLLM_CUDA_GRAPH", graph, 1);
+    std::optional<tuning::ScopedOverride> g(std::in_place, "JITLLM_CUDA_GRAPH", graph);
     Engine e(file, on("cuda"));
-    unsetenv("JITLLM_CUDA_GRAPH");
+    g.reset();
     auto s = e.new_session(300);
     std::vector<float> l = e.prefill(*s, std::vector<int32_t>{1, 22, 333, 44}, false), all;
     // 280 steps: the session crosses a 256-token KV page while graphs are being replayed.
@@ -249,9 +250,9 @@ TEST(CudaEngine, FusedLaunchesEqualOneKernelPerOp) {
   JITLLM_REQUIRE_GPU();
   const auto file = load_model_file(oracle_path("models/synth-llama.Q4_K_M.gguf"));
   auto run = [&](const char* fuse) {
-    setenv("JITLLM_CUDA_FUSE", fuse, 1);
+    std::optional<tuning::ScopedOverride> f(std::in_place, "JITLLM_CUDA_FUSE", fuse);
     Engine e(file, on("cuda"));
-    unsetenv("JITLLM_CUDA_FUSE");
+    f.reset();
     auto s = e.new_session(128);
     std::vector<float> l = e.prefill(*s, std::vector<int32_t>{1, 22, 333, 44, 5}, true), all = l;
     for (int i = 0; i < 40; ++i) {
@@ -273,9 +274,9 @@ TEST(CudaEngine, FusedLaunchesEqualOneKernelPerOp) {
 TEST(CudaEngine, TwentySessionsTogetherEqualSoloRuns) {
   JITLLM_REQUIRE_GPU();
   const auto file = load_model_file(oracle_path("models/synth-llama.Q4_K_M.gguf"));
-  setenv("JITLLM_BATCH_INVARIANT", "1", 1);
+  std::optional<tuning::ScopedOverride> bi(std::in_place, "JITLLM_BATCH_INVARIANT", "1");
   Engine e(file, on("cuda"));
-  unsetenv("JITLLM_BATCH_INVARIANT");
+  bi.reset();
   const int64_t nv = e.config().n_vocab;
   const size_t S = 20;
   const int steps = 4;

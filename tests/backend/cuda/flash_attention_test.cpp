@@ -1,5 +1,5 @@
 // The prefill flash attention (flash_attention.h: mma.sync tiles, online softmax, per-row causal
-// mask, GQA; the precise and the fast variant) against the CPU reference attention (tiled f32 path) on paged f16 KV: prompts of
+// mask, GQA) against the CPU reference attention (tiled f32 path) on paged f16 KV: prompts of
 // 1..600 tokens from position 0, a prompt continuing 150 earlier positions, and a ragged batch
 // of three sequences (one interleaved row by row, so tiles of one row); GQA 4:1 and 4:1 at 32
 // heads; head sizes 64, 80 and 128; output poisoned first. DISABLED_FlashVsPagedTiming prints
@@ -28,7 +28,7 @@ struct AttnCase {
 };
 
 // Runs the flash kernel (and, with `timing`, the paged one) and returns the relative error.
-double run_case(const AttnCase& c, bool precise, bool timing = false) {
+double run_case(const AttnCase& c, bool timing = false) {
   Gpu* G = gpu();
   std::mt19937 rng(uint32_t(c.rows.size() * 7 + c.head_dim + c.n_head));
   const int kv_dim = c.n_head_kv * c.head_dim;
@@ -118,8 +118,7 @@ double run_case(const AttnCase& c, bool precise, bool timing = false) {
   call.head_dim = c.head_dim;
   call.scale = a.scale;
   call.kv_f16 = true;
-  static FlashAttention precise_flash(*G->compiler, true), fast_flash(*G->compiler, false);
-  FlashAttention& flash = precise ? precise_flash : fast_flash;
+  static FlashAttention flash(*G->compiler);
   flash.run(call, dtiles.get(), int(tiles.size()), *G->stream);
   G->stream->sync();
   const double err = rel_error(from_device(dout, q.size()), ref);
@@ -137,12 +136,10 @@ double run_case(const AttnCase& c, bool precise, bool timing = false) {
       std::sort(ms.begin(), ms.end());
       return double(ms[ms.size() / 2]);
     };
-    const double tf = time([&] { precise_flash.run(call, dtiles.get(), int(tiles.size()), *G->stream); });
-    const double tq = time([&] { fast_flash.run(call, dtiles.get(), int(tiles.size()), *G->stream); });
+    const double tf = time([&] { flash.run(call, dtiles.get(), int(tiles.size()), *G->stream); });
     const double tp = time([&] { G->kernels->attention(call, *G->stream); });
-    std::printf("[ cuda     ] timing attention %ld rows %d heads hd %d: flash precise %.1f us, "
-                "fast %.1f us, paged %.1f us\n",
-                long(n_rows), c.n_head, c.head_dim, tf * 1e3, tq * 1e3, tp * 1e3);
+    std::printf("[ cuda     ] timing attention %ld rows %d heads hd %d: flash %.1f us, paged %.1f us\n",
+                long(n_rows), c.n_head, c.head_dim, tf * 1e3, tp * 1e3);
   }
   return err;
 }
@@ -157,40 +154,32 @@ AttnCase prompt(int64_t len, int head_dim, int n_head = 8, int n_head_kv = 2) {
   return s;
 }
 
-// Relative error vs the reference (Q, scores and V accumulation in f32): the precise variant
-// carries Q and P as f16 pairs (f32 rounding and the exp2 / summation order remain); the fast one
-// rounds both to f16 once (~2e-4 measured).
-double tol(bool precise) { return precise ? 2e-5 : 4e-3; }
+// Relative error vs the reference (Q, scores and V accumulation in f32): the kernel carries Q
+// and P as f16 pairs (f32 rounding and the exp2 / summation order remain).
+constexpr double kTol = 2e-5;
 
 TEST(CudaFlashAttention, PromptsFromPositionZero) {
   JITLLM_REQUIRE_GPU();
   for (int hd : {64, 128, 80})
-    for (int64_t len : {1, 17, 64, 100, 600})
-      for (bool precise : {true, false}) {
-        const double err = run_case(prompt(len, hd), precise);
-        EXPECT_LT(err, tol(precise)) << "len " << len << " head_dim " << hd << " precise " << precise;
-        std::printf("[ cuda     ] flash attention %-7s len %-4ld hd %-3d GQA 8/2: rel err %.2e\n",
-                    precise ? "precise" : "fast", long(len), hd, err);
-      }
-  for (bool precise : {true, false}) {
-    const double err = run_case(prompt(300, 128, 32, 8), precise);
-    EXPECT_LT(err, tol(precise)) << "32 heads over 8";
-    std::printf("[ cuda     ] flash attention %-7s len 300 hd 128 GQA 32/8: rel err %.2e\n",
-                precise ? "precise" : "fast", err);
-  }
+    for (int64_t len : {1, 17, 64, 100, 600}) {
+      const double err = run_case(prompt(len, hd));
+      EXPECT_LT(err, kTol) << "len " << len << " head_dim " << hd;
+      std::printf("[ cuda     ] flash attention len %-4ld hd %-3d GQA 8/2: rel err %.2e\n", long(len), hd, err);
+    }
+  const double err = run_case(prompt(300, 128, 32, 8));
+  EXPECT_LT(err, kTol) << "32 heads over 8";
+  std::printf("[ cuda     ] flash attention len 300 hd 128 GQA 32/8: rel err %.2e\n", err);
 }
 
 // pydoc-llama's shape (head size 32, 6 query heads over 2 KV heads: a group of 3), a prompt
 // longer than one KV page.
 TEST(CudaFlashAttention, HeadSize32GroupOf3) {
   JITLLM_REQUIRE_GPU();
-  for (int64_t len : {17, 300})
-    for (bool precise : {true, false}) {
-      const double err = run_case(prompt(len, 32, 6, 2), precise);
-      EXPECT_LT(err, tol(precise)) << "len " << len << " precise " << precise;
-      std::printf("[ cuda     ] flash attention %-7s len %-4ld hd 32 GQA 6/2: rel err %.2e\n",
-                  precise ? "precise" : "fast", long(len), err);
-    }
+  for (int64_t len : {17, 300}) {
+    const double err = run_case(prompt(len, 32, 6, 2));
+    EXPECT_LT(err, kTol) << "len " << len;
+    std::printf("[ cuda     ] flash attention len %-4ld hd 32 GQA 6/2: rel err %.2e\n", long(len), err);
+  }
 }
 
 TEST(CudaFlashAttention, PromptContinuingEarlierPositions) {
@@ -198,12 +187,9 @@ TEST(CudaFlashAttention, PromptContinuingEarlierPositions) {
   AttnCase s;
   s.seq_len = {220};
   for (int64_t p = 150; p < 220; ++p) s.rows.push_back({0, p});
-  for (bool precise : {true, false}) {
-    const double err = run_case(s, precise);
-    EXPECT_LT(err, tol(precise));
-    std::printf("[ cuda     ] flash attention %-7s rows 150..219 over 220 keys: rel err %.2e\n",
-                precise ? "precise" : "fast", err);
-  }
+  const double err = run_case(s);
+  EXPECT_LT(err, kTol);
+  std::printf("[ cuda     ] flash attention rows 150..219 over 220 keys: rel err %.2e\n", err);
 }
 
 TEST(CudaFlashAttention, RaggedSequences) {
@@ -217,18 +203,15 @@ TEST(CudaFlashAttention, RaggedSequences) {
     s.rows.push_back({2, p});
     if (p < 23) s.rows.push_back({1, p - 20});
   }
-  for (bool precise : {true, false}) {
-    const double err = run_case(s, precise);
-    EXPECT_LT(err, tol(precise));
-    std::printf("[ cuda     ] flash attention %-7s ragged 3 sequences (%zu rows): rel err %.2e\n",
-                precise ? "precise" : "fast", s.rows.size(), err);
-  }
+  const double err = run_case(s);
+  EXPECT_LT(err, kTol);
+  std::printf("[ cuda     ] flash attention ragged 3 sequences (%zu rows): rel err %.2e\n", s.rows.size(), err);
 }
 
 TEST(CudaFlashAttention, DISABLED_FlashVsPagedTiming) {
   JITLLM_REQUIRE_GPU();
-  run_case(prompt(512, 128, 32, 8), true, true);
-  run_case(prompt(512, 64, 32, 8), true, true);
+  run_case(prompt(512, 128, 32, 8), true);
+  run_case(prompt(512, 64, 32, 8), true);
 }
 
 }  // namespace

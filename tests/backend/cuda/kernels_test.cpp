@@ -69,22 +69,16 @@ TEST(CudaKernels, MatmulHeadShape) {
   check_matmul({QuantType::Q4_K, 128256, 2048, 1e-2}, {1}, 0);
 }
 
-TEST(CudaKernels, MatmulQ4KVariants) {
-  // Both Q4_K kernels, variant 2 at every steps-in-flight and rows-per-warp setting, on ragged
-  // shapes: rows not a multiple of a CTA's rows, 22 blocks per row (a partial step of four), zero
-  // blocks; one row and a batch tile.
+TEST(CudaKernels, MatmulQ4KRowsPerWarp) {
+  // The Q4_K kernel at 1 and 4 rows per warp on ragged shapes: rows not a multiple of a CTA's
+  // rows, 22 blocks per row, zero blocks; one row and a batch tile.
   JITLLM_REQUIRE_GPU();
-  const std::pair<int, int> variants[] = {{1, 4}, {2, 1}, {2, 2}, {2, 4}, {2, 8}};
-  for (const auto& [v, steps] : variants) {
-    for (int rpw : {1, 4}) {
-      G->kernels->tune(rpw, 0);
-      G->kernels->tune_q4k(v, steps);
-      check_matmul({QuantType::Q4_K, 1003, 5632, 1e-2}, {1, 3}, 5);
-      check_matmul({QuantType::Q4_K, 260, 4096, 1e-2}, {1, 9}, 0);
-    }
+  for (int rpw : {1, 4}) {
+    G->kernels->tune(rpw, 0);
+    check_matmul({QuantType::Q4_K, 1003, 5632, 1e-2}, {1, 3}, 5);
+    check_matmul({QuantType::Q4_K, 260, 4096, 1e-2}, {1, 9}, 0);
   }
   G->kernels->tune(0, 0);
-  G->kernels->tune_q4k(0, 0);
 }
 
 TEST(CudaKernels, ArgmaxRowsEqualsHostArgmax) {
@@ -407,58 +401,6 @@ TEST(CudaBench, MatvecShapes) {
     }
   }
   G->kernels->tune(0, 0);
-}
-
-// Not a test: the Q4_K kernel variants (1: four lanes per block; 2: eight lanes per block with
-// S steps of four blocks in flight) per 8B/1B shape at n = 1, GB/s of weight bytes. Weights are
-// rotated over 3 copies (> L2 for the big shapes) so the bench reads HBM, not L2.
-TEST(CudaBench, Q4KVariants) {
-  if (!std::getenv("JITLLM_CUDA_BENCH")) GTEST_SKIP() << "set JITLLM_CUDA_BENCH=1";
-  JITLLM_REQUIRE_GPU();
-  struct Shape { const char* what; int64_t rows, k; };
-  const Shape shapes[] = {{"8B q/o", 4096, 4096},   {"8B gate", 14336, 4096},
-                          {"8B down", 4096, 14336}, {"1B q", 2048, 2048},
-                          {"1B gate", 8192, 2048},  {"1B down", 2048, 8192}};
-  struct Variant { int v, steps, rpw; };
-  const Variant variants[] = {{1, 4, 2}, {2, 4, 1}, {2, 4, 2}, {2, 2, 2}, {2, 4, 4}, {2, 8, 2}};
-  std::mt19937 rng(2);
-  Event e0, e1;
-  for (const Shape& sh : shapes) {
-    std::vector<DeviceWeight> dws;
-    for (int c = 0; c < 3; ++c) {
-      const auto w = random_weights(QuantType::Q4_K, sh.rows, sh.k, rng);
-      dws.push_back(DeviceWeight::upload(pack_weight(QuantType::Q4_K, w.data(), sh.rows, sh.k)));
-    }
-    const double bytes = double(row_bytes(QuantType::Q4_K, sh.k)) * double(sh.rows);
-    const auto x = random_floats(size_t(kMaxMatvecTile * sh.k), rng);
-    DeviceBuffer dx = to_device(x), dout(size_t(kMaxMatvecTile * sh.rows) * 4);
-    DeviceBuffer q8(CudaKernels::q8_bytes(kMaxMatvecTile, sh.k));
-    const Q8Buffers qb{q8.get(), q8.get() + CudaKernels::q8_ds_offset(1, sh.k)};
-    G->kernels->quantize_q8(dx.get(), 1, sh.k, qb, *G->stream);
-    std::vector<float> first;
-    for (const Variant& v : variants) {
-      G->kernels->tune(v.rpw, 0);
-      G->kernels->tune_q4k(v.v, v.steps);
-      G->kernels->matmul(dws[0], dx.get(), 1, dout.get(), qb, *G->stream, true);  // compile, warm
-      G->stream->sync();
-      // Every variant computes the same outputs (up to the f32 summation order).
-      const std::vector<float> got = from_device(dout, size_t(sh.rows));
-      if (first.empty()) first = got;
-      const double diff = rel_error(got, first);
-      const int reps = 60;
-      e0.record(*G->stream);
-      for (int r = 0; r < reps; ++r)
-        G->kernels->matmul(dws[size_t(r % 3)], dx.get(), 1, dout.get(), qb, *G->stream, true);
-      e1.record(*G->stream);
-      e1.sync();
-      const double us = 1000.0 * e1.ms_since(e0) / reps;
-      std::printf("[ bench    ] q4k %-8s %6ld x %5ld v%d steps=%d rpw=%d %8.2f us %7.1f GB/s (vs v1 %.1e)\n",
-                  sh.what, long(sh.rows), long(sh.k), v.v, v.steps, v.rpw, us, bytes / us / 1e3, diff);
-      EXPECT_LT(diff, 1e-5) << sh.what;
-    }
-  }
-  G->kernels->tune(0, 0);
-  G->kernels->tune_q4k(0, 0);
 }
 
 }  // namespace

@@ -40,14 +40,10 @@ std::unique_ptr<Engine> cuda_engine(const std::shared_ptr<const ModelFile>& file
   EngineOptions o;
   o.cpu_kernels = "reference";
   o.devices = "cuda";
-  if (!prefill_paths) {
-    setenv("JITLLM_CUDA_GEMM", "0", 1);
-    setenv("JITLLM_CUDA_FLASH", "0", 1);
-  }
-  auto e = std::make_unique<Engine>(file, o);
-  unsetenv("JITLLM_CUDA_GEMM");
-  unsetenv("JITLLM_CUDA_FLASH");
-  return e;
+  // Read when the engine's CudaOps is made.
+  tuning::ScopedOverride gemm("JITLLM_CUDA_GEMM", prefill_paths ? "1" : "0");
+  tuning::ScopedOverride flash("JITLLM_CUDA_FLASH", prefill_paths ? "1" : "0");
+  return std::make_unique<Engine>(file, o);
 }
 
 class CudaPrefill : public ::testing::TestWithParam<const char*> {};

@@ -99,8 +99,7 @@ void check_split(int head_dim, int max_splits) {
   c.head_dim = head_dim;
   c.scale = a.scale;
   c.kv_f16 = true;
-  c.keys_per_step = 1;  // the one-key loop, one head per CTA: a row of one split shares its bits
-  c.share_kv = 0;
+  c.keys_per_step = 1;  // the one-key loop: a row of one split shares its bits
   c.out = one.get();
   c.q8 = Q8Buffers{q8a.get(), q8a.get() + dso};
   G->kernels->attention(c, *G->stream);
@@ -145,12 +144,11 @@ TEST(CudaSplitAttention, MatchesReferenceAndSingleCtaKernel) {
 }
 
 // The logits of `steps` decode steps of one session on the card after a prompt of `prompt`
-// tokens (prefilled in chunks of `chunk`), with JITLLM_CUDA_SPLITK = splitk (nullptr: unset).
+// tokens (prefilled in chunks of `chunk`), with JITLLM_CUDA_SPLITK = splitk (nullptr: as unset).
 std::vector<std::vector<float>> decode_after_prompt(const char* splitk, int64_t prompt, int64_t chunk,
                                                     int64_t steps) {
   const auto file = load_model_file(jitllm::testing::oracle_path("models/synth-llama.Q4_K_M.gguf"));
-  if (splitk) setenv("JITLLM_CUDA_SPLITK", splitk, 1);
-  else unsetenv("JITLLM_CUDA_SPLITK");
+  tuning::ScopedOverride split("JITLLM_CUDA_SPLITK", splitk ? splitk : "");
   EngineOptions o;
   o.cpu_kernels = "reference";
   o.devices = "cuda";
@@ -161,7 +159,6 @@ std::vector<std::vector<float>> decode_after_prompt(const char* splitk, int64_t 
   e.prefill(*s, ids, false, chunk);
   std::vector<std::vector<float>> out;
   for (int64_t i = 0; i < steps; ++i) out.push_back(e.decode(*s, int32_t(i * 13 % 500)));
-  unsetenv("JITLLM_CUDA_SPLITK");
   return out;
 }
 

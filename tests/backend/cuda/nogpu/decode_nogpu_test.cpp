@@ -1,7 +1,6 @@
-// The decode kernel variants of this slice compile under NVRTC for sm_90 (no card needed): both
-// Q4_K matvec variants at every steps-in-flight setting, the norm, rope and swiglu epilogues, the
-// argmax kernel (in the element-wise source) and split-K decode attention; bad epilogue settings
-// are refused.
+// The decode kernel variants of this slice compile under NVRTC for sm_90 (no card needed): the
+// Q4_K matvec at the 8B row lengths, the norm, rope and swiglu epilogues, the argmax kernel (in
+// the element-wise source) and split-K decode attention; bad epilogue settings are refused.
 #include <gtest/gtest.h>
 
 #include "backend/cuda/compiler.h"
@@ -18,17 +17,11 @@ TEST(CudaDecodeNoGpu, DecodeVariantsCompileForSm90) {
   const auto opts = nvrtc_options("sm_90");
   MatvecSpec spec;
   spec.kinds[0] = WeightKind::Q4_K;
-  for (int v : {1, 2}) {
-    for (int steps : {1, 4, 8}) {
-      for (int64_t k : {int64_t(2048), int64_t(5632), int64_t(14336)}) {
-        spec.k = k;
-        spec.q4k_variant = v;
-        spec.q4k_steps = steps;
-        spec.rpw = 2;
-        spec.nt = 1;
-        EXPECT_GT(nvrtc_compile(matvec_source(spec), spec.name(), opts).size(), 1000u) << spec.name();
-      }
-    }
+  for (int64_t k : {int64_t(2048), int64_t(5632), int64_t(14336)}) {
+    spec.k = k;
+    spec.rpw = 2;
+    spec.nt = 1;
+    EXPECT_GT(nvrtc_compile(matvec_source(spec), spec.name(), opts).size(), 1000u) << spec.name();
   }
   MatvecSpec norm;  // a residual matrix with the norm epilogue
   norm.kinds[0] = WeightKind::Q6_K;
@@ -62,33 +55,30 @@ TEST(CudaDecodeNoGpu, DecodeVariantsCompileForSm90) {
     EXPECT_NE(src.find("matvec_swiglu"), std::string::npos);
     EXPECT_GT(nvrtc_compile(src, sw.name(), opts).size(), 1000u) << sw.name();
   }
-  // The PDL preload modes: the weight loads before griddepcontrol.wait in the bodies that preload
-  // (Q4_K both variants, Q6_K, Q8_0), the wait before the body in the others (F16, Q4_0), with
-  // the rope epilogue and in mixed groups.
+  // The PDL preload: the weight loads before griddepcontrol.wait in the bodies that preload
+  // (Q4_K, Q6_K, Q8_0), the wait before the body in the others (F16, Q4_0), with the rope
+  // epilogue and in mixed groups.
   MatvecSpec pre;
   pre.k = 4096;
   pre.rpw = 2;
-  for (int mode : {1, 2}) {
-    pre.preload = mode;
+  pre.preload = true;
+  {
     pre.nseg = 3;
     pre.kinds[0] = WeightKind::Q4_K;
     pre.kinds[1] = WeightKind::Q8_0;
     pre.kinds[2] = WeightKind::Q6_K;
     pre.rope = true;
     std::string src = matvec_source(pre);
-    EXPECT_NE(src.find("#define PRELOAD " + std::to_string(mode)), std::string::npos);
+    EXPECT_NE(src.find("#define PRELOAD 2"), std::string::npos);
     EXPECT_GT(nvrtc_compile(src, pre.name(), opts).size(), 1000u) << pre.name();
     pre.rope = false;
     pre.nseg = 2;
     pre.kinds[0] = WeightKind::F16;
     pre.kinds[1] = WeightKind::Q4_0;
-    pre.q4k_variant = 1;
     EXPECT_GT(nvrtc_compile(matvec_source(pre), pre.name(), opts).size(), 1000u) << pre.name();
     pre.nseg = 1;
     pre.kinds[0] = WeightKind::Q4_K;
-    pre.q4k_variant = 2;
     EXPECT_GT(nvrtc_compile(matvec_source(pre), pre.name(), opts).size(), 1000u) << pre.name();
-    pre.q4k_variant = 1;
   }
   pre.norm = true;  // the preload goes without the norm epilogue (its CTAs count each other)
   EXPECT_THROW(matvec_source(pre), Error);
@@ -122,11 +112,6 @@ TEST(CudaDecodeNoGpu, BadEpilogueSettingsAreRefused) {
   sw.rpw = 2;  // the swiglu epilogue's CTA owns 32 rows: 8 warps x 4
   sw.swiglu = true;
   EXPECT_THROW(matvec_source(sw), Error);
-  MatvecSpec q4;
-  q4.kinds[0] = WeightKind::Q4_K;
-  q4.k = 2048;
-  q4.q4k_variant = 3;
-  EXPECT_THROW(matvec_source(q4), Error);
   EXPECT_THROW(split_attention_source(0, true), Error);
 }
 

@@ -76,73 +76,6 @@ TEST(DqMmaNoGpu, EngineVariantsCompileForSm90) {
     r.splitk = false;
     EXPECT_EQ(dq_mma_smem_bytes(r), size_t(stages) * 32 * 288 * 2);
   }
-  // The activation staged through L1 (x_l1), the wide launch's shape.
-  DqMmaSpec xl;
-  xl.k = 4096;
-  xl.nt8 = 4;
-  xl.mt = 1;
-  xl.x_l1 = true;
-  const std::string xl_src = dq_mma_source(xl);
-  EXPECT_NE(xl_src.find("#define X_L1 1"), std::string::npos);
-  EXPECT_NE(xl.name().find("xl1"), std::string::npos);
-  EXPECT_GT(nvrtc_compile(xl_src, xl.name(), opts).size(), 1000u) << xl.name();
-  // The row length split over CTAs: q/k/v of Q4_K_M, 4 splits; ffn_down's row length in 8.
-  DqMmaSpec ks = spec;
-  ks.splitk = false;
-  ks.mt = 1;
-  ks.warps = 4;
-  ks.ksplit = 4;
-  EXPECT_NE(ks.name().find("ks=4"), std::string::npos);
-  expect_compiles(ks);
-  DqMmaSpec kd;
-  kd.kinds[0] = WeightKind::Q6_K;
-  kd.k = 14336;
-  kd.nt8 = 8;
-  kd.mt = 1;
-  kd.ksplit = 8;
-  expect_compiles(kd);
-  // Q4_K unpacked through e4m3: both launch shapes, mixed kinds (q/k/v), the SwiGLU epilogue.
-  for (bool splitk : {false, true}) {
-    DqMmaSpec e = spec;
-    e.splitk = splitk;
-    e.warps = 4;
-    e.e4m3 = true;
-    const std::string src = dq_mma_source(e);
-    EXPECT_NE(src.find("#define E4M3 1"), std::string::npos);
-    EXPECT_NE(e.name().find("e4m3"), std::string::npos);
-    EXPECT_GT(nvrtc_compile(src, e.name(), opts).size(), 1000u) << e.name();
-  }
-  DqMmaSpec es;
-  es.nseg = 2;
-  es.k = 4096;
-  es.nt8 = 4;
-  es.mt = 1;
-  es.warps = 8;
-  es.swiglu = true;
-  es.e4m3 = true;
-  expect_compiles(es);
-  // The split-warp launches with staged activation: q/k/v (4 warps) and ffn_down (8 warps, Q6_K),
-  // 1 and 4 activation tiles; the ring of 3 half steps per warp sets the shared memory.
-  for (int nt8 : {1, 4}) {
-    DqMmaSpec x = spec;  // q/k/v, splitk
-    x.nt8 = nt8;
-    x.warps = 4;
-    x.mt = 2;
-    x.x_stage = true;
-    EXPECT_NE(x.name().find("xstage"), std::string::npos);
-    EXPECT_EQ(dq_mma_smem_bytes(x), size_t(4) * 3 * nt8 * 8 * 128 * 2);
-    expect_compiles(x);
-  }
-  DqMmaSpec xd = kd;
-  xd.splitk = true;
-  xd.nt8 = 4;
-  xd.mt = 2;
-  xd.warps = 8;
-  xd.ksplit = 1;
-  xd.x_stage = true;
-  expect_compiles(xd);
-  xd.splitk = false;  // no effect without the split warps
-  EXPECT_EQ(dq_mma_source(xd).find("#define XSTAGE 1"), std::string::npos);
 }
 
 TEST(DqMmaNoGpu, UnsupportedKindsAndShapesAreRefused) {
@@ -179,17 +112,6 @@ TEST(DqMmaNoGpu, UnsupportedKindsAndShapesAreRefused) {
   spec.warps = 4;
   spec.splitk = true;
   EXPECT_THROW(dq_mma_source(spec), Error);
-  spec.splitk = false;
-  spec.ksplit = 2;  // a split row length with the swiglu epilogue
-  EXPECT_THROW(dq_mma_source(spec), Error);
-  spec.swiglu = false;
-  spec.nseg = 1;
-  spec.splitk = true;  // ... with the warps splitting the row length too
-  EXPECT_THROW(dq_mma_source(spec), Error);
-  spec.splitk = false;
-  spec.ksplit = 17;
-  EXPECT_THROW(dq_mma_source(spec), Error);
-  spec.ksplit = 1;
   EXPECT_TRUE(dq_mma_supports(WeightKind::Q8_0, 256));
   EXPECT_FALSE(dq_mma_supports(WeightKind::Q8_0, 128));
   EXPECT_FALSE(dq_mma_supports(WeightKind::Q5_K, 4096));

@@ -39,14 +39,6 @@ TEST(MmqNoGpu, EveryVariantCompilesForSm90) {
     spec.warps = warps;
     EXPECT_GT(nvrtc_compile(mmq_source(spec), spec.name(), opts).size(), 1000u) << spec.name();
   }
-  // The defaults: the second register set and the activation copies in shared memory.
-  spec.mt = 2;
-  spec.warps = 4;
-  spec.pipe = spec.act = true;
-  EXPECT_GT(nvrtc_compile(mmq_source(spec), spec.name(), opts).size(), 1000u) << spec.name();
-  EXPECT_EQ(mmq_smem_bytes(spec), size_t(4 * 2 * 32 * (256 + 32 + 64)));  // the Q4_K copies
-  spec.act = false;
-  EXPECT_EQ(mmq_smem_bytes(spec), 0u);
 }
 
 TEST(MmqNoGpu, UnsupportedKindsAndShapesAreRefused) {

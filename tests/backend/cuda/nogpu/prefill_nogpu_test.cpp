@@ -19,10 +19,7 @@ TEST(CudaPrefillNoGpu, SourcesCompileForSm90) {
   const auto opts = nvrtc_options("sm_90");
   EXPECT_GT(nvrtc_compile(gemm_source(), "gemm kernels", opts).size(), 1000u);
   for (int hd : {64, 80, 128})
-    for (bool precise : {true, false})
-      EXPECT_GT(nvrtc_compile(flash_attention_source(hd, precise), "flash attention", opts).size(),
-                1000u)
-          << hd;
+    EXPECT_GT(nvrtc_compile(flash_attention_source(hd), "flash attention", opts).size(), 1000u) << hd;
 }
 
 TEST(CudaPrefillNoGpu, UnsupportedHeadSizesAreRefused) {
@@ -30,7 +27,7 @@ TEST(CudaPrefillNoGpu, UnsupportedHeadSizesAreRefused) {
   EXPECT_FALSE(flash_supported(72, true));
   EXPECT_FALSE(flash_supported(256, true));
   EXPECT_TRUE(flash_supported(64, true));
-  EXPECT_THROW(flash_attention_source(72, true), Error);
+  EXPECT_THROW(flash_attention_source(72), Error);
 }
 
 TEST(CudaPrefillNoGpu, FlashTilesFollowSequences) {
