@@ -21,7 +21,7 @@ for lib in $(ldd $B/jitllm $B/tests/test_backend_cuda | awk '/=>/ {print $3}' | 
              grep -E 'libicu|libsentencepiece|libcpp-httplib|libbrotli'); do
   xz -9 -c "$lib" > $C/lib/$(basename "$lib").xz
 done
-for f in ${FIXTURES:-F16 Q8_0 Q6_K Q4_K_M Q4_0 Q4_1 Q5_0 Q5_1 Q5_K_M IQ4_NL Q3_K_M Q2_K MXFP4} ${EXTRA_FIXTURES:-}; do
+for f in ${FIXTURES:-F32 BF16 F16 Q8_0 Q6_K Q4_K_M Q4_0 Q4_1 Q5_0 Q5_1 Q5_K_M IQ4_NL Q3_K_M Q2_K MXFP4} ${EXTRA_FIXTURES:-}; do
   cp $S/oracle/models/synth-llama.$f.gguf $C/shared/oracle/models/
   cp $S/oracle/logits/synth-llama.$f.* $C/shared/oracle/logits/
 done
