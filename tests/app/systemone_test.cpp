@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "app/request_error.h"
+#include "app/systemone_fixture.h"
 #include "app/systemone_scoring.h"
 #include "runtime/model_loader.h"
 #include "sample/logprobs.h"
@@ -74,23 +75,10 @@ double scratch_logprob(Engine& engine, const std::vector<int32_t>& tokens, size_
 }
 
 TEST(SystemOne, ForkedEvaluationEqualsScratchComputation) {
-  EngineOptions o;
-  o.cpu_kernels = "reference";
-  o.kv_page_tokens = 16;
-  Engine engine(load_model_file(testing::oracle_path("pydoc-llama/pydoc-llama.F32.gguf")), o);
-  const Tokenizer tok(engine.model().file().metadata);
-  const SystemOneRequest req = parse_systemone_request(
-      {{"state", "The open() function returns a file object. Files must be closed after use."},
-       {"questions",
-        {{"closes", {{"type", "noul"}, {"instructions", "Must files be closed?"}}},
-         {"kind", {{"type", "choice"}, {"instructions", "What does open() return?"},
-                   {"choices", {"file object", "list", "string"}}}},
-         {"sure", {{"type", "score"}, {"instructions", "How sure is it?"}}}}}});
-  auto prompt_of = [&](const SystemOneQuestion& q) {
-    return systemone_plain_prompt(req.state, systemone_question_text(q));
-  };
-  auto tokenize = [&](const std::string& t) { return tok.encode(t, true); };
-  const SystemOnePlan plan = plan_systemone(req, prompt_of, tokenize);
+  const test::SystemOneCase c = test::pydoc_systemone_case();
+  Engine& engine = *c.engine;
+  const SystemOneRequest& req = c.req;
+  const SystemOnePlan& plan = c.plan;
   const SystemOneResult r = evaluate_systemone(plan, engine, /*cache=*/nullptr, 512, /*chunk=*/8);
   ASSERT_EQ(r.label_probs.size(), 3u);
   EXPECT_EQ(r.tokens_cached, 0);
