@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "runtime/session_fork.h"
 #include "sample/logprobs.h"
+#include "tokenizer/tokenizer.h"
 
 namespace jitllm::app {
 
@@ -100,14 +101,17 @@ SystemOnePlan plan_systemone(const SystemOneRequest& r, const LoadedModel& model
   auto tokenize = [&](const std::string& text) {
     return chat ? model.tokenize_rendered(text) : model.tokenize_prompt(text);
   };
-  return plan_systemone(r, prompt_of, tokenize);
+  SystemOnePlan plan = plan_systemone(r, prompt_of, tokenize);
+  plan.n_tokens = model.tokenizer().n_vocab();
+  return plan;
 }
 
 SystemOneResult evaluate_systemone(const SystemOnePlan& plan, Engine& engine, SessionCache* cache,
                                    int64_t n_ctx, int64_t chunk) {
   if (chunk <= 0) throw_error("systemone: chunk must be positive");
   SystemOneResult res;
-  const size_t n_vocab = size_t(engine.config().n_vocab);
+  const size_t n_vocab = size_t(engine.config().n_vocab);  // logits per row
+  const size_t n_tokens = plan.n_tokens > 0 ? std::min(plan.n_tokens, n_vocab) : n_vocab;
   // G: the prefix every candidate of every question shares (the state), one token short of the
   // shortest candidate so each has something left to score.
   const std::vector<int32_t>* first = nullptr;
@@ -155,7 +159,7 @@ SystemOneResult evaluate_systemone(const SystemOnePlan& plan, Engine& engine, Se
     const std::span<const int32_t> ctx(q.candidates[0].tokens.data() + start, p - start);
     const std::vector<float> logits = engine.prefill(*qs, ctx, false);
     res.tokens_run += int64_t(ctx.size());
-    const std::vector<float> first_lp = log_softmax(logits);
+    const std::vector<float> first_lp = log_softmax(std::span<const float>(logits).first(n_tokens));
 
     size_t n_labels = 0;
     for (const Candidate& c : q.candidates) n_labels = std::max(n_labels, c.label + 1);
@@ -168,7 +172,7 @@ SystemOneResult evaluate_systemone(const SystemOnePlan& plan, Engine& engine, Se
         const std::vector<float> rows = engine.prefill(*f, ans.first(ans.size() - 1), true);
         res.tokens_run += int64_t(ans.size() - 1);
         for (size_t j = 1; j < ans.size(); ++j)
-          lp += logprobs(std::span<const float>(rows.data() + (j - 1) * n_vocab, n_vocab), ans[j]);
+          lp += logprobs(std::span<const float>(rows.data() + (j - 1) * n_vocab, n_tokens), ans[j]);
       }
       per_label[c.label].push_back(lp);
     }

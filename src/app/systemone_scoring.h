@@ -34,6 +34,9 @@ struct QuestionPlan {
 };
 struct SystemOnePlan {
   std::vector<QuestionPlan> questions;  // in request order
+  // Answers are normalised over the first n_tokens logits (the tokenizer's tokens; a head
+  // padded past them is masked). 0: every logit.
+  size_t n_tokens = 0;
 };
 
 // Builds the candidate token sequences with `prompt_of` (question -> prompt text) and

@@ -196,7 +196,8 @@ int run_run(RunArgs args) {
                 engine.config().n_vocab);
   auto session = engine.new_session(args.n_ctx);
   args.sampling.seed = args.seed;
-  SamplerChain sampler(args.sampling, int32_t(engine.config().n_vocab));
+  // Ids past the tokenizer's last token (a padded head) are never sampled.
+  SamplerChain sampler(args.sampling, int32_t(tok.n_vocab()));
 
   struct sigaction action {};
   action.sa_handler = on_sigint;  // no SA_RESTART: a blocked read returns at Ctrl-C

@@ -16,6 +16,13 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
+// The model's own output is unusable (NaN or +inf logits): the request was fine, the model or
+// the machine is not. Front ends answer it as a server fault (HTTP 500), not as a bad request.
+class ModelOutputError : public Error {
+ public:
+  explicit ModelOutputError(const std::string& message) : Error(message) {}
+};
+
 // throw_error("{}: expected {} bytes, got {}", path, want, got)
 template <typename... Args>
 [[noreturn]] void throw_error(fmt::format_string<Args...> format, Args&&... args) {

@@ -11,7 +11,9 @@ namespace jitllm {
 void Candidates::assign(std::span<const float> logits) {
   data.resize(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) {
-    if (std::isnan(logits[i])) throw_error("sampling: logits[{}] is NaN", i);
+    if (std::isnan(logits[i]) || logits[i] == INFINITY)
+      throw ModelOutputError(
+          fmt::format("sampling: logits[{}] is {}", i, std::isnan(logits[i]) ? "NaN" : "+inf"));
     data[i] = Candidate{int32_t(i), logits[i], 0.0f};
   }
   sorted = false;

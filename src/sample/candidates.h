@@ -27,8 +27,9 @@ struct Candidates {
   std::vector<Candidate> data;  // [size] in chain order
   bool sorted = false;          // data is in logit_before order
 
-  // Fills one candidate per vocabulary entry (id = index), unsorted. Throws jitllm::Error if a
-  // logit is NaN (it would make every comparison, and so the whole chain, meaningless).
+  // Fills one candidate per vocabulary entry (id = index), unsorted. Throws ModelOutputError if
+  // a logit is NaN or +inf (it would make every comparison or the softmax, and so the whole
+  // chain, meaningless); -inf is a masked token.
   void assign(std::span<const float> logits);  // [n_vocab]
   size_t size() const { return data.size(); }
 

@@ -19,10 +19,12 @@ LogNormalizer log_normalizer(std::span<const float> logits) {
   if (logits.empty()) throw_error("logprobs: empty logits");
   float max_logit = -INFINITY;
   for (size_t i = 0; i < logits.size(); ++i) {
-    if (std::isnan(logits[i])) throw_error("logprobs: logits[{}] is NaN", i);
+    if (std::isnan(logits[i]) || logits[i] == INFINITY)
+      throw ModelOutputError(
+          fmt::format("logprobs: logits[{}] is {}", i, std::isnan(logits[i]) ? "NaN" : "+inf"));
     max_logit = std::max(max_logit, logits[i]);
   }
-  if (max_logit == -INFINITY) throw_error("logprobs: every logit is -inf");
+  if (max_logit == -INFINITY) throw ModelOutputError("logprobs: every logit is -inf");
   double sum = 0.0;
   for (float x : logits) sum += std::exp(double(x) - double(max_logit));
   return {max_logit, std::log(sum)};

@@ -16,7 +16,7 @@ struct TokenLogprob {
 };
 
 // [n_vocab] log p_i = logit_i - max - log(sum_j exp(logit_j - max)), accumulated in double.
-// Throws jitllm::Error on an empty span or a NaN logit.
+// Throws jitllm::Error on an empty span, ModelOutputError on a NaN or +inf logit.
 std::vector<float> log_softmax(std::span<const float> logits);
 
 // log p of one token under the softmax of the raw logits. Throws jitllm::Error when the token is

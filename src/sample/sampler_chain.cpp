@@ -81,10 +81,10 @@ size_t SamplerChain::draw(const Candidates& cur) {
 }
 
 int32_t SamplerChain::sample(std::span<const float> logits) {
-  if (logits.size() != size_t(n_vocab_)) {
-    throw_error("sampling: got {} logits, expected n_vocab = {}", logits.size(), n_vocab_);
+  if (logits.size() < size_t(n_vocab_)) {
+    throw_error("sampling: got {} logits, expected at least n_vocab = {}", logits.size(), n_vocab_);
   }
-  cur_.assign(logits);
+  cur_.assign(logits.first(size_t(n_vocab_)));
   apply_logit_bias(cur_);
   probs_.clear();
 

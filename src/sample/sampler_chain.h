@@ -26,7 +26,9 @@ class SamplerChain {
   // Throws jitllm::Error for invalid params (see validate_sampling_params).
   SamplerChain(SamplingParams params, int32_t n_vocab);
 
-  // logits: [n_vocab]. Returns the chosen token. Does not accept it: call accept() with the
+  // logits: [>= n_vocab]. Only the first n_vocab are candidates: a model whose head is padded
+  // past the tokenizer's last token (8192 logits, 8000 tokens) is sampled with n_vocab = the
+  // tokens both know, so an id without a token can never come out. Returns the chosen token. Does not accept it: call accept() with the
   // token that is actually appended (the caller may override the choice, e.g. stop strings).
   int32_t sample(std::span<const float> logits);
 

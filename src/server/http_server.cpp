@@ -4,6 +4,10 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <malloc.h>
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -14,9 +18,9 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "server/api_error.h"
+#include "server/job_response.h"
 #include "server/openai_format.h"
 #include "server/request.h"
-#include "tokenizer/tokenizer.h"
 
 namespace jitllm::server {
 
@@ -50,6 +54,7 @@ const char* status_text(int status) {
     case 401: return "unauthorized";
     case 404: return "not found";
     case 405: return "method not allowed";
+    case 408: return "the request did not arrive in time";
     case 413: return "the request body is larger than the server accepts";
     case 414: return "the request URI is too long";
     case 431: return "the request headers are too large";
@@ -58,167 +63,24 @@ const char* status_text(int status) {
   }
 }
 
-// Resolves the options a generation request asks for into a Job the scheduler can run.
-std::shared_ptr<Job> make_job(const ServedModel& model, std::vector<int32_t> prompt,
-                              const GenerationOptions& o, bool chat, bool add_implicit_stops) {
-  const char* prompt_param = chat ? "messages" : "prompt";
-  if (prompt.empty()) throw invalid_request(prompt_param, "the prompt is empty");
-  for (int32_t id : prompt)
-    if (id < 0 || id >= model.n_vocab())
-      throw invalid_request(prompt_param, fmt::format("token id {} is outside the vocabulary of {}",
-                                                      id, model.n_vocab()));
-  const int64_t n_ctx = model.n_ctx();
-  if (int64_t(prompt.size()) >= n_ctx)
-    throw ApiError(400, "invalid_request_error",
-                   fmt::format("this model's maximum context length is {} tokens; the prompt "
-                               "has {} tokens (at least one more is needed to answer)",
-                               n_ctx, prompt.size()),
-                   prompt_param, "context_length_exceeded");
-  auto job = std::make_shared<Job>();
-  if (o.max_tokens >= 0) {
-    if (int64_t(prompt.size()) + o.max_tokens > n_ctx)
-      throw ApiError(400, "invalid_request_error",
-                     fmt::format("this model's maximum context length is {} tokens; the prompt "
-                                 "has {} tokens and max_tokens asks for {} more",
-                                 n_ctx, prompt.size(), o.max_tokens),
-                     "max_tokens", "context_length_exceeded");
-    job->max_tokens = o.max_tokens;
-  } else {
-    job->max_tokens = int(n_ctx - int64_t(prompt.size()));
-  }
-  SamplingParams& sp = job->sampling;
-  sp.temperature = float(o.temperature);
-  sp.top_k = o.top_k;
-  sp.top_p = float(o.top_p);
-  sp.min_p = float(o.min_p);
-  sp.typical_p = float(o.typical_p);
-  sp.presence_penalty = float(o.presence_penalty);
-  sp.frequency_penalty = float(o.frequency_penalty);
-  sp.repeat_penalty = float(o.repeat_penalty);
-  sp.penalty_last_n = o.repeat_last_n;
-  sp.logit_bias = o.logit_bias;
-  if (o.ignore_eos)
-    for (int32_t id : model.tokenizer().vocab().eog)
-      sp.logit_bias[id] = -std::numeric_limits<float>::infinity();
-  // The seed is 32 bits in the sampler; 0xFFFFFFFF means "random" there, so it is folded.
-  if (o.seed) {
-    sp.seed = uint32_t(*o.seed ^ (*o.seed >> 32));
-    if (sp.seed == SamplingParams::kRandomSeed) sp.seed = 0;
-  }
-  try {
-    validate_sampling_params(sp, model.n_vocab());
-  } catch (const Error& e) {
-    throw invalid_request(o.logit_bias.empty() ? "" : "logit_bias", e.what());
-  }
-  job->prompt = std::move(prompt);
-  job->n = o.n;
-  job->stop = o.stop;
-  if (add_implicit_stops)
-    for (const auto& s : model.implicit_stops()) job->stop.push_back(s);
-  job->logprobs = o.logprobs;
-  job->top_logprobs = o.top_logprobs;
-  return job;
-}
-
-// Waits for a job to finish (no streaming), collecting its choices.
-json collect(Job& job, const ResponseInfo& info, int n, const std::string& prefix) {
-  std::vector<ChoiceText> choices(static_cast<size_t>(n));
-  bool done = false;
-  while (!done) {
-    for (JobEvent& ev : job.take(std::chrono::milliseconds(1000), done)) {
-      ChoiceText& c = choices.at(size_t(ev.index));
-      c.text += ev.text;
-      for (auto& t : ev.tokens) c.tokens.push_back(std::move(t));
-      if (ev.finish_reason) c.finish_reason = *ev.finish_reason;
-    }
-  }
-  if (job.error) throw *job.error;
-  return full_response(info, choices, job.usage, prefix);
-}
-
-// What a streaming response's provider needs between calls.
-struct StreamState {
-  std::shared_ptr<Job> job;
-  ResponseInfo info;
-  std::vector<bool> started;
-  bool include_usage = false;
-  std::vector<JobEvent> held;  // finishing chunks wait for the usage of the last one
-  bool ended = false;
-};
-
-void start_stream(httplib::Response& res, std::shared_ptr<Job> job, ResponseInfo info,
-                  bool include_usage, std::atomic<int>& in_flight) {
-  auto st = std::make_shared<StreamState>();
-  st->job = std::move(job);
-  st->info = std::move(info);
-  st->started.assign(size_t(st->job->n), false);
-  st->include_usage = include_usage;
-  res.status = 200;
-  res.set_header("Cache-Control", "no-cache");
-  ++in_flight;
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [st](size_t, httplib::DataSink& sink) {
-        if (st->ended) return false;
-        bool done = false;
-        auto events = st->job->take(std::chrono::milliseconds(200), done);
-        std::string out;
-        for (JobEvent& ev : events) {
-          const bool first = !st->started.at(size_t(ev.index));
-          st->started[size_t(ev.index)] = true;
-          if (ev.finish_reason) {
-            st->held.push_back(std::move(ev));
-            continue;
-          }
-          if (ev.text.empty() && ev.tokens.empty() && !first) continue;
-          out += sse(stream_chunk(st->info, ev, first));
-        }
-        if (done) {
-          if (st->job->error) {
-            out += sse(st->job->error->body());
-          } else {
-            for (size_t i = 0; i < st->held.size(); ++i) {
-              json chunk = stream_chunk(st->info, st->held[i], false);
-              if (i + 1 == st->held.size() && !st->include_usage)
-                chunk["usage"] = usage_json(st->job->usage);
-              out += sse(chunk);
-            }
-            if (st->include_usage) out += sse(usage_chunk(st->info, st->job->usage));
-          }
-          out += "data: [DONE]\n\n";
-        }
-        if (!out.empty() && !sink.write(out.data(), out.size())) {
-          st->job->cancelled = true;  // the client went away: free its session
-          return false;
-        }
-        if (!done && out.empty() && sink.is_writable && !sink.is_writable()) {
-          st->job->cancelled = true;
-          return false;
-        }
-        if (done) {
-          st->ended = true;
-          sink.done();
-        }
-        return true;
-      },
-      [st, &in_flight](bool success) {
-        if (!success || !st->ended) st->job->cancelled = true;
-        --in_flight;
-      });
-}
-
 }  // namespace
 
 HttpServer::HttpServer(ServerOptions options, std::vector<ModelOptions> models)
     : options_(std::move(options)), model_options_(std::move(models)),
-      http_(std::make_unique<httplib::Server>()) {
+      http_(std::make_unique<GuardedHttpServer>(options_.connection)) {
   if (model_options_.empty()) model_options_.emplace_back();
   int max_parallel = 1;
   for (const auto& m : model_options_) max_parallel = std::max(max_parallel, m.scheduler.parallel);
   const int threads = options_.http_threads > 0 ? options_.http_threads : 2 * max_parallel + 8;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
-  http_->set_payload_max_length(options_.max_body_bytes);
-  http_->set_keep_alive_timeout(5);
+  http_->set_payload_max_length(options_.max_body_bytes);  // Content-Length bodies: 413 at once
+  // httplib's default also sets SO_REUSEPORT, which lets a second server bind the same port and
+  // take half its connections: bind exclusively (SO_REUSEADDR only allows a restart over
+  // TIME_WAIT sockets).
+  http_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   install_routes();
 }
 
@@ -231,7 +93,14 @@ void HttpServer::load_models() {
   try {
     for (const ModelOptions& mo : model_options_) {
       const auto t0 = std::chrono::steady_clock::now();
-      auto m = std::make_unique<ServedModel>(mo, metrics_);
+      std::unique_ptr<ServedModel> m;
+      try {
+        m = std::make_unique<ServedModel>(mo, metrics_);
+      } catch (const std::exception& e) {
+        if (!mo.skip_if_unloadable) throw;
+        log(LogLevel::Error, "{}: skipped, it does not load: {}", mo.path, e.what());
+        continue;
+      }
       log(LogLevel::Info, "model {} ready ({:.2f} s, context {})", m->id(),
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
           m->n_ctx());
@@ -240,13 +109,25 @@ void HttpServer::load_models() {
         if (other->id() == m->id()) throw_error("two models are named '{}' (use -id)", m->id());
       models_.push_back(std::move(m));
     }
+    {
+      std::lock_guard lock(models_mutex_);
+      if (models_.empty()) throw_error("no model could be loaded");
+    }
     state_ = State::Ok;
+    return;
   } catch (const std::exception& e) {
     std::lock_guard lock(models_mutex_);
     load_error_ = e.what();
-    state_ = State::Error;
-    log(LogLevel::Error, "loading failed: {}", e.what());
+  } catch (...) {
+    std::lock_guard lock(models_mutex_);
+    load_error_ = "unknown error";
   }
+  // Serving nothing helps no one: the process ends with the reason (run() returns 1).
+  log(LogLevel::Error, "loading failed: {}", load_error_);
+  state_ = State::Error;
+  draining_ = true;
+  http_->begin_stop();
+  http_->stop();
 }
 
 ServedModel& HttpServer::model_for(const std::string& name) {
@@ -254,7 +135,7 @@ ServedModel& HttpServer::model_for(const std::string& name) {
     throw ApiError(503, "server_error", "the model is still loading; retry shortly", "",
                    "model_loading");
   if (state_ == State::Error)
-    throw ApiError(503, "server_error", "the model failed to load: " + load_error_, "",
+    throw ApiError(503, "server_error", "the model failed to load; the server is stopping", "",
                    "model_load_failed");
   std::lock_guard lock(models_mutex_);
   if (name.empty()) return *models_.front();
@@ -264,15 +145,56 @@ ServedModel& HttpServer::model_for(const std::string& name) {
                  fmt::format("the model '{}' does not exist", name), "model", "model_not_found");
 }
 
+std::string HttpServer::read_body(const httplib::Request& req,
+                                  const httplib::ContentReader& reader) {
+  std::string body;
+  bool too_large = false;
+  const bool ok = reader([&](const char* data, size_t n) {
+    if (body.size() + n > options_.max_body_bytes) {
+      too_large = true;
+      return false;  // stop reading: the rest is never buffered or inflated
+    }
+    body.append(data, n);
+    return true;
+  });
+  Connection* c = Connection::current();
+  if (c) c->request_complete();
+  // A Content-Length past the limit is refused by httplib before any byte is read.
+  const bool declared_too_large =
+      req.has_header("Content-Length") &&
+      req.get_header_value<uint64_t>("Content-Length") > options_.max_body_bytes;
+  if (too_large || (!ok && declared_too_large)) {
+    if (c) c->close_after_response();
+    throw ApiError(413, "invalid_request_error",
+                   fmt::format("the request body is larger than {} bytes (after decoding)",
+                               options_.max_body_bytes),
+                   "", "request_too_large");
+  }
+  if (!ok) {
+    if (c) c->close_after_response();
+    if (c && c->read_timed_out())
+      throw ApiError(408, "invalid_request_error",
+                     fmt::format("the request body did not arrive within {} ms",
+                                 options_.connection.body_timeout_ms));
+    throw ApiError(400, "invalid_request_error", "the request body could not be read");
+  }
+  return body;
+}
+
 void HttpServer::install_routes() {
-  httplib::Server& s = *http_;
+  GuardedHttpServer& s = *http_;
 
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    metrics_.add_counter(fmt::format("requests_total{{endpoint=\"{}\"}}",
-                                     req.path.rfind("/v1/", 0) == 0 || req.path == "/health" ||
-                                             req.path == "/metrics"
-                                         ? req.path
-                                         : "other"));
+    // Only the routes that exist become label values: paths are the client's text.
+    static const char* const kRoutes[] = {"/v1/completions", "/v1/chat/completions",
+                                          "/v1/systemone",   "/v1/models",
+                                          "/health",         "/metrics"};
+    const char* endpoint = "other";
+    for (const char* r : kRoutes)
+      if (req.path == r) endpoint = r;
+    metrics_.add_counter(labelled("requests_total", "endpoint", endpoint));
+    if (req.method != "POST")
+      if (Connection* c = Connection::current()) c->request_complete();
     const bool open = req.path == "/health" || req.path == "/metrics";
     if (!options_.api_key.empty() && !open &&
         req.get_header_value("Authorization") != "Bearer " + options_.api_key) {
@@ -318,25 +240,44 @@ void HttpServer::install_routes() {
         send_error(res, e);
       } catch (const app::RequestError& e) {
         send_error(res, api_error(e));
+      } catch (const ModelOutputError& e) {
+        // The request was fine; the model's numbers were not.
+        send_error(res, ApiError(500, "server_error",
+                                 fmt::format("the model's output is not usable: {}", e.what()),
+                                 "", "model_output_invalid"));
       } catch (const Error& e) {
         // Errors from the tokenizer/template/engine about this request's content.
         send_error(res, ApiError(400, "invalid_request_error", e.what()));
       } catch (const std::exception& e) {
         send_error(res, ApiError(500, "server_error", e.what()));
+      } catch (...) {
+        send_error(res, ApiError(500, "server_error", "internal error"));
       }
       --requests_in_flight_;
     };
   };
+  // A POST route: the body read under the limits, then `body(req, text, res)`, guarded.
+  auto post = [this, guarded](const char* path, auto body) {
+    http_->Post(path, [this, guarded, body](const httplib::Request& req, httplib::Response& res,
+                                            const httplib::ContentReader& reader) {
+      size_t body_bytes = 0;
+      guarded([&](const httplib::Request& r, httplib::Response& out) {
+        const std::string text = read_body(r, reader);
+        body_bytes = text.size();
+        body(r, text, out);
+      })(req, res);
+      // A large request leaves large free blocks in the malloc arenas: give them back.
+      if (body_bytes > (size_t(256) << 10)) malloc_trim(0);
+    });
+  };
 
   s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    // Draining is not ready: load balancers take the server out before it goes.
+    if (draining_) return send_json(res, 503, {{"status", "draining"}});
     switch (state_.load()) {
       case State::Loading: return send_json(res, 503, {{"status", "loading"}});
-      case State::Ok:
-        return send_json(res, 200, {{"status", draining_ ? "draining" : "ok"}});
-      case State::Error: {
-        std::lock_guard lock(models_mutex_);
-        return send_json(res, 500, {{"status", "error"}, {"message", load_error_}});
-      }
+      case State::Ok: return send_json(res, 200, {{"status", "ok"}});
+      case State::Error: return send_json(res, 500, {{"status", "error"}});
     }
   });
 
@@ -355,8 +296,9 @@ void HttpServer::install_routes() {
     send_json(res, 200, {{"object", "list"}, {"data", data}});
   }));
 
-  s.Post("/v1/completions", guarded([this](const httplib::Request& req, httplib::Response& res) {
-    const CompletionRequest r = parse_completion_request(parse_json_body(req.body));
+  post("/v1/completions", [this](const httplib::Request&, const std::string& text,
+                                 httplib::Response& res) {
+    const CompletionRequest r = parse_completion_request(parse_json_body(text));
     ServedModel& m = model_for(r.model);
     std::vector<int32_t> prompt = r.prompt_ids ? *r.prompt_ids : m.tokenize_prompt(*r.prompt_text);
     auto job = make_job(m, std::move(prompt), r.options, false, false);
@@ -372,10 +314,11 @@ void HttpServer::install_routes() {
     if (r.options.stream)
       return start_stream(res, job, info, r.options.include_usage, requests_in_flight_);
     send_json(res, 200, collect(*job, info, job->n, prefix));
-  }));
+  });
 
-  s.Post("/v1/chat/completions", guarded([this](const httplib::Request& req, httplib::Response& res) {
-    const ChatRequest r = parse_chat_request(parse_json_body(req.body));
+  post("/v1/chat/completions", [this](const httplib::Request&, const std::string& text,
+                                      httplib::Response& res) {
+    const ChatRequest r = parse_chat_request(parse_json_body(text));
     ServedModel& m = model_for(r.model);
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();
     for (const ChatMessage& msg : r.messages)
@@ -386,10 +329,11 @@ void HttpServer::install_routes() {
     if (r.options.stream)
       return start_stream(res, job, info, r.options.include_usage, requests_in_flight_);
     send_json(res, 200, collect(*job, info, job->n, ""));
-  }));
+  });
 
-  s.Post("/v1/systemone", guarded([this](const httplib::Request& req, httplib::Response& res) {
-    const app::SystemOneRequest r = app::parse_systemone_request(parse_json_body(req.body));
+  post("/v1/systemone", [this](const httplib::Request&, const std::string& text,
+                               httplib::Response& res) {
+    const app::SystemOneRequest r = app::parse_systemone_request(parse_json_body(text));
     ServedModel& m = model_for(r.model);
     const app::SystemOneResult result = m.run_systemone(r);
     metrics_.add_counter("prompt_tokens_total", double(result.tokens_run));
@@ -398,7 +342,7 @@ void HttpServer::install_routes() {
       metrics_.add_counter("prompt_tokens_cached_total", double(result.tokens_cached));
     }
     send_json(res, 200, app::systemone_response(r, result, m.id()));
-  }));
+  });
 }
 
 int HttpServer::run() {
@@ -407,7 +351,8 @@ int HttpServer::run() {
     port = http_->bind_to_any_port(options_.host);
     if (port < 0) throw_error("cannot bind {}: no free port", options_.host);
   } else if (!http_->bind_to_port(options_.host, port)) {
-    throw_error("cannot bind {}:{} (in use, or not a local address)", options_.host, port);
+    throw_error("cannot bind {}:{} ({})", options_.host, port,
+                errno == EADDRINUSE ? "the port is in use" : "not a local address");
   }
   log(LogLevel::Info, "listening on http://{}:{}", options_.host, port);
   if (!options_.port_file.empty()) {
@@ -421,6 +366,10 @@ int HttpServer::run() {
   if (loader_.joinable()) loader_.join();
   std::lock_guard lock(models_mutex_);
   for (auto& m : models_) m->scheduler().stop(true);
+  if (state_ == State::Error) {
+    fmt::print(stderr, "jitllmd: {}\n", load_error_);
+    return 1;
+  }
   return 0;
 }
 
@@ -428,15 +377,24 @@ void HttpServer::stop() {
   if (draining_.exchange(true)) return;
   log(LogLevel::Info, "draining: waiting for the requests in flight");
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(options_.drain_timeout_s);
-  while (std::chrono::steady_clock::now() < deadline) {
-    size_t busy = size_t(std::max(0, requests_in_flight_.load()));
+  size_t busy = 0;
+  while (true) {
+    busy = size_t(std::max(0, requests_in_flight_.load()));
     {
       std::lock_guard lock(models_mutex_);
       for (auto& m : models_) busy += m->scheduler().in_flight();
     }
-    if (busy == 0) break;
+    if (busy == 0 || std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  if (busy > 0) {
+    // The deadline is the deadline: what is still running ends now (its clients get 503).
+    log(LogLevel::Warn, "drain timeout: cancelling {} requests in flight", busy);
+    std::lock_guard lock(models_mutex_);
+    for (auto& m : models_) m->scheduler().stop(false);
+  }
+  // Connections still sending a request (or idle) end within a poll slice.
+  http_->begin_stop();
   http_->stop();
 }
 

@@ -1,7 +1,12 @@
 // HttpServer: the OpenAI-compatible HTTP front end of jitllmd. HTTP threads authenticate, parse,
 // validate, tokenize and enqueue; each model's Scheduler thread does the rest. Models load in the
-// background after the port is bound, so /health answers "loading" meanwhile. Stopping drains:
-// new generation requests get 503 while the ones in flight finish.
+// background after the port is bound (exclusively: a taken port is an error), so /health answers
+// "loading" meanwhile; a model that fails to load ends run() with exit code 1, except the ones
+// found in a -models folder, which are skipped with a log line. Stopping drains: new generation
+// requests get 503 while the ones in flight finish, until drain_timeout_s; then they are
+// cancelled. Connections are handled by GuardedHttpServer (http_connection.h): deadlines, head
+// checks, a cap per client address; request bodies are counted as they are decoded (chunked,
+// gzip) and refused with 413 past max_body_bytes.
 #pragma once
 
 #include <atomic>
@@ -14,9 +19,7 @@
 #include "server/metrics.h"
 #include "server/served_model.h"
 
-namespace httplib {
-class Server;
-}
+#include "server/http_connection.h"
 
 namespace jitllm::server {
 
@@ -28,6 +31,7 @@ struct ServerOptions {
   int http_threads = 0;                // 0: 2 x the largest -parallel + 8
   std::string port_file;               // the bound port is written here once listening
   int drain_timeout_s = 120;           // SIGTERM waits this long for requests in flight
+  ConnectionLimits connection;         // deadlines, head sizes, connections per client address
 };
 
 class HttpServer {
@@ -36,7 +40,8 @@ class HttpServer {
   HttpServer(ServerOptions options, std::vector<ModelOptions> models);
   ~HttpServer();
 
-  // Binds, starts loading the models, serves until stop(); returns the process exit code.
+  // Binds, starts loading the models, serves until stop(); returns the process exit code (1 when
+  // a model failed to load). Throws jitllm::Error when the port cannot be bound.
   int run();
   // Refuses new work, waits for the requests in flight (up to drain_timeout_s), then stops.
   // Safe from any thread, once or more.
@@ -48,12 +53,15 @@ class HttpServer {
   enum class State { Loading, Ok, Error };
   void load_models();
   void install_routes();
+  // Reads the body of a POST (counting decoded bytes, so chunked and gzip bodies meet the same
+  // limit); throws ApiError 413 / 408 / 400.
+  std::string read_body(const httplib::Request& req, const httplib::ContentReader& reader);
   ServedModel& model_for(const std::string& name);
 
   ServerOptions options_;
   std::vector<ModelOptions> model_options_;
   Metrics metrics_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<GuardedHttpServer> http_;
 
   std::mutex models_mutex_;
   std::vector<std::unique_ptr<ServedModel>> models_;

@@ -21,6 +21,21 @@ std::string number(double v) {
 
 }  // namespace
 
+std::string labelled(std::string_view name, std::string_view key, std::string_view value) {
+  std::string out(name);
+  out += '{';
+  out += key;
+  out += "=\"";
+  for (const char c : value) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  out += "\"}";
+  return out;
+}
+
 Metrics::Metrics() {
   describe("requests_total", "counter", "HTTP requests received, by endpoint");
   describe("requests_failed_total", "counter", "requests answered with an error status");

@@ -7,9 +7,14 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace jitllm::server {
+
+// "name{key=\"value\"}" with value escaped as the exposition format asks (backslash, quote,
+// newline), so no label value can end its series or forge another.
+std::string labelled(std::string_view name, std::string_view key, std::string_view value);
 
 class Metrics {
  public:

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cmath>
 #include <limits>
 
@@ -110,14 +111,12 @@ std::map<int32_t, float> parse_logit_bias(const json& body) {
   if (!v) return bias;
   if (!v->is_object()) throw type_error("logit_bias", "an object", *v);
   for (const auto& [key, value] : v->items()) {
-    size_t used = 0;
-    long long id = -1;
-    try {
-      id = std::stoll(key, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != key.size() || id < 0 || id > std::numeric_limits<int32_t>::max())
+    // Digits only: no sign, no spaces (" 5" is not a token id), no trailing text.
+    int64_t id = -1;
+    const char* end = key.data() + key.size();
+    const auto [stop, ec] = std::from_chars(key.data(), end, id);
+    if (key.empty() || key[0] == '-' || key[0] == '+' || ec != std::errc() || stop != end ||
+        id < 0 || id > std::numeric_limits<int32_t>::max())
       throw invalid_request("logit_bias",
                             fmt::format("'logit_bias' keys must be token ids, got '{}'", key));
     if (!value.is_number()) throw type_error("logit_bias", "an object of numbers", value);
@@ -142,6 +141,9 @@ GenerationOptions parse_options(const json& body, bool chat) {
   o.presence_penalty = number_in(body, "presence_penalty", 0.0, -2.0, 2.0);
   o.frequency_penalty = number_in(body, "frequency_penalty", 0.0, -2.0, 2.0);
   o.repeat_penalty = number_in(body, "repeat_penalty", 1.0, 0.0, 10.0);
+  // It divides positive logits: 0 has no meaning (1 disables it).
+  if (o.repeat_penalty <= 0.0)
+    throw invalid_request("repeat_penalty", "'repeat_penalty' must be greater than 0 (1 disables it)");
   o.repeat_last_n = int(integer_in(body, "repeat_last_n", 64, 0, max_int));
   if (field(body, "seed")) o.seed = uint64_t(integer_in(body, "seed", 0, INT64_MIN, INT64_MAX));
   o.logit_bias = parse_logit_bias(body);
@@ -199,7 +201,34 @@ std::string message_content(const json& message, size_t index) {
 
 }  // namespace
 
+size_t json_depth_exceeded_at(std::string_view text, size_t max_depth) {
+  size_t depth = 0;
+  bool in_string = false, escaped = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::string::npos;
+}
+
 json parse_json_body(const std::string& text) {
+  // Before anything recurses: nlohmann parses iteratively, but dump(), comparisons and the
+  // template's conversions recurse once per level (a message nested 70,000 deep overflowed the
+  // stack of an HTTP thread).
+  if (const size_t at = json_depth_exceeded_at(text, kMaxJsonDepth); at != std::string::npos)
+    throw ApiError(400, "invalid_request_error",
+                   fmt::format("the request body nests arrays and objects more than {} levels "
+                               "deep (byte {})", kMaxJsonDepth, at));
   try {
     return json::parse(text);
   } catch (const json::parse_error& e) {

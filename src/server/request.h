@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace jitllm::server {
@@ -63,7 +64,13 @@ struct ChatRequest {
 // by the HTTP layer before this is called.
 CompletionRequest parse_completion_request(const nlohmann::json& body);
 ChatRequest parse_chat_request(const nlohmann::json& body);
-// The JSON text of a body; malformed JSON -> ApiError 400 with the parser's position.
+// Arrays and objects nest at most this deep in a request body (JSON Schemas of real tools stay
+// far below it).
+constexpr size_t kMaxJsonDepth = 128;
+// The offset of the bracket that opens level max_depth + 1, or npos; strings are skipped.
+size_t json_depth_exceeded_at(std::string_view text, size_t max_depth);
+// The JSON text of a body; malformed JSON, or nesting deeper than kMaxJsonDepth -> ApiError 400
+// with the position.
 nlohmann::json parse_json_body(const std::string& text);
 
 }  // namespace jitllm::server

@@ -25,6 +25,18 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
+// What a fault while running a job tells its client: the request's own errors keep their
+// status; the model's unusable output and everything unexpected are the server's (500).
+ApiError error_of(const std::exception& e) {
+  if (const auto* api = dynamic_cast<const ApiError*>(&e)) return *api;
+  if (dynamic_cast<const ModelOutputError*>(&e))
+    return ApiError(500, "server_error",
+                    fmt::format("the model's output is not usable ({}); this request was stopped",
+                                e.what()),
+                    "", "model_output_invalid");
+  return ApiError(500, "server_error", e.what());
+}
+
 }  // namespace
 
 // What a job's sequences share: the job, its usage so far, how many sequences are still live.
@@ -61,6 +73,8 @@ Scheduler::Scheduler(Engine& engine, const Tokenizer& tokenizer, Metrics& metric
   if (options_.mixed_step_rows <= 0) options_.mixed_step_rows = 1;
   if (options_.n_ctx <= 0 || options_.n_ctx > engine.config().n_ctx_train)
     options_.n_ctx = engine.config().n_ctx_train;
+  // Logits past the tokenizer's last token (a padded head) are never sampled (sampler_chain.h).
+  n_tokens_ = std::min<size_t>(tokenizer.n_vocab(), size_t(engine.config().n_vocab));
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -120,11 +134,19 @@ void Scheduler::loop() {
       tasks.swap(tasks_);
     }
     for (auto& task : tasks) task();  // exceptions land in the task's future
-    drop_cancelled();
-    admit();
-    if (!active_.empty()) run_step();
-    retire_done();
-    update_gauges();
+    // Faults of one sequence end that job where they happen (run_group); anything that still
+    // gets here ends the running jobs, never the thread (and with it the process).
+    try {
+      drop_cancelled();
+      admit();
+      if (!active_.empty()) run_step();
+      retire_done();
+      update_gauges();
+    } catch (const std::exception& e) {
+      fail_all(e.what());
+    } catch (...) {
+      fail_all("unknown error");
+    }
   }
   // Pending jobs of a non-draining stop were cancelled above; answer them.
   std::lock_guard lock(mutex_);
@@ -137,10 +159,15 @@ void Scheduler::admit() {
     std::shared_ptr<Job> job;
     {
       std::lock_guard lock(mutex_);
-      if (queue_.empty() || int(active_.size()) >= options_.parallel) return;
+      if (queue_.empty()) return;
+      // Seats, not jobs: n choices run as n sequences. A job larger than -parallel is refused
+      // at the door (make_job); one that fits waits until its seats are free.
+      const int need = std::max(1, queue_.front()->n);
+      if (seats_ > 0 && seats_ + need > options_.parallel) return;
       job = std::move(queue_.front());
       queue_.pop_front();
       ++active_jobs_;
+      seats_ += need;
     }
     auto run = std::make_shared<JobRun>();
     run->job = job;
@@ -169,7 +196,7 @@ void Scheduler::admit() {
       run->usage.cached_tokens = keep;
       seq->pending.assign(job->prompt.begin() + keep, job->prompt.end());
       SamplingParams sp = job->sampling;
-      seq->sampler.emplace(sp, int32_t(engine_.config().n_vocab));
+      seq->sampler.emplace(sp, int32_t(n_tokens_));
       for (int32_t t : job->prompt) seq->sampler->accept(t);
       // The decoder sees the prompt first (its text dropped), so the first generated token
       // keeps its leading space as a continuation of the prompt (as `jitllm run` prints it).
@@ -178,14 +205,11 @@ void Scheduler::admit() {
       seq->stop.emplace(job->stop);
       metrics_.add_counter("prompt_tokens_total", double(job->prompt.size() - size_t(keep)));
       active_.push_back(std::move(seq));
-    } catch (const ApiError& e) {
-      job->finish(run->usage, e);
-      std::lock_guard lock(mutex_);
-      --active_jobs_;
     } catch (const std::exception& e) {
-      job->finish(run->usage, ApiError(500, "server_error", e.what()));
+      job->finish(run->usage, error_of(e));
       std::lock_guard lock(mutex_);
       --active_jobs_;
+      seats_ -= std::max(1, job->n);
     }
   }
 }
@@ -256,6 +280,7 @@ void Scheduler::run_group(const std::vector<Sequence*>& owners) {
   metrics_.observe("batch_size", double(inputs.size()));
   std::vector<float> logits;
   try {
+    fault("step");
     logits = engine_.step(inputs);
   } catch (const std::exception& e) {
     log(LogLevel::Error, "step of {} sequences failed: {}", inputs.size(), e.what());
@@ -279,7 +304,40 @@ void Scheduler::run_group(const std::vector<Sequence*>& owners) {
       s.pending.clear();
       s.pending_off = 0;
     }
-    on_logits(s, std::span<const float>(logits.data() + i * n_vocab, n_vocab));
+    if (s.done) continue;  // a sibling choice failed its job earlier in this loop
+    try {
+      on_logits(s, std::span<const float>(logits.data() + i * n_vocab, n_vocab));
+    } catch (const std::exception& e) {
+      log(LogLevel::Error, "a sequence failed: {}", e.what());
+      fail_job(s, error_of(e));
+    }
+  }
+}
+
+void Scheduler::fail_job(Sequence& seq, const ApiError& error) {
+  const JobRun* run = seq.run.get();
+  for (auto& other : active_) {
+    if (other->run.get() != run) continue;
+    other->done = true;
+    other->session.reset();  // its KV may hold what failed: not for the prefix cache
+  }
+  seq.done = true;
+  seq.session.reset();
+  if (!seq.run->job->finished) seq.run->job->finish(seq.run->usage, error);
+}
+
+void Scheduler::fail_all(const std::string& what) {
+  log(LogLevel::Error, "scheduler step failed, ending {} sequences: {}", active_.size(), what);
+  const ApiError error(500, "server_error", what);
+  for (auto& seq : active_) {
+    seq->done = true;
+    seq->session.reset();
+    if (!seq->run->job->finished) seq->run->job->finish(seq->run->usage, error);
+  }
+  try {
+    retire_done();
+  } catch (const std::exception& e) {
+    log(LogLevel::Error, "retiring failed sequences: {}", e.what());
   }
 }
 
@@ -295,14 +353,16 @@ void Scheduler::on_logits(Sequence& seq, std::span<const float> logits) {
       other->session = fork_session(engine_, *seq.session);
       SamplingParams sp = run.job->sampling;
       if (sp.seed != SamplingParams::kRandomSeed) sp.seed += uint32_t(i);
-      other->sampler.emplace(sp, int32_t(engine_.config().n_vocab));
+      other->sampler.emplace(sp, int32_t(n_tokens_));
       for (int32_t t : run.job->prompt) other->sampler->accept(t);
       other->decoder.emplace(tokenizer_);
       for (int32_t t : run.job->prompt) other->decoder->push(t);
       other->stop.emplace(run.job->stop);
+      // In active_ before its first token, so a fault in it is retired like any sequence.
       ++run.live;
-      emit_token(*other, logits);
+      Sequence& choice = *other;
       active_.push_back(std::move(other));
+      emit_token(choice, logits);
     }
   }
   emit_token(seq, logits);
@@ -312,7 +372,9 @@ void Scheduler::emit_token(Sequence& seq, std::span<const float> logits) {
   Job& job = *seq.run->job;
   const auto now = Clock::now();
   if (seq.generated >= job.max_tokens) return finish_sequence(seq, "length", "");
-  const int32_t tok = seq.sampler->sample(logits);
+  const std::span<const float> candidates = logits.first(n_tokens_);
+  fault("sample");
+  const int32_t tok = seq.sampler->sample(candidates);
   if (!seq.run->first_token) {
     seq.run->first_token = true;
     metrics_.observe("time_to_first_token_seconds", seconds_between(job.arrived, now));
@@ -332,11 +394,12 @@ void Scheduler::emit_token(Sequence& seq, std::span<const float> logits) {
     TokenLogprobInfo info;
     info.id = tok;
     info.text = tokenizer_.piece(tok);
-    info.logprob = logprobs(logits, tok);
-    for (const TokenLogprob& t : top_logprobs(logits, size_t(job.top_logprobs)))
+    info.logprob = logprobs(candidates, tok);
+    for (const TokenLogprob& t : top_logprobs(candidates, size_t(job.top_logprobs)))
       info.top.emplace_back(tokenizer_.piece(t.id), t.logprob);
     ev.tokens.push_back(std::move(info));
   }
+  fault("detokenize");
   ev.text = seq.stop->push(seq.decoder->push(tok));
   if (seq.stop->stopped()) {
     ev.finish_reason = "stop";
@@ -387,6 +450,7 @@ void Scheduler::retire_done() {
         else
           run.job->finish(run.usage);
       }
+      seats_ -= std::max(1, run.job->n);
       std::lock_guard lock(mutex_);
       --active_jobs_;
     }
@@ -395,14 +459,16 @@ void Scheduler::retire_done() {
 }
 
 void Scheduler::update_gauges() {
-  const std::string label = fmt::format("{{model=\"{}\"}}", options_.model_id);
+  auto gauge = [&](const char* name, double value) {
+    metrics_.set_gauge(labelled(name, "model", options_.model_id), value);
+  };
   const KvPagePool& pool = engine_.kv_pool();
-  metrics_.set_gauge("kv_pages_used" + label, double(pool.pages_in_use()));
-  metrics_.set_gauge("kv_pages_total" + label, double(pool.pages_allocated()));
-  metrics_.set_gauge("sessions_active" + label, double(active_.size()));
-  metrics_.set_gauge("prefix_cache_sessions" + label, double(cache_.size()));
+  gauge("kv_pages_used", double(pool.pages_in_use()));
+  gauge("kv_pages_total", double(pool.pages_allocated()));
+  gauge("sessions_active", double(active_.size()));
+  gauge("prefix_cache_sessions", double(cache_.size()));
   std::lock_guard lock(mutex_);
-  metrics_.set_gauge("requests_queued" + label, double(queue_.size()));
+  gauge("requests_queued", double(queue_.size()));
 }
 
 }  // namespace jitllm::server

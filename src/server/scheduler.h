@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -41,6 +42,10 @@ struct SchedulerOptions {
   size_t cache_sessions = 8;        // finished sessions kept for prefix reuse
   int64_t min_reuse_tokens = 2;     // a shorter reused prefix (e.g. only BOS) is not a hit
   std::string model_id;             // label of this model's gauges in /metrics
+  // Test-only fault injection: called with "step", "sample" or "detokenize" just before each;
+  // a hook that throws stands for a fault there (tests/server/scheduler_fault_test.cpp). The
+  // server never sets it.
+  std::function<void(std::string_view where)> fault_hook;
 };
 
 class Scheduler {
@@ -72,6 +77,13 @@ class Scheduler {
   void on_logits(Sequence& seq, std::span<const float> logits);
   void emit_token(Sequence& seq, std::span<const float> logits);
   void finish_sequence(Sequence& seq, const char* reason, std::string tail);
+  // Ends every sequence of the job `seq` belongs to with `error`; the others run on.
+  void fail_job(Sequence& seq, const ApiError& error);
+  // The last resort of the loop: every running job ends with a 500, the thread lives on.
+  void fail_all(const std::string& what);
+  void fault(std::string_view where) const {
+    if (options_.fault_hook) options_.fault_hook(where);
+  }
   void retire_done();
   void update_gauges();
 
@@ -89,6 +101,10 @@ class Scheduler {
   size_t active_jobs_ = 0;  // jobs admitted and not finished (guarded by mutex_)
 
   std::vector<std::unique_ptr<Sequence>> active_;  // scheduler thread only
+  // Sequences the admitted jobs hold or will hold once forked (a job of n choices takes n seats
+  // at admission): at most options_.parallel. Scheduler thread only.
+  int seats_ = 0;
+  size_t n_tokens_ = 0;  // logits a sequence samples from: the tokenizer's tokens
   std::thread thread_;
 };
 

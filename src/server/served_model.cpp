@@ -4,6 +4,7 @@
 
 #include "app/systemone_scoring.h"
 #include "core/log.h"
+#include "tokenizer/tokenizer.h"
 
 namespace jitllm::server {
 
@@ -28,6 +29,8 @@ ServedModel::ServedModel(ModelOptions options, Metrics& metrics)
   scheduler_ = std::make_unique<Scheduler>(model_->engine(), model_->tokenizer(), metrics,
                                            options.scheduler);
 }
+
+int32_t ServedModel::n_vocab() const { return int32_t(model_->tokenizer().n_vocab()); }
 
 ServedModel::~ServedModel() {
   if (scheduler_) scheduler_->stop(false);

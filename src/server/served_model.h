@@ -27,6 +27,8 @@ struct ModelOptions {
   std::string vram_budget;         // per-card cap, e.g. "6G" (EngineOptions::vram_budget)
   int gpu_layers = -1;             // at most this many layers on cards (EngineOptions::gpu_layers)
   SchedulerOptions scheduler;
+  // Found in a -models folder: a file that does not load is skipped (logged), not fatal.
+  bool skip_if_unloadable = false;
 };
 
 class ServedModel {
@@ -36,7 +38,9 @@ class ServedModel {
 
   const std::string& id() const { return id_; }
   int64_t n_ctx() const { return scheduler_->n_ctx(); }
-  int32_t n_vocab() const { return int32_t(model_->engine().config().n_vocab); }
+  // The ids a request may name (prompt ids, logit_bias) and the sampler may choose: the
+  // tokenizer's tokens. A head padded past them (more logits than tokens) is masked.
+  int32_t n_vocab() const;
   const Tokenizer& tokenizer() const { return model_->tokenizer(); }
   Scheduler& scheduler() { return *scheduler_; }
   const Engine& engine() const { return model_->engine(); }

@@ -180,14 +180,20 @@ TEST(Argmax, TiesGoToLowestId) {
   EXPECT_EQ(cur.data[argmax_candidate(cur)].id, 1);
 }
 
+TEST(Candidates, PlusInfinityIsTheModelsFaultMinusInfinityIsAMask) {
+  Candidates cur;
+  EXPECT_THROW(cur.assign(std::vector<float>{0.0f, INFINITY}), ModelOutputError);
+  EXPECT_NO_THROW(cur.assign(std::vector<float>{0.0f, -INFINITY}));
+}
+
 TEST(Candidates, NaNLogitIsAnError) {
   Candidates cur;
   const std::vector<float> logits = {0.0f, NAN, 1.0f};
   try {
     cur.assign(logits);
     FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_THAT(e.what(), ::testing::HasSubstr("logits[1]"));
+  } catch (const ModelOutputError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("logits[1] is NaN"));
   }
 }
 

@@ -270,5 +270,16 @@ TEST(SamplerChain, BadInputIsAnError) {
   EXPECT_THROW(chain.accept(-1), Error);
 }
 
+TEST(SamplerChain, APaddedHeadPastTheTokenizerIsNeverSampled) {
+  // 8 logits, 5 tokens: the padding ids hold the largest logits and still never come out.
+  const std::vector<float> logits = {0.1f, 0.5f, 0.2f, 0.3f, 0.4f, 9.0f, 9.0f, 9.0f};
+  SamplerChain greedy(plain(0.0f), 5);
+  EXPECT_EQ(greedy.sample(logits), 1);
+  SamplerChain hot(plain(2.0f, 99), 5);
+  for (int i = 0; i < 2000; ++i) EXPECT_LT(hot.sample(logits), 5);
+  // Fewer logits than tokens is a caller's error.
+  EXPECT_THROW(greedy.sample(std::vector<float>(4, 0.0f)), Error);
+}
+
 }  // namespace
 }  // namespace jitllm

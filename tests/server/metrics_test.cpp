@@ -39,5 +39,15 @@ TEST(Metrics, RendersPrometheusText) {
   EXPECT_DOUBLE_EQ(m.counter("generated_tokens_total"), 7);
 }
 
+TEST(Metrics, LabelValuesAreEscaped) {
+  // A path like '/v1/x"} 1e9\njitllm_forged 1' must stay inside its label value.
+  EXPECT_EQ(labelled("requests_total", "endpoint", "a\"} 1e9\nforged 1\\"),
+            "requests_total{endpoint=\"a\\\"} 1e9\\nforged 1\\\\\"}");
+  Metrics m;
+  m.add_counter(labelled("requests_total", "endpoint", "x\"}\njitllm_forged 1"));
+  const std::string text = m.render();
+  EXPECT_EQ(text.find("\njitllm_forged"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace jitllm::server

@@ -85,6 +85,12 @@ TEST(CompletionRequest, RejectsBadValues) {
   expect_rejected(p, R"({"prompt": "x", "stop": 3})", "stop", "a string or an array");
   expect_rejected(p, R"({"prompt": "x", "logit_bias": {"abc": 1}})", "logit_bias", "token ids");
   expect_rejected(p, R"({"prompt": "x", "logit_bias": {"5": 101}})", "logit_bias", "-100");
+  // Only digits are a token id: stoll would have read " 5" and "+5" as 5.
+  expect_rejected(p, R"({"prompt": "x", "logit_bias": {" 5": 1}})", "logit_bias", "token ids");
+  expect_rejected(p, R"({"prompt": "x", "logit_bias": {"+5": 1}})", "logit_bias", "token ids");
+  expect_rejected(p, R"({"prompt": "x", "logit_bias": {"5 ": 1}})", "logit_bias", "token ids");
+  expect_rejected(p, R"({"prompt": "x", "logit_bias": {"": 1}})", "logit_bias", "token ids");
+  expect_rejected(p, R"({"prompt": "x", "repeat_penalty": 0})", "repeat_penalty", "greater than 0");
   expect_rejected(p, R"({"prompt": "x", "n": 0})", "n", "between");
   expect_rejected(p, R"({"prompt": "x", "stream": "yes"})", "stream", "a boolean");
   expect_rejected(p, R"([1, 2])", "", "JSON object");
@@ -129,6 +135,27 @@ TEST(JsonBody, MalformedJsonNamesTheByte) {
     EXPECT_NE(std::string(e.what()).find("not valid JSON (byte 15)"), std::string::npos)
         << e.what();
   }
+}
+
+TEST(JsonBody, NestingPastTheLimitIsRefusedBeforeAnythingRecurses) {
+  // 70,000 levels in an extra field of a chat message: the shape that overflowed a thread's
+  // stack in dump(). Refused by the scan, whatever the route.
+  const std::string deep = std::string(70000, '[') + std::string(70000, ']');
+  const std::string body = R"({"messages": [{"role": "user", "content": "hi", "x": )" + deep + "}]}";
+  try {
+    parse_json_body(body);
+    FAIL() << "accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_NE(std::string(e.what()).find("more than 128 levels"), std::string::npos) << e.what();
+  }
+  // Exactly at the limit is fine; brackets inside strings do not count.
+  const std::string at_limit = std::string(kMaxJsonDepth, '[') + std::string(kMaxJsonDepth, ']');
+  EXPECT_NO_THROW(parse_json_body(at_limit));
+  EXPECT_EQ(json_depth_exceeded_at(at_limit, kMaxJsonDepth), std::string::npos);
+  EXPECT_EQ(json_depth_exceeded_at("[[[", 2), 2u);
+  const std::string in_string = "{\"a\": \"" + std::string(1000, '[') + "\\\"[\"}";
+  EXPECT_NO_THROW(parse_json_body(in_string)) << in_string;
 }
 
 }  // namespace

@@ -8,61 +8,11 @@
 
 #include <algorithm>
 
-#include "runtime/model_loader.h"
-#include "testutil/shared_data.h"
+#include "server/scheduler_fixture.h"
 #include "tokenizer/tokenizer.h"
 
 namespace jitllm::server {
 namespace {
-
-struct Fixture {
-  std::unique_ptr<Engine> engine;
-  std::unique_ptr<Tokenizer> tok;
-  Metrics metrics;
-  std::unique_ptr<Scheduler> sched;
-  explicit Fixture(int parallel, size_t cache = 8) {
-    EngineOptions o;
-    o.kv_page_tokens = 16;
-    engine = std::make_unique<Engine>(
-        load_model_file(testing::oracle_path("pydoc-llama/pydoc-llama.Q8_0.gguf")), o);
-    tok = std::make_unique<Tokenizer>(engine->model().file().metadata);
-    SchedulerOptions so;
-    so.parallel = parallel;
-    so.cache_sessions = cache;
-    so.model_id = "pydoc";
-    sched = std::make_unique<Scheduler>(*engine, *tok, metrics, so);
-  }
-};
-
-std::shared_ptr<Job> greedy_job(const Tokenizer& tok, const std::string& prompt, int max_tokens) {
-  auto job = std::make_shared<Job>();
-  job->prompt = tok.encode(prompt, true);
-  job->max_tokens = max_tokens;
-  job->sampling.temperature = 0;
-  return job;
-}
-
-struct Result {
-  std::vector<std::string> text;
-  std::vector<std::string> finish;
-  Usage usage;
-};
-
-Result wait(Job& job) {
-  Result r;
-  r.text.resize(size_t(job.n));
-  r.finish.resize(size_t(job.n));
-  bool done = false;
-  for (int spins = 0; !done && spins < 600; ++spins)
-    for (JobEvent& ev : job.take(std::chrono::milliseconds(100), done)) {
-      r.text.at(size_t(ev.index)) += ev.text;
-      if (ev.finish_reason) r.finish[size_t(ev.index)] = *ev.finish_reason;
-    }
-  EXPECT_TRUE(done) << "job did not finish in 60 s";
-  EXPECT_FALSE(job.error.has_value()) << (job.error ? job.error->what() : "");
-  r.usage = job.usage;
-  return r;
-}
 
 // Greedy continuation straight on the engine: one session, prefill (in the server's 64-token
 // chunks) then decode, argmax (ties to the lowest id), no scheduler involved.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# -models DIR serves every .gguf there by file stem (first is the default); /health reports a
-# model that fails to load as "error" (500) with the reason, and requests get 503, while the
-# process keeps answering. Usage: models_dir.sh JITLLMD
+# -models DIR serves every .gguf there by file stem (first is the default) and skips a file that
+# does not load; a -load that fails ends the process with exit 1 and the reason.
+# Usage: models_dir.sh JITLLMD
 source "$(dirname "$0")/lib.bash" "$@"
 DIR=$(dirname "$MODEL")
 start_server M -models "$DIR"
@@ -12,17 +12,30 @@ for id in pydoc-llama.F32 pydoc-llama.Q8_0; do
   [ "$STATUS" = 200 ] && echo "$BODY" | jq -e --arg m "$id" '.model == $m' >/dev/null || fail "$id: $BODY"
 done
 
-# A model that cannot load: the server stays up and says why.
-"$JITLLMD" serve -port 0 -port-file "$WORK/bad.port" -load "$WORK/missing.gguf" >"$WORK/bad.log" 2>&1 &
-SERVER_PIDS+=($!)
-for i in $(seq 1 100); do [ -s "$WORK/bad.port" ] && break; sleep 0.1; done
-BAD="http://127.0.0.1:$(cat "$WORK/bad.port")"
-for i in $(seq 1 100); do
-  H=$(curl -s --max-time 5 "$BAD/health" | jq -r .status)
-  [ "$H" = error ] && break
-  sleep 0.1
-done
-curl -s --max-time 5 "$BAD/health" | jq -e '.status == "error" and (.message | test("missing.gguf"))' \
-  >/dev/null || fail "health of a failed load: $(curl -s "$BAD/health")"
-expect_error "$BAD" /v1/completions '{"prompt":"x"}' 503 '.code == "model_load_failed"'
-echo "models_dir: 3 models served, failed load reported"
+# A model that cannot load, a bad -kernels, -devices cuda without a card: the process exits 1
+# with the reason instead of staying up to answer 503.
+expect_load_failure() {
+  local what=$1
+  shift
+  set +e
+  timeout 60 "$JITLLMD" serve -port 0 "$@" >"$WORK/bad.log" 2>&1
+  local rc=$?
+  set -e
+  [ "$rc" = 1 ] || fail "$what: exit $rc, want 1"
+  grep -q "$what" "$WORK/bad.log" || fail "$what: the reason is not given: $(tail -3 "$WORK/bad.log")"
+}
+expect_load_failure missing.gguf -load "$WORK/missing.gguf"
+expect_load_failure bogus -load "$MODEL" -kernels bogus
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
+  expect_load_failure cuda -load "$MODEL" -devices cuda
+fi
+
+# -models DIR with a truncated file: that one is skipped with a log line, the rest served.
+mkdir "$WORK/dir"
+ln -s "$MODEL" "$WORK/dir/good.gguf"
+head -c 100000 "$MODEL" >"$WORK/dir/broken.gguf"
+start_server T -models "$WORK/dir"
+IDS=$(curl -s --max-time 10 "$URL_T/v1/models" | jq -c '[.data[].id]')
+[ "$IDS" = '["good"]' ] || fail "models with a broken file: $IDS"
+grep -q "broken.gguf: skipped" "$WORK/T.log" || fail "the skipped file is not logged"
+echo "models_dir: 3 models served, failed loads exit 1, a broken file in -models is skipped"

@@ -1,0 +1,199 @@
+// Jobs from requests and responses from jobs (see job_response.h).
+#include "server/job_response.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "sample/sampling_params.h"
+#include "server/api_error.h"
+#include "server/http_connection.h"
+#include "server/served_model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace jitllm::server {
+
+namespace {
+
+using json = nlohmann::json;
+
+}  // namespace
+
+// Resolves the options a generation request asks for into a Job the scheduler can run.
+std::shared_ptr<Job> make_job(const ServedModel& model, std::vector<int32_t> prompt,
+                              const GenerationOptions& o, bool chat, bool add_implicit_stops) {
+  const char* prompt_param = chat ? "messages" : "prompt";
+  if (prompt.empty()) throw invalid_request(prompt_param, "the prompt is empty");
+  for (int32_t id : prompt)
+    if (id < 0 || id >= model.n_vocab())
+      throw invalid_request(prompt_param, fmt::format("token id {} is outside the vocabulary of {}",
+                                                      id, model.n_vocab()));
+  const int64_t n_ctx = model.n_ctx();
+  if (int64_t(prompt.size()) >= n_ctx)
+    throw ApiError(400, "invalid_request_error",
+                   fmt::format("this model's maximum context length is {} tokens; the prompt "
+                               "has {} tokens (at least one more is needed to answer)",
+                               n_ctx, prompt.size()),
+                   prompt_param, "context_length_exceeded");
+  const int parallel = const_cast<ServedModel&>(model).scheduler().options().parallel;
+  if (o.n > parallel)
+    throw invalid_request("n", fmt::format("'n' is {} but this server decodes at most {} "
+                                           "sequences together (-parallel)", o.n, parallel));
+  auto job = std::make_shared<Job>();
+  if (o.max_tokens >= 0) {
+    if (int64_t(prompt.size()) + o.max_tokens > n_ctx)
+      throw ApiError(400, "invalid_request_error",
+                     fmt::format("this model's maximum context length is {} tokens; the prompt "
+                                 "has {} tokens and max_tokens asks for {} more",
+                                 n_ctx, prompt.size(), o.max_tokens),
+                     "max_tokens", "context_length_exceeded");
+    job->max_tokens = o.max_tokens;
+  } else {
+    job->max_tokens = int(n_ctx - int64_t(prompt.size()));
+  }
+  SamplingParams& sp = job->sampling;
+  sp.temperature = float(o.temperature);
+  sp.top_k = o.top_k;
+  sp.top_p = float(o.top_p);
+  sp.min_p = float(o.min_p);
+  sp.typical_p = float(o.typical_p);
+  sp.presence_penalty = float(o.presence_penalty);
+  sp.frequency_penalty = float(o.frequency_penalty);
+  sp.repeat_penalty = float(o.repeat_penalty);
+  sp.penalty_last_n = o.repeat_last_n;
+  sp.logit_bias = o.logit_bias;
+  if (o.ignore_eos)
+    for (int32_t id : model.tokenizer().vocab().eog)
+      sp.logit_bias[id] = -std::numeric_limits<float>::infinity();
+  // The seed is 32 bits in the sampler; 0xFFFFFFFF means "random" there, so it is folded.
+  if (o.seed) {
+    sp.seed = uint32_t(*o.seed ^ (*o.seed >> 32));
+    if (sp.seed == SamplingParams::kRandomSeed) sp.seed = 0;
+  }
+  try {
+    validate_sampling_params(sp, model.n_vocab());
+  } catch (const Error& e) {
+    throw invalid_request(o.logit_bias.empty() ? "" : "logit_bias", e.what());
+  }
+  job->prompt = std::move(prompt);
+  job->n = o.n;
+  job->stop = o.stop;
+  if (add_implicit_stops)
+    for (const auto& s : model.implicit_stops()) job->stop.push_back(s);
+  job->logprobs = o.logprobs;
+  job->top_logprobs = o.top_logprobs;
+  return job;
+}
+
+// Waits for a job to finish (no streaming), collecting its choices.
+json collect(Job& job, const ResponseInfo& info, int n, const std::string& prefix) {
+  std::vector<ChoiceText> choices(static_cast<size_t>(n));
+  Connection* client = Connection::current();
+  bool done = false;
+  while (!done) {
+    // A client that went away cancels its job, as a stream's does (the scheduler then finishes
+    // it with 499 at its next step).
+    if (client && !job.cancelled && client->peer_closed()) job.cancelled = true;
+    for (JobEvent& ev : job.take(std::chrono::milliseconds(200), done)) {
+      ChoiceText& c = choices.at(size_t(ev.index));
+      c.text += ev.text;
+      for (auto& t : ev.tokens) c.tokens.push_back(std::move(t));
+      if (ev.finish_reason) c.finish_reason = *ev.finish_reason;
+    }
+  }
+  if (job.error) throw *job.error;
+  return full_response(info, choices, job.usage, prefix);
+}
+
+namespace {
+
+// What a streaming response's provider needs between calls.
+struct StreamState {
+  std::shared_ptr<Job> job;
+  ResponseInfo info;
+  std::vector<bool> started;
+  bool include_usage = false;
+  std::vector<JobEvent> held;  // finishing chunks wait for the usage of the last one
+  bool ended = false;
+};
+
+// One call of the stream's provider: the chunks of what the job produced since the last call.
+bool provide_chunk(StreamState& st, httplib::DataSink& sink) {
+  if (st.ended) return false;
+  bool done = false;
+  auto events = st.job->take(std::chrono::milliseconds(200), done);
+  std::string out;
+  for (JobEvent& ev : events) {
+    const bool first = !st.started.at(size_t(ev.index));
+    st.started[size_t(ev.index)] = true;
+    if (ev.finish_reason) {
+      st.held.push_back(std::move(ev));
+      continue;
+    }
+    if (ev.text.empty() && ev.tokens.empty() && !first) continue;
+    out += sse(stream_chunk(st.info, ev, first));
+  }
+  if (done) {
+    if (st.job->error) {
+      out += sse(st.job->error->body());  // the stream's error event (status is already 200)
+    } else {
+      for (size_t i = 0; i < st.held.size(); ++i) {
+        json chunk = stream_chunk(st.info, st.held[i], false);
+        if (i + 1 == st.held.size() && !st.include_usage) chunk["usage"] = usage_json(st.job->usage);
+        out += sse(chunk);
+      }
+      if (st.include_usage) out += sse(usage_chunk(st.info, st.job->usage));
+    }
+    out += "data: [DONE]\n\n";
+  }
+  if (!out.empty() && !sink.write(out.data(), out.size())) {
+    st.job->cancelled = true;  // the client went away: free its session
+    return false;
+  }
+  if (!done && out.empty() && sink.is_writable && !sink.is_writable()) {
+    st.job->cancelled = true;
+    return false;
+  }
+  if (done) {
+    st.ended = true;
+    sink.done();
+  }
+  return true;
+}
+
+}  // namespace
+
+void start_stream(httplib::Response& res, std::shared_ptr<Job> job, ResponseInfo info,
+                  bool include_usage, std::atomic<int>& in_flight) {
+  auto st = std::make_shared<StreamState>();
+  st->job = std::move(job);
+  st->info = std::move(info);
+  st->started.assign(size_t(st->job->n), false);
+  st->include_usage = include_usage;
+  res.status = 200;
+  res.set_header("Cache-Control", "no-cache");
+  ++in_flight;
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [st](size_t, httplib::DataSink& sink) {
+        // httplib runs the provider outside its handler's try: nothing may escape from here.
+        try {
+          return provide_chunk(*st, sink);
+        } catch (const std::exception& e) {
+          log(LogLevel::Error, "stream {} failed: {}", st->info.id, e.what());
+          st->job->cancelled = true;
+          return false;
+        }
+      },
+      [st, &in_flight](bool success) {
+        if (!success || !st->ended) st->job->cancelled = true;
+        --in_flight;
+      });
+}
+
+}  // namespace jitllm::server

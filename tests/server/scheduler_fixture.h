@@ -1,0 +1,80 @@
+// What the scheduler tests share: the pydoc model's engine and tokenizer with a Scheduler over
+// them, greedy jobs, and waiting for a job's text.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/model_loader.h"
+#include "server/scheduler.h"
+#include "testutil/shared_data.h"
+#include "tokenizer/tokenizer.h"
+
+namespace jitllm::server {
+
+struct Fixture {
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<Tokenizer> tok;
+  Metrics metrics;
+  std::unique_ptr<Scheduler> sched;
+  explicit Fixture(int parallel, size_t cache = 8,
+                   std::function<void(std::string_view)> fault_hook = {},
+                   const std::string& model = testing::oracle_path("pydoc-llama/pydoc-llama.Q8_0.gguf")) {
+    EngineOptions o;
+    o.kv_page_tokens = 16;
+    engine = std::make_unique<Engine>(load_model_file(model), o);
+    tok = std::make_unique<Tokenizer>(engine->model().file().metadata);
+    SchedulerOptions so;
+    so.parallel = parallel;
+    so.cache_sessions = cache;
+    so.model_id = "pydoc";
+    so.fault_hook = std::move(fault_hook);
+    sched = std::make_unique<Scheduler>(*engine, *tok, metrics, so);
+  }
+};
+
+inline std::shared_ptr<Job> greedy_job(const Tokenizer& tok, const std::string& prompt, int max_tokens) {
+  auto job = std::make_shared<Job>();
+  job->prompt = tok.encode(prompt, true);
+  job->max_tokens = max_tokens;
+  job->sampling.temperature = 0;
+  return job;
+}
+
+struct Result {
+  std::vector<std::string> text;
+  std::vector<std::string> finish;
+  Usage usage;
+};
+
+inline Result wait(Job& job) {
+  Result r;
+  r.text.resize(size_t(job.n));
+  r.finish.resize(size_t(job.n));
+  bool done = false;
+  for (int spins = 0; !done && spins < 600; ++spins)
+    for (JobEvent& ev : job.take(std::chrono::milliseconds(100), done)) {
+      r.text.at(size_t(ev.index)) += ev.text;
+      if (ev.finish_reason) r.finish[size_t(ev.index)] = *ev.finish_reason;
+    }
+  EXPECT_TRUE(done) << "job did not finish in 60 s";
+  EXPECT_FALSE(job.error.has_value()) << (job.error ? job.error->what() : "");
+  r.usage = job.usage;
+  return r;
+}
+
+// Waits for a job that must fail; returns its error.
+inline ApiError wait_error(Job& job) {
+  bool done = false;
+  for (int spins = 0; !done && spins < 600; ++spins) job.take(std::chrono::milliseconds(100), done);
+  EXPECT_TRUE(done) << "job did not finish in 60 s";
+  EXPECT_TRUE(job.error.has_value()) << "the job should have failed";
+  return job.error.value_or(ApiError(0, "", "no error"));
+}
+
+}  // namespace jitllm::server
