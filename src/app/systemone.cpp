@@ -17,6 +17,9 @@ using json = nlohmann::json;
 
 constexpr size_t kMaxQuestions = 64;
 constexpr size_t kMaxLabels = 32;
+// Answers over all questions (a noul question has two): each is scored with up to two forward
+// passes, so this bounds the work one request can ask for (64 x 32 took 43 s on 2 cores).
+constexpr size_t kMaxAnswers = 256;
 
 std::string required_string(const json& obj, const char* key, const std::string& where) {
   auto it = obj.find(key);
@@ -109,6 +112,7 @@ SystemOneRequest parse_systemone_request(const json& body) {
     throw RequestError("questions", "'questions' must be a non-empty object name -> question");
   if (qs->size() > kMaxQuestions)
     throw RequestError("questions", fmt::format("at most {} questions per request", kMaxQuestions));
+  size_t answers = 0;
   for (const auto& [name, q] : qs->items()) {
     const std::string where = "questions." + name;
     if (!q.is_object()) throw RequestError(where, "each question must be an object");
@@ -132,6 +136,11 @@ SystemOneRequest parse_systemone_request(const json& body) {
       }
     }
     if (out.type != "noul") parse_labels(q, out, where);
+    answers += out.type == "noul" ? 2 : out.labels.size();
+    if (answers > kMaxAnswers)
+      throw RequestError("questions", fmt::format("the questions have more than {} answers in "
+                                                  "all (noul counts 2); split the request",
+                                                  kMaxAnswers));
     r.questions.push_back(std::move(out));
   }
   return r;

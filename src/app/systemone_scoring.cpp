@@ -106,12 +106,10 @@ SystemOnePlan plan_systemone(const SystemOneRequest& r, const LoadedModel& model
   return plan;
 }
 
-SystemOneResult evaluate_systemone(const SystemOnePlan& plan, Engine& engine, SessionCache* cache,
-                                   int64_t n_ctx, int64_t chunk) {
+SystemOneEvaluation::SystemOneEvaluation(const SystemOnePlan& plan, Engine& engine,
+                                         SessionCache* cache, int64_t n_ctx, int64_t chunk)
+    : plan_(plan), engine_(engine), cache_(cache), chunk_(chunk) {
   if (chunk <= 0) throw_error("systemone: chunk must be positive");
-  SystemOneResult res;
-  const size_t n_vocab = size_t(engine.config().n_vocab);  // logits per row
-  const size_t n_tokens = plan.n_tokens > 0 ? std::min(plan.n_tokens, n_vocab) : n_vocab;
   // G: the prefix every candidate of every question shares (the state), one token short of the
   // shortest candidate so each has something left to score.
   const std::vector<int32_t>* first = nullptr;
@@ -120,71 +118,93 @@ SystemOneResult evaluate_systemone(const SystemOnePlan& plan, Engine& engine, Se
     for (const Candidate& c : q.candidates) {
       if (!first) first = &c.tokens;
       shared = std::min({shared, common_len(*first, c.tokens), c.tokens.size() - 1});
-      res.prompt_tokens = std::max(res.prompt_tokens, int64_t(c.tokens.size()));
+      res_.prompt_tokens = std::max(res_.prompt_tokens, int64_t(c.tokens.size()));
     }
   if (!first) throw_error("systemone: no candidate answers");
-  if (res.prompt_tokens > n_ctx)
+  if (res_.prompt_tokens > n_ctx)
     throw RequestError("state",
                        fmt::format("the state and question take {} tokens, more than the context "
-                                   "of {}", res.prompt_tokens, n_ctx),
+                                   "of {}", res_.prompt_tokens, n_ctx),
                        "context_length_exceeded");
-  const std::span<const int32_t> state(first->data(), shared);
-
-  std::unique_ptr<Session> base;
+  shared_ = shared;
+  state_ = std::span<const int32_t>(first->data(), shared);
   if (cache) {
-    SessionCache::Match hit = cache->take_longest(state, chunk);
+    SessionCache::Match hit = cache->take_longest(state_, chunk);
     if (hit.session) {
       int64_t keep = std::min<int64_t>(hit.common, int64_t(shared));
       keep -= keep % chunk;
       hit.session->truncate(keep);
-      res.tokens_cached = keep;
-      base = std::move(hit.session);
+      res_.tokens_cached = keep;
+      base_ = std::move(hit.session);
     }
   }
-  if (!base) base = engine.new_session(n_ctx);
-  if (base->position() < int64_t(shared)) {
-    const auto rest = state.subspan(size_t(base->position()));
-    engine.prefill(*base, rest, false, chunk);
-    res.tokens_run += int64_t(rest.size());
+  if (!base_) base_ = engine.new_session(n_ctx);
+}
+
+SystemOneEvaluation::~SystemOneEvaluation() = default;
+
+bool SystemOneEvaluation::step() {
+  if (base_->position() < int64_t(shared_)) {
+    // One chunk of the state, ending at a chunk boundary (what a cold run would run).
+    const int64_t pos = base_->position();
+    const int64_t end = std::min<int64_t>(int64_t(shared_), pos - pos % chunk_ + chunk_);
+    engine_.prefill(*base_, state_.subspan(size_t(pos), size_t(end - pos)), false, chunk_);
+    res_.tokens_run += end - pos;
+    return true;
   }
+  if (next_question_ < plan_.questions.size()) score_question(plan_.questions[next_question_++]);
+  return next_question_ < plan_.questions.size();
+}
 
-  for (const QuestionPlan& q : plan.questions) {
-    size_t p = std::numeric_limits<size_t>::max();
-    for (const Candidate& c : q.candidates)
-      p = std::min({p, common_len(q.candidates[0].tokens, c.tokens), c.tokens.size() - 1});
-    if (p == 0) throw_error("systemone: a candidate answer has no context");
-    // Logits at position p-1 predict every candidate's first answer token.
-    const size_t start = std::min(shared, p - 1);
-    auto qs = fork_session(engine, *base, int64_t(start));
-    const std::span<const int32_t> ctx(q.candidates[0].tokens.data() + start, p - start);
-    const std::vector<float> logits = engine.prefill(*qs, ctx, false);
-    res.tokens_run += int64_t(ctx.size());
-    const std::vector<float> first_lp = log_softmax(std::span<const float>(logits).first(n_tokens));
+void SystemOneEvaluation::score_question(const QuestionPlan& q) {
+  const size_t n_vocab = size_t(engine_.config().n_vocab);  // logits per row
+  const size_t n_tokens = plan_.n_tokens > 0 ? std::min(plan_.n_tokens, n_vocab) : n_vocab;
+  size_t p = std::numeric_limits<size_t>::max();
+  for (const Candidate& c : q.candidates)
+    p = std::min({p, common_len(q.candidates[0].tokens, c.tokens), c.tokens.size() - 1});
+  if (p == 0) throw_error("systemone: a candidate answer has no context");
+  // Logits at position p-1 predict every candidate's first answer token.
+  const size_t start = std::min(shared_, p - 1);
+  auto qs = fork_session(engine_, *base_, int64_t(start));
+  const std::span<const int32_t> ctx(q.candidates[0].tokens.data() + start, p - start);
+  const std::vector<float> logits = engine_.prefill(*qs, ctx, false);
+  res_.tokens_run += int64_t(ctx.size());
+  const std::vector<float> first_lp = log_softmax(std::span<const float>(logits).first(n_tokens));
 
-    size_t n_labels = 0;
-    for (const Candidate& c : q.candidates) n_labels = std::max(n_labels, c.label + 1);
-    std::vector<std::vector<double>> per_label(n_labels);
-    for (const Candidate& c : q.candidates) {
-      const std::span<const int32_t> ans(c.tokens.data() + p, c.tokens.size() - p);
-      double lp = first_lp[size_t(ans[0])];
-      if (ans.size() > 1) {
-        auto f = fork_session(engine, *qs);
-        const std::vector<float> rows = engine.prefill(*f, ans.first(ans.size() - 1), true);
-        res.tokens_run += int64_t(ans.size() - 1);
-        for (size_t j = 1; j < ans.size(); ++j)
-          lp += logprobs(std::span<const float>(rows.data() + (j - 1) * n_vocab, n_tokens), ans[j]);
-      }
-      per_label[c.label].push_back(lp);
+  size_t n_labels = 0;
+  for (const Candidate& c : q.candidates) n_labels = std::max(n_labels, c.label + 1);
+  std::vector<std::vector<double>> per_label(n_labels);
+  for (const Candidate& c : q.candidates) {
+    const std::span<const int32_t> ans(c.tokens.data() + p, c.tokens.size() - p);
+    double lp = first_lp[size_t(ans[0])];
+    if (ans.size() > 1) {
+      auto f = fork_session(engine_, *qs);
+      const std::vector<float> rows = engine_.prefill(*f, ans.first(ans.size() - 1), true);
+      res_.tokens_run += int64_t(ans.size() - 1);
+      for (size_t j = 1; j < ans.size(); ++j)
+        lp += logprobs(std::span<const float>(rows.data() + (j - 1) * n_vocab, n_tokens), ans[j]);
     }
-    std::vector<double> label_lp(n_labels);
-    for (size_t l = 0; l < n_labels; ++l) label_lp[l] = log_sum_exp(per_label[l]);
-    const double total = log_sum_exp(label_lp);
-    std::vector<double> probs(n_labels);
-    for (size_t l = 0; l < n_labels; ++l) probs[l] = std::exp(label_lp[l] - total);
-    res.label_probs.push_back(std::move(probs));
+    per_label[c.label].push_back(lp);
   }
-  if (cache) cache->put(std::move(base));
-  return res;
+  std::vector<double> label_lp(n_labels);
+  for (size_t l = 0; l < n_labels; ++l) label_lp[l] = log_sum_exp(per_label[l]);
+  const double total = log_sum_exp(label_lp);
+  std::vector<double> probs(n_labels);
+  for (size_t l = 0; l < n_labels; ++l) probs[l] = std::exp(label_lp[l] - total);
+  res_.label_probs.push_back(std::move(probs));
+}
+
+SystemOneResult SystemOneEvaluation::finish() {
+  if (cache_ && base_) cache_->put(std::move(base_));
+  return std::move(res_);
+}
+
+SystemOneResult evaluate_systemone(const SystemOnePlan& plan, Engine& engine, SessionCache* cache,
+                                   int64_t n_ctx, int64_t chunk) {
+  SystemOneEvaluation eval(plan, engine, cache, n_ctx, chunk);
+  while (eval.step()) {
+  }
+  return eval.finish();
 }
 
 }  // namespace jitllm::app

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -51,10 +53,38 @@ SystemOnePlan plan_systemone(const SystemOneRequest& request, const LoadedModel&
 // `jitllm decide` meets the same chunks and answers as /v1/systemone does.
 constexpr int64_t kSystemOneChunk = 64;
 
-// Runs the plan on `engine`. `cache` may be null; when given, the shared state is looked up in
-// and returned to it, reused in multiples of `chunk` tokens (the state is prefilled in chunks at
-// those offsets, so a warm answer equals a cold one bitwise). n_ctx: the sessions' context.
-// Throws RequestError (code context_length_exceeded) when a prompt does not fit n_ctx.
+// The plan's evaluation cut into pieces that each run a bounded amount of work (one chunk of the
+// shared state, or one question), so a server can run other sequences' steps between them.
+// `cache` may be null; when given, the shared state is looked up in and returned to it, reused
+// in multiples of `chunk` tokens (the state is prefilled in chunks at those offsets, so a warm
+// answer equals a cold one bitwise). n_ctx: the sessions' context. Every call must come from the
+// thread that owns `engine`, the destructor too.
+class SystemOneEvaluation {
+ public:
+  // Throws RequestError (code context_length_exceeded) when a prompt does not fit n_ctx.
+  SystemOneEvaluation(const SystemOnePlan& plan, Engine& engine, SessionCache* cache,
+                      int64_t n_ctx, int64_t chunk = kSystemOneChunk);
+  ~SystemOneEvaluation();
+  // Runs the next piece; false once everything has run.
+  bool step();
+  // The answers (after step() returned false); the state's session goes to the cache.
+  SystemOneResult finish();
+
+ private:
+  void score_question(const QuestionPlan& q);
+
+  const SystemOnePlan& plan_;
+  Engine& engine_;
+  SessionCache* cache_;
+  int64_t chunk_;
+  size_t shared_ = 0;  // tokens every candidate of every question starts with (the state)
+  std::span<const int32_t> state_;
+  std::unique_ptr<Session> base_;
+  size_t next_question_ = 0;
+  SystemOneResult res_;
+};
+
+// All of it at once, on the caller's thread (`jitllm decide`).
 SystemOneResult evaluate_systemone(const SystemOnePlan& plan, Engine& engine, SessionCache* cache,
                                    int64_t n_ctx, int64_t chunk = kSystemOneChunk);
 

@@ -109,7 +109,11 @@ std::shared_ptr<const ModelFile> load_model_file(const std::string& path_arg) {
   const bool is_default = path_arg.empty();
   const std::string path = is_default ? default_model_path() : path_arg;
   std::error_code ec;
-  if (!fs::exists(path, ec)) {
+  const fs::file_status status = fs::status(path, ec);
+  // A path that cannot be looked at (a folder without search permission) is not a missing one.
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
+    throw_error("{}: cannot read: {}", path, ec.message());
+  if (!fs::exists(status)) {
     if (is_default)
       throw_error("no model given (-m) and the bundled default model {} does not exist; "
                   "pass -m MODEL (.gguf, .jlm or a Hugging Face folder)", path);

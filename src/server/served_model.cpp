@@ -4,6 +4,8 @@
 
 #include "app/systemone_scoring.h"
 #include "core/log.h"
+#include "server/api_error.h"
+#include "server/http_connection.h"
 #include "tokenizer/tokenizer.h"
 
 namespace jitllm::server {
@@ -38,13 +40,42 @@ ServedModel::~ServedModel() {
 
 app::SystemOneResult ServedModel::run_systemone(const app::SystemOneRequest& r) {
   const app::SystemOnePlan plan = app::plan_systemone(r, *model_);
-  app::SystemOneResult result;
   const int64_t ctx = n_ctx();
   const int64_t chunk = scheduler_->options().prefill_chunk;
-  scheduler_->run_exclusive([&](Engine& engine, PrefixCache& cache) {
-    result = app::evaluate_systemone(plan, engine, &cache, ctx, chunk);
-  });
-  return result;
+  // One piece (a chunk of the state, or one question) per visit to the scheduler thread: the
+  // running sequences get a step between two pieces instead of waiting for the whole request.
+  std::unique_ptr<app::SystemOneEvaluation> eval;
+  auto on_scheduler = [&](auto fn) {
+    scheduler_->run_exclusive([&](Engine& engine, PrefixCache& cache) { fn(engine, cache); });
+  };
+  Connection* client = Connection::current();
+  try {
+    on_scheduler([&](Engine& engine, PrefixCache& cache) {
+      eval = std::make_unique<app::SystemOneEvaluation>(plan, engine, &cache, ctx, chunk);
+    });
+    for (bool more = true; more;) {
+      if (client && client->peer_closed())
+        throw ApiError(499, "cancelled", "the client went away");
+      on_scheduler([&](Engine&, PrefixCache&) { more = eval->step(); });
+    }
+    app::SystemOneResult result;
+    on_scheduler([&](Engine&, PrefixCache&) {
+      result = eval->finish();
+      eval.reset();
+    });
+    return result;
+  } catch (...) {
+    // Its sessions hold pages of the engine's pool: they go on the thread that owns it.
+    if (eval) {
+      try {
+        on_scheduler([&](Engine&, PrefixCache&) { eval.reset(); });
+      } catch (...) {
+        // The scheduler is gone (stopping): nothing else uses the pool any more.
+      }
+      eval.reset();
+    }
+    throw;
+  }
 }
 
 }  // namespace jitllm::server

@@ -53,6 +53,13 @@ TEST(SystemOne, RefusesMalformedRequests) {
              "questions.a.levels");
   expect_400({{"state", 3}, {"questions", {{"a", {{"type", "noul"}, {"instructions", "x"}}}}}},
              "body.state");
+  // 64 questions x 32 choices asked for ~4,000 forward passes (43 s): capped at 256 answers.
+  json many = json::object();
+  json choices = json::array();
+  for (int c = 0; c < 32; ++c) choices.push_back("choice " + std::to_string(c));
+  for (int q = 0; q < 64; ++q)
+    many["q" + std::to_string(q)] = {{"type", "choice"}, {"instructions", "x"}, {"choices", choices}};
+  expect_400({{"state", "s"}, {"questions", many}}, "questions");
   const auto ok = parse_systemone_request(
       {{"state", "s"},
        {"questions",
