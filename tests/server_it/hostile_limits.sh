@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# The reliability sweep's ways to take jitllmd down or starve it, each kept fixed (issue 18):
+# deep JSON on the chat route, chunked and gzip bodies past -max-body, /metrics label injection,
+# n past -parallel, a non-streaming client that leaves, slow clients holding the HTTP threads,
+# SIGTERM with slow sockets open, a second server on a taken port, an unknown flag.
+# Usage: hostile_limits.sh JITLLMD
+source "$(dirname "$0")/lib.bash" "$@"
+
+start_server H -load "$MODEL" -id pydoc -parallel 2 -max-body 65536 -header-timeout 2 \
+  -client-connections 4
+U=$URL_H
+CC=/v1/chat/completions
+
+# 1. Nesting deep enough to overflow a recursive dump(): 400, on the chat route too.
+DEEP=$(printf '[%.0s' $(seq 1 20000))$(printf ']%.0s' $(seq 1 20000))
+printf '{"messages":[{"role":"user","content":"hi","x":%s}]}' "$DEEP" >"$WORK/deep.json"
+STATUS=$(curl -s -o "$WORK/deep.out" -w '%{http_code}' --max-time 10 --data-binary @"$WORK/deep.json" "$U$CC")
+[ "$STATUS" = 400 ] && grep -q "levels deep" "$WORK/deep.out" || fail "deep message: $STATUS $(head -c 300 "$WORK/deep.out")"
+printf '{"messages":[{"role":"user","content":"hi"}],"tools":%s}' "$DEEP" >"$WORK/deep_tools.json"
+STATUS=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 --data-binary @"$WORK/deep_tools.json" "$U$CC")
+[ "$STATUS" = 400 ] || fail "deep tools: $STATUS"
+
+# 5. Bodies are counted as decoded: chunked and gzip past -max-body get 413, quickly.
+head -c 1000000 /dev/zero | tr '\0' 'a' >"$WORK/big.txt"
+START=$(date +%s%N)
+STATUS=$(curl -s -o "$WORK/chunked.out" -w '%{http_code}' --max-time 20 -H 'Transfer-Encoding: chunked' \
+  --data-binary @"$WORK/big.txt" "$U/v1/completions")
+[ "$STATUS" = 413 ] || fail "chunked body past the limit: $STATUS $(head -c 200 "$WORK/chunked.out")"
+{ printf '{"prompt": "'; head -c 50000000 /dev/zero | tr '\0' 'a'; printf '"}'; } | gzip -c >"$WORK/bomb.gz"
+[ "$(stat -c %s "$WORK/bomb.gz")" -lt 65536 ] || fail "the gzip body should be under -max-body itself"
+STATUS=$(curl -s -o "$WORK/gzip.out" -w '%{http_code}' --max-time 20 -H 'Content-Encoding: gzip' \
+  --data-binary @"$WORK/bomb.gz" "$U/v1/completions")
+[ "$STATUS" = 413 ] || fail "gzip body inflating past the limit: $STATUS $(head -c 200 "$WORK/gzip.out")"
+ELAPSED_MS=$(( ($(date +%s%N) - START) / 1000000 ))
+[ "$ELAPSED_MS" -lt 5000 ] || fail "refusing the large bodies took $ELAPSED_MS ms"
+RSS_KB=$(awk '/VmRSS/ {print $2}' "/proc/$PID_H/status")
+[ "$RSS_KB" -lt 1000000 ] || fail "RSS $RSS_KB kB after the large bodies"
+
+# 7. /metrics: unknown paths are one "other" label; quotes and newlines cannot forge series.
+curl -s -o /dev/null --max-time 5 "$U/v1/x%22%7D%201e9%0Ajitllm_injected_metric%7Ba%3D%22b%22%7D%201"
+for i in $(seq 1 50); do curl -s -o /dev/null --max-time 5 "$U/v1/path$i"; done
+METRICS=$(curl -s --max-time 5 "$U/metrics")
+echo "$METRICS" | grep -q '^jitllm_injected_metric' && fail "a forged series in /metrics"
+[ "$(echo "$METRICS" | grep -c '^jitllm_requests_total')" -le 7 ] || fail "a label per path: $(echo "$METRICS" | grep requests_total)"
+
+# 9. n counts against -parallel.
+expect_error "$U" /v1/completions '{"prompt": "x", "n": 3, "max_tokens": 2}' 400 '.param == "n"'
+
+# 10. A non-streaming request whose client leaves is cancelled, not run to its end.
+CANCELLED=$(metric "$U" sessions_cancelled_total)
+curl -s -o /dev/null --max-time 0.08 -d '{"prompt":"The module provides","max_tokens":500,"ignore_eos":true}' \
+  "$U/v1/completions" || true
+for i in $(seq 1 100); do
+  [ "$(metric "$U" sessions_cancelled_total)" -gt "$CANCELLED" ] && break
+  sleep 0.1
+done
+[ "$(metric "$U" sessions_cancelled_total)" -gt "$CANCELLED" ] || fail "a non-streaming disconnect was not cancelled"
+
+# 6. Slowloris: 16 connections sending a header line every second; /health still answers.
+slow_client() {
+  exec 3<>"/dev/tcp/127.0.0.1/${U##*:}"
+  printf 'GET /health HTTP/1.1\r\nHost: x\r\n' >&3
+  for i in $(seq 1 30); do printf 'X-Slow-%s: 1\r\n' "$i" >&3 2>/dev/null || exit 0; sleep 1; done
+}
+SLOW=()
+for i in $(seq 1 16); do slow_client & SLOW+=($!); done
+sleep 1
+for i in 1 2 3; do
+  STATUS=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$U/health")
+  [ "$STATUS" = 200 ] || fail "/health behind slow clients: $STATUS"
+  sleep 0.5
+done
+# SIGTERM with slow sockets open: gone within the drain timeout (nothing is in flight).
+kill -TERM "$PID_H"
+START=$(date +%s)
+RC=0
+for i in $(seq 1 100); do kill -0 "$PID_H" 2>/dev/null || break; sleep 0.1; done
+wait "$PID_H" || RC=$?
+[ "$RC" = 0 ] || fail "jitllmd exited $RC after SIGTERM"
+[ $(( $(date +%s) - START )) -le 5 ] || fail "SIGTERM with slow sockets took $(( $(date +%s) - START )) s"
+for p in "${SLOW[@]}"; do kill "$p" 2>/dev/null || true; done
+
+# 13. A taken port: the second server fails with exit 1 instead of sharing it.
+start_server P -load "$MODEL"
+PORT=${URL_P##*:}
+set +e
+timeout 30 "$JITLLMD" serve -host 127.0.0.1 -port "$PORT" -load "$MODEL" >"$WORK/second.log" 2>&1
+RC=$?
+set -e
+[ "$RC" = 1 ] && grep -q "in use" "$WORK/second.log" || fail "second bind: exit $RC, $(tail -2 "$WORK/second.log")"
+
+# 18. An unknown flag is reported as unknown, also as the last argument.
+set +e
+OUT=$("$JITLLMD" serve -load "$MODEL" -bogus 2>&1)
+RC=$?
+set -e
+[ "$RC" = 1 ] && echo "$OUT" | grep -q "unknown option -bogus" || fail "unknown flag: $RC $OUT"
+echo "hostile_limits: all checks passed"
