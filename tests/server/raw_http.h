@@ -12,7 +12,7 @@
 #include <chrono>
 #include <string>
 
-namespace jitllm::server::testing {
+namespace jitllm::testing {
 
 class RawClient {
  public:
@@ -72,4 +72,4 @@ inline int status_of(const std::string& response) {
   return std::atoi(response.c_str() + 9);
 }
 
-}  // namespace jitllm::server::testing
+}  // namespace jitllm::testing

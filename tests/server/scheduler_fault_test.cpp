@@ -5,15 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <thread>
 
 #include "core/error.h"
-#include "io/gguf.h"
-#include "quant/types.h"
 #include "server/scheduler_fixture.h"
 
 namespace jitllm::server {
@@ -89,34 +84,11 @@ TEST(SchedulerFault, NonStandardThrowEndsTheRunningJobsNotTheThread) {
 }
 
 TEST(SchedulerFault, NaNLogitsEndThatRequestWith500AndTheOthersRunOn) {
-  // The pydoc model with one token's embedding row made NaN: any prompt holding that token gives
-  // NaN logits.
-  const std::string src = testing::oracle_path("pydoc-llama/pydoc-llama.Q8_0.gguf");
-  std::ifstream in(src, std::ios::binary);
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), {});
-  const GgufParsed parsed = parse_gguf(bytes.data(), bytes.size(), src);
-  const TensorInfo* embd = nullptr;
-  for (const TensorInfo& t : parsed.tensors)
-    if (t.name == "token_embd.weight") embd = &t;
-  ASSERT_NE(embd, nullptr);
   Fixture clean(1);
   const std::vector<int32_t> ids = clean.tok->encode("The function returns", true);
   const int32_t poisoned = ids.at(1);
-  const size_t row = parsed.data_offset + embd->offset + size_t(poisoned) * (embd->bytes / size_t(embd->rows()));
-  if (embd->type == QuantType::Q8_0 || embd->type == QuantType::F16) {
-    const uint16_t nan_f16 = 0x7E00;  // Q8_0: the first block's scale; F16: the first value
-    std::memcpy(bytes.data() + row, &nan_f16, 2);
-  } else if (embd->type == QuantType::F32) {
-    const float nan = std::numeric_limits<float>::quiet_NaN();
-    std::memcpy(bytes.data() + row, &nan, 4);
-  } else {
-    GTEST_SKIP() << "token_embd is " << quant_name(embd->type);
-  }
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("nan-embedding-" + std::to_string(::getpid()) + ".gguf")).string();
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                              std::streamsize(bytes.size()));
-
+  const std::string path = write_nan_embedding_model(poisoned);
+  if (path.empty()) GTEST_SKIP() << "the fixture's token_embd type cannot be poisoned here";
   Fixture f(2, 8, {}, path);
   auto bad = greedy_job(*f.tok, "The function returns", 8);
   auto good = greedy_job(*f.tok, "A list is", 8);

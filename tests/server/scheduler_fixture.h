@@ -4,12 +4,21 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "io/gguf.h"
+#include "quant/types.h"
 #include "runtime/model_loader.h"
 #include "server/scheduler.h"
 #include "testutil/shared_data.h"
@@ -66,6 +75,36 @@ inline Result wait(Job& job) {
   EXPECT_FALSE(job.error.has_value()) << (job.error ? job.error->what() : "");
   r.usage = job.usage;
   return r;
+}
+
+// The pydoc model with the embedding row of `token` made NaN (any prompt holding it gives NaN
+// logits), written to a temporary file; returns its path ("" when token_embd's type is not one
+// this knows how to poison).
+inline std::string write_nan_embedding_model(int32_t token) {
+  const std::string src = testing::oracle_path("pydoc-llama/pydoc-llama.Q8_0.gguf");
+  std::ifstream in(src, std::ios::binary);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), {});
+  const GgufParsed parsed = parse_gguf(bytes.data(), bytes.size(), src);
+  const TensorInfo* embd = nullptr;
+  for (const TensorInfo& t : parsed.tensors)
+    if (t.name == "token_embd.weight") embd = &t;
+  if (!embd) return "";
+  const size_t row = parsed.data_offset + embd->offset +
+                     size_t(token) * (embd->bytes / size_t(embd->rows()));
+  if (embd->type == QuantType::Q8_0 || embd->type == QuantType::F16) {
+    const uint16_t nan_f16 = 0x7E00;  // Q8_0: the first block's scale; F16: the first value
+    std::memcpy(bytes.data() + row, &nan_f16, 2);
+  } else if (embd->type == QuantType::F32) {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::memcpy(bytes.data() + row, &nan, 4);
+  } else {
+    return "";
+  }
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("nan-embedding-" + std::to_string(::getpid()) + ".gguf")).string();
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
+                                              std::streamsize(bytes.size()));
+  return path;
 }
 
 // Waits for a job that must fail; returns its error.
