@@ -80,6 +80,21 @@ wait "$PID_H" || RC=$?
 [ $(( $(date +%s) - START )) -le 5 ] || fail "SIGTERM with slow sockets took $(( $(date +%s) - START )) s"
 for p in "${SLOW[@]}"; do kill "$p" 2>/dev/null || true; done
 
+# 11. Large requests on many HTTP threads: the memory comes back (arenas capped, trimmed after).
+start_server R -load "$MODEL" -max-body 4194304
+{ printf '{"messages":[{"role":"user","content":"'; head -c 1000000 /dev/zero | tr '\0' 'a'; printf '"}]}'; } >"$WORK/large_chat.json"
+CURLS=()
+for i in $(seq 1 12); do
+  curl -s -o /dev/null --max-time 120 --data-binary @"$WORK/large_chat.json" "$URL_R$CC" & CURLS+=($!)
+done
+for p in "${CURLS[@]}"; do wait "$p" || true; done
+sleep 0.5
+RSS_KB=$(awk '/VmRSS/ {print $2}' "/proc/$PID_R/status")
+echo "RSS after 12 concurrent 1 MB chats: $RSS_KB kB"
+[ "$RSS_KB" -lt 600000 ] || fail "RSS $RSS_KB kB after 12 large chats"
+post "$URL_R" /v1/completions '{"prompt": "A list is", "max_tokens": 2}'
+[ "$STATUS" = 200 ] || fail "after the large chats: $STATUS $BODY"
+
 # 13. A taken port: the second server fails with exit 1 instead of sharing it.
 start_server P -load "$MODEL"
 PORT=${URL_P##*:}
