@@ -171,6 +171,10 @@ struct CoreKnobs {
               "1: no huge-page advice for the CPU decode copies of the weights (core/huge_buffer.h)"};
   Text dump{registry, "JITLLM_DUMP", "", "comma list of tensor names, or all", [](const std::string&) { return std::optional<int>(0); },
             "tensors to dump per layer as .f32 files (model/dump.cpp, into JITLLM_DUMP_DIR); set: no CUDA decode graphs"};
+  Text dump_dir{registry, "JITLLM_DUMP_DIR", "", "a folder", [](const std::string&) { return std::optional<int>(0); },
+                "where JITLLM_DUMP writes its files (empty: the working directory)"};
+  Flag sched_debug{registry, "JITLLM_SCHED_DEBUG", false,
+                   "jitllmd: print every scheduler step's groups on stderr ([choice:rows@position])"};
 };
 const CoreKnobs& core_knobs();
 

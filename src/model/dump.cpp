@@ -2,18 +2,18 @@
 #include "model/dump.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <vector>
 
 #include "core/error.h"
+#include "core/tuning.h"
 
 namespace jitllm {
 
 TensorDumper::TensorDumper() {
-  if (const char* dir = std::getenv("JITLLM_DUMP_DIR"); dir && *dir) dir_ = dir;
-  const char* spec = std::getenv("JITLLM_DUMP");
-  if (!spec) return;
-  std::string s = spec, item;
+  const tuning::CoreKnobs& knobs = tuning::core_knobs();
+  if (!knobs.dump_dir.text().empty()) dir_ = knobs.dump_dir.text();
+  if (!knobs.dump.is_set()) return;
+  std::string s = knobs.dump.text(), item;
   for (size_t i = 0; i <= s.size(); ++i) {
     if (i == s.size() || s[i] == ',') {
       if (item == "all")

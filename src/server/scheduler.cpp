@@ -6,11 +6,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <optional>
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/tuning.h"
 #include "runtime/session_fork.h"
 #include "sample/logprobs.h"
 #include "server/stop_matcher.h"
@@ -252,8 +252,7 @@ void Scheduler::run_step() {
     add(s.get(), int64_t(s->chunk));
   }
   if (big) groups.push_back({big});
-  // JITLLM_SCHED_DEBUG=1 prints every step's groups: [choice:rows@position].
-  static const bool debug = std::getenv("JITLLM_SCHED_DEBUG") != nullptr;
+  static const bool debug = tuning::core_knobs().sched_debug.on();
   if (debug) {
     for (const auto& g : groups) {
       std::string line;
