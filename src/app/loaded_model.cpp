@@ -67,6 +67,13 @@ LoadedModel::LoadedModel(const LoadOptions& options) {
 
 LoadedModel::~LoadedModel() = default;
 
+const std::string& LoadedModel::chat_template_source() const { return template_->source(); }
+
+std::vector<int32_t> LoadedModel::tokenize_text(const std::string& text, bool add_special) const {
+  std::lock_guard lock(text_mutex_);
+  return tokenizer_->encode(text, add_special);
+}
+
 std::vector<int32_t> LoadedModel::tokenize_prompt(const std::string& text) const {
   std::lock_guard lock(text_mutex_);
   return tokenizer_->encode(text, /*add_special=*/true);

@@ -47,11 +47,15 @@ class LoadedModel {
   // False when the model ships no chat template and kDefaultChatTemplate stands in.
   bool has_own_template() const { return own_template_; }
   const std::vector<std::string>& implicit_stops() const { return implicit_stops_; }
+  // The Jinja source of the chat template in use (the model's, a file's, or the default).
+  const std::string& chat_template_source() const;
 
   // The helpers below may be called from several threads at once (one lock around the
   // tokenizer and the template).
   // Plain prompt text -> ids, BOS added when the vocabulary asks for it (as `jitllm run`).
   std::vector<int32_t> tokenize_prompt(const std::string& text) const;
+  // Text -> ids, with the vocabulary's BOS/EOS only when add_special (jitllmd's /tokenize).
+  std::vector<int32_t> tokenize_text(const std::string& text, bool add_special) const;
   // Chat messages rendered with the template (add_generation_prompt). Throws RequestError
   // (param messages, code template_error) when the template refuses the conversation.
   std::string render_chat(const nlohmann::ordered_json& messages, const nlohmann::json& tools) const;

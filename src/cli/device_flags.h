@@ -16,8 +16,8 @@ inline void add_device_flags(CLI::App& app, std::string& devices, std::string& v
   app.add_option("--vram-budget", vram_budget,
                  "most memory to use on each card, e.g. 6G, or one per card: 6G,4G (ignored with "
                  "--devices cpu)");
-  app.add_option("--gpu-layers", gpu_layers,
-                 "at most this many layers on the cards, the first ones (default: all that fit)");
+  app.add_option("--gpu-layers,--n-gpu-layers", gpu_layers,
+                 "at most this many layers on the cards, the first ones (-ngl; default: all that fit)");
 }
 
 }  // namespace jitllm::cli

@@ -17,7 +17,11 @@
 #include "app/systemone.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/log_event.h"
+#include "core/version.h"
+#include "server/access_log.h"
 #include "server/api_error.h"
+#include "server/http_reply.h"
 #include "server/job_response.h"
 #include "server/openai_format.h"
 #include "server/request.h"
@@ -40,13 +44,6 @@ std::string random_id(const char* prefix) {
   std::lock_guard lock(mutex);
   return fmt::format("{}{:016x}", prefix, rng());
 }
-
-void send_json(httplib::Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
-}
-
-void send_error(httplib::Response& res, const ApiError& e) { send_json(res, e.status(), e.body()); }
 
 const char* status_text(int status) {
   switch (status) {
@@ -73,6 +70,8 @@ HttpServer::HttpServer(ServerOptions options, std::vector<ModelOptions> models)
   for (const auto& m : model_options_) max_parallel = std::max(max_parallel, m.scheduler.parallel);
   const int threads = options_.http_threads > 0 ? options_.http_threads : 2 * max_parallel + 8;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
+  // What the Keep-Alive header announces; GuardedHttpServer serves that many per connection.
+  http_->set_keep_alive_max_count(size_t(options_.connection.requests_per_connection));
   http_->set_payload_max_length(options_.max_body_bytes);  // Content-Length bodies: 413 at once
   // httplib's default also sets SO_REUSEPORT, which lets a second server bind the same port and
   // take half its connections: bind exclusively (SO_REUSEADDR only allows a restart over
@@ -101,9 +100,17 @@ void HttpServer::load_models() {
         log(LogLevel::Error, "{}: skipped, it does not load: {}", mo.path, e.what());
         continue;
       }
-      log(LogLevel::Info, "model {} ready ({:.2f} s, context {})", m->id(),
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
-          m->n_ctx());
+      const Placement& pl = m->engine().placement();
+      log_event(LogLevel::Info, "model ready",
+                {{"model", m->id()},
+                 {"path", mo.path.empty() ? "(bundled default)" : mo.path},
+                 {"load_s", std::round(std::chrono::duration<double>(
+                                           std::chrono::steady_clock::now() - t0).count() * 100) / 100},
+                 {"context", m->n_ctx()},
+                 {"parallel", m->scheduler().options().parallel},
+                 {"layers_on_cards", pl.n_layers_on_cards()},
+                 {"layers", m->engine().config().n_layer},
+                 {"kernels", m->engine().cpu_kernels_name()}});
       std::lock_guard lock(models_mutex_);
       for (const auto& other : models_)
         if (other->id() == m->id()) throw_error("two models are named '{}' (use -id)", m->id());
@@ -181,20 +188,59 @@ std::string HttpServer::read_body(const httplib::Request& req,
   return body;
 }
 
+void HttpServer::answer(httplib::Response& res, const std::function<void()>& body) {
+  ++requests_in_flight_;
+  try {
+    body();
+  } catch (const ApiError& e) {
+    send_error(res, e);
+  } catch (const app::RequestError& e) {
+    send_error(res, api_error(e));
+  } catch (const ModelOutputError& e) {
+    // The request was fine; the model's numbers were not.
+    send_error(res, ApiError(500, "server_error",
+                             fmt::format("the model's output is not usable: {}", e.what()), "",
+                             "model_output_invalid"));
+  } catch (const Error& e) {
+    // Errors from the tokenizer/template/engine about this request's content.
+    send_error(res, ApiError(400, "invalid_request_error", e.what()));
+  } catch (const std::exception& e) {
+    send_error(res, ApiError(500, "server_error", e.what()));
+  } catch (...) {
+    send_error(res, ApiError(500, "server_error", "internal error"));
+  }
+  --requests_in_flight_;
+}
+
+void HttpServer::post_route(const char* path, PostHandler body) {
+  http_->Post(path, [this, body](const httplib::Request& req, httplib::Response& res,
+                                 const httplib::ContentReader& reader) {
+    size_t body_bytes = 0;
+    answer(res, [&] {
+      const std::string text = read_body(req, reader);
+      body_bytes = text.size();
+      body(req, text, res);
+    });
+    // A large request leaves large free blocks in the malloc arenas: give them back.
+    if (body_bytes > (size_t(256) << 10)) malloc_trim(0);
+  });
+}
+
 void HttpServer::install_routes() {
   GuardedHttpServer& s = *http_;
 
+  s.set_logger([](const httplib::Request& req, const httplib::Response& res) {
+    log_access(req, res);
+  });
+
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    begin_access();
     // Only the routes that exist become label values: paths are the client's text.
-    static const char* const kRoutes[] = {"/v1/completions", "/v1/chat/completions",
-                                          "/v1/systemone",   "/v1/models",
-                                          "/health",         "/metrics"};
-    const char* endpoint = "other";
-    for (const char* r : kRoutes)
-      if (req.path == r) endpoint = r;
-    metrics_.add_counter(labelled("requests_total", "endpoint", endpoint));
+    metrics_.add_counter(labelled("requests_total", "endpoint", route_label(req.path)));
     if (req.method != "POST")
       if (Connection* c = Connection::current()) c->request_complete();
+    // Before authentication: a browser's preflight carries no credentials.
+    if (apply_cors(req, res)) return httplib::Server::HandlerResponse::Handled;
     const bool open = req.path == "/health" || req.path == "/metrics";
     if (!options_.api_key.empty() && !open &&
         req.get_header_value("Authorization") != "Bearer " + options_.api_key) {
@@ -230,71 +276,12 @@ void HttpServer::install_routes() {
     send_error(res, ApiError(500, "server_error", what));
   });
 
-  // Runs a handler body, turning its exceptions into OpenAI error bodies.
-  auto guarded = [this](auto body) {
-    return [this, body](const httplib::Request& req, httplib::Response& res) {
-      ++requests_in_flight_;
-      try {
-        body(req, res);
-      } catch (const ApiError& e) {
-        send_error(res, e);
-      } catch (const app::RequestError& e) {
-        send_error(res, api_error(e));
-      } catch (const ModelOutputError& e) {
-        // The request was fine; the model's numbers were not.
-        send_error(res, ApiError(500, "server_error",
-                                 fmt::format("the model's output is not usable: {}", e.what()),
-                                 "", "model_output_invalid"));
-      } catch (const Error& e) {
-        // Errors from the tokenizer/template/engine about this request's content.
-        send_error(res, ApiError(400, "invalid_request_error", e.what()));
-      } catch (const std::exception& e) {
-        send_error(res, ApiError(500, "server_error", e.what()));
-      } catch (...) {
-        send_error(res, ApiError(500, "server_error", "internal error"));
-      }
-      --requests_in_flight_;
-    };
-  };
-  // A POST route: the body read under the limits, then `body(req, text, res)`, guarded.
-  auto post = [this, guarded](const char* path, auto body) {
-    http_->Post(path, [this, guarded, body](const httplib::Request& req, httplib::Response& res,
-                                            const httplib::ContentReader& reader) {
-      size_t body_bytes = 0;
-      guarded([&](const httplib::Request& r, httplib::Response& out) {
-        const std::string text = read_body(r, reader);
-        body_bytes = text.size();
-        body(r, text, out);
-      })(req, res);
-      // A large request leaves large free blocks in the malloc arenas: give them back.
-      if (body_bytes > (size_t(256) << 10)) malloc_trim(0);
-    });
+  auto post = [this](const char* path, auto body) {
+    post_route(path, [body](const httplib::Request& req, const std::string& text,
+                            httplib::Response& res) { body(req, text, res); });
   };
 
-  s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    // Draining is not ready: load balancers take the server out before it goes.
-    if (draining_) return send_json(res, 503, {{"status", "draining"}});
-    switch (state_.load()) {
-      case State::Loading: return send_json(res, 503, {{"status", "loading"}});
-      case State::Ok: return send_json(res, 200, {{"status", "ok"}});
-      case State::Error: return send_json(res, 500, {{"status", "error"}});
-    }
-  });
-
-  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics_.render(), "text/plain; version=0.0.4");
-  });
-
-  s.Get("/v1/models", guarded([this](const httplib::Request&, httplib::Response& res) {
-    json data = json::array();
-    if (state_ == State::Ok) {
-      std::lock_guard lock(models_mutex_);
-      for (const auto& m : models_)
-        data.push_back({{"id", m->id()}, {"object", "model"}, {"created", 0},
-                        {"owned_by", "jitllm"}, {"context_length", m->n_ctx()}});
-    }
-    send_json(res, 200, {{"object", "list"}, {"data", data}});
-  }));
+  install_utility_routes();
 
   post("/v1/completions", [this](const httplib::Request&, const std::string& text,
                                  httplib::Response& res) {
@@ -354,7 +341,12 @@ int HttpServer::run() {
     throw_error("cannot bind {}:{} ({})", options_.host, port,
                 errno == EADDRINUSE ? "the port is in use" : "not a local address");
   }
-  log(LogLevel::Info, "listening on http://{}:{}", options_.host, port);
+  log_event(LogLevel::Info, "listening",
+            {{"url", fmt::format("http://{}:{}", options_.host, port)},
+             {"version", version_text()},
+             {"models", model_options_.size()},
+             {"api_key", !options_.api_key.empty()},
+             {"cors", fmt::format("{}", fmt::join(options_.cors_origins, ","))}});
   if (!options_.port_file.empty()) {
     const std::string tmp = options_.port_file + ".tmp";
     std::ofstream(tmp) << port << "\n";

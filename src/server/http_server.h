@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -32,6 +33,8 @@ struct ServerOptions {
   std::string port_file;               // the bound port is written here once listening
   int drain_timeout_s = 120;           // SIGTERM waits this long for requests in flight
   ConnectionLimits connection;         // deadlines, head sizes, connections per client address
+  // Origins a browser page may call from (CORS); "*" opens to all; empty: same origin only.
+  std::vector<std::string> cors_origins;
 };
 
 class HttpServer {
@@ -53,9 +56,20 @@ class HttpServer {
   enum class State { Loading, Ok, Error };
   void load_models();
   void install_routes();
+  // /tokenize, /detokenize, /props, /slots, /health, /metrics, /v1/models (utility_routes.cpp).
+  void install_utility_routes();
+  // CORS preflight and headers; true when the request was answered (a preflight).
+  bool apply_cors(const httplib::Request& req, httplib::Response& res) const;
   // Reads the body of a POST (counting decoded bytes, so chunked and gzip bodies meet the same
   // limit); throws ApiError 413 / 408 / 400.
   std::string read_body(const httplib::Request& req, const httplib::ContentReader& reader);
+  // Runs a route's body, answering its exceptions in OpenAI's error shape (ApiError as it is,
+  // ModelOutputError 500, other jitllm::Error 400, anything else 500); counts it in flight.
+  void answer(httplib::Response& res, const std::function<void()>& body);
+  // A POST route: the body read under the limits (read_body), then `body`, through answer().
+  using PostHandler =
+      std::function<void(const httplib::Request&, const std::string& body, httplib::Response&)>;
+  void post_route(const char* path, PostHandler body);
   ServedModel& model_for(const std::string& name);
 
   ServerOptions options_;

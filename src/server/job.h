@@ -50,6 +50,8 @@ struct Job {
   int top_logprobs = 0;
   bool logprobs = false;
   Clock::time_point arrived = Clock::now();
+  // Microseconds from arrival to the first token (-1 until then); set by the scheduler thread.
+  std::atomic<int64_t> first_token_us{-1};
 
   // Set by the HTTP thread when its client disconnected; the scheduler frees the sessions at
   // the next step.

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "sample/sampling_params.h"
+#include "server/access_log.h"
 #include "server/api_error.h"
 #include "server/http_connection.h"
 #include "server/served_model.h"
@@ -91,6 +92,19 @@ std::shared_ptr<Job> make_job(const ServedModel& model, std::vector<int32_t> pro
 }
 
 // Waits for a job to finish (no streaming), collecting its choices.
+namespace {
+
+// What the access line tells of a generation: its id, tokens and time to first token.
+void record_usage(const Job& job, const ResponseInfo& info) {
+  AccessRecord& r = current_access();
+  r.id = info.id;
+  r.prompt_tokens = job.usage.prompt_tokens;
+  r.completion_tokens = job.usage.completion_tokens;
+  if (const int64_t us = job.first_token_us; us >= 0) r.ttft_ms = double(us) / 1000.0;
+}
+
+}  // namespace
+
 json collect(Job& job, const ResponseInfo& info, int n, const std::string& prefix) {
   std::vector<ChoiceText> choices(static_cast<size_t>(n));
   Connection* client = Connection::current();
@@ -106,6 +120,7 @@ json collect(Job& job, const ResponseInfo& info, int n, const std::string& prefi
       if (ev.finish_reason) c.finish_reason = *ev.finish_reason;
     }
   }
+  record_usage(job, info);
   if (job.error) throw *job.error;
   return full_response(info, choices, job.usage, prefix);
 }
@@ -139,6 +154,7 @@ bool provide_chunk(StreamState& st, httplib::DataSink& sink) {
     out += sse(stream_chunk(st.info, ev, first));
   }
   if (done) {
+    record_usage(*st.job, st.info);
     if (st.job->error) {
       out += sse(st.job->error->body());  // the stream's error event (status is already 200)
     } else {

@@ -102,6 +102,28 @@ void Scheduler::run_exclusive(std::function<void(Engine&, PrefixCache&)> fn) {
   done.get();
 }
 
+std::vector<SlotView> Scheduler::slots(size_t& queued) {
+  std::vector<SlotView> out;
+  run_exclusive([&](Engine&, PrefixCache&) {
+    const auto now = Clock::now();
+    for (const auto& s : active_) {
+      if (s->done || !s->session) continue;
+      SlotView v;
+      v.choice = s->index;
+      v.position = s->session->position();
+      v.n_ctx = s->session->n_ctx();
+      v.prompt_tokens = int64_t(s->run->job->prompt.size());
+      v.generated = s->generated;
+      v.prefilling = s->next < 0 && !s->pending.empty();
+      v.age_s = seconds_between(s->run->job->arrived, now);
+      out.push_back(v);
+    }
+    std::lock_guard lock(mutex_);
+    queued = queue_.size();
+  });
+  return out;
+}
+
 size_t Scheduler::in_flight() const {
   std::lock_guard lock(mutex_);
   return queue_.size() + active_jobs_ + tasks_.size();
@@ -377,6 +399,8 @@ void Scheduler::emit_token(Sequence& seq, std::span<const float> logits) {
   if (!seq.run->first_token) {
     seq.run->first_token = true;
     metrics_.observe("time_to_first_token_seconds", seconds_between(job.arrived, now));
+    job.first_token_us =
+        std::chrono::duration_cast<std::chrono::microseconds>(now - job.arrived).count();
   } else if (seq.generated > 0) {
     metrics_.observe("inter_token_latency_seconds", seconds_between(seq.last_token, now));
   }

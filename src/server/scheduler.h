@@ -48,6 +48,17 @@ struct SchedulerOptions {
   std::function<void(std::string_view where)> fault_hook;
 };
 
+// One running sequence as /slots shows it (no prompt text: the view is for operators).
+struct SlotView {
+  int choice = 0;               // index among its job's n choices
+  int64_t position = 0;         // tokens in its KV
+  int64_t n_ctx = 0;
+  int64_t prompt_tokens = 0;
+  int generated = 0;
+  bool prefilling = false;      // still running its prompt
+  double age_s = 0;             // since its request arrived
+};
+
 class Scheduler {
  public:
   Scheduler(Engine& engine, const Tokenizer& tokenizer, Metrics& metrics, SchedulerOptions options);
@@ -64,6 +75,8 @@ class Scheduler {
   void run_exclusive(std::function<void(Engine&, PrefixCache&)> fn);
   // Jobs queued or running (0 = idle).
   size_t in_flight() const;
+  // The running sequences, taken between two steps; `queued` gets the jobs still waiting.
+  std::vector<SlotView> slots(size_t& queued);
   // Ends the thread after the jobs in flight finished (drain) or after cancelling them.
   void stop(bool drain);
 

@@ -11,7 +11,7 @@
 namespace jitllm::server {
 
 ServedModel::ServedModel(ModelOptions options, Metrics& metrics)
-    : id_(options.id.empty() ? app::model_name_of(options.path) : options.id) {
+    : id_(options.id.empty() ? app::model_name_of(options.path) : options.id), path_(options.path) {
   app::LoadOptions lo;
   lo.path = options.path;
   lo.chat_template_file = options.chat_template_file;

@@ -46,6 +46,8 @@ class ServedModel {
   const Engine& engine() const { return model_->engine(); }
   bool has_own_template() const { return model_->has_own_template(); }
   const std::vector<std::string>& implicit_stops() const { return model_->implicit_stops(); }
+  const std::string& chat_template_source() const { return model_->chat_template_source(); }
+  const std::string& path() const { return path_; }
 
   // The text helpers of app::LoadedModel (thread-safe).
   std::vector<int32_t> tokenize_prompt(const std::string& text) const {
@@ -62,6 +64,9 @@ class ServedModel {
     return model_->tokenize_rendered(text);
   }
   std::string detokenize(const std::vector<int32_t>& ids) const { return model_->detokenize(ids); }
+  std::vector<int32_t> tokenize_text(const std::string& text, bool add_special) const {
+    return model_->tokenize_text(text, add_special);
+  }
 
   // Answers System One questions (app/systemone_scoring.h): tokenized on the calling thread,
   // evaluated on the scheduler thread between steps, sharing the prefix cache.
@@ -69,6 +74,7 @@ class ServedModel {
 
  private:
   std::string id_;
+  std::string path_;  // as given ("" = the bundled default model)
   std::unique_ptr<app::LoadedModel> model_;
   std::unique_ptr<Scheduler> scheduler_;  // declared last: stopped before the model goes
 };

@@ -5,7 +5,7 @@
 # "together" run the same prompt tokens. Usage: concurrency.sh JITLLMD
 source "$(dirname "$0")/lib.bash" "$@"
 
-start_server C -load "$MODEL" -id pydoc -parallel 16 -cache 0
+start_server C --model "$MODEL" --alias pydoc --parallel 16 --cache 0
 U=$URL_C
 PROMPTS=("The function returns" "A list is" "To open a file" "The module provides"
   "Exceptions are raised when" "The class" "In Python, a dictionary" "Use the following"

@@ -4,7 +4,7 @@
 # /v1/systemone, metrics. Usage: curl_api.sh JITLLMD JITLLM
 source "$(dirname "$0")/lib.bash" "$@"
 
-start_server A -load "$MODEL" -id pydoc -parallel 4
+start_server A --model "$MODEL" --alias pydoc --parallel 4
 U=$URL_A
 
 [ "$(curl -s --max-time 10 "$U/health" | jq -r .status)" = ok ] || fail "health"

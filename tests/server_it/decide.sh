@@ -10,7 +10,7 @@ Q="Should files be closed after use?"
 jq -e '.answers.q1.type == "noul" and (.answers.q1.p_yes | . >= 0 and . <= 1) and
   (.answers.q2.distribution | add | . > 0.999999 and . < 1.000001)' "$WORK/decide.json" >/dev/null ||
   fail "decide output: $(cat "$WORK/decide.json")"
-start_server D -load "$MODEL" -id pydoc
+start_server D --model "$MODEL" --alias pydoc
 post "$URL_D" /v1/systemone "$(jq -nc --arg s "$STATE" --arg q "$Q" \
   '{state:$s,questions:{q1:{type:"noul",instructions:$q}}}')"
 [ "$STATUS" = 200 ] || fail "systemone: $BODY"

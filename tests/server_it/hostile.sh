@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Hostile and wrong requests each get their 4xx with an OpenAI error body and never hurt the
-# server; -api-key is enforced with 401; a client that disconnects mid-stream frees its session
+# server; --api-key is enforced with 401; a client that disconnects mid-stream frees its session
 # (seen in /metrics); SIGTERM drains the request in flight and exits 0.
 # Usage: hostile.sh JITLLMD
 source "$(dirname "$0")/lib.bash" "$@"
 
-start_server H -load "$MODEL" -id pydoc -parallel 2 -max-body 65536
+start_server H --model "$MODEL" --alias pydoc --parallel 2 --max-body 65536
 U=$URL_H
 C=/v1/completions
 expect_error "$U" $C '{"prompt": "x",,}' 400 '.message | test("not valid JSON")'
@@ -58,8 +58,8 @@ done
 [ "$(metric "$U" sessions_cancelled_total)" -gt "$CANCELLED" ] || fail "disconnect not seen"
 [ "$(metric "$U" 'sessions_active{model="pydoc"}')" = 0 ] || fail "session of a gone client still active"
 
-# -api-key: 401 without or with a wrong key, 200 with it; /health stays open.
-start_server K -load "$MODEL" -api-key s3cret
+# --api-key: 401 without or with a wrong key, 200 with it; /health stays open.
+start_server K --model "$MODEL" --api-key s3cret
 expect_error "$URL_K" $C '{"prompt": "x", "max_tokens": 1}' 401 '.code == "invalid_api_key"'
 post "$URL_K" $C '{"prompt": "x", "max_tokens": 1}' -H 'Authorization: Bearer wrong'
 [ "$STATUS" = 401 ] || fail "wrong key: $STATUS"

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The reliability sweep's ways to take jitllmd down or starve it, each kept fixed (issue 18):
-# deep JSON on the chat route, chunked and gzip bodies past -max-body, /metrics label injection,
-# n past -parallel, a non-streaming client that leaves, slow clients holding the HTTP threads,
+# deep JSON on the chat route, chunked and gzip bodies past --max-body, /metrics label injection,
+# n past --parallel, a non-streaming client that leaves, slow clients holding the HTTP threads,
 # SIGTERM with slow sockets open, a second server on a taken port, an unknown flag.
 # Usage: hostile_limits.sh JITLLMD
 source "$(dirname "$0")/lib.bash" "$@"
 
-start_server H -load "$MODEL" -id pydoc -parallel 2 -max-body 65536 -header-timeout 2 \
-  -client-connections 4
+start_server H --model "$MODEL" --alias pydoc --parallel 2 --max-body 65536 --header-timeout 2 \
+  --client-connections 4
 U=$URL_H
 CC=/v1/chat/completions
 
@@ -20,14 +20,14 @@ printf '{"messages":[{"role":"user","content":"hi"}],"tools":%s}' "$DEEP" >"$WOR
 STATUS=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 --data-binary @"$WORK/deep_tools.json" "$U$CC")
 [ "$STATUS" = 400 ] || fail "deep tools: $STATUS"
 
-# 5. Bodies are counted as decoded: chunked and gzip past -max-body get 413, quickly.
+# 5. Bodies are counted as decoded: chunked and gzip past --max-body get 413, quickly.
 head -c 1000000 /dev/zero | tr '\0' 'a' >"$WORK/big.txt"
 START=$(date +%s%N)
 STATUS=$(curl -s -o "$WORK/chunked.out" -w '%{http_code}' --max-time 20 -H 'Transfer-Encoding: chunked' \
   --data-binary @"$WORK/big.txt" "$U/v1/completions")
 [ "$STATUS" = 413 ] || fail "chunked body past the limit: $STATUS $(head -c 200 "$WORK/chunked.out")"
 { printf '{"prompt": "'; head -c 50000000 /dev/zero | tr '\0' 'a'; printf '"}'; } | gzip -c >"$WORK/bomb.gz"
-[ "$(stat -c %s "$WORK/bomb.gz")" -lt 65536 ] || fail "the gzip body should be under -max-body itself"
+[ "$(stat -c %s "$WORK/bomb.gz")" -lt 65536 ] || fail "the gzip body should be under --max-body itself"
 STATUS=$(curl -s -o "$WORK/gzip.out" -w '%{http_code}' --max-time 20 -H 'Content-Encoding: gzip' \
   --data-binary @"$WORK/bomb.gz" "$U/v1/completions")
 [ "$STATUS" = 413 ] || fail "gzip body inflating past the limit: $STATUS $(head -c 200 "$WORK/gzip.out")"
@@ -43,7 +43,7 @@ METRICS=$(curl -s --max-time 5 "$U/metrics")
 echo "$METRICS" | grep -q '^jitllm_injected_metric' && fail "a forged series in /metrics"
 [ "$(echo "$METRICS" | grep -c '^jitllm_requests_total')" -le 7 ] || fail "a label per path: $(echo "$METRICS" | grep requests_total)"
 
-# 9. n counts against -parallel.
+# 9. n counts against --parallel.
 expect_error "$U" /v1/completions '{"prompt": "x", "n": 3, "max_tokens": 2}' 400 '.param == "n"'
 
 # 10. A non-streaming request whose client leaves is cancelled, not run to its end.
@@ -81,7 +81,7 @@ wait "$PID_H" || RC=$?
 for p in "${SLOW[@]}"; do kill "$p" 2>/dev/null || true; done
 
 # 11. Large requests on many HTTP threads: the memory comes back (arenas capped, trimmed after).
-start_server R -load "$MODEL" -max-body 4194304
+start_server R --model "$MODEL" --max-body 4194304
 { printf '{"messages":[{"role":"user","content":"'; head -c 1000000 /dev/zero | tr '\0' 'a'; printf '"}]}'; } >"$WORK/large_chat.json"
 CURLS=()
 for i in $(seq 1 12); do
@@ -96,18 +96,25 @@ post "$URL_R" /v1/completions '{"prompt": "A list is", "max_tokens": 2}'
 [ "$STATUS" = 200 ] || fail "after the large chats: $STATUS $BODY"
 
 # 13. A taken port: the second server fails with exit 1 instead of sharing it.
-start_server P -load "$MODEL"
+start_server P --model "$MODEL"
 PORT=${URL_P##*:}
 set +e
-timeout 30 "$JITLLMD" serve -host 127.0.0.1 -port "$PORT" -load "$MODEL" >"$WORK/second.log" 2>&1
+timeout 30 "$JITLLMD" serve --host 127.0.0.1 --port "$PORT" --model "$MODEL" >"$WORK/second.log" 2>&1
 RC=$?
 set -e
 [ "$RC" = 1 ] && grep -q "in use" "$WORK/second.log" || fail "second bind: exit $RC, $(tail -2 "$WORK/second.log")"
 
-# 18. An unknown flag is reported as unknown, also as the last argument.
+# 18. An unknown flag is reported as unknown (also as the last argument, where it was taken for
+# one lacking a value), with the nearest known one; usage errors exit 2.
 set +e
-OUT=$("$JITLLMD" serve -load "$MODEL" -bogus 2>&1)
+OUT=$("$JITLLMD" serve --model "$MODEL" -bogus 2>&1)
 RC=$?
+OUT2=$("$JITLLMD" serve --model "$MODEL" --prallel 2 2>&1)
+RC2=$?
+OUT3=$("$JITLLMD" srve 2>&1)
+RC3=$?
 set -e
-[ "$RC" = 1 ] && echo "$OUT" | grep -q "unknown option -bogus" || fail "unknown flag: $RC $OUT"
+[ "$RC" = 2 ] && echo "$OUT" | grep -q "not expected: -bogus" || fail "unknown flag: $RC $OUT"
+[ "$RC2" = 2 ] && echo "$OUT2" | grep -q "did you mean --parallel" || fail "misspelled flag: $RC2 $OUT2"
+[ "$RC3" = 2 ] && echo "$OUT3" | grep -q "did you mean serve" || fail "misspelled command: $RC3 $OUT3"
 echo "hostile_limits: all checks passed"

@@ -29,7 +29,7 @@ fail() {
 start_server() {
   local name=$1
   shift
-  "$JITLLMD" serve -host 127.0.0.1 -port 0 -port-file "$WORK/$name.port" "$@" \
+  "$JITLLMD" serve --host 127.0.0.1 --port 0 --port-file "$WORK/$name.port" "$@" \
     >"$WORK/$name.log" 2>&1 &
   local pid=$!
   SERVER_PIDS+=("$pid")

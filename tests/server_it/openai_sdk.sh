@@ -6,6 +6,6 @@ source "$(dirname "$0")/lib.bash" "$@"
 command -v node >/dev/null || { echo "SKIP: node is not installed"; exit 77; }
 [ -f "$HERE/node_modules/openai/package.json" ] ||
   { echo "SKIP: run 'npm ci --prefix tests/server_it' (scripts/setup-deps does)"; exit 77; }
-start_server S -load "$MODEL" -id pydoc -parallel 4
-start_server K -load "$MODEL" -id pydoc -api-key s3cret
+start_server S --model "$MODEL" --alias pydoc --parallel 4
+start_server K --model "$MODEL" --alias pydoc --api-key s3cret
 timeout 120 node "$HERE/openai_sdk.mjs" "$URL_S" "$URL_K" || fail "openai SDK checks"

@@ -1,21 +1,27 @@
-// jitllmd: the server daemon. `jitllmd serve -load MODEL [-id NAME] [-models DIR] ...` (options
-// take one or two dashes). SIGTERM / SIGINT drain the requests in flight and exit 0. Only the
-// argument parsing and signal handling live here; the server is src/server/http_server.h.
+// jitllmd: the server daemon. `jitllmd serve -m MODEL [--alias NAME] [--models-dir DIR] ...`,
+// GNU long flags with llama-server's names and short forms (-m, -c, -np, -ngl, -t); the old
+// single-dash long names (-load, -parallel) still work for one release, with a deprecation note.
+// SIGTERM / SIGINT drain the requests in flight and exit 0. Only the argument parsing and signal
+// handling live here; the server is src/server/http_server.h.
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <signal.h>
-
 #include <malloc.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "core/error.h"
+#include "core/flag_spelling.h"
+#include "core/log.h"
+#include "core/suggest.h"
 #include "core/thread_pool.h"
+#include "core/tuning.h"
+#include "core/version.h"
 #include "server/http_server.h"
 
 namespace {
@@ -24,104 +30,113 @@ using jitllm::server::HttpServer;
 using jitllm::server::ModelOptions;
 using jitllm::server::ServerOptions;
 
-const char* const kUsage = R"(usage: jitllmd serve [options]
-  -load MODEL         model to serve: .gguf, .jlm or Hugging Face folder (default: models/demo)
-  -id NAME            the name clients use for it (default: the file name without extension)
-  -models DIR         also serve every .gguf / .jlm in DIR (named by file stem)
-  -chat-template FILE Jinja chat template for -load (default: the model's; ChatML-like if none)
-  -devices DEV        cpu (default), cuda (every card), cuda:N or a list (cuda:0,cuda:1);
-                      layers that do not fit on the cards run on the host
-  -vram-budget SIZE   most memory to use per card, e.g. 6G, or one per card: 6G,4G
-  -gpu-layers N       at most N layers on the cards, the first ones (default: all that fit)
-  -host ADDR          address to bind (default 127.0.0.1)
-  -port N             port (default 8080; 0 = any free port, see -port-file)
-  -port-file FILE     write the bound port here once listening
-  -parallel N         sequences decoded together per model (default 4)
-  -max-seq N          context per sequence in tokens (default: the model's)
-  -cache N            finished sessions kept for prefix reuse per model (default 8)
-  -prefill-chunk N    prompt tokens per step; prefixes are reused in multiples of it (default 64)
-  -api-key KEY        require "Authorization: Bearer KEY" (also $JITLLM_API_KEY)
-  -max-body BYTES     largest request body accepted (default 4194304)
-  -threads N          compute threads (default: all cores)
-  -kernels NAME       CPU kernels: jit (default) or reference
-  -drain-timeout S    seconds SIGTERM waits for requests in flight, then cancels them (default 120)
-  -header-timeout S   a request's line and headers must arrive within S seconds (default 10)
-  -body-timeout S     its body within S seconds after the headers (default 60)
-  -client-connections N  connections one client address may have still sending a request; one
-                      more closes its oldest (default 8)
-)";
-
-// Every option takes a value; the names are checked before the values, so a mistyped flag is
-// reported as unknown, not as one that lacks a value.
-const char* const kOptions[] = {
-    "load",    "id",       "models",       "chat-template", "devices",    "vram-budget",
-    "gpu-layers", "host",  "port",         "port-file",     "parallel",   "max-seq",
-    "cache",   "prefill-chunk", "api-key", "max-body",      "threads",    "kernels",
-    "drain-timeout", "header-timeout", "body-timeout", "client-connections"};
-
-long to_int(const std::string& name, const std::string& v, long lo, long hi) {
-  char* end = nullptr;
-  errno = 0;
-  const long x = std::strtol(v.c_str(), &end, 10);
-  if (v.empty() || *end || errno || x < lo || x > hi)
-    jitllm::throw_error("-{}: expected an integer in [{}, {}], got '{}'", name, lo, hi, v);
-  return x;
-}
-
-int serve(const std::map<std::string, std::string>& args) {
-  ServerOptions so;
-  ModelOptions mo;
+struct Args {
+  ServerOptions server;
+  ModelOptions model;
   std::string models_dir;
   int threads = 0;
-  for (const auto& [k, v] : args) {
-    if (k == "load") mo.path = v;
-    else if (k == "id") mo.id = v;
-    else if (k == "models") models_dir = v;
-    else if (k == "chat-template") mo.chat_template_file = v;
-    else if (k == "devices") mo.devices = v;
-    else if (k == "vram-budget") mo.vram_budget = v;
-    else if (k == "gpu-layers") mo.gpu_layers = int(to_int(k, v, 0, 1 << 20));
-    else if (k == "host") so.host = v;
-    else if (k == "port") so.port = int(to_int(k, v, 0, 65535));
-    else if (k == "port-file") so.port_file = v;
-    else if (k == "parallel") mo.scheduler.parallel = int(to_int(k, v, 1, 256));
-    else if (k == "max-seq") mo.scheduler.n_ctx = to_int(k, v, 1, 1L << 24);
-    else if (k == "cache") mo.scheduler.cache_sessions = size_t(to_int(k, v, 0, 4096));
-    else if (k == "prefill-chunk") mo.scheduler.prefill_chunk = to_int(k, v, 1, 1 << 16);
-    else if (k == "api-key") so.api_key = v;
-    else if (k == "max-body") so.max_body_bytes = size_t(to_int(k, v, 1, 1L << 30));
-    else if (k == "threads") threads = int(to_int(k, v, 1, 1024));
-    else if (k == "kernels") mo.kernels = v;
-    else if (k == "drain-timeout") so.drain_timeout_s = int(to_int(k, v, 0, 86400));
-    else if (k == "header-timeout") so.connection.header_timeout_ms = int(to_int(k, v, 1, 3600)) * 1000;
-    else if (k == "body-timeout") so.connection.body_timeout_ms = int(to_int(k, v, 1, 86400)) * 1000;
-    else if (k == "client-connections") so.connection.reading_per_client = int(to_int(k, v, 1, 4096));
-    else jitllm::throw_error("unknown option -{}\n{}", k, kUsage);
+  int header_timeout_s = 10, body_timeout_s = 60;
+  std::string log_format = "text", log_level;  // level "": JITLLM_LOG if set, else info
+};
+
+void add_serve_options(CLI::App& app, Args& a) {
+  ModelOptions& mo = a.model;
+  ServerOptions& so = a.server;
+  app.add_option("-m,--model,--load", mo.path,
+                 "model to serve: .gguf, .jlm or Hugging Face folder (default: models/demo)");
+  app.add_option("-a,--alias,--id", mo.id, "the name clients use for it (default: the file stem)");
+  app.add_option("--models-dir,--models", a.models_dir,
+                 "also serve every .gguf / .jlm in DIR (named by file stem; files that do not "
+                 "load are skipped)");
+  app.add_option("--chat-template", mo.chat_template_file,
+                 "Jinja chat template file for --model (default: the model's; ChatML-like if none)");
+  app.add_option("--devices", mo.devices,
+                 "cpu (default), cuda (every card), cuda:N or a list (cuda:0,cuda:1); layers that "
+                 "do not fit on the cards run on the host");
+  app.add_option("--vram-budget", mo.vram_budget, "most memory per card, e.g. 6G, or 6G,4G");
+  app.add_option("--n-gpu-layers,--gpu-layers", mo.gpu_layers,
+                 "at most N layers on the cards, the first ones (-ngl; default: all that fit)")
+      ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--host", so.host, "address to bind (default 127.0.0.1)");
+  app.add_option("--port", so.port, "port (default 8080; 0: any free port, see --port-file)")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--port-file", so.port_file, "write the bound port here once listening");
+  app.add_option("--parallel", mo.scheduler.parallel,
+                 "sequences decoded together per model (-np; default 4)")
+      ->check(CLI::Range(1, 256));
+  app.add_option("-c,--ctx-size,--max-seq", mo.scheduler.n_ctx,
+                 "context per sequence in tokens (default: the model's)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
+  app.add_option("--cache-sessions,--cache", mo.scheduler.cache_sessions,
+                 "finished sessions kept for prefix reuse per model (default 8)")
+      ->check(CLI::Range(0, 4096));
+  app.add_option("--prefill-chunk", mo.scheduler.prefill_chunk,
+                 "prompt tokens per step; prefixes are reused in multiples of it (default 64)")
+      ->check(CLI::Range(1, 1 << 16));
+  app.add_option("--api-key", so.api_key,
+                 "require \"Authorization: Bearer KEY\" (also $JITLLM_API_KEY)");
+  app.add_option("--max-body", so.max_body_bytes,
+                 "largest request body accepted, after decoding (default 4194304)")
+      ->check(CLI::Range(size_t(1), size_t(1) << 30));
+  app.add_option("-t,--threads", a.threads, "compute threads (default: all cores)")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--kernels", mo.kernels, "CPU kernels: jit (default) or reference");
+  app.add_option("--drain-timeout", so.drain_timeout_s,
+                 "seconds SIGTERM waits for requests in flight, then cancels them (default 120)")
+      ->check(CLI::Range(0, 86400));
+  app.add_option("--header-timeout", a.header_timeout_s,
+                 "a request's line and headers must arrive within S seconds (default 10)")
+      ->check(CLI::Range(1, 3600));
+  app.add_option("--body-timeout", a.body_timeout_s,
+                 "its body within S seconds after the headers (default 60)")
+      ->check(CLI::Range(1, 86400));
+  app.add_option("--client-connections", so.connection.reading_per_client,
+                 "connections one client address may have still sending a request; one more "
+                 "closes its oldest (default 8)")
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--cors", so.cors_origins,
+                 "origins browsers may call from, comma-separated, or '*' (default: none)")
+      ->delimiter(',');
+  app.add_option("--log-format", a.log_format, "text (default) or json, one object per line")
+      ->check(CLI::IsMember({"text", "json"}));
+  app.add_option("--log-level", a.log_level,
+                 "debug, info (default; JITLLM_LOG when set), warn or error")
+      ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
+}
+
+std::vector<ModelOptions> models_of(const Args& a) {
+  std::vector<ModelOptions> models;
+  if (!a.model.path.empty() || a.models_dir.empty()) models.push_back(a.model);
+  if (a.models_dir.empty()) return models;
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(a.models_dir, ec)) {
+    const std::string ext = e.path().extension().string();
+    if (e.is_regular_file() && (ext == ".gguf" || ext == ".jlm")) files.push_back(e.path());
   }
+  if (ec) jitllm::throw_error("--models-dir {}: {}", a.models_dir, ec.message());
+  std::sort(files.begin(), files.end());
+  if (files.empty()) jitllm::throw_error("--models-dir {}: no .gguf or .jlm files", a.models_dir);
+  for (const auto& f : files) {
+    if (!a.model.path.empty() && std::filesystem::equivalent(f, a.model.path, ec)) continue;
+    ModelOptions m = a.model;
+    m.path = f;
+    m.id.clear();
+    m.chat_template_file.clear();
+    m.skip_if_unloadable = true;
+    models.push_back(m);
+  }
+  return models;
+}
+
+int serve(Args& a) {
+  ServerOptions& so = a.server;
+  so.connection.header_timeout_ms = a.header_timeout_s * 1000;
+  so.connection.body_timeout_ms = a.body_timeout_s * 1000;
   if (so.api_key.empty())
     if (const char* env = std::getenv("JITLLM_API_KEY"); env && *env) so.api_key = env;
-  if (threads > 0) jitllm::ThreadPool::set_global_threads(threads);
-
-  std::vector<ModelOptions> models;
-  if (!mo.path.empty() || models_dir.empty()) models.push_back(mo);
-  if (!models_dir.empty()) {
-    std::vector<std::string> files;
-    for (const auto& e : std::filesystem::directory_iterator(models_dir)) {
-      const std::string ext = e.path().extension().string();
-      if (e.is_regular_file() && (ext == ".gguf" || ext == ".jlm")) files.push_back(e.path());
-    }
-    std::sort(files.begin(), files.end());
-    if (files.empty()) jitllm::throw_error("-models {}: no .gguf or .jlm files", models_dir);
-    for (const auto& f : files) {
-      if (!mo.path.empty() && std::filesystem::equivalent(f, mo.path)) continue;
-      ModelOptions m = mo;
-      m.path = f;
-      m.id.clear();
-      m.chat_template_file.clear();
-      m.skip_if_unloadable = true;
-      models.push_back(m);
-    }
-  }
+  if (a.threads > 0) jitllm::ThreadPool::set_global_threads(a.threads);
+  const std::vector<ModelOptions> models = models_of(a);
 
   // Signals go to one thread that starts the drain; every other thread blocks them.
   sigset_t set;
@@ -145,10 +160,18 @@ int serve(const std::map<std::string, std::string>& args) {
     watcher.join();
     throw;
   }
-  // run() returned because stop() ran (from a signal); the watcher is done or about to be.
+  // run() returned because stop() ran (from a signal) or loading failed; end the watcher.
   pthread_kill(watcher.native_handle(), SIGTERM);
   watcher.join();
   return rc;
+}
+
+// The long names of `app`'s options (for the old single-dash spellings and "did you mean").
+std::vector<std::string> long_names(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::Option* o : app.get_options())
+    for (const std::string& n : o->get_lnames()) names.push_back(n);
+  return names;
 }
 
 }  // namespace
@@ -157,40 +180,54 @@ int main(int argc, char** argv) {
   // Each HTTP thread would otherwise grow its own malloc arena and keep it: 16 large chats left
   // 2.35 GB resident, 172 MB with one arena. A few arenas keep the threads from contending.
   mallopt(M_ARENA_MAX, 4);
-  std::vector<std::string> a(argv + 1, argv + argc);
-  if (a.empty() || a[0] == "-h" || a[0] == "--help" || a[0] == "help") {
-    fmt::print("{}", kUsage);
-    return a.empty() ? 2 : 0;
-  }
-  if (a[0] != "serve") {
-    fmt::print(stderr, "jitllmd: unknown command '{}'\n{}", a[0], kUsage);
+  Args a;
+  CLI::App app{"jitllmd: an OpenAI-compatible server for jitllm's engine"};
+  app.set_version_flag("--version", std::string("jitllmd ") + jitllm::version_text());
+  app.require_subcommand(1);
+  CLI::App* serve_cmd = app.add_subcommand("serve", "serve models over HTTP");
+  add_serve_options(*serve_cmd, a);
+
+  if (argc > 1 && argv[1][0] != '-' && std::string(argv[1]) != "serve") {
+    const std::string near = jitllm::closest_name(argv[1], {"serve"});
+    fmt::print(stderr, "jitllmd: unknown command '{}'{}\nRun with --help for the commands.\n",
+               argv[1], near.empty() ? "" : " (did you mean serve?)");
     return 2;
   }
+  const jitllm::FlagSpelling spelled = jitllm::respell_flags(
+      argc, argv, {{"ngl", "n-gpu-layers"}, {"np", "parallel"}}, long_names(*serve_cmd));
+  std::vector<const char*> args;
+  for (const std::string& s : spelled.args) args.push_back(s.c_str());
   try {
-    std::map<std::string, std::string> args;
-    for (size_t i = 1; i < a.size(); ++i) {
-      std::string k = a[i];
-      if (k == "-h" || k == "--help") {
-        fmt::print("{}", kUsage);
-        return 0;
+    app.parse(int(args.size()), const_cast<char**>(args.data()));
+  } catch (const CLI::ParseError& e) {
+    if (const auto* extra = dynamic_cast<const CLI::ExtrasError*>(&e)) {
+      // CLI11 2.1 names the extras without a suggestion: add the nearest flag or command.
+      std::string what = extra->what(), hint;
+      for (const std::string& s : spelled.args) {
+        if (what.find(s) == std::string::npos || s.empty()) continue;
+        const bool flag = s.rfind("--", 0) == 0;
+        const std::string bare = s.substr(flag ? 2 : (s[0] == '-' ? 1 : 0));
+        const std::string near = jitllm::closest_name(
+            bare.substr(0, bare.find('=')),
+            flag || s[0] == '-' ? long_names(*serve_cmd) : std::vector<std::string>{"serve"});
+        if (!near.empty()) hint = fmt::format(" (did you mean {}{}?)", flag || s[0] == '-' ? "--" : "", near);
+        break;
       }
-      if (k.size() < 2 || k[0] != '-') jitllm::throw_error("unexpected argument '{}'", k);
-      k.erase(0, k[1] == '-' ? 2 : 1);
-      std::string v;
-      const size_t eq = k.find('=');
-      const std::string name = k.substr(0, eq);
-      if (std::find(std::begin(kOptions), std::end(kOptions), name) == std::end(kOptions))
-        jitllm::throw_error("unknown option -{}\n{}", name, kUsage);
-      if (eq != std::string::npos) {
-        v = k.substr(eq + 1);
-        k.resize(eq);
-      } else {
-        if (i + 1 >= a.size()) jitllm::throw_error("-{} needs a value", k);
-        v = a[++i];
-      }
-      args[k] = v;
+      fmt::print(stderr, "jitllmd: {}{}\nRun with --help for the options.\n", what, hint);
+      return 2;
     }
-    return serve(args);
+    return app.exit(e);
+  }
+  for (const std::string& w : spelled.warnings) fmt::print(stderr, "jitllmd: {}\n", w);
+  try {
+    // A server says what it does (startup, one line per request) unless told otherwise.
+    if (!a.log_level.empty() || !jitllm::tuning::core_knobs().log.is_set())
+      jitllm::set_log_threshold(a.log_level == "debug"  ? jitllm::LogLevel::Debug
+                                : a.log_level == "warn" ? jitllm::LogLevel::Warn
+                                : a.log_level == "error" ? jitllm::LogLevel::Error
+                                                         : jitllm::LogLevel::Info);
+    jitllm::set_log_format(a.log_format == "json" ? jitllm::LogFormat::Json : jitllm::LogFormat::Text);
+    return serve(a);
   } catch (const std::exception& e) {
     fmt::print(stderr, "jitllmd: {}\n", e.what());
     return 1;
