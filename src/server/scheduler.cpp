@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/thread_pool.h"
 #include "core/tuning.h"
 #include "runtime/session_fork.h"
 #include "sample/logprobs.h"
@@ -245,35 +246,58 @@ void Scheduler::drop_cancelled() {
 }
 
 void Scheduler::run_step() {
-  // Groups of sequences, each one Engine::step. Decoding rows (one token each) and small prefill
-  // chunks share steps of at most mixed_step_rows rows; a full prefill chunk bigger than that
-  // runs alone (one per iteration, so decoding streams keep flowing while a long prompt loads).
-  std::vector<std::vector<Sequence*>> groups(1);
-  int64_t rows = 0;
-  auto add = [&](Sequence* s, int64_t n) {
-    if (rows + n > options_.mixed_step_rows && !groups.back().empty()) {
-      groups.emplace_back();
-      rows = 0;
-    }
-    groups.back().push_back(s);
-    rows += n;
-  };
-  for (auto& s : active_)
-    if (!s->done && s->next >= 0) add(s.get(), 1);
-  Sequence* big = nullptr;
-  for (auto& s : active_) {
-    if (s->done || s->next >= 0) continue;
-    const int64_t pos = s->session->position();
+  // How many tokens of `s`'s prompt the next step can take: up to the next chunk boundary, so a
+  // prompt always meets the same chunks (a warm run computes what a cold one does).
+  auto next_chunk = [&](Sequence& s) {
+    const int64_t pos = s.session->position();
     const int64_t to_boundary = options_.prefill_chunk - pos % options_.prefill_chunk;
-    s->chunk = size_t(std::min<int64_t>(to_boundary, int64_t(s->pending.size() - s->pending_off)));
-    if (int64_t(s->chunk) > options_.mixed_step_rows) {
-      if (!big) big = s.get();
-      else s->chunk = 0;  // next iteration
-      continue;
+    return size_t(std::min<int64_t>(to_boundary, int64_t(s.pending.size() - s.pending_off)));
+  };
+  std::vector<std::vector<Sequence*>> groups(1);
+  if (!options_.deterministic) {
+    // One step: every decoding row, then prompt chunks while the budget lasts (at least one
+    // chunk, so a prompt always advances).
+    int64_t prefill = 0;
+    for (auto& s : active_)
+      if (!s->done && s->next >= 0) groups[0].push_back(s.get());
+    for (auto& s : active_) {
+      if (s->done || s->next >= 0) continue;
+      s->chunk = next_chunk(*s);
+      if (prefill > 0 && prefill + int64_t(s->chunk) > options_.step_prefill_tokens) {
+        s->chunk = 0;  // next iteration
+        continue;
+      }
+      prefill += int64_t(s->chunk);
+      groups[0].push_back(s.get());
     }
-    add(s.get(), int64_t(s->chunk));
+  } else {
+    // Groups of at most mixed_step_rows rows, each one Engine::step; a prefill chunk bigger than
+    // that runs alone (one per iteration, so decoding streams keep flowing while a long prompt
+    // loads).
+    int64_t rows = 0;
+    auto add = [&](Sequence* s, int64_t n) {
+      if (rows + n > options_.mixed_step_rows && !groups.back().empty()) {
+        groups.emplace_back();
+        rows = 0;
+      }
+      groups.back().push_back(s);
+      rows += n;
+    };
+    for (auto& s : active_)
+      if (!s->done && s->next >= 0) add(s.get(), 1);
+    Sequence* big = nullptr;
+    for (auto& s : active_) {
+      if (s->done || s->next >= 0) continue;
+      s->chunk = next_chunk(*s);
+      if (int64_t(s->chunk) > options_.mixed_step_rows) {
+        if (!big) big = s.get();
+        else s->chunk = 0;  // next iteration
+        continue;
+      }
+      add(s.get(), int64_t(s->chunk));
+    }
+    if (big) groups.push_back({big});
   }
-  if (big) groups.push_back({big});
   static const bool debug = tuning::core_knobs().sched_debug.on();
   if (debug) {
     for (const auto& g : groups) {
@@ -314,6 +338,10 @@ void Scheduler::run_group(const std::vector<Sequence*>& owners) {
     return;
   }
   const size_t n_vocab = size_t(engine_.config().n_vocab);
+  auto row = [&](size_t i) { return std::span<const float>(logits.data() + i * n_vocab, n_vocab); };
+  // Sequences whose choices are all running draw their tokens in parallel (the sampler of each
+  // is its own); a prompt that just finished forks its choices first, on this thread.
+  std::vector<size_t> drawing;
   for (size_t i = 0; i < owners.size(); ++i) {
     Sequence& s = *owners[i];
     if (s.next >= 0) {
@@ -326,8 +354,36 @@ void Scheduler::run_group(const std::vector<Sequence*>& owners) {
       s.pending_off = 0;
     }
     if (s.done) continue;  // a sibling choice failed its job earlier in this loop
+    if (s.run->forked) {
+      drawing.push_back(i);
+      continue;
+    }
     try {
-      on_logits(s, std::span<const float>(logits.data() + i * n_vocab, n_vocab));
+      on_logits(s, row(i));
+    } catch (const std::exception& e) {
+      log(LogLevel::Error, "a sequence failed: {}", e.what());
+      fail_job(s, error_of(e));
+    }
+  }
+  std::vector<Draw> draws(drawing.size());
+  std::vector<std::exception_ptr> faults(drawing.size());
+  auto draw_range = [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k) {
+      try {
+        draws[size_t(k)] = draw_token(*owners[drawing[size_t(k)]], row(drawing[size_t(k)]));
+      } catch (...) {
+        faults[size_t(k)] = std::current_exception();
+      }
+    }
+  };
+  if (drawing.size() > 1) ThreadPool::global().parallel_for(int64_t(drawing.size()), 1, draw_range);
+  else draw_range(0, int64_t(drawing.size()));
+  for (size_t k = 0; k < drawing.size(); ++k) {
+    Sequence& s = *owners[drawing[k]];
+    if (s.done) continue;
+    try {
+      if (faults[k]) std::rethrow_exception(faults[k]);
+      emit_token(s, std::move(draws[k]));
     } catch (const std::exception& e) {
       log(LogLevel::Error, "a sequence failed: {}", e.what());
       fail_job(s, error_of(e));
@@ -389,13 +445,34 @@ void Scheduler::on_logits(Sequence& seq, std::span<const float> logits) {
   emit_token(seq, logits);
 }
 
-void Scheduler::emit_token(Sequence& seq, std::span<const float> logits) {
-  Job& job = *seq.run->job;
-  const auto now = Clock::now();
-  if (seq.generated >= job.max_tokens) return finish_sequence(seq, "length", "");
+Scheduler::Draw Scheduler::draw_token(Sequence& seq, std::span<const float> logits) const {
+  Draw d;
+  const Job& job = *seq.run->job;
+  if (seq.generated >= job.max_tokens) return d;  // d.token < 0: the length is reached
   const std::span<const float> candidates = logits.first(n_tokens_);
   fault("sample");
-  const int32_t tok = seq.sampler->sample(candidates);
+  d.token = seq.sampler->sample(candidates);
+  if (job.logprobs && !tokenizer_.vocab().is_eog(d.token)) {
+    TokenLogprobInfo info;
+    info.id = d.token;
+    info.text = tokenizer_.piece(d.token);
+    info.logprob = logprobs(candidates, d.token);
+    for (const TokenLogprob& t : top_logprobs(candidates, size_t(job.top_logprobs)))
+      info.top.emplace_back(tokenizer_.piece(t.id), t.logprob);
+    d.logprob = std::move(info);
+  }
+  return d;
+}
+
+void Scheduler::emit_token(Sequence& seq, std::span<const float> logits) {
+  emit_token(seq, draw_token(seq, logits));
+}
+
+void Scheduler::emit_token(Sequence& seq, Draw draw) {
+  Job& job = *seq.run->job;
+  const auto now = Clock::now();
+  if (draw.token < 0) return finish_sequence(seq, "length", "");
+  const int32_t tok = draw.token;
   if (!seq.run->first_token) {
     seq.run->first_token = true;
     metrics_.observe("time_to_first_token_seconds", seconds_between(job.arrived, now));
@@ -413,15 +490,7 @@ void Scheduler::emit_token(Sequence& seq, std::span<const float> logits) {
 
   JobEvent ev;
   ev.index = seq.index;
-  if (job.logprobs) {
-    TokenLogprobInfo info;
-    info.id = tok;
-    info.text = tokenizer_.piece(tok);
-    info.logprob = logprobs(candidates, tok);
-    for (const TokenLogprob& t : top_logprobs(candidates, size_t(job.top_logprobs)))
-      info.top.emplace_back(tokenizer_.piece(t.id), t.logprob);
-    ev.tokens.push_back(std::move(info));
-  }
+  if (draw.logprob) ev.tokens.push_back(std::move(*draw.logprob));
   fault("detokenize");
   ev.text = seq.stop->push(seq.decoder->push(tok));
   if (seq.stop->stopped()) {

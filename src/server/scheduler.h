@@ -12,6 +12,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -35,10 +36,15 @@ struct SchedulerOptions {
   // are cut at such a multiple, so a prompt always meets the same chunks: a warm (cached) run
   // computes exactly what a cold one does.
   int64_t prefill_chunk = 64;
-  // Rows a mixed step may hold. The CPU attention switches arithmetic (F16 one-chunk -> f32 tiles)
-  // at 64 rows per step, like llama.cpp's ubatch rule; staying below it keeps every sequence's
-  // numbers independent of what it is batched with. A bigger prefill chunk runs in a step alone.
+  // Batch-invariant steps (jitllmd --deterministic): a sequence's numbers, and so its greedy
+  // answer, do not depend on what it is batched with. The CPU attention switches arithmetic (F16
+  // one-chunk -> f32 tiles) at 64 rows per step, like llama.cpp's ubatch rule, so steps then
+  // hold at most mixed_step_rows rows and a bigger prefill chunk runs in a step alone. Off (the
+  // default), every running sequence decodes in one step, with prompt chunks mixed in up to
+  // step_prefill_tokens.
+  bool deterministic = false;
   int64_t mixed_step_rows = 63;
+  int64_t step_prefill_tokens = 256;
   size_t cache_sessions = 8;        // finished sessions kept for prefix reuse
   int64_t min_reuse_tokens = 2;     // a shorter reused prefix (e.g. only BOS) is not a hit
   std::string model_id;             // label of this model's gauges in /metrics
@@ -88,6 +94,14 @@ class Scheduler {
   void run_step();
   void run_group(const std::vector<Sequence*>& group);
   void on_logits(Sequence& seq, std::span<const float> logits);
+  // A sequence's next token and the logprobs its job asked for (token < 0: the length is
+  // reached, nothing was drawn). Touches only that sequence's sampler: runs on pool threads.
+  struct Draw {
+    int32_t token = -1;
+    std::optional<TokenLogprobInfo> logprob;
+  };
+  Draw draw_token(Sequence& seq, std::span<const float> logits) const;
+  void emit_token(Sequence& seq, Draw draw);  // the scheduler thread's part: events, stops
   void emit_token(Sequence& seq, std::span<const float> logits);
   void finish_sequence(Sequence& seq, const char* reason, std::string tail);
   // Ends every sequence of the job `seq` belongs to with `error`; the others run on.

@@ -33,7 +33,8 @@ struct Fixture {
   std::unique_ptr<Scheduler> sched;
   explicit Fixture(int parallel, size_t cache = 8,
                    std::function<void(std::string_view)> fault_hook = {},
-                   const std::string& model = testing::oracle_path("pydoc-llama/pydoc-llama.Q8_0.gguf")) {
+                   const std::string& model = testing::oracle_path("pydoc-llama/pydoc-llama.Q8_0.gguf"),
+                   bool deterministic = true) {
     EngineOptions o;
     o.kv_page_tokens = 16;
     engine = std::make_unique<Engine>(load_model_file(model), o);
@@ -41,6 +42,8 @@ struct Fixture {
     SchedulerOptions so;
     so.parallel = parallel;
     so.cache_sessions = cache;
+    // Batch-invariant steps: the tests compare batched sequences with their solo runs.
+    so.deterministic = deterministic;
     so.model_id = "pydoc";
     so.fault_hook = std::move(fault_hook);
     sched = std::make_unique<Scheduler>(*engine, *tok, metrics, so);

@@ -180,5 +180,27 @@ TEST(Scheduler, MaxTokensZeroAndEndOfContext) {
   EXPECT_EQ(r.finish[0], "length");
 }
 
+TEST(Scheduler, FastStepsTakeEveryRowAndPromptChunksTogether) {
+  // Not deterministic (jitllmd's default): four 100-token prompts load in one step (64-token
+  // chunks within the 256-token budget) instead of a step each, and every job completes.
+  Fixture f(4, 8, {}, testing::oracle_path("pydoc-llama/pydoc-llama.Q8_0.gguf"), false);
+  std::string long_prompt;
+  for (int i = 0; i < 30; ++i) long_prompt += "the function returns a list ";
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (int i = 0; i < 4; ++i) {
+    jobs.push_back(greedy_job(*f.tok, std::to_string(i) + " " + long_prompt, 8));
+    ASSERT_GT(jobs.back()->prompt.size(), 100u);
+    f.sched->submit(jobs.back());
+  }
+  for (auto& job : jobs) EXPECT_EQ(wait(*job).finish[0], "length");
+  const std::string text = f.metrics.render();
+  const auto series = [&](const std::string& name) {
+    const size_t at = text.find(name + " ");
+    return at == std::string::npos ? -1.0 : std::stod(text.substr(at + name.size() + 1));
+  };
+  EXPECT_LT(series("jitllm_batch_size_bucket{le=\"2\"}"), series("jitllm_batch_size_count"))
+      << "no step held more than two sequences";
+}
+
 }  // namespace
 }  // namespace jitllm::server

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # 16 simultaneous streaming clients on loopback: every one gets its full answer, equal to the
-# answer the same request gets alone (sequences stepped together do not leak into each other).
+# answer the same request gets alone (sequences stepped together do not leak into each other:
+# --deterministic, the batch-invariant steps, is what promises it).
 # Greedy, 16 different prompts, 16 tokens each; the prefix cache is off so that "alone" and
 # "together" run the same prompt tokens. Usage: concurrency.sh JITLLMD
 source "$(dirname "$0")/lib.bash" "$@"
 
-start_server C --model "$MODEL" --alias pydoc --parallel 16 --cache 0
+start_server C --model "$MODEL" --alias pydoc --parallel 16 --cache 0 --deterministic
 U=$URL_C
 PROMPTS=("The function returns" "A list is" "To open a file" "The module provides"
   "Exceptions are raised when" "The class" "In Python, a dictionary" "Use the following"

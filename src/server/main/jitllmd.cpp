@@ -67,6 +67,9 @@ void add_serve_options(CLI::App& app, Args& a) {
   app.add_option("-c,--ctx-size,--max-seq", mo.scheduler.n_ctx,
                  "context per sequence in tokens (default: the model's)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
+  app.add_flag("--deterministic", mo.scheduler.deterministic,
+               "batch-invariant steps: a sequence's greedy answer does not depend on what it is "
+               "batched with (CPU: steps of at most 63 rows); slower");
   app.add_option("--cache-sessions,--cache", mo.scheduler.cache_sessions,
                  "finished sessions kept for prefix reuse per model (default 8)")
       ->check(CLI::Range(0, 4096));
