@@ -202,10 +202,12 @@ void Scheduler::admit() {
       PrefixCache::Match hit = cache_.take_longest(job->prompt, options_.min_reuse_tokens);
       int64_t keep = 0;
       if (hit.session) {
-        // The last prompt token always runs again: its logits choose the first new token. The
-        // cut is at a chunk boundary so the rest runs in the chunks a cold run would use.
+        // The last prompt token always runs again: its logits choose the first new token.
+        // Deterministic steps cut at a chunk boundary, so the rest runs in the chunks a cold run
+        // would use (a warm answer equals a cold one bitwise); otherwise all that is shared is
+        // reused, to the token (a chat's next turn reuses its whole history).
         keep = std::min<int64_t>(hit.common, int64_t(job->prompt.size()) - 1);
-        keep -= keep % options_.prefill_chunk;
+        if (options_.deterministic) keep -= keep % options_.prefill_chunk;
         if (keep < options_.min_reuse_tokens) keep = 0;
         hit.session->truncate(keep);
         seq->session = std::move(hit.session);

@@ -202,5 +202,22 @@ TEST(Scheduler, FastStepsTakeEveryRowAndPromptChunksTogether) {
       << "no step held more than two sequences";
 }
 
+TEST(Scheduler, FastStepsReuseTheWholeSharedPrefix) {
+  // Not deterministic: a second request reuses every token it shares with a cached session
+  // (not only whole 64-token chunks), and still completes.
+  Fixture f(2, 8, {}, testing::oracle_path("pydoc-llama/pydoc-llama.Q8_0.gguf"), false);
+  auto a = greedy_job(*f.tok, kLongPrompt, 8);
+  f.sched->submit(a);
+  wait(*a);
+  auto b = greedy_job(*f.tok, kLongPrompt + " and more words at the end", 8);
+  f.sched->submit(b);
+  const Result rb = wait(*b);
+  const int64_t shared = int64_t(a->prompt.size());
+  // The shared part can end one token early (the tokenizer may merge across the join).
+  EXPECT_GE(rb.usage.cached_tokens, shared - 2);
+  EXPECT_NE(rb.usage.cached_tokens % 64, 0);
+  EXPECT_EQ(rb.finish[0], "length");
+}
+
 }  // namespace
 }  // namespace jitllm::server
