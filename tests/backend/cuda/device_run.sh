@@ -10,7 +10,7 @@
 # and on), gputests (test_backend_cuda alone), speedq8 (8B Q8_0 speed),
 # bench (matvec shapes), profile (per-kernel decode time), decodeab (tg128 per DECODE_ENVS
 # variant), batched (N sessions decoding together: SESSIONS=1,8,32,64), placement (gpuplace:
-# partial offload and two cards)
+# partial offload and two cards), serve (jitllmd under bench/serve/load.py against jitllm batched)
 set -u -o pipefail
 C=${C:-build/cuda-carry}
 OUT=${OUT:-/tmp/out}
@@ -132,6 +132,29 @@ for s in $stages; do
             grep -E "tg|decode:|replayed steps" | tee -a $OUT/decodeab.log
         done
       done
+      ;;
+    serve)  # jitllmd on the card under bench/serve/load.py (closed-loop streaming clients), then
+      # `jitllm batched` with the same sessions: the engine the server should deliver. Needs
+      # jitllmd in the carry (make_carry.sh BINS=...).
+      shape=${SERVE_SHAPE:-llama-3.1-8b}
+      [ -f /tmp/$shape.gguf ] || /tmp/bin/jitllm synth /tmp/$shape.gguf --shape $shape --type q4_k_m 2>&1 | tail -n 1
+      t0=$(date +%s.%N)
+      /tmp/bin/jitllmd serve -m /tmp/$shape.gguf --devices cuda --parallel ${SERVE_PARALLEL:-64} \
+        --port 18080 --log-level warn ${SERVE_FLAGS:-} > $OUT/serve_jitllmd.log 2>&1 &
+      SPID=$!
+      python3 - <<'PY' && echo "jitllmd ready after $(echo "$(date +%s.%N) - $t0" | bc) s" | tee $OUT/serve.log
+import time, urllib.request
+for _ in range(1200):
+    try:
+        if urllib.request.urlopen("http://127.0.0.1:18080/health", timeout=2).status == 200: break
+    except Exception: time.sleep(0.25)
+PY
+      python3 bench/serve/load.py --url http://127.0.0.1:18080 --clients ${SERVE_CLIENTS:-1,16,64} \
+        --seconds ${SERVE_S:-15} --json $OUT/serve.json 2>&1 | tee -a $OUT/serve.log
+      kill $SPID; wait $SPID
+      tail -n 5 $OUT/serve_jitllmd.log
+      /tmp/bin/jitllm batched -m /tmp/$shape.gguf -s ${SERVE_CLIENTS:-1,16,64} -p 128 -n 128 --devices cuda 2>&1 |
+        grep -E "sessions|rror" | tee -a $OUT/serve.log
       ;;
     batched)  # cudadecode: N sessions decoding together (total tok/s)
       for shape in llama-3.2-1b llama-3.1-8b; do
