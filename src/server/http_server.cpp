@@ -380,7 +380,8 @@ void HttpServer::install_routes() {
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();
     for (const ChatMessage& msg : r.messages)
       messages.push_back(nlohmann::ordered_json::parse(msg.raw.dump()));
-    auto job = make_job(m, m.tokenize_chat(messages, r.tools), r.options, true, true);
+    auto job = make_job(m, m.tokenize_chat(messages, r.tools, r.parse_special_in_content),
+                        r.options, true, true);
     ResponseInfo info{random_id("chatcmpl-"), unix_now(), m.id(), true, r.options.logprobs};
     m.scheduler().submit(job);
     if (r.options.stream)
