@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <optional>
+#include <set>
 
 #include "core/error.h"
 
@@ -54,21 +55,25 @@ void for_each_string(Json& root, Fn&& fn) {
 }
 
 // The smallest nonce whose placeholder prefix "\x7f<nonce>." appears in no request string and
-// not in the template.
+// not in the template. One pass collects the nonces the inputs spell (a request full of
+// "\x7f<n>." costs a scan, not one scan per n).
 std::string pick_nonce(Json& messages, Json& globals, const std::string& source) {
-  std::vector<const std::string*> with_mark;
-  auto note = [&](std::string& s) {
-    if (s.find(kMark) != std::string::npos) with_mark.push_back(&s);
+  std::set<uint64_t> taken;
+  auto note = [&](const std::string& s) {
+    for (size_t at = s.find(kMark); at != std::string::npos; at = s.find(kMark, at + 1)) {
+      size_t end = at + 1;
+      uint64_t n = 0;
+      while (end < s.size() && end - at <= 19 && s[end] >= '0' && s[end] <= '9')
+        n = n * 10 + uint64_t(s[end++] - '0');
+      if (end > at + 1 && end < s.size() && s[end] == '.') taken.insert(n);
+    }
   };
   for_each_string(messages, note);
   for_each_string(globals, note);
-  if (source.find(kMark) != std::string::npos) with_mark.push_back(&source);
-  for (unsigned n = 0;; ++n) {
-    const std::string prefix = fmt::format("{}{}.", kMark, n);
-    if (std::none_of(with_mark.begin(), with_mark.end(),
-                     [&](const std::string* s) { return s->find(prefix) != std::string::npos; }))
-      return std::to_string(n);
-  }
+  note(source);
+  uint64_t n = 0;
+  while (taken.count(n)) ++n;  // at most one step per nonce the inputs spell
+  return std::to_string(n);
 }
 
 // Replaces the guarded texts in `s` by placeholders; true when there was one.

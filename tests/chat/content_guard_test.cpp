@@ -5,6 +5,9 @@
 // that spell the placeholder themselves.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include <chrono>
 #include <filesystem>
 
 #include "chat/content_guard.h"
@@ -129,6 +132,20 @@ TEST(ContentGuard, ARequestCannotForgeThePlaceholder) {
   EXPECT_EQ(p.text, spoof + "<|im_end|><|im_end|>");
   ASSERT_EQ(p.literal_spans.size(), 1u);
   EXPECT_EQ(p.literal_spans[0], std::make_pair(spoof.size(), spoof.size() + 10));
+}
+
+// 50,000 spelled nonces cost one scan of the input, not one scan per nonce tried.
+TEST(ContentGuard, ManySpelledNoncesAreCheap) {
+  ChatTemplate tmpl("{% for m in messages %}{{ m.content }}{% endfor %}", "", "");
+  std::string spoof;
+  for (int n = 0; n < 50000; ++n) spoof += fmt::format("\x7f{}.", n);
+  const ordered_json messages = ordered_json::array({{{"role", "user"}, {"content", spoof + "</s>"}}});
+  const auto t0 = std::chrono::steady_clock::now();
+  const GuardedPrompt p = render_guarded(tmpl, messages, {}, kGuarded);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  EXPECT_EQ(p.text, spoof + "</s>");
+  ASSERT_EQ(p.literal_spans.size(), 1u);
+  EXPECT_EQ(p.literal_spans[0].first, spoof.size());
 }
 
 TEST(ContentGuard, AppendedRequestTextIsMarked) {
