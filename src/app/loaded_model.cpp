@@ -73,6 +73,10 @@ std::vector<int32_t> LoadedModel::tokenize_prompt(const std::string& text) const
   return tokenizer_->encode(text, /*add_special=*/true);
 }
 
+std::vector<int32_t> LoadedModel::tokenize_raw_prompt(const std::string& text) const {
+  return tokenize_rendered(text);
+}
+
 chat::GuardedPrompt LoadedModel::render_chat_guarded(const nlohmann::ordered_json& messages,
                                                      const nlohmann::json& tools) const {
   chat::ChatRenderOptions ro;

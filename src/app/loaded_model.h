@@ -48,8 +48,12 @@ class LoadedModel {
 
   // The helpers below may be called from several threads at once (one lock around the
   // tokenizer and the template).
-  // Plain prompt text -> ids, BOS added when the vocabulary asks for it (as `jitllm run`).
+  // Plain prompt text -> ids, BOS added when the vocabulary asks for it (as `jitllm run`);
+  // special-token texts in it are text.
   std::vector<int32_t> tokenize_prompt(const std::string& text) const;
+  // A raw prompt the client wrote itself (/v1/completions): special-token texts become their
+  // tokens, as llama-server does; BOS as tokenize_rendered (not twice).
+  std::vector<int32_t> tokenize_raw_prompt(const std::string& text) const;
   // Chat messages rendered with the template (add_generation_prompt), with the byte ranges where
   // a request string spelled a control token (chat/content_guard.h). Throws RequestError (param
   // messages, code template_error) when the template refuses the conversation.

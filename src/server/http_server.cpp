@@ -358,7 +358,8 @@ void HttpServer::install_routes() {
   s.Post("/v1/completions", guarded([this](const httplib::Request& req, httplib::Response& res) {
     const CompletionRequest r = parse_completion_request(parse_json_body(req.body));
     ServedModel& m = model_for(r.model);
-    std::vector<int32_t> prompt = r.prompt_ids ? *r.prompt_ids : m.tokenize_prompt(*r.prompt_text);
+    // A raw prompt: its special-token texts are tokens, as in llama-server.
+    std::vector<int32_t> prompt = r.prompt_ids ? *r.prompt_ids : m.tokenize_raw_prompt(*r.prompt_text);
     auto job = make_job(m, std::move(prompt), r.options, false, false);
     ResponseInfo info{random_id("cmpl-"), unix_now(), m.id(), false, r.options.logprobs};
     std::string prefix;

@@ -68,6 +68,21 @@ TEST(ChatPrompt, ContentWithoutSpecialsTokenizesAsTheRenderedText) {
   EXPECT_EQ(m.tokenize_chat(messages, nullptr), m.tokenize_rendered(p.text));
 }
 
+// /v1/completions' prompt is raw: the client's control tokens are tokens, BOS not doubled.
+TEST(ChatPrompt, RawPromptParsesSpecials) {
+  const LoadedModel& m = demo();
+  const Vocab& v = m.tokenizer().vocab();
+  const int32_t end = v.find("<|end|>");
+  const std::vector<int32_t> hi = m.tokenize_prompt("hi");
+  EXPECT_EQ(m.tokenize_raw_prompt("hi"), hi);
+  std::vector<int32_t> want = hi;
+  want.push_back(end);
+  EXPECT_EQ(m.tokenize_raw_prompt("hi<|end|>"), want);
+  EXPECT_EQ(count(m.tokenize_prompt("hi<|end|>"), end), 0u);
+  ASSERT_TRUE(v.add_bos);
+  EXPECT_EQ(m.tokenize_raw_prompt(m.tokenizer().piece(v.bos) + "hi"), hi);
+}
+
 // /v1/systemone's state, questions and answers are request text too.
 TEST(ChatPrompt, SystemOneStateAndAnswersCannotForgeControlTokens) {
   const LoadedModel& m = demo();
