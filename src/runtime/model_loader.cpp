@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -69,6 +70,19 @@ void import_hf_tokenizer(const HfFolder& folder, Metadata& metadata) {
   for (const auto& [key, value] : tokenizer.entries()) metadata.set(key, value);
 }
 
+// Temporary files of conversions to `out` that were killed (SIGKILL, power loss: no destructor
+// ran) are removed once a day old; a live conversion keeps touching its own.
+void remove_stale_temporaries(const std::string& out) {
+  const fs::path target(out);
+  const std::string prefix = target.filename().string() + ".tmp.";
+  const auto day_ago = fs::file_time_type::clock::now() - std::chrono::hours(24);
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(target.parent_path(), ec)) {
+    if (!e.path().filename().string().starts_with(prefix)) continue;
+    if (e.last_write_time(ec) < day_ago && !ec) fs::remove(e.path(), ec);
+  }
+}
+
 // The cached .jlm of an HF folder, opened with its data checksums verified. Converted first when
 // the cache has none, and again when the cached file does not open or fails its checksums (a
 // disk error, a file cut short): a damaged conversion is replaced, never reused.
@@ -90,6 +104,7 @@ ModelFile cached_conversion(const fs::path& dir) {
   }
   fs::create_directories(cache_dir(), ec);
   if (ec) throw_error("{}: cannot create the model cache: {}", cache_dir(), ec.message());
+  remove_stale_temporaries(out);
   ConvertOptions options;
   options.source.hf_tokenizer = import_hf_tokenizer;
   const bool tty = ::isatty(STDERR_FILENO);

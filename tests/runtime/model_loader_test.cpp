@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -86,6 +87,22 @@ TEST(ModelLoader, TruncatedCachedConversionIsConvertedAgain) {
   fs::resize_file(cached, fs::file_size(cached) / 2);
   EXPECT_EQ(load_model_file(hf)->path, cached);
   EXPECT_TRUE(JlmFile::open(cached).verify().empty());
+}
+
+// A conversion killed without unwinding leaves its temporary file; the next conversion of that
+// folder removes it once it is a day old (a fresh one may belong to a live conversion).
+TEST(ModelLoader, StaleTemporaryFilesOfKilledConversionsAreRemoved) {
+  CacheHome home;
+  const std::string hf = oracle_path("pydoc-llama/hf");
+  const std::string cached = load_model_file(hf)->path;
+  fs::remove(cached);
+  const std::string stale = cached + ".tmp.AbC123", fresh = cached + ".tmp.XyZ789";
+  std::ofstream(stale) << "half a conversion";
+  std::ofstream(fresh) << "a live conversion";
+  fs::last_write_time(stale, fs::file_time_type::clock::now() - std::chrono::hours(25));
+  EXPECT_EQ(load_model_file(hf)->path, cached);
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(fresh));
 }
 
 TEST(ModelLoader, FailedConversionLeavesNothingInTheCache) {
