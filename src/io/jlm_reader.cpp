@@ -342,7 +342,7 @@ void JlmFile::check_data() const {
               f.expected, failures.size(), failures.size() == 1 ? "" : "s");
 }
 
-void JlmFile::read_group(uint32_t id, uint8_t* buffer, size_t capacity) const {
+void JlmFile::read_group(uint32_t id, uint8_t* buffer, size_t capacity, bool verify) const {
   State& s = *state_;
   if (id >= s.groups.size())
     throw_error("{}: no page group {} (the file has {})", s.path, id, s.groups.size());
@@ -390,6 +390,14 @@ void JlmFile::read_group(uint32_t id, uint8_t* buffer, size_t capacity) const {
     done += uint64_t(n);
   }
   if (fd == s.direct_fd) s.direct_ok = true;
+  if (!verify) return;
+  // A group read this way is its pages' first read: hash them before anyone computes with them.
+  const std::vector<JlmChecksumFailure> failures = verify_group(id, buffer);
+  if (!failures.empty())
+    throw_error("{}: group {}: tensor '{}' slice {}: data checksum {:016x}, stored {:016x}: the "
+                "file is damaged; reconvert it",
+                s.path, id, failures[0].tensor, failures[0].slice, failures[0].actual,
+                failures[0].expected);
 }
 
 std::vector<JlmChecksumFailure> JlmFile::verify_group(uint32_t id,

@@ -285,7 +285,12 @@ TEST(JlmContainer, VerifyFindsAFlippedDataByte) {
 
   auto buffer = make_aligned<uint8_t>(1 << 20);
   const uint32_t group = f.find("blk.1.ffn_gate_exps.weight")->group + 1;
-  f.read_group(group, buffer.get(), 1 << 20);
+  // A group read checks its slices: the damaged expert is refused on that first read.
+  EXPECT_NE(error_of([&] { f.read_group(group, buffer.get(), 1 << 20); })
+                .find("tensor 'blk.1.ffn_gate_exps.weight' slice 1: data checksum"),
+            std::string::npos);
+  EXPECT_NO_THROW(f.read_group(group - 1, buffer.get(), 1 << 20));  // expert 0 is intact
+  f.read_group(group, buffer.get(), 1 << 20, /*verify=*/false);
   EXPECT_EQ(f.verify_group(group, buffer.get()).size(), 1u);
 }
 
