@@ -48,6 +48,7 @@ LoadedModel::LoadedModel(const LoadOptions& options) {
   engine_ = std::make_unique<Engine>(load_model_file(options.path), options.engine);
   const Metadata& md = engine_->model().file().metadata;
   tokenizer_ = std::make_unique<Tokenizer>(md);
+  guarded_texts_ = tokenizer_->parse_special_texts();
   if (int64_t(tokenizer_->n_vocab()) > engine_->config().n_vocab)
     throw_error("{}: the tokenizer has {} tokens but the model only {} logits", options.path,
                 tokenizer_->n_vocab(), engine_->config().n_vocab);
@@ -79,14 +80,18 @@ std::vector<int32_t> LoadedModel::tokenize_prompt(const std::string& text) const
   return tokenizer_->encode(text, /*add_special=*/true);
 }
 
-std::string LoadedModel::render_chat(const nlohmann::ordered_json& messages,
-                                     const nlohmann::json& tools) const {
+std::vector<int32_t> LoadedModel::tokenize_raw_prompt(const std::string& text) const {
+  return tokenize_rendered(text);
+}
+
+chat::GuardedPrompt LoadedModel::render_chat_guarded(const nlohmann::ordered_json& messages,
+                                                     const nlohmann::json& tools) const {
   chat::ChatRenderOptions ro;
   ro.merge_system_if_rejected = true;
   if (!tools.is_null()) ro.extra_globals["tools"] = nlohmann::ordered_json::parse(tools.dump());
   std::lock_guard lock(text_mutex_);
   try {
-    return template_->render(messages, ro);
+    return chat::render_guarded(*template_, messages, ro, guarded_texts_);
   } catch (const chat::TemplateRaised& e) {
     throw RequestError("messages",
                        fmt::format("the model's chat template refused the messages: {}", e.what()),
@@ -94,16 +99,28 @@ std::string LoadedModel::render_chat(const nlohmann::ordered_json& messages,
   }
 }
 
+std::string LoadedModel::render_chat(const nlohmann::ordered_json& messages,
+                                     const nlohmann::json& tools) const {
+  return render_chat_guarded(messages, tools).text;
+}
+
 std::vector<int32_t> LoadedModel::tokenize_chat(const nlohmann::ordered_json& messages,
-                                                const nlohmann::json& tools) const {
-  return tokenize_rendered(render_chat(messages, tools));
+                                                const nlohmann::json& tools,
+                                                bool parse_special_in_content) const {
+  const chat::GuardedPrompt prompt = render_chat_guarded(messages, tools);
+  return parse_special_in_content ? tokenize_rendered(prompt.text) : tokenize_rendered(prompt);
 }
 
 std::vector<int32_t> LoadedModel::tokenize_rendered(const std::string& text) const {
+  return tokenize_rendered(chat::GuardedPrompt{text, {}});
+}
+
+std::vector<int32_t> LoadedModel::tokenize_rendered(const chat::GuardedPrompt& prompt) const {
   std::lock_guard lock(text_mutex_);
   const std::string& bos = template_->bos_token();
-  const bool has_bos = !bos.empty() && text.rfind(bos, 0) == 0;
-  return tokenizer_->encode(text, /*add_special=*/!has_bos, /*parse_special=*/true);
+  const bool has_bos = !bos.empty() && prompt.text.rfind(bos, 0) == 0;
+  return tokenizer_->encode_with_literals(prompt.text, /*add_special=*/!has_bos,
+                                          prompt.literal_spans);
 }
 
 std::string LoadedModel::detokenize(const std::vector<int32_t>& ids) const {

@@ -12,13 +12,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/content_guard.h"
 #include "runtime/engine.h"
 
 namespace jitllm {
 class Tokenizer;
-namespace chat {
-class ChatTemplate;
-}
 }  // namespace jitllm
 
 namespace jitllm::app {
@@ -52,19 +50,33 @@ class LoadedModel {
 
   // The helpers below may be called from several threads at once (one lock around the
   // tokenizer and the template).
-  // Plain prompt text -> ids, BOS added when the vocabulary asks for it (as `jitllm run`).
+  // Plain prompt text -> ids, BOS added when the vocabulary asks for it (as `jitllm run`);
+  // special-token texts in it are text.
   std::vector<int32_t> tokenize_prompt(const std::string& text) const;
   // Text -> ids, with the vocabulary's BOS/EOS only when add_special (jitllmd's /tokenize).
   std::vector<int32_t> tokenize_text(const std::string& text, bool add_special) const;
-  // Chat messages rendered with the template (add_generation_prompt). Throws RequestError
-  // (param messages, code template_error) when the template refuses the conversation.
+  // A raw prompt the client wrote itself (/v1/completions): special-token texts become their
+  // tokens, as llama-server does; BOS as tokenize_rendered (not twice).
+  std::vector<int32_t> tokenize_raw_prompt(const std::string& text) const;
+  // Chat messages rendered with the template (add_generation_prompt), with the byte ranges where
+  // a request string spelled a control token (chat/content_guard.h). Throws RequestError (param
+  // messages, code template_error) when the template refuses the conversation.
+  chat::GuardedPrompt render_chat_guarded(const nlohmann::ordered_json& messages,
+                                          const nlohmann::json& tools) const;
   std::string render_chat(const nlohmann::ordered_json& messages, const nlohmann::json& tools) const;
-  // render_chat, tokenized with special tokens parsed; BOS is not added twice when the template
-  // writes it.
+  // render_chat_guarded, tokenized with special tokens parsed in the template's text only (a
+  // "<|im_end|>" typed in a message stays text, as llama-server does), or everywhere with
+  // parse_special_in_content (a client that writes raw control tokens on purpose). BOS is not
+  // added twice when the template writes it.
   std::vector<int32_t> tokenize_chat(const nlohmann::ordered_json& messages,
-                                     const nlohmann::json& tools) const;
-  // Text that came out of the template -> ids (special tokens parsed, BOS unless it is there).
+                                     const nlohmann::json& tools,
+                                     bool parse_special_in_content = false) const;
+  // Text that came out of the template -> ids (special tokens parsed, BOS unless it is there):
+  // everywhere for a string, outside the literal spans for a guarded prompt.
   std::vector<int32_t> tokenize_rendered(const std::string& text) const;
+  std::vector<int32_t> tokenize_rendered(const chat::GuardedPrompt& prompt) const;
+  // The texts a request must not spell as control tokens (Tokenizer::parse_special_texts).
+  const std::vector<std::string>& guarded_texts() const { return guarded_texts_; }
   std::string detokenize(const std::vector<int32_t>& ids) const;
 
  private:
@@ -73,6 +85,7 @@ class LoadedModel {
   std::unique_ptr<chat::ChatTemplate> template_;
   bool own_template_ = true;
   std::vector<std::string> implicit_stops_;
+  std::vector<std::string> guarded_texts_;
   mutable std::mutex text_mutex_;  // tokenizer and template calls from several threads
 };
 

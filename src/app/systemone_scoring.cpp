@@ -91,15 +91,23 @@ SystemOnePlan plan_systemone(const SystemOneRequest& request,
 
 SystemOnePlan plan_systemone(const SystemOneRequest& r, const LoadedModel& model) {
   const bool chat = model.has_own_template();
+  // The state, the questions and the answers are request text: a control token spelled in them
+  // stays text (chat/content_guard.h). The candidates are the last prompt plus an answer.
+  chat::GuardedPrompt last;
   auto prompt_of = [&](const SystemOneQuestion& q) {
     const std::string question = systemone_question_text(q);
     if (!chat) return systemone_plain_prompt(r.state, question);
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();
     messages.push_back({{"role", "user"}, {"content", r.state + "\n\nQuestion: " + question}});
-    return model.render_chat(messages, nullptr);
+    last = model.render_chat_guarded(messages, nullptr);
+    return last.text;
   };
   auto tokenize = [&](const std::string& text) {
-    return chat ? model.tokenize_rendered(text) : model.tokenize_prompt(text);
+    if (!chat) return model.tokenize_prompt(text);
+    if (!text.starts_with(last.text)) return model.tokenize_rendered(text);
+    chat::GuardedPrompt candidate = last;
+    chat::append_request_text(candidate, text.substr(last.text.size()), model.guarded_texts());
+    return model.tokenize_rendered(candidate);
   };
   SystemOnePlan plan = plan_systemone(r, prompt_of, tokenize);
   plan.n_tokens = model.tokenizer().n_vocab();

@@ -1,6 +1,6 @@
 // `jitllm convert INPUT OUTPUT [--type keep|q8_0|f16|...]`: a .gguf, a .jlm or a Hugging Face
 // folder -> a .jlm container. Shows a progress line on a terminal (stderr); Ctrl-C cancels
-// cleanly (OUTPUT.tmp is removed, an existing OUTPUT is left as it was).
+// cleanly (the temporary OUTPUT.tmp.XXXXXX is removed, an existing OUTPUT is left as it was).
 #include <fmt/format.h>
 #include <unistd.h>
 

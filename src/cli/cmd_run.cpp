@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "chat/chat_template.h"
+#include "chat/content_guard.h"
 #include "cli/command.h"
 #include "cli/device_flags.h"
 #include "core/error.h"
@@ -122,6 +123,8 @@ int run_chat(const RunArgs& args, Engine& engine, Session& session, const Tokeni
     throw_error("{}: the model has no chat template (tokenizer.chat_template); use -p instead",
                 file.path);
   const auto tmpl = chat::ChatTemplate::from_metadata(file.metadata);
+  // What the user types is message content: a control token spelled in it stays text.
+  const std::vector<std::string> guarded = tok.parse_special_texts();
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   auto reset = [&] {
     messages = nlohmann::ordered_json::array();
@@ -155,9 +158,11 @@ int run_chat(const RunArgs& args, Engine& engine, Session& session, const Tokeni
     }
     if (text.empty()) continue;
     messages.push_back({{"role", "user"}, {"content", text}});
-    const std::string prompt = tmpl.render(messages);
-    const bool has_bos = !tmpl.bos_token().empty() && prompt.rfind(tmpl.bos_token(), 0) == 0;
-    const std::vector<int32_t> ids = tok.encode(prompt, /*add_special=*/!has_bos, /*parse_special=*/true);
+    const chat::GuardedPrompt prompt = chat::render_guarded(tmpl, messages, {}, guarded);
+    const bool has_bos =
+        !tmpl.bos_token().empty() && prompt.text.rfind(tmpl.bos_token(), 0) == 0;
+    const std::vector<int32_t> ids =
+        tok.encode_with_literals(prompt.text, /*add_special=*/!has_bos, prompt.literal_spans);
     const std::vector<int32_t> answer =
         generate(engine, session, tok, sampler, ids, args.n_predict, stats);
     if (g_interrupt) fmt::print(stderr, "\n[stopped]");

@@ -1,6 +1,7 @@
 // GGUF / .jlm / Hugging Face folder -> .jlm. Streams tensor by tensor from the source mapping into
-// a JlmWriter (peak memory: about one tensor, twice when it is requantized), writes OUT.tmp and
-// renames it to OUT at the end; an error, a cancel or a thrown hook leaves nothing at OUT.
+// a JlmWriter (peak memory: about one tensor, twice when it is requantized), writes a temporary
+// file of its own beside OUT and renames it to OUT at the end; an error, a cancel or a thrown hook
+// leaves nothing at OUT, and two converts to one OUT each leave a whole file (the last one wins).
 #pragma once
 
 #include <atomic>

@@ -60,6 +60,14 @@ bool split_layer_tensor(const std::string& hf_name, std::string& index, std::str
 // Typed config.json access with errors naming the field ("config.json: hidden_size: ...").
 int64_t config_int(const nlohmann::json& config, const char* key);
 std::optional<int64_t> config_int_opt(const nlohmann::json& config, const char* key);
+// An integer that must lie in [lo, hi]: anything outside is an error naming the key and value,
+// never a value narrowed to fit (2^32 + 300 must not become 300).
+int64_t config_int_in(const nlohmann::json& config, const char* key, int64_t lo, int64_t hi);
+std::optional<int64_t> config_int_in_opt(const nlohmann::json& config, const char* key,
+                                         int64_t lo, int64_t hi);
+// The largest count or size a hyperparameter may have: what the engine's Config accepts
+// (model/config.cpp), so a converted model always loads.
+inline constexpr int64_t kMaxHparam = int64_t(1) << 30;
 std::optional<double> config_number_opt(const nlohmann::json& config, const char* key);
 bool config_bool_or(const nlohmann::json& config, const char* key, bool fallback);
 

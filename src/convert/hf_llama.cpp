@@ -37,9 +37,17 @@ std::string rope_type(const nlohmann::json& config) {
   return "default";
 }
 
+// A count or size of the model: at least 1 and no more than the engine's Config takes.
+int64_t hparam(const nlohmann::json& config, const char* key) {
+  return config_int_in(config, key, 1, kMaxHparam);
+}
+std::optional<int64_t> hparam_opt(const nlohmann::json& config, const char* key) {
+  return config_int_in_opt(config, key, 1, kMaxHparam);
+}
+
 int64_t head_dim(const nlohmann::json& config) {
-  if (auto hd = config_int_opt(config, "head_dim")) return *hd;
-  return config_int(config, "hidden_size") / config_int(config, "num_attention_heads");
+  if (auto hd = hparam_opt(config, "head_dim")) return *hd;
+  return hparam(config, "hidden_size") / hparam(config, "num_attention_heads");
 }
 
 }  // namespace
@@ -67,28 +75,28 @@ bool split_layer_tensor(const std::string& name, std::string& index, std::string
 }
 
 void llama_like_metadata(const nlohmann::json& c, Metadata& m, const std::string& arch) {
+  // Every integer is range-checked before it is stored as u32 (hparam: [1, 2^30]).
   auto u32 = [](int64_t v) { return Value::u32(uint32_t(v)); };
-  const int64_t n_head = config_int(c, "num_attention_heads");
+  const int64_t n_head = hparam(c, "num_attention_heads");
   const std::string a = arch + ".";
-  m.set(a + "block_count", u32(config_int(c, "num_hidden_layers")));
-  m.set(a + "context_length", u32(config_int(c, "max_position_embeddings")));
-  m.set(a + "embedding_length", u32(config_int(c, "hidden_size")));
-  m.set(a + "feed_forward_length", u32(config_int(c, "intermediate_size")));
+  m.set(a + "block_count", u32(hparam(c, "num_hidden_layers")));
+  m.set(a + "context_length", u32(hparam(c, "max_position_embeddings")));
+  m.set(a + "embedding_length", u32(hparam(c, "hidden_size")));
+  m.set(a + "feed_forward_length", u32(hparam(c, "intermediate_size")));
   m.set(a + "attention.head_count", u32(n_head));
-  m.set(a + "attention.head_count_kv",
-        u32(config_int_opt(c, "num_key_value_heads").value_or(n_head)));
+  m.set(a + "attention.head_count_kv", u32(hparam_opt(c, "num_key_value_heads").value_or(n_head)));
   m.set(a + "rope.freq_base", Value::f32(float(rope_theta(c))));
   m.set(a + "attention.layer_norm_rms_epsilon",
         Value::f32(float(config_number_opt(c, "rms_norm_eps").value_or(1e-6))));
-  if (config_int_opt(c, "head_dim")) {
+  if (hparam_opt(c, "head_dim")) {
     m.set(a + "attention.key_length", u32(head_dim(c)));
     m.set(a + "attention.value_length", u32(head_dim(c)));
   }
   m.set(a + "rope.dimension_count", u32(head_dim(c)));
-  if (auto v = config_int_opt(c, "vocab_size")) m.set(a + "vocab_size", u32(*v));
-  if (auto n = config_int_opt(c, "num_local_experts")) {
+  if (auto v = hparam_opt(c, "vocab_size")) m.set(a + "vocab_size", u32(*v));
+  if (auto n = hparam_opt(c, "num_local_experts")) {
     m.set(a + "expert_count", u32(*n));
-    m.set(a + "expert_used_count", u32(config_int(c, "num_experts_per_tok")));
+    m.set(a + "expert_used_count", u32(config_int_in(c, "num_experts_per_tok", 1, *n)));
   }
 
   const std::string type = rope_type(c);
@@ -97,7 +105,7 @@ void llama_like_metadata(const nlohmann::json& c, Metadata& m, const std::string
     m.set(a + "rope.scaling.type", Value::string(type));
     m.set(a + "rope.scaling.factor", Value::f32(float(config_number_opt(*rp, "factor").value_or(1.0))));
     if (type == "yarn")
-      if (auto v = config_int_opt(*rp, "original_max_position_embeddings"))
+      if (auto v = hparam_opt(*rp, "original_max_position_embeddings"))
         m.set(a + "rope.scaling.original_context_length", u32(*v));
   } else if (type != "default" && type != "llama3") {
     throw_error("config.json: rope type '{}' is not supported for {} (default, linear, yarn, "
@@ -115,8 +123,8 @@ std::optional<HfTensorMapping> llama_map_tensor(const std::string& name, const n
   std::string index, rest;
   if (split_layer_tensor(name, index, rest)) {
     const std::string blk = "blk." + index + ".";
-    const int64_t n_head = config_int(c, "num_attention_heads");
-    const int64_t n_head_kv = config_int_opt(c, "num_key_value_heads").value_or(n_head);
+    const int64_t n_head = hparam(c, "num_attention_heads");
+    const int64_t n_head_kv = hparam_opt(c, "num_key_value_heads").value_or(n_head);
     struct Entry {
       const char* hf;
       const char* gguf;

@@ -1,6 +1,8 @@
 // ConvertSource over a Hugging Face folder: config.json -> GGUF metadata through the architecture's
 // hf_arch entry, safetensors tensors renamed, q/k rows permuted, expert slices stacked, generated
 // tensors added, tokenizer metadata from the injected importer (see source.h, hf_arch.h).
+#include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -18,9 +20,18 @@ namespace jitllm {
 std::optional<int64_t> config_int_opt(const nlohmann::json& c, const char* key) {
   auto it = c.find(key);
   if (it == c.end() || it->is_null()) return std::nullopt;
+  // Unsigned and float values are range-checked before they become int64 (a bare cast would wrap
+  // 2^64-1 to -1, and casting 1e300 is undefined).
+  if (it->is_number_unsigned()) {
+    const uint64_t u = it->get<uint64_t>();
+    if (u > uint64_t(INT64_MAX)) throw_error("config.json: '{}' is {}, too large", key, u);
+    return int64_t(u);
+  }
   if (it->is_number_integer()) return it->get<int64_t>();
-  if (it->is_number_float() && std::floor(it->get<double>()) == it->get<double>())
-    return int64_t(it->get<double>());
+  if (it->is_number_float()) {
+    const double d = it->get<double>();
+    if (std::floor(d) == d && std::fabs(d) < 9.0e18) return int64_t(d);
+  }
   throw_error("config.json: '{}' should be an integer, got {}", key, it->dump());
 }
 
@@ -28,6 +39,20 @@ int64_t config_int(const nlohmann::json& c, const char* key) {
   auto v = config_int_opt(c, key);
   if (!v) throw_error("config.json: '{}' is missing", key);
   if (*v < 0) throw_error("config.json: '{}' is negative ({})", key, *v);
+  return *v;
+}
+
+std::optional<int64_t> config_int_in_opt(const nlohmann::json& c, const char* key, int64_t lo,
+                                         int64_t hi) {
+  auto v = config_int_opt(c, key);
+  if (v && (*v < lo || *v > hi))
+    throw_error("config.json: '{}' is {}, outside the supported range [{}, {}]", key, *v, lo, hi);
+  return v;
+}
+
+int64_t config_int_in(const nlohmann::json& c, const char* key, int64_t lo, int64_t hi) {
+  auto v = config_int_in_opt(c, key, lo, hi);
+  if (!v) throw_error("config.json: '{}' is missing", key);
   return *v;
 }
 
@@ -92,6 +117,62 @@ std::span<const uint8_t> load_one(const SafetensorsTensor& t, int64_t permute_he
   return {info.data, info.bytes};
 }
 
+using Runs = std::vector<std::pair<int64_t, int64_t>>;  // [first, last] ranges, sorted
+
+// "5..9", "3, 7..8" (the first 8 runs, then "...").
+std::string runs_text(const Runs& runs) {
+  std::string out;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (i == 8) return out + ", ...";
+    const auto [a, b] = runs[i];
+    out += (out.empty() ? "" : ", ") + (a == b ? std::to_string(a) : fmt::format("{}..{}", a, b));
+  }
+  return out;
+}
+
+// The checkpoint's layers against num_hidden_layers: tensors of layers past it and layers with
+// no tensors below it are errors naming a tensor and the key (a config that says 5 layers over a
+// 10-layer checkpoint must not load 5 and generate). A tensor missing inside a layer is named
+// when the model is bound (model/weights.cpp).
+void check_layers(const SafetensorsModel& weights, const nlohmann::json& config) {
+  const int64_t n_layer = config_int_in(config, "num_hidden_layers", 1, kMaxHparam);
+  std::map<int64_t, std::string> layers;  // index -> the first tensor name seen in it
+  for (const SafetensorsTensor& t : weights.tensors()) {
+    std::string index, rest;
+    if (!split_layer_tensor(t.info.name, index, rest)) continue;
+    if (index.size() > 9)
+      throw_error("config.json: num_hidden_layers is {} but tensor '{}' has a layer index past it",
+                  n_layer, t.info.name);
+    layers.emplace(std::stoll(index), t.info.name);
+  }
+  // Runs of present layers at or past n_layer, and the gaps below it (without walking 2^30 layers).
+  Runs past, missing;
+  int64_t expect = 0;  // the next layer index that should exist
+  for (const auto& [il, name] : layers) {
+    if (il >= n_layer) {
+      if (!past.empty() && past.back().second + 1 == il) past.back().second = il;
+      else past.emplace_back(il, il);
+      continue;
+    }
+    if (il > expect) missing.emplace_back(expect, il - 1);
+    expect = il + 1;
+  }
+  if (expect < n_layer) missing.emplace_back(expect, n_layer - 1);
+  auto count = [](const Runs& r) {
+    int64_t n = 0;
+    for (const auto& [a, b] : r) n += b - a + 1;
+    return n;
+  };
+  if (!past.empty())
+    throw_error("config.json: num_hidden_layers is {} but the checkpoint has tensors of layer{} {} "
+                "('{}' is one)",
+                n_layer, count(past) == 1 ? "" : "s", runs_text(past), layers[past.front().first]);
+  if (!missing.empty())
+    throw_error("config.json: num_hidden_layers is {} but the checkpoint has no tensors of "
+                "layer{} {} (no 'model.layers.{}.*')",
+                n_layer, count(missing) == 1 ? "" : "s", runs_text(missing), missing.front().first);
+}
+
 }  // namespace
 
 ConvertSource open_hf_source(const std::string& dir, const SourceOptions& options) {
@@ -126,6 +207,11 @@ ConvertSource open_hf_source(const std::string& dir, const SourceOptions& option
   std::map<std::string, Stack> stacks;
   std::vector<std::string> stack_order;
   const SafetensorsModel& weights = folder->weights();
+  try {
+    check_layers(weights, config);
+  } catch (const Error& e) {
+    rethrow_with_context(e, dir);
+  }
   QuantType matrix_type = QuantType::F32;
   bool seen_matrix = false;
   for (const SafetensorsTensor& t : weights.tensors()) {

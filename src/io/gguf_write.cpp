@@ -1,7 +1,9 @@
 // write_gguf: serializes metadata and tensors as GGUF v3 (the layout parse_gguf reads; the KV
 // block through the shared encoder in kv_codec.h). Tensor offsets are assigned here, in the
-// order given, each padded to the alignment. The file is written next to its destination and
-// renamed into place, so a failed write leaves no half file.
+// order given, each padded to the alignment. The file is written next to its destination (under
+// a unique name) and renamed into place, so a failed write leaves no half file.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -10,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/temp_file.h"
 #include "io/gguf.h"
 #include "io/gguf_format.h"
 #include "io/kv_codec.h"
@@ -103,7 +106,9 @@ void write_gguf(const std::string& path, const Metadata& metadata,
     next += (sizes.back() + alignment - 1) / alignment * alignment;
   }
 
-  const std::string tmp = path + ".tmp";
+  // A temporary name of this call's own: concurrent writers of one path never share it.
+  std::string tmp;
+  ::close(create_temp_beside(path, tmp));
   try {
     // The header (magic .. tensor infos) is built in memory with the shared KV encoder: the key
     // count and the pairs are exactly encode_metadata's output.

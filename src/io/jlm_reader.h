@@ -7,6 +7,8 @@
 //   - read_group(): one page group into a caller's 4096-aligned buffer with O_DIRECT (no page
 //     cache; falls back to buffered pread where the filesystem refuses O_DIRECT), for placing or
 //     evicting a block or an expert alone.
+// Either way tensor data is checked against its XXH64 on its first read: check_data() for the
+// map (the engine's load path calls it), read_group() for each group it reads.
 #pragma once
 
 #include <cstddef>
@@ -53,12 +55,21 @@ class JlmFile {
   // Keeps the mapping alive (for ModelFile::owner).
   std::shared_ptr<const void> owner() const;
 
-  // Recomputes every slice's XXH64 from the map; returns the mismatches (empty = intact).
-  std::vector<JlmChecksumFailure> verify() const;
+  // Recomputes every slice's XXH64 from the map; returns the mismatches (empty = intact), in
+  // table order. Hashed on up to `max_threads` threads, one per `min_bytes_per_thread` of data
+  // (XXH64 runs at several GB/s a core: the read of the pages, not the hash, sets the time).
+  std::vector<JlmChecksumFailure> verify(int max_threads = 8,
+                                         uint64_t min_bytes_per_thread = uint64_t(64) << 20) const;
+  // verify(), throwing a jitllm::Error that names the first damaged tensor, how many slices are
+  // damaged and what to do. The engine's load path calls it (runtime/model_loader.cpp), so
+  // damaged data is refused on its first read instead of being computed with.
+  void check_data() const;
 
   // Reads group `id` (groups()[id].bytes bytes) into `buffer`, which must be 4096-byte aligned
-  // and hold at least that many bytes. Thread-safe.
-  void read_group(uint32_t id, uint8_t* buffer, size_t capacity) const;
+  // and hold at least that many bytes, and checks the checksums of its slices (verify = false:
+  // the bytes as they are, for tools that inspect damage). Throws naming the damaged tensor.
+  // Thread-safe.
+  void read_group(uint32_t id, uint8_t* buffer, size_t capacity, bool verify = true) const;
   // Checks the checksums of the tensor slices of group `id` inside a buffer read by read_group.
   std::vector<JlmChecksumFailure> verify_group(uint32_t id, const uint8_t* buffer) const;
   // True once a read_group went through O_DIRECT; false before, or after a fallback to pread.

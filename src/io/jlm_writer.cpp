@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "core/temp_file.h"
 #include "io/jlm_hash.h"
 #include "io/kv_codec.h"
 
@@ -106,12 +107,11 @@ std::vector<uint8_t> jlm_encode_head(const JlmHeader& h, const std::vector<uint8
 
 JlmWriter::JlmWriter(std::string path, const Metadata& metadata, const Metadata& source,
                      const std::vector<JlmTensorSpec>& specs)
-    : path_(std::move(path)), tmp_path_(path_ + ".tmp") {
+    : path_(std::move(path)) {
   encode_metadata(metadata, metadata_bytes_);
   encode_metadata(source, source_bytes_);
   plan(specs);
-  fd_ = ::open(tmp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw_error("{}: cannot create: {}", tmp_path_, std::strerror(errno));
+  fd_ = create_temp_beside(path_, tmp_path_);
   // Size the file up front: the padding between tensors and groups reads as zeros (sparse).
   if (::ftruncate(fd_, off_t(header_.file_bytes)) != 0) {
     const int err = errno;

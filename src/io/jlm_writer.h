@@ -1,9 +1,11 @@
 // Writes a .jlm container (layout in jlm_format.h). The whole layout is planned from the tensor
 // list before any data is written, so tensors can be streamed one at a time, in any order, straight
-// from a source mapping: peak memory is whatever the caller holds for one tensor. Data goes to
-// "<path>.tmp"; commit() writes the tables and checksums, fsyncs and renames it to <path>. A writer
-// destroyed without commit() (an exception, a cancelled convert) removes the .tmp file, so an
-// interrupted conversion leaves nothing at <path>.
+// from a source mapping: peak memory is whatever the caller holds for one tensor. Data goes to a
+// temporary file of this writer's own beside <path> ("<path>.tmp.XXXXXX", core/temp_file.h);
+// commit() writes the tables and checksums, fsyncs and renames it to <path>, so writers of one
+// path never mix their bytes (the last commit wins, whole). A writer destroyed without commit()
+// (an exception, a cancelled convert) removes its temporary file, so an interrupted conversion
+// leaves nothing at <path>.
 #pragma once
 
 #include <cstddef>

@@ -43,7 +43,7 @@ const TensorInfo& ModelFile::get(const std::string& name) const {
   throw_error("{}: tensor '{}' not found ({} tensors in the file)", path, name, tensors.size());
 }
 
-ModelFile open_model_file(const std::string& path) {
+ModelFile open_model_file(const std::string& path, const ModelFileOptions& options) {
   const std::string magic = read_magic(path);
   ModelFile m;
   m.path = path;
@@ -57,6 +57,7 @@ ModelFile open_model_file(const std::string& path) {
   }
   if (magic.size() == 4 && std::memcmp(magic.data(), kJlmMagic, 4) == 0) {
     const JlmFile file = JlmFile::open(path);
+    if (options.verify_checksums) file.check_data();
     m.format = "jlm";
     m.metadata = file.metadata();
     m.tensors = file.tensor_infos();

@@ -23,7 +23,13 @@ struct ModelFile {
   const TensorInfo& get(const std::string& name) const;  // throws naming the tensor and file
 };
 
+struct ModelFileOptions {
+  // .jlm: hash every tensor's data against its stored checksum before handing out views, and
+  // refuse the file naming the damaged tensor (JlmFile::check_data). GGUF carries no checksums.
+  bool verify_checksums = false;
+};
+
 // Opens a .gguf (first part of a split set too) or a .jlm, by its magic bytes.
-ModelFile open_model_file(const std::string& path);
+ModelFile open_model_file(const std::string& path, const ModelFileOptions& options = {});
 
 }  // namespace jitllm

@@ -123,7 +123,9 @@ Config config_from_metadata(const Metadata& md) {
   c.rope_scaling = md.get_string_or(a + "rope.scaling.type", "none");
   double factor = md.get_f64_or(a + "rope.scaling.factor", 0.0);
   if (factor == 0.0) factor = md.get_f64_or(a + "rope.scale_linear", 0.0);
-  c.rope_ctx_orig = md.get_i64_or(a + "rope.scaling.original_context_length", c.n_ctx_train);
+  c.rope_ctx_orig = md.has(a + "rope.scaling.original_context_length")
+                        ? positive_int(md, a + "rope.scaling.original_context_length")
+                        : c.n_ctx_train;  // narrowed to int by rope_params(): range-checked here
   if (c.rope_scaling == "none" || c.rope_scaling == "linear") {
     c.rope_freq_scale = factor == 0.0 ? 1.0f : float(1.0 / factor);
   } else if (c.rope_scaling == "yarn") {

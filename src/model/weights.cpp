@@ -87,9 +87,29 @@ std::vector<int64_t> gate_up(const Config& c, int il) { return {c.n_embd, c.n_ff
 std::vector<int64_t> down(const Config& c, int il) { return {c.n_ff_of(il), c.n_embd}; }
 }  // namespace shapes
 
+namespace {
+
+// A "blk.N." tensor past the configured layers means the metadata undercounts them (llama.cpp
+// refuses such a file too: it counts the tensors it did not load).
+void check_no_layer_past(const ModelFile& file, const Config& c) {
+  for (const TensorInfo& t : file.tensors) {
+    if (!t.name.starts_with("blk.")) continue;
+    const size_t dot = t.name.find('.', 4);
+    const std::string index = t.name.substr(4, dot == std::string::npos ? 0 : dot - 4);
+    if (index.empty() || index.size() > 9 || index.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    if (std::stoll(index) >= c.n_layer)
+      throw_error("{}: metadata {}.block_count is {} but tensor '{}' exists", file.path, c.arch,
+                  c.n_layer, t.name);
+  }
+}
+
+}  // namespace
+
 ModelWeights bind_weights(const ModelFile& file, Config& c, std::span<const LayerTensor> table) {
   Binder b(file);
   ModelWeights w;
+  check_no_layer_past(file, c);
 
   const TensorInfo* embd = b.find("token_embd.weight");
   if (!embd) throw_error("{}: tensor 'token_embd.weight' is missing", file.path);

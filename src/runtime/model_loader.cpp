@@ -3,18 +3,22 @@
 // Cache: an HF folder is converted once to $XDG_CACHE_HOME/jitllm/<folder>-<key>.jlm (default
 // ~/.cache/jitllm/), key = a 64-bit FNV-1a hash over every file's name, size and mtime plus the
 // first 64 KiB of each file, so an edited or replaced model converts again. A .gguf or .jlm is
-// mapped directly (GGUF's block layouts are the engine's, so a conversion would only copy).
+// mapped directly (GGUF's block layouts are the engine's, so a conversion would only copy). A
+// .jlm, cached or given, has its data checksums verified as it opens; a cached one that fails is
+// converted again.
 #include "runtime/model_loader.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
 #include "convert/convert.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "io/hf_folder.h"
 #include "tokenizer/hf_tokenizer.h"
 
@@ -66,17 +70,41 @@ void import_hf_tokenizer(const HfFolder& folder, Metadata& metadata) {
   for (const auto& [key, value] : tokenizer.entries()) metadata.set(key, value);
 }
 
-// The cached .jlm of an HF folder, converting it first when the cache has none.
-std::string cached_conversion(const fs::path& dir) {
+// Temporary files of conversions to `out` that were killed (SIGKILL, power loss: no destructor
+// ran) are removed once a day old; a live conversion keeps touching its own.
+void remove_stale_temporaries(const std::string& out) {
+  const fs::path target(out);
+  const std::string prefix = target.filename().string() + ".tmp.";
+  const auto day_ago = fs::file_time_type::clock::now() - std::chrono::hours(24);
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(target.parent_path(), ec)) {
+    if (!e.path().filename().string().starts_with(prefix)) continue;
+    if (e.last_write_time(ec) < day_ago && !ec) fs::remove(e.path(), ec);
+  }
+}
+
+// The cached .jlm of an HF folder, opened with its data checksums verified. Converted first when
+// the cache has none, and again when the cached file does not open or fails its checksums (a
+// disk error, a file cut short): a damaged conversion is replaced, never reused.
+ModelFile cached_conversion(const fs::path& dir) {
   const fs::path folder = fs::absolute(dir).lexically_normal();
   std::string stem = folder.filename().string();
   if (stem.empty()) stem = folder.parent_path().filename().string();
   const std::string out =
       fmt::format("{}/{}-{:016x}.jlm", cache_dir(), stem, folder_key(folder));
-  if (fs::exists(out)) return out;
+  const ModelFileOptions verified{.verify_checksums = true};
   std::error_code ec;
+  if (fs::exists(out, ec)) {
+    try {
+      return open_model_file(out, verified);
+    } catch (const std::exception& e) {
+      log(LogLevel::Warn, "the cached conversion of {} is unusable, converting again: {}",
+          folder.string(), e.what());
+    }
+  }
   fs::create_directories(cache_dir(), ec);
   if (ec) throw_error("{}: cannot create the model cache: {}", cache_dir(), ec.message());
+  remove_stale_temporaries(out);
   ConvertOptions options;
   options.source.hf_tokenizer = import_hf_tokenizer;
   const bool tty = ::isatty(STDERR_FILENO);
@@ -85,17 +113,17 @@ std::string cached_conversion(const fs::path& dir) {
       fmt::print(stderr, "{}converting {} -> {}: {}/{} tensors{}", tty ? "\r\033[K" : "",
                  folder.string(), out, p.index, p.count, p.index == p.count ? "\n" : "");
   };
-  // Several processes may convert the same folder at once (ctest -j, two servers starting): each
-  // writes its own file and renames it into place, so none sees another's half-written file and
-  // the last rename leaves identical bytes.
-  const std::string mine = fmt::format("{}.{}", out, ::getpid());
-  convert_to_jlm(folder.string(), mine, options);
-  fs::rename(mine, out, ec);
-  if (ec) {
-    fs::remove(mine);
-    throw_error("{}: cannot move the converted model into the cache: {}", out, ec.message());
+  // Several processes or threads may convert the same folder at once (ctest -j, two servers
+  // starting): the writer gives each a temporary file of its own and renames it over `out`
+  // (replacing a damaged one atomically), so none sees another's half-written file; a failed
+  // conversion leaves nothing behind.
+  convert_to_jlm(folder.string(), out, options);
+  try {
+    return open_model_file(out, verified);
+  } catch (...) {
+    fs::remove(out, ec);  // never leave a conversion in the cache that does not load
+    throw;
   }
-  return out;
 }
 
 }  // namespace
@@ -122,9 +150,10 @@ std::shared_ptr<const ModelFile> load_model_file(const std::string& path_arg) {
   if (fs::is_directory(path, ec)) {
     if (!fs::exists(fs::path(path) / "config.json"))
       throw_error("{}: a folder must be a Hugging Face model (config.json is missing)", path);
-    return std::make_shared<const ModelFile>(open_model_file(cached_conversion(path)));
+    return std::make_shared<const ModelFile>(cached_conversion(path));
   }
-  return std::make_shared<const ModelFile>(open_model_file(path));
+  // The engine reads every weight: a .jlm's checksums are checked on that first read.
+  return std::make_shared<const ModelFile>(open_model_file(path, {.verify_checksums = true}));
 }
 
 }  // namespace jitllm

@@ -287,7 +287,8 @@ void HttpServer::install_routes() {
                                  httplib::Response& res) {
     const CompletionRequest r = parse_completion_request(parse_json_body(text));
     ServedModel& m = model_for(r.model);
-    std::vector<int32_t> prompt = r.prompt_ids ? *r.prompt_ids : m.tokenize_prompt(*r.prompt_text);
+    // A raw prompt: its special-token texts are tokens, as in llama-server.
+    std::vector<int32_t> prompt = r.prompt_ids ? *r.prompt_ids : m.tokenize_raw_prompt(*r.prompt_text);
     auto job = make_job(m, std::move(prompt), r.options, false, false);
     ResponseInfo info{random_id("cmpl-"), unix_now(), m.id(), false, r.options.logprobs};
     std::string prefix;
@@ -310,7 +311,8 @@ void HttpServer::install_routes() {
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();
     for (const ChatMessage& msg : r.messages)
       messages.push_back(nlohmann::ordered_json::parse(msg.raw.dump()));
-    auto job = make_job(m, m.tokenize_chat(messages, r.tools), r.options, true, true);
+    auto job = make_job(m, m.tokenize_chat(messages, r.tools, r.parse_special_in_content),
+                        r.options, true, true);
     ResponseInfo info{random_id("chatcmpl-"), unix_now(), m.id(), true, r.options.logprobs};
     m.scheduler().submit(job);
     if (r.options.stream)

@@ -305,6 +305,7 @@ ChatRequest parse_chat_request(const json& body) {
     if (!tools->is_array()) throw type_error("tools", "an array", *tools);
     r.tools = *tools;
   }
+  r.parse_special_in_content = boolean(body, "parse_special_in_content", false);
   r.options = parse_options(body, true);
   return r;
 }

@@ -57,6 +57,11 @@ struct ChatRequest {
   std::string model;
   std::vector<ChatMessage> messages;
   nlohmann::json tools;  // null when absent
+  // Control-token texts in message contents and tools become control tokens only when the client
+  // asks (a raw prompt it built on purpose); otherwise they are text, and only the template's
+  // own specials are parsed (chat/content_guard.h). /v1/completions always parses specials, as
+  // llama-server does: its prompt is raw.
+  bool parse_special_in_content = false;
   GenerationOptions options;
 };
 

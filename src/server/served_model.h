@@ -53,9 +53,13 @@ class ServedModel {
   std::vector<int32_t> tokenize_prompt(const std::string& text) const {
     return model_->tokenize_prompt(text);
   }
+  std::vector<int32_t> tokenize_raw_prompt(const std::string& text) const {
+    return model_->tokenize_raw_prompt(text);
+  }
   std::vector<int32_t> tokenize_chat(const nlohmann::ordered_json& messages,
-                                     const nlohmann::json& tools) const {
-    return model_->tokenize_chat(messages, tools);
+                                     const nlohmann::json& tools,
+                                     bool parse_special_in_content = false) const {
+    return model_->tokenize_chat(messages, tools, parse_special_in_content);
   }
   std::string render_chat(const nlohmann::ordered_json& messages, const nlohmann::json& tools) const {
     return model_->render_chat(messages, tools);

@@ -333,11 +333,19 @@ Metadata sentencepiece_metadata(const std::string& model_path) {
   const fs::path folder = fs::path(model_path).parent_path();
   const int n_sp = sp.GetPieceSize();
   size_t n = size_t(n_sp);
-  // config.json's vocab_size wins (the embedding may have more rows than the model has pieces).
+  // config.json's vocab_size wins (the embedding may have more rows than the model has pieces);
+  // one outside [1, 2^24) is an error, not ignored (the converter refuses it too).
   if (const auto cfg = read_json(folder / "config.json"))
-    if (auto it = cfg->find("vocab_size"); it != cfg->end() && it->is_number_integer() &&
-                                          it->get<int64_t>() > 0 && it->get<int64_t>() < (1 << 24))
+    if (auto it = cfg->find("vocab_size"); it != cfg->end() && !it->is_null()) {
+      const int64_t limit = int64_t(1) << 24;
+      const bool ok = it->is_number_unsigned() ? it->get<uint64_t>() - 1 < uint64_t(limit - 1)
+                      : it->is_number_integer() ? it->get<int64_t>() > 0 && it->get<int64_t>() < limit
+                                                : false;
+      if (!ok)
+        throw_error("{}: 'vocab_size' is {}, outside the supported range [1, {}]",
+                    (folder / "config.json").string(), it->dump(), (1 << 24) - 1);
       n = size_t(it->get<int64_t>());
+    }
   std::vector<std::string> tokens(n);
   std::vector<float> scores(n, -10000.0f);
   std::vector<int32_t> types(n, int32_t(TokenType::Unused));

@@ -3,6 +3,7 @@
 // token_to_piece and detokenize.
 #include "tokenizer/tokenizer.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 
@@ -26,9 +27,18 @@ struct Fragment {
   size_t length = 0;
 };
 
+// True when [at, at + n) overlaps one of the sorted, disjoint `spans`.
+bool overlaps(std::span<const std::pair<size_t, size_t>> spans, size_t at, size_t n) {
+  auto it = std::upper_bound(spans.begin(), spans.end(), at,
+                             [](size_t v, const std::pair<size_t, size_t>& s) { return v < s.second; });
+  return it != spans.end() && it->first < at + n;
+}
+
 // Cuts every occurrence of each special token's text out of the text fragments, tokens in
 // `vocab.special_match_order` (longest first); LSTRIP/RSTRIP tokens eat adjacent ASCII spaces.
-std::vector<Fragment> partition(const Vocab& vocab, std::string_view text, bool parse_special) {
+// A control/unknown token's match that overlaps a `literal` span stays text.
+std::vector<Fragment> partition(const Vocab& vocab, std::string_view text, bool parse_special,
+                                std::span<const std::pair<size_t, size_t>> literal = {}) {
   std::vector<Fragment> fragments;
   if (text.empty()) return fragments;
   fragments.push_back({kNoToken, 0, text.size()});
@@ -37,6 +47,7 @@ std::vector<Fragment> partition(const Vocab& vocab, std::string_view text, bool 
     const TokenData& data = vocab.tokens[size_t(special)];
     if (!parse_special && (data.attr & (kAttrControl | kAttrUnknown))) continue;
     const std::string& needle = data.text;
+    const bool guarded = !literal.empty() && (data.attr & (kAttrControl | kAttrUnknown));
     bool changed = false;
     next.clear();
     for (const Fragment& f : fragments) {
@@ -44,9 +55,13 @@ std::vector<Fragment> partition(const Vocab& vocab, std::string_view text, bool 
         next.push_back(f);
         continue;
       }
-      size_t base = f.offset, length = f.length;
+      size_t base = f.offset, length = f.length, from = base;
       while (true) {
-        const size_t match = text.substr(0, base + length).find(needle, base);
+        const size_t match = text.substr(0, base + length).find(needle, from);
+        if (match != std::string_view::npos && guarded && overlaps(literal, match, needle.size())) {
+          from = match + 1;  // request text spelling this token: look further
+          continue;
+        }
         if (match == std::string_view::npos) {
           if (length > 0) next.push_back({kNoToken, base, length});
           break;
@@ -62,6 +77,7 @@ std::vector<Fragment> partition(const Vocab& vocab, std::string_view text, bool 
         if (data.attr & kAttrRstrip)
           while (right_length > 0 && is_ascii_space(text[right])) ++right, --right_length;
         base = right;
+        from = right;
         length = right_length;
         if (length == 0) break;
       }
@@ -120,11 +136,29 @@ void Tokenizer::encode_fragment(std::string_view text, bool prev_special,
 
 std::vector<TokenId> Tokenizer::encode(std::string_view text, bool add_special,
                                        bool parse_special) const {
+  return encode_impl(text, add_special, parse_special, {});
+}
+
+std::vector<TokenId> Tokenizer::encode_with_literals(
+    std::string_view text, bool add_special,
+    std::span<const std::pair<size_t, size_t>> literal_spans) const {
+  for (size_t i = 0; i < literal_spans.size(); ++i) {
+    const auto& [begin, end] = literal_spans[i];
+    if (begin >= end || end > text.size() || (i > 0 && begin < literal_spans[i - 1].second))
+      throw_error("tokenize: literal span {} [{}, {}) is not a sorted, disjoint range of the {} "
+                  "bytes", i, begin, end, text.size());
+  }
+  return encode_impl(text, add_special, /*parse_special=*/true, literal_spans);
+}
+
+std::vector<TokenId> Tokenizer::encode_impl(std::string_view text, bool add_special,
+                                            bool parse_special,
+                                            std::span<const std::pair<size_t, size_t>> literal) const {
   if (text.size() > kMaxInputBytes)
     throw_error("tokenize: input of {} bytes is larger than the limit of {} bytes", text.size(),
                 kMaxInputBytes);
   std::vector<TokenId> out;
-  const std::vector<Fragment> fragments = partition(vocab_, text, parse_special);
+  const std::vector<Fragment> fragments = partition(vocab_, text, parse_special, literal);
   const bool bos = add_special && vocab_.add_bos && vocab_.bos != kNoToken;
   if (vocab_.type == VocabType::Wpm) {
     if (add_special && vocab_.bos != kNoToken) out.push_back(vocab_.bos);
@@ -145,6 +179,15 @@ std::vector<TokenId> Tokenizer::encode(std::string_view text, bool add_special,
     if (add_special && vocab_.sep != kNoToken) out.push_back(vocab_.sep);
   } else if (add_special && vocab_.add_eos && vocab_.eos != kNoToken) {
     out.push_back(vocab_.eos);
+  }
+  return out;
+}
+
+std::vector<std::string> Tokenizer::parse_special_texts() const {
+  std::vector<std::string> out;
+  for (TokenId special : vocab_.special_match_order) {
+    const TokenData& data = vocab_.tokens[size_t(special)];
+    if (data.attr & (kAttrControl | kAttrUnknown)) out.push_back(data.text);
   }
   return out;
 }

@@ -15,7 +15,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 # 1. HF folder -> .jlm (keep = F32, like llama.cpp's --outtype f32 GGUF).
 "$jitllm" convert "$oracle/pydoc-llama/hf" "$tmp/pydoc.jlm" > "$tmp/convert.out"
 grep -q "57 tensors" "$tmp/convert.out" || fail "convert summary: $(cat "$tmp/convert.out")"
-[ ! -e "$tmp/pydoc.jlm.tmp" ] || fail "temporary file left behind"
+! compgen -G "$tmp/pydoc.jlm.tmp*" > /dev/null || fail "temporary file left behind"
 
 "$jitllm" info --json "$oracle/pydoc-llama/pydoc-llama.F32.gguf" > "$tmp/gguf.json"
 "$jitllm" info --json --verify "$tmp/pydoc.jlm" > "$tmp/jlm.json"
@@ -69,5 +69,13 @@ if "$jitllm" convert --type q9 "$oracle/models/synth-llama.F32.gguf" "$tmp/x.jlm
   fail "bad --type accepted"
 fi
 grep -q -- "--type q9" "$tmp/type.err" || fail "type message: $(cat "$tmp/type.err")"
-[ ! -e "$tmp/x.jlm" ] && [ ! -e "$tmp/x.jlm.tmp" ] || fail "output left after a failed convert"
+[ ! -e "$tmp/x.jlm" ] && ! compgen -G "$tmp/x.jlm.tmp*" > /dev/null || fail "output left after a failed convert"
+
+# Two converts to one output at once: both succeed and the file they leave is whole.
+"$jitllm" convert --quiet --type q8_0 "$oracle/models/synth-llama.F32.gguf" "$tmp/both.jlm" & a=$!
+"$jitllm" convert --quiet "$oracle/models/synth-llama.F32.gguf" "$tmp/both.jlm" & b=$!
+wait $a || fail "the first of two concurrent converts failed"
+wait $b || fail "the second of two concurrent converts failed"
+"$jitllm" info --verify "$tmp/both.jlm" > /dev/null || fail "two concurrent converts left a broken file"
+! compgen -G "$tmp/both.jlm.tmp*" > /dev/null || fail "temporary file left behind by concurrent converts"
 echo "convert_info: ok"

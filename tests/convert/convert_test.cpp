@@ -39,6 +39,16 @@ struct TempDir {
   std::string file(const std::string& name) const { return (path / name).string(); }
 };
 
+// The temporary files a writer of `out` left beside it ("<out>.tmp.XXXXXX").
+std::vector<std::string> temp_files_of(const std::string& out) {
+  std::vector<std::string> found;
+  const fs::path p(out);
+  const std::string prefix = p.filename().string() + ".tmp";
+  for (const auto& e : fs::directory_iterator(p.parent_path()))
+    if (e.path().filename().string().starts_with(prefix)) found.push_back(e.path().string());
+  return found;
+}
+
 // Every tensor of `expected` is in `actual` with the same type, shape and bytes, and nothing else is.
 void expect_same_tensors(const ModelFile& expected, const ModelFile& actual) {
   ASSERT_EQ(actual.tensors.size(), expected.tensors.size());
@@ -71,7 +81,7 @@ TEST(Convert, EveryOracleFixtureRoundTripsBitExact) {
     const std::string out = dir.file(key + ".jlm");
     const ConvertResult r = convert_to_jlm(gguf, out);
     EXPECT_EQ(r.requantized, 0u);
-    EXPECT_FALSE(fs::exists(out + ".tmp"));
+    EXPECT_TRUE(temp_files_of(out).empty());
     const ModelFile src = open_model_file(gguf);
     const ModelFile jlm = open_model_file(out);
     EXPECT_EQ(jlm.format, "jlm");
@@ -296,14 +306,14 @@ TEST(Convert, InterruptedConvertLeavesNothingAtOutput) {
   options.after_tensor = [&](size_t index) {
     seen = index;
     if (index == 5) {
-      EXPECT_TRUE(fs::exists(out + ".tmp"));  // the data really was being written
+      EXPECT_EQ(temp_files_of(out).size(), 1u);  // the data really was being written
       throw Error("simulated crash");
     }
   };
   EXPECT_THROW(convert_to_jlm(gguf, out, options), Error);
   EXPECT_EQ(seen, 5u);
   EXPECT_FALSE(fs::exists(out));
-  EXPECT_FALSE(fs::exists(out + ".tmp"));
+  EXPECT_TRUE(temp_files_of(out).empty());
 
   std::atomic<bool> cancel{false};
   ConvertOptions cancelling;
@@ -318,7 +328,7 @@ TEST(Convert, InterruptedConvertLeavesNothingAtOutput) {
     EXPECT_NE(std::string(e.what()).find("cancelled"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(fs::exists(out));
-  EXPECT_FALSE(fs::exists(out + ".tmp"));
+  EXPECT_TRUE(temp_files_of(out).empty());
 
   // An existing output survives an interrupted reconversion untouched.
   convert_to_jlm(gguf, out);
@@ -326,6 +336,34 @@ TEST(Convert, InterruptedConvertLeavesNothingAtOutput) {
   EXPECT_THROW(convert_to_jlm(gguf, out, options), Error);
   EXPECT_EQ(fs::file_size(out), before);
   EXPECT_TRUE(JlmFile::open(out).verify().empty());
+}
+
+// Two converts to one output at once (two shells, two servers filling one cache): each writes
+// its own temporary file, so whichever renames last leaves a whole, valid file. With one shared
+// OUT.tmp the second writer truncated the first one's data and the first then wrote its tables
+// into the file the second had published.
+TEST(Convert, ConcurrentConvertsToOneOutputEachLeaveAValidFile) {
+  TempDir dir;
+  const std::string gguf = oracle_path("models/synth-llama.Q8_0.gguf");
+  const std::string out = dir.file("x.jlm");
+  ConvertOptions outer;
+  outer.type = QuantType::F16;  // a different layout from the inner convert's
+  bool inner_ran = false;
+  outer.after_tensor = [&](size_t index) {
+    if (index != 2) return;
+    // The second writer runs start to finish while the first is half way.
+    const ConvertResult r = convert_to_jlm(gguf, out);
+    EXPECT_EQ(r.output, out);
+    EXPECT_TRUE(JlmFile::open(out).verify().empty());
+    inner_ran = true;
+  };
+  const ConvertResult r = convert_to_jlm(gguf, out, outer);
+  EXPECT_TRUE(inner_ran);
+  EXPECT_EQ(r.output, out);
+  const JlmFile jlm = JlmFile::open(out);  // the first writer renamed last: its file is there
+  EXPECT_TRUE(jlm.verify().empty());
+  EXPECT_EQ(jlm.file_bytes(), r.output_bytes);
+  EXPECT_TRUE(temp_files_of(out).empty());
 }
 
 TEST(Convert, ProgressReportsEveryTensor) {

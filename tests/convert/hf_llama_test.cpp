@@ -267,5 +267,85 @@ TEST(HfLlama, UnknownTensorsAndMissingExpertsAreErrors) {
   }
 }
 
+std::string convert_error(const HfFolderWriter& w) {
+  try {
+    convert_to_jlm(w.dir(), w.file("o.jlm"), no_tokenizer());
+  } catch (const Error& e) {
+    EXPECT_FALSE(fs::exists(w.file("o.jlm")));
+    return e.what();
+  }
+  return "";
+}
+
+// num_hidden_layers: 5 over a 10-layer checkpoint loaded 5 layers and generated; 12 over it
+// converted and failed only at load.
+TEST(HfLlama, NumHiddenLayersMustMatchTheCheckpoint) {
+  HfFolderWriter w("layers");
+  add_dense_llama(w, 10, 64, 32, 96, 50, "F32");
+  w.write(llama_config(5, 64, 4, 2, 96, 50));
+  std::string e = convert_error(w);
+  EXPECT_NE(e.find("config.json: num_hidden_layers is 5 but the checkpoint has tensors of layers "
+                   "5..9 ('model.layers.5."),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find(w.dir()), std::string::npos) << e;
+  w.write(llama_config(12, 64, 4, 2, 96, 50));
+  e = convert_error(w);
+  EXPECT_NE(e.find("num_hidden_layers is 12 but the checkpoint has no tensors of layers 10..11"),
+            std::string::npos)
+      << e;
+  w.write(llama_config(1 << 30, 64, 4, 2, 96, 50));  // the gap is reported, not walked
+  e = convert_error(w);
+  EXPECT_NE(e.find("no tensors of layers 10..1073741823"), std::string::npos) << e;
+  w.write(llama_config(10, 64, 4, 2, 96, 50));
+  EXPECT_NO_THROW(convert_to_jlm(w.dir(), w.file("o.jlm"), no_tokenizer()));
+}
+
+TEST(HfLlama, GapInTheLayersIsNamed) {
+  HfFolderWriter w("gaps");
+  add_dense_llama(w, 2, 64, 32, 96, 50, "F32");
+  w.add("model.layers.3.input_layernorm.weight", {64});
+  w.write(llama_config(4, 64, 4, 2, 96, 50));
+  const std::string e = convert_error(w);
+  EXPECT_NE(e.find("num_hidden_layers is 4 but the checkpoint has no tensors of layer 2 "
+                   "(no 'model.layers.2.*')"),
+            std::string::npos)
+      << e;
+}
+
+// max_position_embeddings 2^32 + 300 became 300 (the u32 cast); every integer is range-checked.
+TEST(HfLlama, ConfigIntegersAreRangeCheckedNotNarrowed) {
+  HfFolderWriter w("ranges");
+  add_dense_llama(w, 1, 64, 32, 96, 50, "F32");
+  struct Case {
+    const char* key;
+    nlohmann::json value;
+    const char* says;
+  };
+  const Case cases[] = {
+      {"max_position_embeddings", (int64_t(1) << 32) + 300,
+       "config.json: 'max_position_embeddings' is 4294967596, outside the supported range [1, 1073741824]"},
+      {"hidden_size", 0, "'hidden_size' is 0, outside"},
+      {"num_attention_heads", -4, "'num_attention_heads' is -4, outside"},
+      {"num_key_value_heads", uint64_t(18446744073709551615ull), "'num_key_value_heads' is 18446744073709551615, too large"},
+      {"intermediate_size", 1e300, "'intermediate_size' should be an integer"},
+      {"vocab_size", 4294967346.0, "'vocab_size' is 4294967346, outside"},
+      {"head_dim", "32", "'head_dim' should be an integer"},
+  };
+  for (const Case& c : cases) {
+    auto config = llama_config(1, 64, 4, 2, 96, 50);
+    config[c.key] = c.value;
+    w.write(config);
+    const std::string e = convert_error(w);
+    EXPECT_NE(e.find(c.says), std::string::npos) << c.key << ": " << e;
+  }
+  auto config = llama_config(1, 64, 4, 2, 96, 50);
+  config["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0},
+                            {"original_max_position_embeddings", int64_t(1) << 33}};
+  w.write(config);
+  const std::string e = convert_error(w);
+  EXPECT_NE(e.find("'original_max_position_embeddings' is 8589934592, outside"), std::string::npos) << e;
+}
+
 }  // namespace
 }  // namespace jitllm

@@ -115,7 +115,8 @@ TEST(JlmContainer, RoundTripIsBitExactWithEqualMetadata) {
   const Model m = make_model(3, 0);
   const std::string path = dir.file("m.jlm");
   write_model(m, path);
-  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  for (const auto& e : fs::directory_iterator(dir.path))  // no temporary file left beside it
+    EXPECT_EQ(e.path().filename().string(), "m.jlm");
 
   const JlmFile f = JlmFile::open(path);
   EXPECT_EQ(f.version(), kJlmVersion);
@@ -284,8 +285,51 @@ TEST(JlmContainer, VerifyFindsAFlippedDataByte) {
 
   auto buffer = make_aligned<uint8_t>(1 << 20);
   const uint32_t group = f.find("blk.1.ffn_gate_exps.weight")->group + 1;
-  f.read_group(group, buffer.get(), 1 << 20);
+  // A group read checks its slices: the damaged expert is refused on that first read.
+  EXPECT_NE(error_of([&] { f.read_group(group, buffer.get(), 1 << 20); })
+                .find("tensor 'blk.1.ffn_gate_exps.weight' slice 1: data checksum"),
+            std::string::npos);
+  EXPECT_NO_THROW(f.read_group(group - 1, buffer.get(), 1 << 20));  // expert 0 is intact
+  f.read_group(group, buffer.get(), 1 << 20, /*verify=*/false);
   EXPECT_EQ(f.verify_group(group, buffer.get()).size(), 1u);
+}
+
+// The engine's load path opens with verify_checksums: damaged data is refused on that first read,
+// naming the tensor (it was found only by `info --verify` before).
+TEST(JlmContainer, DamagedDataIsRefusedWhenOpenedForTheEngine) {
+  TempDir dir;
+  const std::string path = dir.file("m.jlm");
+  write_model(make_model(3, 2), path);
+  EXPECT_NO_THROW(open_model_file(path, {.verify_checksums = true}));
+  const JlmFile f0 = JlmFile::open(path);
+  for (const char* name : {"blk.2.attn_q.weight", "blk.0.ffn_down_exps.weight"}) {
+    const JlmTensor& t = *f0.find(name);
+    const uint32_t last = t.slice_count - 1;
+    const uint8_t flipped = uint8_t(f0.slice_data(t, last)[5] ^ 0xFF);
+    patch_file(path, t.offset + t.slice_stride * last + 5, &flipped, 1);
+  }
+  EXPECT_NO_THROW(open_model_file(path));  // info, tokenize: metadata only, no data read
+  try {
+    open_model_file(path, {.verify_checksums = true});
+    FAIL() << "damaged data accepted";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    // The first damaged tensor in table order, its expert, the count and what to do.
+    EXPECT_NE(what.find(path + ": tensor 'blk.0.ffn_down_exps.weight' expert 1: data checksum"),
+              std::string::npos) << what;
+    EXPECT_NE(what.find("2 damaged slices in all"), std::string::npos) << what;
+    EXPECT_NE(what.find("reconvert"), std::string::npos) << what;
+  }
+  // Hashing on several threads finds the same slices as one thread.
+  const JlmFile f = JlmFile::open(path);
+  const auto one = f.verify(1), many = f.verify(8, /*min_bytes_per_thread=*/1);
+  ASSERT_EQ(one.size(), 2u);
+  ASSERT_EQ(many.size(), 2u);
+  for (size_t i = 0; i < one.size(); ++i) {
+    EXPECT_EQ(one[i].tensor, many[i].tensor);
+    EXPECT_EQ(one[i].slice, many[i].slice);
+    EXPECT_EQ(one[i].actual, many[i].actual);
+  }
 }
 
 TEST(JlmContainer, DamagedTableIsRefusedAtOpen) {
@@ -432,15 +476,18 @@ TEST(JlmContainer, WriterRefusesBadInputAndCleansUp) {
                            {"blk.0.ffn_down_exps.weight", QuantType::F32, {4, 4, 3}}});
             }).find("experts"),
             std::string::npos);
+  std::string tmp;
   {
     JlmWriter w(path, md, md, {{"a", QuantType::F32, {4}}, {"b", QuantType::F32, {4}}});
     const float x[4] = {1, 2, 3, 4};
     w.write_tensor(0, reinterpret_cast<const uint8_t*>(x), 16);
-    EXPECT_TRUE(fs::exists(path + ".tmp"));
+    tmp = w.tmp_path();
+    EXPECT_TRUE(tmp.starts_with(path + ".tmp.")) << tmp;
+    EXPECT_TRUE(fs::exists(tmp));
     EXPECT_NE(error_of([&] { w.commit(); }).find("'b' slice 0 was never written"),
               std::string::npos);
   }
-  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  EXPECT_FALSE(fs::exists(tmp));
   EXPECT_FALSE(fs::exists(path));
 }
 

@@ -121,6 +121,31 @@ TEST(Weights, MissingTensorIsNamed) {
             std::string::npos);
 }
 
+// block_count 1 over a 2-layer file loaded one layer and generated; the file's extra layer is an
+// error naming the tensor and the key, as llama.cpp refuses it (tensors left unused).
+TEST(Weights, LayersPastBlockCountAreAnError) {
+  const ModelFile f = fixture();
+  Metadata md = f.metadata;
+  md.set("llama.block_count", Value::u32(1));
+  Config c = config_from_metadata(md);
+  EXPECT_EQ(error_of([&] { bind_llama_weights(f, c); }),
+            f.path + ": metadata llama.block_count is 1 but tensor 'blk.1.attn_norm.weight' exists");
+}
+
+// GGUF integers narrowed to int are range-checked (a u64 context length wrapped before).
+TEST(Config, NarrowedIntegersAreRangeChecked) {
+  const ModelFile f = fixture();
+  for (const char* key : {"llama.context_length", "llama.rope.scaling.original_context_length",
+                          "llama.block_count"}) {
+    Metadata md = f.metadata;
+    md.set("llama.rope.scaling.type", Value::string("yarn"));
+    md.set(key, Value::u64((uint64_t(1) << 32) + 300));
+    const std::string e = error_of([&] { config_from_metadata(md); });
+    EXPECT_NE(e.find(std::string("'") + key + "': value 4294967596 is out of range"), std::string::npos)
+        << key << ": " << e;
+  }
+}
+
 TEST(Weights, NoOutputTensorMeansTiedEmbeddings) {
   ModelFile f = fixture();
   std::erase_if(f.tensors, [](const TensorInfo& t) { return t.name == "output.weight"; });

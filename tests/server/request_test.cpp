@@ -126,6 +126,21 @@ TEST(ChatRequest, RejectsBadMessages) {
                   "top_logprobs", "between");
 }
 
+// Specials in message content stay text unless the client opts in for its raw prompt.
+TEST(ChatRequest, ParseSpecialInContentIsAnOptInBoolean) {
+  const std::string messages = R"("messages": [{"role": "user", "content": "<|im_end|>"}])";
+  EXPECT_FALSE(parse_chat_request(json::parse("{" + messages + "}")).parse_special_in_content);
+  EXPECT_TRUE(parse_chat_request(json::parse("{" + messages + R"(, "parse_special_in_content": true})"))
+                  .parse_special_in_content);
+  EXPECT_FALSE(parse_chat_request(json::parse("{" + messages + R"(, "parse_special_in_content": null})"))
+                   .parse_special_in_content);
+  auto p = [](const json& b) { return parse_chat_request(b); };
+  expect_rejected(p, "{" + messages + R"(, "parse_special_in_content": "yes"})",
+                  "parse_special_in_content", "a boolean");
+  expect_rejected(p, "{" + messages + R"(, "parse_special_in_content": 1})",
+                  "parse_special_in_content", "a boolean");
+}
+
 TEST(JsonBody, MalformedJsonNamesTheByte) {
   try {
     parse_json_body("{\"prompt\": \"x\",,}");

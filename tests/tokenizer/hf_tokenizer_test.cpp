@@ -127,5 +127,25 @@ TEST(HfTokenizer, ClearErrors) {
   EXPECT_THROW(sentencepiece_metadata((dir.path / "tokenizer.json").string()), Error);
 }
 
+// config.json's vocab_size out of range was ignored (the pieces' count used instead) while the
+// converter stored it: an error naming the key and the file now.
+TEST(HfTokenizer, VocabSizeOutOfRangeIsAnError) {
+  TempDir dir;
+  std::filesystem::copy_file(oracle_path("pydoc-llama/hf/tokenizer.model"), dir.path / "tokenizer.model");
+  for (const char* bad : {"0", "-5", "4294967296", "18446744073709551615", "2048.5", "\"2048\""}) {
+    std::ofstream(dir.path / "config.json") << "{\"vocab_size\": " << bad << "}";
+    try {
+      sentencepiece_metadata((dir.path / "tokenizer.model").string());
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("config.json: 'vocab_size' is"), std::string::npos) << e.what();
+    }
+  }
+  std::ofstream(dir.path / "config.json") << R"({"vocab_size": 2100})";
+  EXPECT_EQ(sentencepiece_metadata((dir.path / "tokenizer.model").string())
+                .at("tokenizer.ggml.tokens").as_array().items.size(),
+            2100u);
+}
+
 }  // namespace
 }  // namespace jitllm

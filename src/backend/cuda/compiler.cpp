@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/temp_file.h"
 
 namespace jitllm::cuda {
 
@@ -104,10 +105,16 @@ namespace {
 std::atomic<int64_t> g_modules_loaded{0};
 
 void write_cache_file(const std::string& dir, const std::string& path, const std::vector<char>& cubin) {
-  // Written to a private name, then renamed: a concurrent process sees a whole file or none.
+  // Written to a name of this call's own (not the pid's: two Compilers of one process may write
+  // one kernel at once), then renamed: a concurrent writer sees a whole file or none. Best effort.
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  const std::string tmp = fmt::format("{}.tmp{}", path, ::getpid());
+  std::string tmp;
+  try {
+    ::close(create_temp_beside(path, tmp));
+  } catch (const Error&) {
+    return;  // no cache file this time; the module still loads from memory
+  }
   {
     std::ofstream out(tmp, std::ios::binary);
     if (!out || !out.write(cubin.data(), std::streamsize(cubin.size()))) ec = std::make_error_code(std::errc::io_error);

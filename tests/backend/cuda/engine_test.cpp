@@ -328,6 +328,9 @@ TEST(CudaCache, SecondCompilerOverTheSameDirectoryCompilesNothing) {
     for (const auto& s : sources) first.module(s, "test");
     EXPECT_EQ(first.stats().memory_hits, 3);
   }
+  // Only the cubins: each was written under a temporary name of its own and renamed.
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    EXPECT_EQ(entry.path().extension(), ".cubin") << entry.path();
   Compiler second(*G->device, dir);
   for (const auto& s : sources) second.module(s, "test").function(&s == &sources[0] ? "matvec" : &s == &sources[1] ? "rms_norm" : "attention");
   EXPECT_EQ(second.stats().compiled, 0);
