@@ -142,7 +142,7 @@ for s in $stages; do
       /tmp/bin/jitllmd serve -m /tmp/$shape.gguf --devices cuda --parallel ${SERVE_PARALLEL:-64} \
         --port 18080 --log-level warn ${SERVE_FLAGS:-} > $OUT/serve_jitllmd.log 2>&1 &
       SPID=$!
-      python3 - <<'PY' && echo "jitllmd ready after $(echo "$(date +%s.%N) - $t0" | bc) s" | tee $OUT/serve.log
+      python3 - <<'PY' && echo "jitllmd ready after $(python3 -c "import time; print(round(time.time() - $t0, 1))") s" | tee $OUT/serve.log
 import time, urllib.request
 for _ in range(1200):
     try:

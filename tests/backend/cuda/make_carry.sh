@@ -17,7 +17,7 @@ done
 if [ -n "${BASE_BIN:-}" ]; then  # an earlier build's jitllm for device_run.sh samelogits
   strip -o $C/bin/jitllm-base "$BASE_BIN" && xz -9 $C/bin/jitllm-base
 fi
-for lib in $(ldd $B/jitllm $B/tests/test_backend_cuda | awk '/=>/ {print $3}' | sort -u |
+for lib in $(ldd ${BINS:-$B/jitllm $B/tests/test_backend_cuda} | awk '/=>/ {print $3}' | sort -u |
              grep -E 'libicu|libsentencepiece|libcpp-httplib|libbrotli'); do
   xz -9 -c "$lib" > $C/lib/$(basename "$lib").xz
 done
