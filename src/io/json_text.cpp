@@ -7,40 +7,20 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/json_depth.h"
 #include "core/mapped_file.h"
 
 namespace jitllm {
 
 namespace {
 
-constexpr int kMaxJsonDepth = 32;  // a safetensors header needs 3, HF configs rarely exceed 6
-
-// Deepest nesting of [ and { outside strings; stops counting once past `limit`.
-int json_depth(std::string_view text, int limit) {
-  int depth = 0, max_depth = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      max_depth = std::max(max_depth, ++depth);
-      if (max_depth > limit) return max_depth;
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
-  return max_depth;
-}
+constexpr size_t kMaxJsonDepth = 32;  // a safetensors header needs 3, HF configs rarely exceed 6
 
 }  // namespace
 
 nlohmann::json parse_untrusted_json(std::string_view text, const std::string& name, size_t at,
                                     const char* what) {
-  if (json_depth(text, kMaxJsonDepth) > kMaxJsonDepth)
+  if (json_depth_exceeded_at(text, kMaxJsonDepth) != std::string_view::npos)
     throw_error("{}: offset {}: {}: JSON nested deeper than {} levels", name, at, what,
                 kMaxJsonDepth);
   std::set<std::string> keys;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/json_depth.h"
 #include "server/api_error.h"
 
 namespace jitllm::server {
@@ -200,26 +201,6 @@ std::string message_content(const json& message, size_t index) {
 }
 
 }  // namespace
-
-size_t json_depth_exceeded_at(std::string_view text, size_t max_depth) {
-  size_t depth = 0;
-  bool in_string = false, escaped = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > max_depth) return i;
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return std::string::npos;
-}
 
 json parse_json_body(const std::string& text) {
   // Before anything recurses: nlohmann parses iteratively, but dump(), comparisons and the

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_depth.h"  // json_depth_exceeded_at, checked by parse_json_body
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -72,8 +74,6 @@ ChatRequest parse_chat_request(const nlohmann::json& body);
 // Arrays and objects nest at most this deep in a request body (JSON Schemas of real tools stay
 // far below it).
 constexpr size_t kMaxJsonDepth = 128;
-// The offset of the bracket that opens level max_depth + 1, or npos; strings are skipped.
-size_t json_depth_exceeded_at(std::string_view text, size_t max_depth);
 // The JSON text of a body; malformed JSON, or nesting deeper than kMaxJsonDepth -> ApiError 400
 // with the position.
 nlohmann::json parse_json_body(const std::string& text);
