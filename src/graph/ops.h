@@ -56,7 +56,18 @@ class Ops {
   // out [n, spec.out_dim()]. A backend refuses the spec fields it does not implement.
   virtual void attention(int il, Act q, Act k, Act v, Act out, const AttnSpec& spec) = 0;
   virtual void swiglu(Act gate, Act up, Act out) = 0;  // out = silu(gate) * up
+  // out = gelu(gate) * up with GELU's tanh approximation (Gemma's GeGLU); out may be gate.
+  virtual void geglu(Act gate, Act up, Act out) = 0;
   virtual void add(Act acc, Act x) = 0;                // acc += x
+  // x[r] += bias for every row r: a projection's bias (Qwen2's q/k/v). bias: [x.cols].
+  virtual void add_bias(Act x, const std::vector<float>& bias) = 0;
+  // x *= s in place (Gemma's embedding scale).
+  virtual void scale(Act x, float s) = 0;
+  // x = cap * tanh(x / cap) in place (Gemma 2's final logit soft-capping).
+  virtual void softcap(Act x, float cap) = 0;
+  // out[r, c] = x[r, first + c] for c < out.cols: one part of a fused projection's output (the
+  // q, k and v of Phi-3's attn_qkv, the gate and up halves of its ffn_up).
+  virtual void copy_cols(Act x, int64_t first, Act out) = 0;
   // out[j] = x[rows[j]].
   virtual void select_rows(Act x, std::span<const int32_t> rows, Act out) = 0;
 

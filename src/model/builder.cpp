@@ -17,8 +17,13 @@ GraphBuilder::GraphBuilder(const Config& config, const ModelWeights& weights, co
   if (!route.embed || !route.head || route.layers.size() != size_t(c_.n_layer))
     throw_error("forward: the ops route covers {} of {} layers", route.layers.size(), c_.n_layer);
   int q = 0, k = 0, v = 0, out = 0, ff = 0;
-  bool qk_norms = false;
-  for (const LayerWeights& l : w_.layers) qk_norms |= !l.attn_q_norm.empty() || !l.attn_k_norm.empty();
+  bool qk_norms = false, fused_qkv = false, fused_ffn = false, post_norms = false;
+  for (const LayerWeights& l : w_.layers) {
+    qk_norms |= !l.attn_q_norm.empty() || !l.attn_k_norm.empty();
+    fused_qkv |= l.wqkv != nullptr;
+    fused_ffn |= l.ffn_gate == nullptr;
+    post_norms |= !l.attn_post_norm.empty() || !l.ffn_post_norm.empty();
+  }
   for (int il = 0; il < c_.n_layer; ++il) {
     q = std::max(q, c_.q_dim_of(il));
     k = std::max(k, c_.k_dim_of(il));
@@ -44,6 +49,9 @@ GraphBuilder::GraphBuilder(const Config& config, const ModelWeights& weights, co
         b.q_normed = o->alloc(n, q);  // [n, n_head * head_dim]
         b.k_normed = o->alloc(n, k);  // [n, n_head_kv * head_dim]
       }
+      if (fused_qkv) b.qkv = o->alloc(n, int64_t(q) + k + v);  // [n, q + k + v]
+      if (fused_ffn) b.gate_up = o->alloc(n, 2 * int64_t(ff));  // [n, 2 * n_ff]
+      if (post_norms) b.normed = o->alloc(n, c_.n_embd);        // [n, n_embd]
     }
     buffers_.push_back(b);
   }
@@ -76,13 +84,19 @@ AttnSpec GraphBuilder::attn_spec(int il) const {
   s.n_head_kv = c_.n_head_kv_of(il);
   s.head_dim_k = c_.head_dim;
   s.head_dim_v = c_.head_dim_v;
-  s.scale = 1.0f / std::sqrt(float(c_.head_dim));
+  s.scale = c_.attn_scale > 0.0f ? c_.attn_scale : 1.0f / std::sqrt(float(c_.head_dim));
+  s.window = c_.window_of(il);
+  s.softcap = c_.attn_softcap;
   return s;
 }
 
 void GraphBuilder::build_inp_embd() {
   at_->embed(*w_.token_embd, x_);
   dump_(*at_, x_, "inp_embd", -1);
+  if (c_.embd_scale != 0.0f) {
+    at_->scale(x_, c_.embd_scale);
+    dump_(*at_, x_, "inp_scaled", -1);
+  }
 }
 
 void GraphBuilder::begin_layer(int il) { move_to(route_.layers[size_t(il)]); }
@@ -95,6 +109,23 @@ Act GraphBuilder::build_norm(const std::vector<float>& w, const char* name, int 
   return cur;
 }
 
+namespace {
+
+// RMSNorm of q or k ([n, heads * head_dim]) by `w`: per head when w has head_dim values (the rows
+// read as [n * heads, head_dim]), over each whole row when it has heads * head_dim (OLMo2).
+void qk_norm(Ops& ops, Act x, const std::vector<float>& w, int heads, int head_dim, float eps,
+             Act out, const char* name, int il) {
+  if (int64_t(w.size()) == head_dim)
+    ops.rms_norm(Act{x.data, x.rows * heads, head_dim}, w, eps, Act{out.data, x.rows * heads, head_dim});
+  else if (int64_t(w.size()) == x.cols)
+    ops.rms_norm(x, w, eps, out);
+  else
+    throw_error("layer {}: {} has {} weights for heads of {} and rows of {}", il, name, w.size(),
+                head_dim, x.cols);
+}
+
+}  // namespace
+
 Act GraphBuilder::build_attn(int il, Act cur, const LayerWeights& l, const AttnSpec& spec,
                              const RopeParams& rope) {
   Buffers& b = on(at_);
@@ -103,27 +134,36 @@ Act GraphBuilder::build_attn(int il, Act cur, const LayerWeights& l, const AttnS
   const Act v = view(b.v, n, spec.v_dim()), out = view(b.attn, n, spec.out_dim());
   Ops& ops = *at_;
   const bool qk_norms = !l.attn_q_norm.empty() || !l.attn_k_norm.empty();
-  if (!dump_.enabled() && !qk_norms) {
+  const bool biases = !l.bq.empty() || !l.bk.empty() || !l.bv.empty();
+  if (!dump_.enabled() && !qk_norms && !biases && !l.wqkv) {
     ops.qkv_rope_attention(il, cur, Ops::Qkv{l.wq, l.wk, l.wv}, q, k, v, rope, spec, out);
-  } else {  // the same ops one by one (so each intermediate can be read), or with q/k norms
-    Act qr = q, kr = k;  // what RoPE and attention take
-    const Ops::MatmulOut qkv[] = {{l.wq, q}, {l.wk, k}, {l.wv, v}};
-    ops.matmul_group(cur, qkv);
-    // Per-head norms: the rows of q [n, n_head * head_dim] read as [n * n_head, head_dim].
+  } else {  // the same ops one by one (so each intermediate can be read), or with the extras
+    if (l.wqkv) {  // one product, then its q, k and v columns
+      const Act qkv = view(b.qkv, n, int64_t(spec.q_dim()) + spec.k_dim() + spec.v_dim());
+      ops.matmul(*l.wqkv, cur, qkv);
+      dump_(ops, qkv, "wqkv", il);
+      ops.copy_cols(qkv, 0, q);
+      ops.copy_cols(qkv, spec.q_dim(), k);
+      ops.copy_cols(qkv, int64_t(spec.q_dim()) + spec.k_dim(), v);
+    } else {
+      const Ops::MatmulOut qkv[] = {{l.wq, q}, {l.wk, k}, {l.wv, v}};
+      ops.matmul_group(cur, qkv);
+    }
+    if (!l.bq.empty()) ops.add_bias(q, l.bq);
+    if (!l.bk.empty()) ops.add_bias(k, l.bk);
+    if (!l.bv.empty()) ops.add_bias(v, l.bv);
     if (!l.attn_q_norm.empty()) {
-      qr = view(b.q_normed, n, spec.q_dim());
-      ops.rms_norm(Act{q.data, n * spec.n_head, spec.head_dim_k}, l.attn_q_norm, c_.rms_eps,
-                   Act{qr.data, n * spec.n_head, spec.head_dim_k});
-      dump_(ops, qr, "Qcur_normed", il);
+      const Act qn = view(b.q_normed, n, spec.q_dim());
+      qk_norm(ops, q, l.attn_q_norm, spec.n_head, spec.head_dim_k, c_.rms_eps, qn, "attn_q_norm", il);
+      dump_(ops, qn, "Qcur_normed", il);
+      q = qn;
     }
     if (!l.attn_k_norm.empty()) {
-      kr = view(b.k_normed, n, spec.k_dim());
-      ops.rms_norm(Act{k.data, n * spec.n_head_kv, spec.head_dim_k}, l.attn_k_norm, c_.rms_eps,
-                   Act{kr.data, n * spec.n_head_kv, spec.head_dim_k});
-      dump_(ops, kr, "Kcur_normed", il);
+      const Act kn = view(b.k_normed, n, spec.k_dim());
+      qk_norm(ops, k, l.attn_k_norm, spec.n_head_kv, spec.head_dim_k, c_.rms_eps, kn, "attn_k_norm", il);
+      dump_(ops, kn, "Kcur_normed", il);
+      k = kn;
     }
-    q = qr;
-    k = kr;
     ops.rope(q, spec.n_head, spec.head_dim_k, rope);
     ops.rope(k, spec.n_head_kv, spec.head_dim_k, rope);
     dump_(ops, q, "Qcur", il);
@@ -136,7 +176,8 @@ Act GraphBuilder::build_attn(int il, Act cur, const LayerWeights& l, const AttnS
 }
 
 void GraphBuilder::build_residual(int il, const TensorInfo& w, Act in, const char* name,
-                                  const char* sum_name) {
+                                  const char* sum_name, const std::vector<float>* post_norm,
+                                  const char* post_name) {
   if (!live()) return;
   Ops& ops = *at_;
   Act cur = view(on(at_).cur, in.rows, c_.n_embd);
@@ -145,7 +186,8 @@ void GraphBuilder::build_residual(int il, const TensorInfo& w, Act in, const cha
     x_.rows = 0;  // no logits wanted: the KV of every layer is stored, nothing is left to do
     return;
   }
-  if (select || dump_.enabled()) {
+  const bool normed = post_norm && !post_norm->empty();
+  if (select || dump_.enabled() || normed) {
     ops.matmul(w, in, cur);
     dump_(ops, cur, name, il);
     if (select) {
@@ -160,6 +202,12 @@ void GraphBuilder::build_residual(int il, const TensorInfo& w, Act in, const cha
       x_ = xs;
       cur = cs;
     }
+    if (normed) {
+      const Act out = view(on(at_).normed, cur.rows, c_.n_embd);
+      ops.rms_norm(cur, *post_norm, c_.rms_eps, out);
+      dump_(ops, out, post_name, il);
+      cur = out;
+    }
     ops.add(x_, cur);
   } else {
     ops.matmul_add(w, in, cur, x_);
@@ -167,19 +215,31 @@ void GraphBuilder::build_residual(int il, const TensorInfo& w, Act in, const cha
   dump_(ops, x_, sum_name, il);
 }
 
-Act GraphBuilder::build_ffn_swiglu(int il, Act cur, const TensorInfo& gate_w, const TensorInfo& up_w) {
+Act GraphBuilder::build_ffn(int il, Act cur, const LayerWeights& l) {
   Buffers& b = on(at_);
-  const Act gate = view(b.gate, cur.rows, c_.n_ff_of(il)), up = view(b.up, cur.rows, c_.n_ff_of(il));
+  const int64_t ff = c_.n_ff_of(il);
+  const Act gate = view(b.gate, cur.rows, ff), up = view(b.up, cur.rows, ff);
   if (!live()) return gate;
   Ops& ops = *at_;
-  if (!dump_.enabled()) {
-    ops.gate_up_swiglu(cur, gate_w, up_w, gate, up, gate);
+  const char* name = c_.ffn_gelu ? "ffn_geglu" : "ffn_swiglu";
+  if (!l.ffn_gate) {  // ffn_up holds gate then up (Phi-3)
+    const Act both = view(b.gate_up, cur.rows, 2 * ff);
+    ops.matmul(*l.ffn_up, cur, both);
+    ops.copy_cols(both, 0, gate);
+    ops.copy_cols(both, ff, up);
+  } else if (!dump_.enabled() && !c_.ffn_gelu) {
+    ops.gate_up_swiglu(cur, *l.ffn_gate, *l.ffn_up, gate, up, gate);
+    dump_(ops, gate, name, il);
+    return gate;
   } else {
-    const Ops::MatmulOut gate_up[] = {{&gate_w, gate}, {&up_w, up}};
+    const Ops::MatmulOut gate_up[] = {{l.ffn_gate, gate}, {l.ffn_up, up}};
     ops.matmul_group(cur, gate_up);
-    ops.swiglu(gate, up, gate);
   }
-  dump_(ops, gate, "ffn_swiglu", il);
+  if (c_.ffn_gelu)
+    ops.geglu(gate, up, gate);
+  else
+    ops.swiglu(gate, up, gate);
+  dump_(ops, gate, name, il);
   return gate;
 }
 
@@ -192,6 +252,7 @@ void GraphBuilder::build_output(float* logits, int32_t* argmax) {
   dump_(ops, norm, "result_norm", -1);
   Act out = ops.alloc(n_out_, c_.n_vocab);  // [n_out, n_vocab]
   ops.matmul(*w_.output, norm, out);
+  if (c_.final_softcap > 0.0f) ops.softcap(out, c_.final_softcap);
   dump_(ops, out, "result_output", -1);
   if (argmax)
     ops.argmax_rows(out, argmax);

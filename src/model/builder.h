@@ -35,7 +35,8 @@ class GraphBuilder {
   // The attention of layer il as the Config describes it (causal, 1/sqrt(head_dim) scale).
   AttnSpec attn_spec(int il) const;
 
-  // x = the token embeddings, on the embedding's backend ("inp_embd").
+  // x = the token embeddings, on the embedding's backend ("inp_embd"), times the Config's
+  // embd_scale where it has one ("inp_scaled").
   void build_inp_embd();
   // Moves the residual stream to the backend that runs layer il (a no-op on one backend).
   void begin_layer(int il);
@@ -43,17 +44,21 @@ class GraphBuilder {
   Act x() const { return x_; }
   // RMSNorm of the residual stream into the layer scratch [rows, n_embd].
   Act build_norm(const std::vector<float>& w, const char* name, int il);
-  // q/k/v of `cur` ([rows, n_embd]), the per-head RMSNorms of q and k where the layer has them
-  // ("Qcur_normed", "Kcur_normed"), RoPE on q and k, the KV store of layer il and attention: the
-  // attention output [rows, spec.out_dim()] ("Qcur", "Kcur", "Vcur", "kqv_out").
+  // q/k/v of `cur` ([rows, n_embd]) from separate or fused projections, plus their biases where
+  // the layer has them; the RMSNorms of q and k where it has them, per head or over the whole
+  // projection ("Qcur_normed", "Kcur_normed"); RoPE on q and k; the KV store of layer il and
+  // attention: the attention output [rows, spec.out_dim()] ("Qcur", "Kcur", "Vcur", "kqv_out").
   Act build_attn(int il, Act cur, const LayerWeights& l, const AttnSpec& spec, const RopeParams& rope);
-  // x += in . w^T ("<name>" the product, "<sum_name>" the new x). In the last layer, the first
-  // residual keeps only the output rows (see above).
-  void build_residual(int il, const TensorInfo& w, Act in, const char* name, const char* sum_name);
-  // silu(cur . gate^T) * (cur . up^T) [rows, n_ff(il)] ("ffn_swiglu").
-  Act build_ffn_swiglu(int il, Act cur, const TensorInfo& gate, const TensorInfo& up);
-  // Output norm and matrix on the head's backend, then the logits or greedy ids home
-  // ("result_norm", "result_output").
+  // x += in . w^T ("<name>" the product, "<sum_name>" the new x), or, with a post-norm (Gemma 2/3,
+  // OLMo2), x += rms_norm(in . w^T) ("<post_name>" the normed product). In the last layer, the
+  // first residual keeps only the output rows (see above).
+  void build_residual(int il, const TensorInfo& w, Act in, const char* name, const char* sum_name,
+                      const std::vector<float>* post_norm = nullptr, const char* post_name = nullptr);
+  // The gated FFN's first half, act(cur . gate^T) * (cur . up^T) [rows, n_ff(il)], act SiLU or
+  // the Config's GELU-tanh, gate and up separate or fused in ffn_up ("ffn_swiglu"/"ffn_geglu").
+  Act build_ffn(int il, Act cur, const LayerWeights& l);
+  // Output norm and matrix on the head's backend, the Config's final soft-capping, then the
+  // logits or greedy ids home ("result_norm", "result_output").
   void build_output(float* logits, int32_t* argmax);
   // False once the step has nothing left to compute (no output rows after the last attention).
   bool live() const { return x_.rows > 0; }
@@ -62,7 +67,10 @@ class GraphBuilder {
   struct Buffers {
     Ops* ops = nullptr;
     Act x, cur, q, k, v, attn, gate, up;  // widest-layer scratch, see builder.cpp
-    Act q_normed, k_normed;               // only for families with per-head q/k norms
+    Act q_normed, k_normed;               // only for families with q/k norms
+    Act qkv;                              // [n, q + k + v] only for fused q/k/v projections
+    Act gate_up;                          // [n, 2 * n_ff] only for fused gate/up projections
+    Act normed;                           // [n, n_embd] only for families with post-norms
   };
   Buffers& on(Ops* o);
   void move_to(Ops* to);

@@ -77,6 +77,43 @@ RopeParams Config::rope_params() const {
   return p;
 }
 
+RopeParams Config::rope_params_of(int il) const {
+  RopeParams p = rope_params();
+  if (is_swa(il)) {
+    if (rope_freq_base_swa > 0.0f) p.freq_base = rope_freq_base_swa;
+    if (rope_freq_scale_swa > 0.0f) p.freq_scale = rope_freq_scale_swa;
+  }
+  return p;
+}
+
+void set_swa_period(Config& c, int64_t period) {
+  c.swa_layers.assign(size_t(c.n_layer), false);
+  for (int il = 0; il < c.n_layer; ++il) c.swa_layers[size_t(il)] = period == 0 || il % period < period - 1;
+}
+
+void read_sliding_window(const Metadata& md, Config& c, int64_t window, int64_t period) {
+  const std::string key = c.arch + ".attention.sliding_window";
+  if (md.has(key)) window = md.get_i64(key);
+  if (window < 0 || window > (int64_t(1) << 30))
+    throw_error("metadata key '{}': value {} is out of range", key, window);
+  c.n_swa = int(window);
+  c.swa_layers.clear();
+  if (c.n_swa == 0) return;
+  const std::string pkey = c.arch + ".attention.sliding_window_pattern";
+  const Value* v = md.find(pkey);
+  if (v && v->type() == ValueType::Array) {
+    const std::vector<Value>& items = v->as_array().items;
+    if (int64_t(items.size()) != c.n_layer)
+      throw_error("metadata key '{}': {} values for {} layers", pkey, items.size(), c.n_layer);
+    for (const Value& x : items) c.swa_layers.push_back(x.type() == ValueType::Bool ? x.as_bool() : x.as_i64() != 0);
+    return;
+  }
+  if (v) period = md.get_i64(pkey);
+  if (period < 0 || period > c.n_layer + 1)
+    throw_error("metadata key '{}': period {} for {} layers", pkey, period, c.n_layer);
+  set_swa_period(c, period);
+}
+
 Config config_from_metadata(const Metadata& md) {
   Config c;
   c.arch = md.architecture();

@@ -45,6 +45,23 @@ struct Config {
   // computed here from rope.scaling.{factor,low_freq_factor,high_freq_factor}.
   std::vector<float> rope_freq_factors;
 
+  // Attention and output variants (Gemma 2/3, Mistral); zeros are the llama meaning.
+  int n_swa = 0;                 // <arch>.attention.sliding_window: positions a sliding layer sees
+  std::vector<bool> swa_layers;  // [n_layer] layers whose attention slides (empty: none)
+  float attn_scale = 0.0f;       // scores = q.k * this; 0: 1 / sqrt(head_dim)
+  float attn_softcap = 0.0f;     // <arch>.attn_logit_softcapping (Gemma 2); 0: none
+  float final_softcap = 0.0f;    // <arch>.final_logit_softcapping (Gemma 2/3); 0: none
+  float embd_scale = 0.0f;       // token embeddings times this (Gemma: sqrt(n_embd)); 0: none
+  bool ffn_gelu = false;         // the gated FFN's activation is GELU-tanh (Gemma), not SiLU
+  // RoPE of the sliding layers where it differs (Gemma 3's local base); 0: the global value.
+  float rope_freq_base_swa = 0.0f, rope_freq_scale_swa = 0.0f;
+  // Phi-3 LongRoPE: the factors for contexts past rope_ctx_orig (rope_factors_long.weight); the
+  // short ones are rope_freq_factors.
+  std::vector<float> rope_freq_factors_long;
+
+  bool is_swa(int il) const { return n_swa > 0 && !swa_layers.empty() && swa_layers[size_t(il)]; }
+  int window_of(int il) const { return is_swa(il) ? n_swa : 0; }
+
   int n_head_of(int il) const { return n_head_per_layer.empty() ? n_head : n_head_per_layer[size_t(il)]; }
   int n_head_kv_of(int il) const {
     return n_head_kv_per_layer.empty() ? n_head_kv : n_head_kv_per_layer[size_t(il)];
@@ -56,7 +73,17 @@ struct Config {
   int k_dim_of(int il) const { return n_head_kv_of(il) * head_dim; }
   int v_dim_of(int il) const { return n_head_kv_of(il) * head_dim_v; }
   RopeParams rope_params() const;
+  // Layer il's: a sliding layer's own base and scale where the family has them.
+  RopeParams rope_params_of(int il) const;
 };
+
+// The sliding-window keys llama.cpp reads for its SWA families: <arch>.attention.sliding_window
+// (default `window`) and <arch>.attention.sliding_window_pattern, a period (layer il slides
+// unless il % period == period - 1; 0: every layer) or an array of one bool per layer (default
+// `period`). A window of 0 leaves every layer global.
+void read_sliding_window(const Metadata& md, Config& c, int64_t window, int64_t period);
+// Sets c.swa_layers from a period (above).
+void set_swa_period(Config& c, int64_t period);
 
 // Reads and validates the hyperparameters: the generic keys here, the family's own through its
 // hook. Missing required keys and inconsistent values throw a jitllm::Error naming the key

@@ -4,14 +4,20 @@
 
 namespace jitllm {
 
-extern const Family kLlamaFamily;  // archs/llama.cpp
-extern const Family kQwen3Family;  // archs/qwen3.cpp
+extern const Family kLlamaFamily;   // archs/llama.cpp
+extern const Family kQwen2Family;   // archs/qwen2.cpp
+extern const Family kQwen3Family;   // archs/qwen3.cpp
+extern const Family kGemmaFamily;   // archs/gemma.cpp
+extern const Family kGemma2Family;  // archs/gemma2.cpp
+extern const Family kGemma3Family;  // archs/gemma3.cpp
+extern const Family kPhi3Family;    // archs/phi3.cpp
+extern const Family kOlmo2Family;   // archs/olmo2.cpp
 
 namespace {
 
 const Family* const kFamilies[] = {
-    &kLlamaFamily,
-    &kQwen3Family,
+    &kLlamaFamily, &kQwen2Family, &kQwen3Family, &kGemmaFamily,
+    &kGemma2Family, &kGemma3Family, &kPhi3Family, &kOlmo2Family,
 };
 
 }  // namespace

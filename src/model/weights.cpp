@@ -85,6 +85,13 @@ std::vector<int64_t> o(const Config& c, int il) {
 }
 std::vector<int64_t> gate_up(const Config& c, int il) { return {c.n_embd, c.n_ff_of(il)}; }
 std::vector<int64_t> down(const Config& c, int il) { return {c.n_ff_of(il), c.n_embd}; }
+std::vector<int64_t> q_dim(const Config& c, int il) { return {c.q_dim_of(il)}; }
+std::vector<int64_t> k_dim(const Config& c, int il) { return {c.k_dim_of(il)}; }
+std::vector<int64_t> v_dim(const Config& c, int il) { return {c.v_dim_of(il)}; }
+std::vector<int64_t> qkv(const Config& c, int il) {
+  return {c.n_embd, int64_t(c.q_dim_of(il)) + c.k_dim_of(il) + c.v_dim_of(il)};
+}
+std::vector<int64_t> gate_up_fused(const Config& c, int il) { return {c.n_embd, 2 * int64_t(c.n_ff_of(il))}; }
 }  // namespace shapes
 
 namespace {
@@ -129,6 +136,10 @@ ModelWeights bind_weights(const ModelFile& file, Config& c, std::span<const Laye
   }
 
   if (b.find("rope_freqs.weight")) c.rope_freq_factors = b.vector("rope_freqs.weight", c.n_rot / 2);
+  if (b.find("rope_factors_short.weight"))
+    c.rope_freq_factors = b.vector("rope_factors_short.weight", c.n_rot / 2);
+  if (b.find("rope_factors_long.weight"))
+    c.rope_freq_factors_long = b.vector("rope_factors_long.weight", c.n_rot / 2);
 
   for (int il = 0; il < c.n_layer; ++il) {
     const std::string p = "blk." + std::to_string(il) + ".";
@@ -146,6 +157,9 @@ ModelWeights bind_weights(const ModelFile& file, Config& c, std::span<const Laye
       else
         l.*std::get<std::vector<float> LayerWeights::*>(lt.slot) = b.vector_of(info, shape[0]);
     }
+    if (!l.wqkv && !(l.wq && l.wk && l.wv))
+      throw_error("{}: layer {} has neither {}attn_qkv.weight nor attn_q/attn_k/attn_v", file.path,
+                  il, p);
     w.layers.push_back(std::move(l));
     w.layer_tensors.push_back(std::move(bound));
   }

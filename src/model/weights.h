@@ -24,12 +24,18 @@ struct LayerWeights {
   const TensorInfo* wk = nullptr;        // [n_embd, k_dim]
   const TensorInfo* wv = nullptr;        // [n_embd, v_dim]
   const TensorInfo* wo = nullptr;        // [q_dim, n_embd]
-  std::vector<float> attn_q_norm;        // [head_dim] per-head RMSNorm of q (Qwen3, OLMo2, Gemma 3)
-  std::vector<float> attn_k_norm;        // [head_dim] per-head RMSNorm of k
+  const TensorInfo* wqkv = nullptr;      // [n_embd, q_dim + k_dim + v_dim] fused (Phi-3), or null
+  std::vector<float> bq, bk, bv;         // [q_dim], [k_dim], [v_dim] projection biases (Qwen2)
+  // RMSNorms of q and k: [head_dim] per head (Qwen3, Gemma 3) or [q_dim] / [k_dim] over the
+  // whole projection (OLMo2); the builder tells them apart by their length.
+  std::vector<float> attn_q_norm;
+  std::vector<float> attn_k_norm;
+  std::vector<float> attn_post_norm;     // [n_embd] norm of the attention output (Gemma 2/3, OLMo2)
   std::vector<float> ffn_norm;           // [n_embd]
-  const TensorInfo* ffn_gate = nullptr;  // [n_embd, n_ff]
-  const TensorInfo* ffn_up = nullptr;    // [n_embd, n_ff]
+  const TensorInfo* ffn_gate = nullptr;  // [n_embd, n_ff]; null when ffn_up holds both halves
+  const TensorInfo* ffn_up = nullptr;    // [n_embd, n_ff], or [n_embd, 2 * n_ff] gate then up (Phi-3)
   const TensorInfo* ffn_down = nullptr;  // [n_ff, n_embd]
+  std::vector<float> ffn_post_norm;      // [n_embd] norm of the FFN output (Gemma 2/3, OLMo2)
 };
 
 struct ModelWeights {
@@ -55,6 +61,11 @@ std::vector<int64_t> v(const Config& c, int il);         // [n_embd, v_dim(il)]
 std::vector<int64_t> o(const Config& c, int il);         // [n_head(il) * head_dim_v, n_embd]
 std::vector<int64_t> gate_up(const Config& c, int il);   // [n_embd, n_ff(il)]
 std::vector<int64_t> down(const Config& c, int il);      // [n_ff(il), n_embd]
+std::vector<int64_t> q_dim(const Config& c, int il);     // [q_dim(il)]
+std::vector<int64_t> k_dim(const Config& c, int il);     // [k_dim(il)]
+std::vector<int64_t> v_dim(const Config& c, int il);     // [v_dim(il)]
+std::vector<int64_t> qkv(const Config& c, int il);       // [n_embd, q_dim + k_dim + v_dim]
+std::vector<int64_t> gate_up_fused(const Config& c, int il);  // [n_embd, 2 * n_ff(il)]
 }  // namespace shapes
 
 // One tensor of every layer of a family: "blk.N." + name, bound into `slot`.
@@ -65,9 +76,10 @@ struct LayerTensor {
   bool optional = false;
 };
 
-// Binds the model-wide tensors (token_embd, output_norm, output or tied, rope_freqs) and, for each
-// layer, the family's table. Completes `config` from the tensors where metadata left a gap
-// (n_vocab from token_embd; llama3 rope factors from rope_freqs.weight).
+// Binds the model-wide tensors (token_embd, output_norm, output or tied, rope_freqs, Phi-3's
+// rope_factors_short/long) and, for each layer, the family's table. Completes `config` from the
+// tensors where metadata left a gap (n_vocab from token_embd; rope factors). A layer must end up
+// with q, k and v projections, separate or fused.
 ModelWeights bind_weights(const ModelFile& file, Config& config, std::span<const LayerTensor> layer);
 
 // The llama family's tensors (model/archs/llama.cpp).

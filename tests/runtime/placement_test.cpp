@@ -263,6 +263,11 @@ class PrivateKvOps final : public Ops {
   }
   void swiglu(Act g, Act u, Act out) override { inner_.swiglu(g, u, out); }
   void add(Act acc, Act x) override { inner_.add(acc, x); }
+  void geglu(Act g, Act u, Act out) override { inner_.geglu(g, u, out); }
+  void add_bias(Act x, const std::vector<float>& b) override { inner_.add_bias(x, b); }
+  void scale(Act x, float s) override { inner_.scale(x, s); }
+  void softcap(Act x, float cap) override { inner_.softcap(x, cap); }
+  void copy_cols(Act x, int64_t first, Act out) override { inner_.copy_cols(x, first, out); }
   void select_rows(Act x, std::span<const int32_t> rows, Act out) override {
     inner_.select_rows(x, rows, out);
   }

@@ -1,6 +1,7 @@
 // CpuOps: the op interface over host memory and CpuKernels.
 #include "backend/cpu/cpu_ops.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/error.h"
@@ -69,7 +70,13 @@ void CpuOps::rope(Act x, int n_heads, int head_dim, const RopeParams& params) {
 }
 
 void CpuOps::attention(int il, Act q, Act k, Act v, Act out, const AttnSpec& spec) {
-  if (!spec.is_plain()) refuse_unplain_attention(spec, "CPU attention");
+  // Sliding windows and soft-capping are implemented; sinks and unequal K/V widths are not.
+  if (spec.sinks || spec.head_dim_k != spec.head_dim_v || !spec.causal) {
+    AttnSpec rest = spec;
+    rest.window = 0;
+    rest.softcap = 0.0f;
+    refuse_unplain_attention(rest, "CPU attention");
+  }
   const KvLayout& kv = kv_;
   if (kv.layer(il).k_dim != spec.k_dim() || kv.layer(il).v_dim != spec.v_dim())
     throw_error("CPU attention: layer {} keeps K/V rows of {}/{}, the step gives {}/{}", il,
@@ -78,12 +85,14 @@ void CpuOps::attention(int il, Act q, Act k, Act v, Act out, const AttnSpec& spe
   k_rows_.resize(n);
   v_rows_.resize(n);
   n_kv_.resize(n);
+  kv_start_.resize(n);
   dst_.resize(n);
   for (size_t i = 0; i < n; ++i) {
     const KvSeq& s = batch_.seqs[size_t(batch_.seq[i])];
     k_rows_[i] = kv.k_rows(s.pages, il);
     v_rows_[i] = kv.v_rows(s.pages, il);
     n_kv_[i] = int64_t(batch_.pos[i]) + 1;
+    kv_start_[i] = spec.window > 0 ? std::max<int64_t>(0, n_kv_[i] - spec.window) : 0;
   }
   // K and V of every row are stored first: rows of one sequence attend to each other causally.
   for (size_t i = 0; i < n; ++i) dst_[i] = k_rows_[i].row(batch_.pos[i]);
@@ -101,6 +110,8 @@ void CpuOps::attention(int il, Act q, Act k, Act v, Act out, const AttnSpec& spe
   a.q = q.data;
   a.out = out.data;
   a.n_kv = n_kv_.data();
+  a.kv_start = spec.window > 0 ? kv_start_.data() : nullptr;
+  a.softcap = spec.softcap;
   a.k = k_rows_.data();
   a.v = v_rows_.data();
   // llama.cpp switches to its tiled f32 kernel for ubatches of 64 tokens or more; doing the same
@@ -113,7 +124,28 @@ void CpuOps::swiglu(Act gate, Act up, Act out) {
   k_.swiglu(gate.data, up.data, out.data, gate.rows * gate.cols);
 }
 
+void CpuOps::geglu(Act gate, Act up, Act out) {
+  k_.geglu(gate.data, up.data, out.data, gate.rows * gate.cols);
+}
+
 void CpuOps::add(Act acc, Act x) { k_.add(acc.data, x.data, acc.rows * acc.cols); }
+
+void CpuOps::add_bias(Act x, const std::vector<float>& bias) {
+  if (int64_t(bias.size()) != x.cols)
+    throw_error("add_bias: {} values for rows of {}", bias.size(), x.cols);
+  k_.add_rows(x.data, bias.data(), x.rows, x.cols);
+}
+
+void CpuOps::scale(Act x, float s) { k_.scale(x.data, s, x.rows * x.cols); }
+
+void CpuOps::softcap(Act x, float cap) { k_.softcap(x.data, cap, x.rows * x.cols); }
+
+void CpuOps::copy_cols(Act x, int64_t first, Act out) {
+  if (first < 0 || first + out.cols > x.cols)
+    throw_error("copy_cols: columns [{}, {}) of rows of {}", first, first + out.cols, x.cols);
+  for (int64_t r = 0; r < out.rows; ++r)
+    std::memcpy(out.data + r * out.cols, x.data + r * x.cols + first, size_t(out.cols) * sizeof(float));
+}
 
 void CpuOps::select_rows(Act x, std::span<const int32_t> rows, Act out) {
   for (size_t j = 0; j < rows.size(); ++j)

@@ -25,7 +25,12 @@ class CpuOps final : public Ops {
   void rope(Act x, int n_heads, int head_dim, const RopeParams& params) override;
   void attention(int il, Act q, Act k, Act v, Act out, const AttnSpec& spec) override;
   void swiglu(Act gate, Act up, Act out) override;
+  void geglu(Act gate, Act up, Act out) override;
   void add(Act acc, Act x) override;
+  void add_bias(Act x, const std::vector<float>& bias) override;
+  void scale(Act x, float s) override;
+  void softcap(Act x, float cap) override;
+  void copy_cols(Act x, int64_t first, Act out) override;
   void select_rows(Act x, std::span<const int32_t> rows, Act out) override;
   void read(Act x, float* host) override;
   void write(Act x, const float* host) override;
@@ -39,7 +44,7 @@ class CpuOps final : public Ops {
   std::vector<std::vector<float>> scratch_;
   size_t next_ = 0;
   std::vector<PagedRows> k_rows_, v_rows_;  // [n_rows] per attention call
-  std::vector<int64_t> n_kv_;               // [n_rows]
+  std::vector<int64_t> n_kv_, kv_start_;    // [n_rows]
   std::vector<uint8_t*> dst_;               // [n_rows]
   std::vector<CpuKernels::MatmulTarget> group_;  // matmul_group's matrices
   // The kernels' decode copies of weight matrices (CpuKernels::prepare_weights), by the

@@ -10,7 +10,8 @@
 //    chain over the head dimension (eight keys in the eight lanes of a ymm), tile max and
 //    ggml's expf vectorized with the reference's semantics, the per-16 pairwise sums, and V
 //    accumulated key after key in registers.
-// Heads whose size is not a multiple of 64 go to the reference.
+// Both honour a sliding window (keys before AttentionArgs::kv_start skipped, tiles still aligned
+// to key 0) and soft-capped scores. Heads whose size is not a multiple of 64 go to the reference.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -56,6 +57,9 @@ float dot_vec(const TA* a, const TB* b, int n) {
   x = _mm_add_ss(x, _mm_movehdup_ps(x));
   return _mm_cvtss_f32(x);
 }
+
+// Gemma 2's attention logit soft-capping, after the scale (cap 0: none).
+inline float soft_capped(float s, float cap) { return cap > 0.0f ? cap * std::tanh(s / cap) : s; }
 
 inline __m128i to_half(__m256 v) { return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT); }
 
@@ -104,7 +108,7 @@ void attend_one_chunk_group(const AttentionArgs& a, int64_t r, int kvh, int hg0,
     S[hg] = 0.0f;
     M[hg] = -std::numeric_limits<float>::infinity();
   }
-  for (int64_t j = 0; j < n_kv; ++j) {
+  for (int64_t j = a.kv_start ? a.kv_start[r] : 0; j < n_kv; ++j) {
     if (j + kPrefetchKeys < n_kv) {
       const uint8_t* kp = K.row(j + kPrefetchKeys) + head_off;
       const uint8_t* vp = V.row(j + kPrefetchKeys) + head_off;
@@ -117,8 +121,10 @@ void attend_one_chunk_group(const AttentionArgs& a, int64_t r, int kvh, int hg0,
     const uint8_t* vrow = V.row(j) + head_off;
     for (int hg = hg0; hg < hg1; ++hg) {
       const float* qf = sc.qf.data() + size_t(hg) * hd;
-      const float s = (f16 ? dot_vec(reinterpret_cast<const uint16_t*>(krow), qf, hd)
-                           : dot_vec(reinterpret_cast<const float*>(krow), qf, hd)) * a.scale;
+      const float s = soft_capped((f16 ? dot_vec(reinterpret_cast<const uint16_t*>(krow), qf, hd)
+                                       : dot_vec(reinterpret_cast<const float*>(krow), qf, hd)) *
+                                      a.scale,
+                                  a.softcap);
       const float m_old = M[hg];
       float ms = 1.0f, vs = 1.0f;
       if (s > m_old) {
@@ -235,12 +241,20 @@ struct TiledScratch {
         S(size_t(kMaxBlockRows) * size_t(group)), M(S.size()), vrow(kKvTile) {}
 };
 
+// Lanes l with lo <= l < hi, as an all-ones mask.
+inline __m256 visible(__m256i lane, int lo, int hi) {
+  const __m256i ge_lo = _mm256_cmpgt_epi32(lane, _mm256_set1_epi32(lo - 1));
+  const __m256i lt_hi = _mm256_cmpgt_epi32(_mm256_set1_epi32(hi), lane);
+  return _mm256_castsi256_ps(_mm256_and_si256(ge_lo, lt_hi));
+}
+
 // One query head's share of one 64-key tile (ggml's tiled arithmetic, as attend_tiled in
 // reference_attention.cpp): scores as one FMA chain per key over d (eight keys per ymm), the tile
 // maximum, the rescale, ggml's expf, the per-16 pairwise sum added in double, and V accumulated
 // key after key. acc: [hd] (kept in registers 64 dims at a time).
-void tile_one_head(const float* q, int hd, float scale, const float* kt, const float* const* vrow,
-                   int64_t tile, float* acc, float& S, float& M) {
+void tile_one_head(const float* q, int hd, float scale, float cap, const float* kt,
+                   const float* const* vrow, int64_t first, int64_t tile, float* acc, float& S,
+                   float& M) {
   alignas(32) float scores[kKvTile];
   const int groups = int((tile + 7) / 8);
   // All 64 keys of the tile, whatever `tile` is: a constant count keeps the eight accumulators
@@ -254,14 +268,15 @@ void tile_one_head(const float* q, int hd, float scale, const float* kt, const f
   }
   const __m256 vsc = _mm256_set1_ps(scale);
   for (int g = 0; g < 8; ++g) _mm256_store_ps(scores + 8 * g, _mm256_mul_ps(sacc[g], vsc));
-  // Tile maximum over t < tile. vmaxps(score, m) returns m when the score is NaN, which is what
+  if (cap > 0.0f)
+    for (int64_t t = first; t < tile; ++t) scores[t] = soft_capped(scores[t], cap);
+  // Tile maximum over first <= t < tile. vmaxps(score, m) returns m when the score is NaN, which is what
   // the reference's std::max(m, score) does; lanes past the tile read as -inf.
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
   __m256 vmax = neg_inf;
   for (int g = 0; g < groups; ++g) {
-    const __m256 in_tile = _mm256_castsi256_ps(
-        _mm256_cmpgt_epi32(_mm256_set1_epi32(int(tile - 8 * g)), lane));
+    const __m256 in_tile = visible(lane, int(first - 8 * g), int(tile - 8 * g));
     vmax = _mm256_max_ps(_mm256_blendv_ps(neg_inf, _mm256_load_ps(scores + 8 * g), in_tile), vmax);
   }
   __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
@@ -289,9 +304,8 @@ void tile_one_head(const float* q, int hd, float scale, const float* kt, const f
     } else {
       e = ggml_expf8(x);
     }
-    const int valid = int(std::min<int64_t>(8, tile - 8 * g));
-    if (valid < 8)
-      e = _mm256_and_ps(e, _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(valid), lane)));
+    if (8 * g < first || 8 * g + 8 > tile)
+      e = _mm256_and_ps(e, visible(lane, int(first - 8 * g), int(tile - 8 * g)));
     _mm256_store_ps(scores + 8 * g, e);
   }
   double sum = 0.0;
@@ -334,7 +348,9 @@ void attend_tiled_block(const AttentionArgs& a, int64_t r0, int64_t r1, int kvh,
   std::fill(s.acc.begin(), s.acc.begin() + rows * group * hd, 0.0f);
   std::fill(s.S.begin(), s.S.begin() + rows * group, 0.0f);
   std::fill(s.M.begin(), s.M.begin() + rows * group, -std::numeric_limits<float>::infinity());
-  for (int64_t j0 = 0; j0 < max_kv; j0 += kKvTile) {
+  int64_t min_start = max_kv;  // the block's earliest visible key (sliding windows)
+  for (int64_t r = r0; r < r1; ++r) min_start = std::min(min_start, a.kv_start ? a.kv_start[r] : 0);
+  for (int64_t j0 = min_start / kKvTile * kKvTile; j0 < max_kv; j0 += kKvTile) {
     const int64_t len = std::min(kKvTile, max_kv - j0);
     // Keys -> kt[d][t] by 8x8 blocks; keys past `len` are zeros.
     for (int64_t t0 = 0; t0 < (len + 7) / 8 * 8; t0 += 8) {
@@ -364,11 +380,13 @@ void attend_tiled_block(const AttentionArgs& a, int64_t r0, int64_t r1, int kvh,
     for (int64_t r = r0; r < r1; ++r) {
       if (a.n_kv[r] <= j0) continue;
       const int64_t tile = std::min(kKvTile, a.n_kv[r] - j0);
+      const int64_t first = std::max<int64_t>(0, (a.kv_start ? a.kv_start[r] : 0) - j0);
+      if (first >= tile) continue;  // the whole tile is before the row's window
       for (int hg = 0; hg < group; ++hg) {
         const size_t st = size_t((r - r0) * group + hg);
         const float* q = a.q + (r * a.n_head + kvh * group + hg) * hd;
-        tile_one_head(q, hd, a.scale, s.kt.data(), s.vrow.data(), tile, s.acc.data() + st * hd,
-                      s.S[st], s.M[st]);
+        tile_one_head(q, hd, a.scale, a.softcap, s.kt.data(), s.vrow.data(), first, tile,
+                      s.acc.data() + st * hd, s.S[st], s.M[st]);
       }
     }
   }

@@ -1,5 +1,5 @@
 // Reference causal attention over paged K/V (ragged batches: every query row has its own
-// sequence and length). Reproduces the arithmetic of ggml-cpu's flash-attention kernels, which is
+// sequence and length; a sliding window starts it at kv_start; scores optionally soft-capped). Reproduces the arithmetic of ggml-cpu's flash-attention kernels, which is
 // what llama.cpp runs by default on CPU, so logits can be compared at the 1e-6 level:
 //  - one_chunk path (AttentionArgs::f32_tiles == false): Q rounded to F16 when K is F16, one key
 //    at a time with an online softmax in f32, and -- when V is F16 -- the V accumulator itself
@@ -25,6 +25,10 @@ namespace {
 
 constexpr int64_t kKvTile = 64;  // ggml's GGML_FA_TILE_KV
 
+// Gemma 2's attention logit soft-capping (cap 0: none), after the scale as in ggml's
+// flash attention and transformers.
+inline float soft_capped(float s, float cap) { return cap > 0.0f ? cap * std::tanh(s / cap) : s; }
+
 // One query head of one row, ggml's one_chunk arithmetic.
 void attend_one_chunk(const AttentionArgs& a, int64_t r, int h, std::vector<uint16_t>& q16,
                       std::vector<uint16_t>& acc16, std::vector<float>& acc32) {
@@ -43,13 +47,13 @@ void attend_one_chunk(const AttentionArgs& a, int64_t r, int h, std::vector<uint
     std::fill(acc32.begin(), acc32.end(), 0.0f);
   }
   float S = 0.0f, M = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j < a.n_kv[r]; ++j) {
+  for (int64_t j = a.kv_start ? a.kv_start[r] : 0; j < a.n_kv[r]; ++j) {
     const uint8_t* krow = K.row(j) + head_off;
     const uint8_t* vrow = V.row(j) + head_off;
     // ggml's kq_vec_dot is ggml_vec_dot_f16 / _f32: the vec summation order.
     float s = f16 ? dot_f16_f16_vec(reinterpret_cast<const uint16_t*>(krow), q16.data(), hd)
                   : dot_f32_vec(reinterpret_cast<const float*>(krow), q, hd);
-    s = s * a.scale;
+    s = soft_capped(s * a.scale, a.softcap);
     const float m_old = M;
     float ms = 1.0f, vs = 1.0f;
     if (s > M) {
@@ -91,12 +95,15 @@ void attend_tiled(const AttentionArgs& a, int64_t r, int h, std::vector<float>& 
   const PagedRows& V = a.v[r];
   const int64_t n_kv = a.n_kv[r];
 
+  const int64_t start = a.kv_start ? a.kv_start[r] : 0;
   std::fill(acc32.begin(), acc32.end(), 0.0f);
   float S = 0.0f, M = -std::numeric_limits<float>::infinity();
-  for (int64_t j0 = 0; j0 < n_kv; j0 += kKvTile) {
+  // Tiles stay aligned to key 0 (ggml's), keys before a sliding window's start masked out.
+  for (int64_t j0 = start / kKvTile * kKvTile; j0 < n_kv; j0 += kKvTile) {
     const int64_t tile = std::min(kKvTile, n_kv - j0);
+    const int64_t first = std::max<int64_t>(0, start - j0);  // the tile's first visible key
     float tile_max = -std::numeric_limits<float>::infinity();
-    for (int64_t t = 0; t < tile; ++t) {
+    for (int64_t t = first; t < tile; ++t) {
       const uint8_t* krow = K.row(j0 + t) + head_off;
       if (f16) {
         const auto* k16 = reinterpret_cast<const uint16_t*>(krow);
@@ -107,7 +114,7 @@ void attend_tiled(const AttentionArgs& a, int64_t r, int h, std::vector<float>& 
       // ggml's simd_gemm: one fused multiply-add chain over the head dimension.
       float s = 0.0f;
       for (int d = 0; d < hd; ++d) s = std::fma(q[d], kf[d], s);
-      scores[t] = s * a.scale;
+      scores[t] = soft_capped(s * a.scale, a.softcap);
       tile_max = std::max(tile_max, scores[t]);
     }
     const float m_new = std::max(M, tile_max);
@@ -123,7 +130,7 @@ void attend_tiled(const AttentionArgs& a, int64_t r, int h, std::vector<float>& 
     for (int64_t t0 = 0; t0 < tile; t0 += 16) {
       float lanes[16] = {};
       for (int64_t t = t0; t < std::min(tile, t0 + 16); ++t) {
-        scores[t] = ggml_vec_expf(scores[t] - M);
+        scores[t] = t < first ? 0.0f : ggml_vec_expf(scores[t] - M);
         lanes[t - t0] = scores[t];
       }
       for (int width = 8; width > 0; width /= 2)

@@ -32,7 +32,9 @@ struct AttentionArgs {
   int64_t n_rows = 0;
   const float* q = nullptr;   // [n_rows, n_head * head_dim]
   float* out = nullptr;       // [n_rows, n_head * head_dim]
-  const int64_t* n_kv = nullptr;       // [n_rows]
+  const int64_t* n_kv = nullptr;       // [n_rows] keys [kv_start, n_kv) of its sequence
+  const int64_t* kv_start = nullptr;   // [n_rows] first key a row sees (sliding window); null: 0
+  float softcap = 0.0f;                // > 0: scores = softcap * tanh(scale * q.k / softcap)
   const PagedRows* k = nullptr;        // [n_rows] (rows of one sequence share the same view)
   const PagedRows* v = nullptr;        // [n_rows]
   // Which of ggml's flash-attention paths to reproduce:
@@ -101,6 +103,17 @@ class CpuKernels {
   // acc[i] += x[i].
   virtual void add(float* acc, const float* x, int64_t count) const = 0;
 
+  // The small elementwise ops of the families beyond llama; the defaults are plain loops
+  // (reference_elementwise.cpp), which every backend shares unless it has faster ones.
+  // out[i] = gelu_tanh(gate[i]) * up[i] (out may alias gate).
+  virtual void geglu(const float* gate, const float* up, float* out, int64_t count) const;
+  // x[t, i] += bias[i]: x [n, dim], bias [dim].
+  virtual void add_rows(float* x, const float* bias, int64_t n, int64_t dim) const;
+  // x[i] *= s.
+  virtual void scale(float* x, float s, int64_t count) const;
+  // x[i] = cap * tanh(x[i] / cap).
+  virtual void softcap(float* x, float cap, int64_t count) const;
+
   // Converts n rows of `dim` floats (src: [n, dim]) to `type` (F16 or F32) at dst[t].
   virtual void store_rows(QuantType type, const float* src, int64_t n, int64_t dim,
                           uint8_t* const* dst) const = 0;
@@ -145,5 +158,6 @@ float dot_f16_f16_vec(const uint16_t* a, const uint16_t* b, int64_t n);
 // and generated kernels use them too.
 float ggml_vec_expf(float x);
 float ggml_vec_silu(float x);  // x / (1 + ggml_vec_expf(-x))
+float gelu_tanh(float x);      // GELU, tanh approximation (reference_elementwise.cpp)
 
 }  // namespace jitllm

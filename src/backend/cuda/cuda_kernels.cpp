@@ -342,6 +342,38 @@ void CudaKernels::add(CUdeviceptr acc, CUdeviceptr x, int64_t count, const Strea
   run(elementwise_fn("add"), blocks_for(count, 256, 4096), 1, 256, s, args, "add");
 }
 
+void CudaKernels::geglu(CUdeviceptr gate, CUdeviceptr up, CUdeviceptr out, int64_t count,
+                        const Stream& s) {
+  long long c = count;
+  void* args[] = {&gate, &up, &out, &c};
+  run(elementwise_fn("geglu"), blocks_for(count, 256, 4096), 1, 256, s, args, "geglu");
+}
+
+void CudaKernels::add_rows(CUdeviceptr x, CUdeviceptr bias, int64_t n, int dim, const Stream& s) {
+  long long c = n * dim;
+  void* args[] = {&x, &bias, &c, &dim};
+  run(elementwise_fn("add_rows"), blocks_for(c, 256, 4096), 1, 256, s, args, "add_rows");
+}
+
+void CudaKernels::scale(CUdeviceptr x, float v, int64_t count, const Stream& s) {
+  long long c = count;
+  void* args[] = {&x, &v, &c};
+  run(elementwise_fn("scale"), blocks_for(count, 256, 4096), 1, 256, s, args, "scale");
+}
+
+void CudaKernels::softcap(CUdeviceptr x, float cap, int64_t count, const Stream& s) {
+  long long c = count;
+  void* args[] = {&x, &cap, &c};
+  run(elementwise_fn("softcap"), blocks_for(count, 256, 4096), 1, 256, s, args, "softcap");
+}
+
+void CudaKernels::copy_cols(CUdeviceptr x, CUdeviceptr out, int64_t n, int x_cols, int first,
+                            int cols, const Stream& s) {
+  long long c = n * cols;
+  void* args[] = {&x, &out, &c, &x_cols, &first, &cols};
+  run(elementwise_fn("copy_cols"), blocks_for(c, 256, 4096), 1, 256, s, args, "copy_cols");
+}
+
 void CudaKernels::store_kv(CUdeviceptr src, CUdeviceptr rows, uint64_t offset, int64_t n, int dim,
                            bool f16, const Stream& s) {
   int h = f16 ? 1 : 0;

@@ -129,6 +129,12 @@ class CudaKernels {
             bool neox, const Stream& s);
   void swiglu(CUdeviceptr gate, CUdeviceptr up, CUdeviceptr out, int64_t count, const Stream& s);
   void add(CUdeviceptr acc, CUdeviceptr x, int64_t count, const Stream& s);
+  void geglu(CUdeviceptr gate, CUdeviceptr up, CUdeviceptr out, int64_t count, const Stream& s);
+  void add_rows(CUdeviceptr x, CUdeviceptr bias, int64_t n, int dim, const Stream& s);
+  void scale(CUdeviceptr x, float v, int64_t count, const Stream& s);
+  void softcap(CUdeviceptr x, float cap, int64_t count, const Stream& s);
+  void copy_cols(CUdeviceptr x, CUdeviceptr out, int64_t n, int x_cols, int first, int cols,
+                 const Stream& s);
   // Row t of src [n][dim] to address rows[t] + offset (rows: device array of n u64).
   void store_kv(CUdeviceptr src, CUdeviceptr rows, uint64_t offset, int64_t n, int dim, bool f16,
                 const Stream& s);

@@ -368,13 +368,18 @@ void CudaOps::embed(const TensorInfo& table, Act out) {
   wrote(out);
 }
 
-void CudaOps::rms_norm(Act x, const std::vector<float>& w, float eps, Act out) {
+CUdeviceptr CudaOps::host_vector(const std::vector<float>& w) {
   auto it = norms_.find(w.data());
   if (it == norms_.end()) {
     DeviceBuffer b(w.size() * sizeof(float));
     b.upload(w.data(), w.size() * sizeof(float));
     it = norms_.emplace(w.data(), std::move(b)).first;
   }
+  return it->second.get();
+}
+
+void CudaOps::rms_norm(Act x, const std::vector<float>& w, float eps, Act out) {
+  const CUdeviceptr wd = host_vector(w);
   if (int64_t(w.size()) != x.cols)
     throw_error("CUDA rms_norm: {} weights for rows of {}", w.size(), x.cols);
   if (fuse_ && x.cols % 32 == 0) {
@@ -382,13 +387,13 @@ void CudaOps::rms_norm(Act x, const std::vector<float>& w, float eps, Act out) {
     // own (same bits).
     ensure_q8(x.rows, x.cols);
     if (launching())
-      kernels_.rms_norm_q8(ptr(x), it->second.get(), ptr(out), q8_for(x.rows, x.cols), x.rows,
+      kernels_.rms_norm_q8(ptr(x), wd, ptr(out), q8_for(x.rows, x.cols), x.rows,
                            x.cols, eps, stream_);
     wrote(out);
     quantized(out);
     return;
   }
-  if (launching()) kernels_.rms_norm(ptr(x), it->second.get(), ptr(out), x.rows, x.cols, eps, stream_);
+  if (launching()) kernels_.rms_norm(ptr(x), wd, ptr(out), x.rows, x.cols, eps, stream_);
   wrote(out);
 }
 
@@ -483,6 +488,37 @@ void CudaOps::swiglu(Act gate, Act up, Act out) {
 void CudaOps::add(Act acc, Act x) {
   if (launching()) kernels_.add(ptr(acc), ptr(x), acc.rows * acc.cols, stream_);
   wrote(acc);
+}
+
+void CudaOps::geglu(Act gate, Act up, Act out) {
+  if (launching()) kernels_.geglu(ptr(gate), ptr(up), ptr(out), gate.rows * gate.cols, stream_);
+  wrote(out);
+}
+
+void CudaOps::add_bias(Act x, const std::vector<float>& bias) {
+  if (int64_t(bias.size()) != x.cols)
+    throw_error("CUDA add_bias: {} values for rows of {}", bias.size(), x.cols);
+  const CUdeviceptr b = host_vector(bias);
+  if (launching()) kernels_.add_rows(ptr(x), b, x.rows, int(x.cols), stream_);
+  wrote(x);
+}
+
+void CudaOps::scale(Act x, float s) {
+  if (launching()) kernels_.scale(ptr(x), s, x.rows * x.cols, stream_);
+  wrote(x);
+}
+
+void CudaOps::softcap(Act x, float cap) {
+  if (launching()) kernels_.softcap(ptr(x), cap, x.rows * x.cols, stream_);
+  wrote(x);
+}
+
+void CudaOps::copy_cols(Act x, int64_t first, Act out) {
+  if (first < 0 || first + out.cols > x.cols)
+    throw_error("CUDA copy_cols: columns [{}, {}) of rows of {}", first, first + out.cols, x.cols);
+  if (launching())
+    kernels_.copy_cols(ptr(x), ptr(out), out.rows, int(x.cols), int(first), int(out.cols), stream_);
+  wrote(out);
 }
 
 void CudaOps::select_rows(Act x, std::span<const int32_t> rows, Act out) {

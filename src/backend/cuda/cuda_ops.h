@@ -52,6 +52,11 @@ class CudaOps final : public Ops {
   void attention(int il, Act q, Act k, Act v, Act out, const AttnSpec& spec) override;
   void swiglu(Act gate, Act up, Act out) override;
   void add(Act acc, Act x) override;
+  void geglu(Act gate, Act up, Act out) override;
+  void add_bias(Act x, const std::vector<float>& bias) override;
+  void scale(Act x, float s) override;
+  void softcap(Act x, float cap) override;
+  void copy_cols(Act x, int64_t first, Act out) override;
   void select_rows(Act x, std::span<const int32_t> rows, Act out) override;
   // The fused ops (decode_fusion.cpp): q/k/v with the RoPE + KV store epilogue in decode steps of
   // one matvec tile, else q/k/v then one RoPE + KV store kernel, then attention; the residual add
@@ -154,7 +159,9 @@ class CudaOps final : public Ops {
   Stream stream_;
   Stream copy_stream_;  // host-to-device inputs (upload()); never captured
   std::unordered_map<const uint8_t*, DeviceWeight> weights_;  // by the tensor's host bytes
-  std::unordered_map<const float*, DeviceBuffer> norms_;       // by the norm vector's data
+  // Device copies of the model's host vectors (norm weights, biases), by the vector's data.
+  std::unordered_map<const float*, DeviceBuffer> norms_;
+  CUdeviceptr host_vector(const std::vector<float>& w);
   std::unordered_map<uint8_t*, DeviceBuffer> kv_pages_;        // host page -> device page
   int kv_first_layer_ = 0, kv_n_layers_ = -1;  // set_kv_layers(); -1: every layer
   size_t weight_bytes_ = 0;

@@ -263,6 +263,55 @@ extern "C" __global__ void add(float* acc, const float* __restrict__ x, long lon
     acc[i] += x[i];
 }
 
+// The elementwise ops of the families beyond llama (graph/ops.h), the CPU defaults' arithmetic.
+extern "C" __global__ void geglu(const float* g, const float* __restrict__ u, float* out,
+                                 long long count) {
+  PDL_TRIGGER();
+  PDL_WAIT();
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count;
+       i += (long long)gridDim.x * blockDim.x) {
+    const float x = g[i];
+    out[i] = 0.5f * x * (1.0f + tanhf(0.7978845608028654f * x * (1.0f + 0.044715f * x * x))) * u[i];
+  }
+}
+
+// x[t][i] += bias[i]: x [count / dim][dim].
+extern "C" __global__ void add_rows(float* x, const float* __restrict__ bias, long long count,
+                                    int dim) {
+  PDL_TRIGGER();
+  PDL_WAIT();
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count;
+       i += (long long)gridDim.x * blockDim.x)
+    x[i] += bias[i % dim];
+}
+
+extern "C" __global__ void scale(float* x, float s, long long count) {
+  PDL_TRIGGER();
+  PDL_WAIT();
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count;
+       i += (long long)gridDim.x * blockDim.x)
+    x[i] *= s;
+}
+
+extern "C" __global__ void softcap(float* x, float cap, long long count) {
+  PDL_TRIGGER();
+  PDL_WAIT();
+  const float inv = 1.0f / cap;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count;
+       i += (long long)gridDim.x * blockDim.x)
+    x[i] = cap * tanhf(x[i] * inv);
+}
+
+// out[t][c] = x[t][first + c]: x [n][x_cols], out [n][cols], count = n * cols.
+extern "C" __global__ void copy_cols(const float* __restrict__ x, float* __restrict__ out,
+                                     long long count, int x_cols, int first, int cols) {
+  PDL_TRIGGER();
+  PDL_WAIT();
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count;
+       i += (long long)gridDim.x * blockDim.x)
+    out[i] = x[(i / cols) * x_cols + first + i % cols];
+}
+
 __device__ __forceinline__ void rope_row(float* __restrict__ xr, const float* __restrict__ cs,
                                          int n_heads, int head_dim, int n_rot, int neox) {
   const int pairs = n_rot / 2;

@@ -1,6 +1,8 @@
 // The llama family (Llama 1/2/3.x with llama3 rope scaling, Mistral, SmolLM2, TinyLlama): RMSNorm,
-// RoPE (normal pairs for GGUF llama; partial rotary from the Config), GQA attention, SwiGLU FFN,
-// untied or tied output. Tensor and intermediate names are llama.cpp's.
+// RoPE (normal pairs for GGUF llama; partial rotary from the Config), GQA attention (Mistral's
+// sliding window where the file has one), SwiGLU FFN, untied or tied output. Tensor and
+// intermediate names are llama.cpp's. The graph also serves the families whose layers differ
+// only in what they bind (qwen2's biases, qwen3's q/k norms) or in Config values (gemma).
 #include <iterator>
 
 #include "core/error.h"
@@ -11,10 +13,13 @@ namespace jitllm {
 
 namespace {
 
-void read_llama_hparams(const Metadata&, Config& c) {
+void read_llama_hparams(const Metadata& md, Config& c) {
   if (c.head_dim_v != c.head_dim)
     throw_error("metadata: {}.attention.value_length {} differs from key_length {} (not supported)",
                 c.arch, c.head_dim_v, c.head_dim);
+  // Mistral's sliding window over every layer, where the file has one (jitllm's converter writes
+  // it from config.json; llama.cpp's does not, so its Mistral GGUFs attend to everything).
+  read_sliding_window(md, c, 0, 0);
 }
 
 constexpr LayerTensor kLlamaLayer[] = {  // in the order llama.cpp binds them
@@ -35,16 +40,15 @@ std::vector<LayerTensor> llama_layer_tensors() { return {std::begin(kLlamaLayer)
 
 void build_llama_graph(GraphBuilder& b) {
   const Config& c = b.config();
-  const RopeParams rope = c.rope_params();
   b.build_inp_embd();
   for (int il = 0; il < c.n_layer; ++il) {
     const LayerWeights& l = b.layer(il);
     b.begin_layer(il);
     Act cur = b.build_norm(l.attn_norm, "attn_norm", il);
-    Act attn = b.build_attn(il, cur, l, b.attn_spec(il), rope);
+    Act attn = b.build_attn(il, cur, l, b.attn_spec(il), c.rope_params_of(il));
     b.build_residual(il, *l.wo, attn, "attn_out", "ffn_inp");
     cur = b.build_norm(l.ffn_norm, "ffn_norm", il);
-    Act ffn = b.build_ffn_swiglu(il, cur, *l.ffn_gate, *l.ffn_up);
+    Act ffn = b.build_ffn(il, cur, l);
     b.build_residual(il, *l.ffn_down, ffn, "ffn_out", "l_out");
   }
 }

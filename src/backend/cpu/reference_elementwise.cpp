@@ -1,0 +1,50 @@
+// The default elementwise kernels of CpuKernels (see reference_kernels.h): plain loops split over
+// the pool. They are the oracle and, until a family's profile says otherwise, the hot path too:
+// each is one pass over an activation, small beside the matmuls around it.
+#include <cmath>
+
+#include "backend/cpu/reference_kernels.h"
+#include "core/thread_pool.h"
+
+namespace jitllm {
+
+namespace {
+
+// Splits [0, count) over the pool in pieces of at least 4096 elements.
+template <typename F>
+void for_pieces(int64_t count, F&& f) {
+  if (count <= 4096) return f(int64_t(0), count);
+  ThreadPool::global().parallel_for(count, 4096, f);
+}
+
+}  // namespace
+
+float gelu_tanh(float x) {
+  // GELU's tanh approximation, as transformers' gelu_pytorch_tanh and ggml's gelu compute it.
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + 0.044715f * x * x)));
+}
+
+void CpuKernels::geglu(const float* gate, const float* up, float* out, int64_t count) const {
+  for_pieces(count, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) out[i] = gelu_tanh(gate[i]) * up[i];
+  });
+}
+
+void CpuKernels::add_rows(float* x, const float* bias, int64_t n, int64_t dim) const {
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t i = 0; i < dim; ++i) x[t * dim + i] += bias[i];
+}
+
+void CpuKernels::scale(float* x, float s, int64_t count) const {
+  for (int64_t i = 0; i < count; ++i) x[i] *= s;
+}
+
+void CpuKernels::softcap(float* x, float cap, int64_t count) const {
+  const float inv = 1.0f / cap;
+  for_pieces(count, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) x[i] = cap * std::tanh(x[i] * inv);
+  });
+}
+
+}  // namespace jitllm
