@@ -43,4 +43,24 @@ std::string read_text(const std::string& path) {
   return std::string(bytes.begin(), bytes.end());
 }
 
+std::string family_fixture_dir(const std::string& family) {
+  // The checkout the tests run in: $JITLLM_SOURCE_DIR where the binaries travelled (the GPU
+  // machine's copy of the tree), else the one they were built from.
+  const char* env = std::getenv("JITLLM_SOURCE_DIR");
+  const std::string root = env && *env ? env : JITLLM_SOURCE_DIR;
+  return root + "/tests/model/data/" + family + "-tiny";
+}
+
+std::string family_hf_folder(const std::string& family) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("jitllm-" + family + "-tiny");
+  fs::create_directories(dir);
+  for (const char* f : {"config.json", "model.safetensors"})
+    fs::copy_file(family_fixture_dir(family) + "/" + f, dir / f, fs::copy_options::overwrite_existing);
+  for (const char* f : {"tokenizer.model", "tokenizer_config.json"})
+    fs::copy_file(oracle_path(std::string("pydoc-llama/hf/") + f), dir / f,
+                  fs::copy_options::overwrite_existing);
+  return dir.string();
+}
+
 }  // namespace jitllm::testing

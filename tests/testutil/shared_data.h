@@ -16,4 +16,12 @@ std::vector<uint8_t> read_bytes(const std::string& path);
 std::vector<float> read_f32(const std::string& path);
 std::string read_text(const std::string& path);
 
+// The committed tiny transformers model of a family (tests/model/data/<family>-tiny: config,
+// weights, reference.json, logits.<i>.f32) ...
+std::string family_fixture_dir(const std::string& family);
+// ... as a Hugging Face folder in the temp dir: its config and weights with pydoc-llama's
+// SentencePiece tokenizer from the oracle (same 2048-token vocabulary; the logits do not depend
+// on it).
+std::string family_hf_folder(const std::string& family);
+
 }  // namespace jitllm::testing

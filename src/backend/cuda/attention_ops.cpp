@@ -41,7 +41,13 @@ int CudaOps::attention_splits(const Batch& batch) const {
 }
 
 int CudaOps::card_layer(int il, const AttnSpec& spec) const {
-  if (!spec.is_plain()) refuse_unplain_attention(spec, "CUDA attention");
+  // Sliding windows and soft-capping are implemented; sinks and unequal K/V widths are not.
+  if (spec.sinks || spec.head_dim_k != spec.head_dim_v || !spec.causal) {
+    AttnSpec rest = spec;
+    rest.window = 0;
+    rest.softcap = 0.0f;
+    refuse_unplain_attention(rest, "CUDA attention");
+  }
   if (spec.n_head_kv * spec.head_dim_k != kv_.kv_dim)
     throw_error("CUDA attention: {} KV heads of {} do not match the KV rows of {}", spec.n_head_kv,
                 spec.head_dim_k, kv_.kv_dim);
@@ -91,7 +97,7 @@ void CudaOps::attend(int il, Act q, Act k, Act v, Act out, const AttnSpec& spec,
     c.q = ptr(q);
     c.k = ptr(k);
     c.v = ptr(v);
-    c.cache = rope_cache_.get();
+    c.cache = rope_table();
     c.rows = store_rows_;
     c.koff = koff;
     c.voff = voff;
@@ -99,8 +105,8 @@ void CudaOps::attend(int il, Act q, Act k, Act v, Act out, const AttnSpec& spec,
     c.n_head = n_head;
     c.n_head_kv = n_head_kv;
     c.head_dim = head_dim;
-    c.n_rot = rope_params_.n_rot;
-    c.neox = rope_params_.mode == RopeMode::Neox;
+    c.n_rot = rope_params().n_rot;
+    c.neox = rope_params().mode == RopeMode::Neox;
     c.f16 = f16;
     kernels_.rope_store(c, stream_);
   } else if (store == KvStore::Store) {
@@ -122,6 +128,8 @@ void CudaOps::attend(int il, Act q, Act k, Act v, Act out, const AttnSpec& spec,
   a.n_head_kv = n_head_kv;
   a.head_dim = head_dim;
   a.scale = spec.scale;
+  a.window = spec.window;
+  a.softcap = spec.softcap;
   a.kv_f16 = f16;
   if (flash_ && n >= kFlashMinRows && mode_ == Mode::Direct && flash_supported(head_dim, f16)) {
     if (flash_tile_count_ < 0) {  // first layer of the step: the batch's tiles

@@ -439,9 +439,10 @@ void CudaKernels::attention(const AttentionCall& a, const Stream& s) {
   CUdeviceptr xq = a.q8.q, xds = a.q8.ds, xh = a.q8.h;
   unsigned long long koff = a.koff, voff = a.voff;
   int pt = a.page_tokens, rb = a.row_bytes, nh = a.n_head, grp = group;
-  float scale = a.scale;
+  float scale = a.scale, softcap = a.softcap;
+  int window = a.window;
   void* args[] = {&q, &out, &pages, &row_pt, &n_kv, &koff, &voff, &pt, &rb, &nh, &grp, &scale,
-                  &xq, &xds, &xh};
+                  &xq, &xds, &xh, &window, &softcap};
   run(it->second, unsigned(a.n_rows), unsigned(a.n_head), 128, s, args, "attention");
 }
 

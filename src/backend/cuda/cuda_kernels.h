@@ -156,6 +156,8 @@ class CudaKernels {
     int64_t n_rows = 0;
     int n_head = 0, n_head_kv = 0, head_dim = 0;
     float scale = 1.0f;
+    int window = 0;         // > 0: a row sees only its last `window` keys (sliding window)
+    float softcap = 0.0f;   // > 0: scores = softcap * tanh(scores / softcap), after the scale
     bool kv_f16 = true;
     Q8Buffers q8;  // when set (and head_dim % 32 == 0): out also quantized for the next matvec
     // Keys each warp takes per step of its loop (their loads issued together): 0 = the default,

@@ -267,7 +267,7 @@ void CudaOps::begin(const Batch& batch, const KvLayout& kv) {
   batch_ = batch;
   kv_ = kv;
   next_ = 0;
-  rope_valid_ = false;
+  for (RopeTable& t : ropes_) t.valid = false;
   q8_src_ = nullptr;
   flash_tile_count_ = -1;
   const size_t n = batch.n_rows();
@@ -448,17 +448,20 @@ void CudaOps::matmul_group(Act x, std::span<const MatmulOut> outs) {
 }
 
 void CudaOps::prepare_rope(const RopeParams& p) {
-  if (rope_valid_ && same_rope(p, rope_params_)) return;
+  rope_at_ = 0;
+  while (rope_at_ < ropes_.size() && !same_rope(p, ropes_[rope_at_].params)) ++rope_at_;
+  if (rope_at_ == ropes_.size()) ropes_.push_back(RopeTable{p, DeviceBuffer{}, false});
+  RopeTable& table = ropes_[rope_at_];
+  if (table.valid) return;
   const size_t n = batch_.n_rows();
   float corr[2] = {0, 0};
   if (p.ext_factor != 0.0f) yarn_corr_dims(p, corr);
   host_rows_.resize(n * size_t(p.n_rot));
   for (size_t t = 0; t < n; ++t)
     rope_cache(float(batch_.pos[t]), p, corr, host_rows_.data() + t * size_t(p.n_rot));
-  ensure(rope_cache_, host_rows_.size() * sizeof(float));
-  upload(rope_cache_.get(), host_rows_.data(), host_rows_.size() * sizeof(float));
-  rope_params_ = p;
-  rope_valid_ = true;
+  ensure(table.cache, host_rows_.size() * sizeof(float));
+  upload(table.cache.get(), host_rows_.data(), host_rows_.size() * sizeof(float));
+  table.valid = true;
 }
 
 void CudaOps::rope(Act x, int n_heads, int head_dim, const RopeParams& p) {
@@ -466,7 +469,7 @@ void CudaOps::rope(Act x, int n_heads, int head_dim, const RopeParams& p) {
     throw_error("rope: n_rot {} must be even and in (0, head_dim {}]", p.n_rot, head_dim);
   prepare_rope(p);
   if (launching())
-    kernels_.rope(ptr(x), rope_cache_.get(), x.rows, n_heads, head_dim, p.n_rot,
+    kernels_.rope(ptr(x), rope_table(), x.rows, n_heads, head_dim, p.n_rot,
                   p.mode == RopeMode::Neox, stream_);
   wrote(x);
 }

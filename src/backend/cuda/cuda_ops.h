@@ -179,9 +179,18 @@ class CudaOps final : public Ops {
   bool dq_step_ = false;   // this step's q8 producers also write the f16 copy into xh_ (begin())
   DeviceBuffer tables_;  // per step: page tables, KV store rows, row -> table, n_kv
   CUdeviceptr pages_ = 0, store_rows_ = 0, row_pt_ = 0, n_kv_ = 0;
-  DeviceBuffer rope_cache_;
-  bool rope_valid_ = false;
-  RopeParams rope_params_;
+  // The step's RoPE tables ([n rows][n_rot] cos/sin), one per parameter set its layers use
+  // (Gemma 3's sliding and global layers differ), each in a device buffer of its own: a layer's
+  // kernels, launched before the next table is written, read their own.
+  struct RopeTable {
+    RopeParams params;
+    DeviceBuffer cache;
+    bool valid = false;
+  };
+  std::vector<RopeTable> ropes_;
+  size_t rope_at_ = 0;  // the table of the last prepare_rope
+  CUdeviceptr rope_table() const { return ropes_[rope_at_].cache.get(); }
+  const RopeParams& rope_params() const { return ropes_[rope_at_].params; }
   std::vector<uint8_t> host_blob_;
   size_t page_capacity_ = 0;  // u64 slots for page addresses at the start of tables_
 

@@ -55,7 +55,7 @@ void CudaOps::qkv_rope_attention(int il, Act x, const Qkv& w, Act q, Act k, Act 
   const int kl = card_layer(il, spec);  // checked before the epilogue writes the pages
   if (launching()) {
     CudaKernels::RopeEpilogue re;
-    re.cache = rope_cache_.get();
+    re.cache = rope_table();
     re.rows = store_rows_;
     re.koff = kv_.plane_bytes() * uint64_t(2 * kl);
     re.voff = kv_.plane_bytes() * uint64_t(2 * kl + 1);

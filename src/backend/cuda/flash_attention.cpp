@@ -60,7 +60,8 @@ extern "C" __global__ void __launch_bounds__(128)
 flash_attention(const float* __restrict__ q, float* __restrict__ out,
                 const u64* __restrict__ pages, const int* __restrict__ row_pt,
                 const int* __restrict__ n_kv, const int2* __restrict__ tiles, u64 koff, u64 voff,
-                int page_tokens, int row_bytes, int n_head, int group, float scale_log2) {
+                int page_tokens, int row_bytes, int n_head, int group, float scale_log2,
+                int window, float softcap) {
   __shared__ __align__(16) u16 ks[BN * LDS];  // [key][dim] f16
   __shared__ __align__(16) u16 vs[BN * LDS];
   const int2 tile = tiles[blockIdx.x];
@@ -68,11 +69,15 @@ flash_attention(const float* __restrict__ q, float* __restrict__ out,
   const int h = blockIdx.y, hk = h / group;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tg = lane & 3;
   const u64* pt = pages + row_pt[row0];
-  int nk_max = 0;  // keys any row of the tile sees
-  for (int i = 0; i < count; ++i) nk_max = max(nk_max, n_kv[row0 + i]);
-  // This lane's two rows of the warp's 16: ra (fragment rows g) and rb (g + 8).
+  int nk_max = 0, k_min = 0x7fffffff;  // keys any row of the tile sees, and the first of them
+  for (int i = 0; i < count; ++i) {
+    nk_max = max(nk_max, n_kv[row0 + i]);
+    k_min = min(k_min, window > 0 ? max(0, n_kv[row0 + i] - window) : 0);
+  }
+  // This lane's two rows of the warp's 16: ra (fragment rows g) and rb (g + 8), keys [k0, nk).
   const int ra = warp * 16 + g, rb = ra + 8;
   const int nka = ra < count ? n_kv[row0 + ra] : 0, nkb = rb < count ? n_kv[row0 + rb] : 0;
+  const int k0a = window > 0 ? nka - window : 0, k0b = window > 0 ? nkb - window : 0;
   // Q as the A operand, [HD / 16 k-steps][4 registers of two halves]. PRECISE: qf is the f16
   // rounding of Q and ql the f16 rounding of what is left (Q - qf), so S = qf K^T + ql K^T
   // carries Q to ~22 bits (the reference keeps Q in f32; K is f16 in the cache anyway).
@@ -106,7 +111,7 @@ flash_attention(const float* __restrict__ q, float* __restrict__ out,
   for (int d = 0; d < HD / 8; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.f;
   float m[2] = {NEG_INF, NEG_INF}, l[2] = {0.f, 0.f};
   const size_t head_off = (size_t)hk * HD * 2;
-  for (int kv0 = 0; kv0 < nk_max; kv0 += BN) {
+  for (int kv0 = k_min / BN * BN; kv0 < nk_max; kv0 += BN) {
     for (int c = threadIdx.x; c < BN * (HD / 8); c += 128) {
       const int r = c / (HD / 8), part = c % (HD / 8), p = kv0 + r;
       const bool ok = p < nk_max;
@@ -144,7 +149,11 @@ flash_attention(const float* __restrict__ q, float* __restrict__ out,
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int key = kv0 + j * 8 + tg * 2 + (e & 1);
-        const float v = key < (e < 2 ? nka : nkb) ? s[j][e] * scale_log2 : NEG_INF;
+        const bool seen = e < 2 ? key < nka && key >= k0a : key < nkb && key >= k0b;
+        float v = s[j][e] * scale_log2;
+        // Soft-capping in the natural-log domain: cap * tanh(score / cap), score = v / log2 e.
+        if (softcap > 0.0f) v = softcap * tanhf(v * (0.6931471805599453f / softcap)) * 1.4426950408889634f;
+        v = seen ? v : NEG_INF;
         s[j][e] = v;
         mx[e >> 1] = fmaxf(mx[e >> 1], v);
       }
@@ -264,8 +273,10 @@ void FlashAttention::run(const CudaKernels::AttentionCall& a, CUdeviceptr tiles,
   unsigned long long koff = a.koff, voff = a.voff;
   int pt = a.page_tokens, rb = a.row_bytes, nh = a.n_head, group = a.n_head / a.n_head_kv;
   float scale_log2 = a.scale * 1.4426950408889634f;  // exp(x) = exp2(x log2 e)
+  float softcap = a.softcap;
+  int window = a.window;
   void* args[] = {&q, &out, &pages, &row_pt, &n_kv, &t, &koff, &voff, &pt, &rb, &nh, &group,
-                  &scale_log2};
+                  &scale_log2, &window, &softcap};
   launch(it->second, unsigned(n_tiles), unsigned(a.n_head), 1, 128, 0, s, args, "flash_attention");
 }
 

@@ -2,7 +2,8 @@
 // accumulation): one CTA per (tile of up to 64 query rows of one sequence, query head), 4 warps
 // of 16 rows each; keys in blocks of 64 copied from the f16 KV pages to shared memory
 // (cp.async), S = Q K^T and O += P V on tensor cores, online softmax in registers. The mask is
-// per row: row i sees keys [0, n_kv[i]) of its sequence, which is the causal mask inside a
+// per row: row i sees keys [0, n_kv[i]) of its sequence (the last `window` of them with a sliding
+// window; scores soft-capped where asked), which is the causal mask inside a
 // prompt and also serves rows that continue an earlier prompt. GQA: query head h reads KV head
 // h / group. Decode steps keep the one-CTA-per-(row, head) kernel (cuda_kernels.h).
 #pragma once

@@ -464,7 +464,8 @@ extern "C" __global__ void __launch_bounds__(128)
 attention(const float* __restrict__ q, float* __restrict__ out, const u64* __restrict__ pages,
           const int* __restrict__ row_pt, const int* __restrict__ n_kv, u64 koff, u64 voff,
           int page_tokens, int row_bytes, int n_head, int group, float scale,
-          i8* __restrict__ xq, float2* __restrict__ xds, u16* __restrict__ xh) {
+          i8* __restrict__ xq, float2* __restrict__ xds, u16* __restrict__ xh, int window,
+          float softcap) {
   PDL_TRIGGER();
   PDL_WAIT();
 )";
@@ -487,9 +488,10 @@ constexpr const char* kAttention = R"(  const int row = blockIdx.x, h = blockIdx
   }
   const u64* pt = pages + row_pt[row];
   const int nk = n_kv[row];
+  const int k0 = window > 0 ? max(0, nk - window) : 0;  // a sliding window's first key
   float m = NEG_INF, l = 0.0f;
 #if KPS > 1
-  for (int p0 = warp * KPS; p0 < nk; p0 += 4 * KPS) {
+  for (int p0 = k0 + warp * KPS; p0 < nk; p0 += 4 * KPS) {
     float s[KPS], vv[KPS][E];
 #pragma unroll
     for (int u = 0; u < KPS; ++u) {
@@ -509,6 +511,7 @@ constexpr const char* kAttention = R"(  const int row = blockIdx.x, h = blockIdx
 #pragma unroll
     for (int u = 0; u < KPS; ++u) {
       s[u] = warp_sum(s[u]) * scale;
+      if (softcap > 0.0f) s[u] = softcap * tanhf(s[u] / softcap);
       mn = fmaxf(mn, s[u]);
     }
     const float corr = expf(m - mn);
@@ -525,7 +528,7 @@ constexpr const char* kAttention = R"(  const int row = blockIdx.x, h = blockIdx
     m = mn;
   }
 #else
-  for (int p = warp; p < nk; p += 4) {
+  for (int p = k0 + warp; p < nk; p += 4) {
     const u8* base = (const u8*)pt[p / page_tokens] + (size_t)(p % page_tokens) * row_bytes +
                      (size_t)hk * HD * (KV_F16 ? 2 : 4);
     const u8* kr = base + koff;
@@ -537,6 +540,7 @@ constexpr const char* kAttention = R"(  const int row = blockIdx.x, h = blockIdx
       if (d < HD) s += qv[i] * kv_load(kr, d);
     }
     s = warp_sum(s) * scale;
+    if (softcap > 0.0f) s = softcap * tanhf(s / softcap);
     const float mn = fmaxf(m, s);
     const float corr = expf(m - mn), e = expf(s - mn);
     l = l * corr + e;

@@ -36,15 +36,17 @@ __device__ __forceinline__ int split_count(int nk, int smax) {
 extern "C" __global__ void __launch_bounds__(128)
 attention_split(const float* __restrict__ q, float* __restrict__ part, const u64* __restrict__ pages,
                 const int* __restrict__ row_pt, const int* __restrict__ n_kv, u64 koff, u64 voff,
-                int page_tokens, int row_bytes, int n_head, int group, float scale, int smax) {
+                int page_tokens, int row_bytes, int n_head, int group, float scale, int smax,
+                int window, float softcap) {
   PDL_TRIGGER();
   PDL_WAIT();
   const int row = blockIdx.x, h = blockIdx.y, sp = blockIdx.z, hk = h / group;
   const int nk = n_kv[row];
-  const int ns = split_count(nk, smax);
+  const int first = window > 0 ? max(0, nk - window) : 0;  // a sliding window's first key
+  const int ns = split_count(nk - first, smax);
   if (sp >= ns) return;  // the whole CTA: no barrier below is skipped by part of it
-  const int per = (nk + ns - 1) / ns;
-  const int k0 = sp * per, k1 = min(nk, k0 + per);
+  const int per = (nk - first + ns - 1) / ns;
+  const int k0 = first + sp * per, k1 = min(nk, k0 + per);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const float* qr = q + ((size_t)row * n_head + h) * HD;
   float qv[E], acc[E];
@@ -68,6 +70,7 @@ attention_split(const float* __restrict__ q, float* __restrict__ part, const u64
       if (d < HD) s += qv[i] * kv_load(kr, d);
     }
     s = warp_sum(s) * scale;
+    if (softcap > 0.0f) s = softcap * tanhf(s / softcap);
     const float mn = fmaxf(m, s);
     const float corr = expf(m - mn), e = expf(s - mn);
     l = l * corr + e;
@@ -106,11 +109,12 @@ attention_split(const float* __restrict__ q, float* __restrict__ part, const u64
 extern "C" __global__ void __launch_bounds__(128)
 attention_merge(const float* __restrict__ part, float* __restrict__ out, const int* __restrict__ n_kv,
                 int n_head, int smax, i8* __restrict__ xq, float2* __restrict__ xds,
-                u16* __restrict__ xh) {
+                u16* __restrict__ xh, int window) {
   PDL_TRIGGER();
   PDL_WAIT();
   const int row = blockIdx.x, h = blockIdx.y, lane = threadIdx.x & 31;
-  const int ns = split_count(n_kv[row], smax);
+  const int nk = n_kv[row];
+  const int ns = split_count(window > 0 ? min(nk, window) : nk, smax);
   const float* pr = part + ((size_t)row * n_head + h) * smax * (HD + 2);
   float M = NEG_INF;
   for (int s = 0; s < ns; ++s) M = fmaxf(M, pr[(size_t)s * (HD + 2)]);
@@ -209,12 +213,13 @@ void CudaKernels::attention_split(const AttentionCall& a, int max_splits, CUdevi
   unsigned long long koff = a.koff, voff = a.voff;
   int pt = a.page_tokens, rb = a.row_bytes, nh = a.n_head, group = a.n_head / a.n_head_kv;
   int smax = max_splits;
-  float scale = a.scale;
+  float scale = a.scale, softcap = a.softcap;
+  int window = a.window;
   void* args[] = {&q, &part, &pages, &row_pt, &n_kv, &koff, &voff, &pt, &rb, &nh, &group, &scale,
-                  &smax};
+                  &smax, &window, &softcap};
   run3(fns.first, unsigned(a.n_rows), unsigned(a.n_head), unsigned(max_splits), 128, s,
        args, "attention_split");
-  void* margs[] = {&part, &out, &n_kv, &nh, &smax, &xq, &xds, &xh};
+  void* margs[] = {&part, &out, &n_kv, &nh, &smax, &xq, &xds, &xh, &window};
   run(fns.second, unsigned(a.n_rows), unsigned(a.n_head), 128, s, margs, "attention_merge");
 }
 

@@ -110,8 +110,36 @@ struct SeqKv {
   }
 };
 
+// Attention of one (row, head) in double over keys [start, n_kv) of F32 K/V: the definition a
+// sliding window and soft-capping must meet, independent of ggml's arithmetic.
+std::vector<double> naive_head(const float* q, const PagedRows& K, const PagedRows& V, int kvh,
+                               int hd, int64_t start, int64_t n_kv, double scale, double cap) {
+  std::vector<double> s;
+  double m = -INFINITY;
+  for (int64_t j = start; j < n_kv; ++j) {
+    const float* k = reinterpret_cast<const float*>(K.row(j)) + kvh * hd;
+    double d = 0;
+    for (int i = 0; i < hd; ++i) d += double(q[i]) * k[i];
+    d *= scale;
+    if (cap > 0) d = cap * std::tanh(d / cap);
+    s.push_back(d);
+    m = std::max(m, d);
+  }
+  std::vector<double> out(size_t(hd), 0.0);
+  double sum = 0;
+  for (int64_t j = start; j < n_kv; ++j) {
+    const double p = std::exp(s[size_t(j - start)] - m);
+    sum += p;
+    const float* v = reinterpret_cast<const float*>(V.row(j)) + kvh * hd;
+    for (int i = 0; i < hd; ++i) out[size_t(i)] += p * v[i];
+  }
+  for (double& x : out) x /= sum;
+  return out;
+}
+
 void check_1b(QuantType kv, bool tiles, const std::vector<std::pair<int, int64_t>>& rows_spec,
-              float q_scale, uint32_t seed, int n_head_kv = 8) {
+              float q_scale, uint32_t seed, int n_head_kv = 8, int64_t window = 0,
+              float softcap = 0.0f) {
   const int n_head = 32, hd = 64;
   std::mt19937 rng(seed);
   // rows_spec: (sequence 0 or 1, position) per query row; causal: n_kv = position + 1.
@@ -120,11 +148,12 @@ void check_1b(QuantType kv, bool tiles, const std::vector<std::pair<int, int64_t
   SeqKv s0(kv, max_pos[0] + 1, 256, n_head_kv * hd, rng), s1(kv, max_pos[1] + 1, 100, n_head_kv * hd, rng);
   const int64_t n_rows = int64_t(rows_spec.size());
   std::vector<PagedRows> ks, vs;
-  std::vector<int64_t> n_kv;
+  std::vector<int64_t> n_kv, start;
   for (const auto& [seq, pos] : rows_spec) {
     ks.push_back(seq == 0 ? s0.K : s1.K);
     vs.push_back(seq == 0 ? s0.V : s1.V);
     n_kv.push_back(pos + 1);
+    start.push_back(window > 0 ? std::max<int64_t>(0, pos + 1 - window) : 0);
   }
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::vector<float> q(size_t(n_rows) * n_head * hd);
@@ -141,9 +170,21 @@ void check_1b(QuantType kv, bool tiles, const std::vector<std::pair<int, int64_t
   a.k = ks.data();
   a.v = vs.data();
   a.f32_tiles = tiles;
+  a.kv_start = window > 0 ? start.data() : nullptr;
+  a.softcap = softcap;
   std::vector<float> ref(q.size()), got(q.size(), -7.0f);
   a.out = ref.data();
   reference_kernels().attention(a);
+  if (kv == QuantType::F32 && (window > 0 || softcap > 0.0f))  // the reference means what it says
+    for (int64_t r = 0; r < n_rows; ++r)
+      for (int h = 0; h < n_head; ++h) {
+        const std::vector<double> want =
+            naive_head(q.data() + (r * n_head + h) * hd, ks[size_t(r)], vs[size_t(r)],
+                       h / (n_head / n_head_kv), hd, start[size_t(r)], n_kv[size_t(r)], a.scale, softcap);
+        for (int i = 0; i < hd; ++i)
+          ASSERT_NEAR(ref[size_t((r * n_head + h) * hd + i)], want[size_t(i)], 2e-5)
+              << "window " << window << " cap " << softcap << " row " << r << " head " << h;
+      }
   for (int call = 0; call < 2; ++call) {  // the second call writes over the first's output
     a.out = got.data();
     jit_kernels().attention(a);
@@ -178,6 +219,25 @@ TEST(JitAttention, DecodeLongContextBitIdentical) {
     check_1b(kv, false, {{0, 700}}, 1.0f, 23, 1);
     check_1b(kv, false, {{0, 300}}, 1.0f, 24, 2);
     check_1b(kv, true, {{0, 70}, {0, 71}}, 1.0f, 25, 1);
+  }
+}
+
+// Sliding windows (Mistral, Gemma 2/3) and soft-capped scores (Gemma 2): the reference against the
+// definition in double, the generated kernels bit-identical to the reference, on both paths;
+// windows that start inside a tile, on a tile boundary and past whole tiles, rows of one block
+// with different starts, and a window wider than the context.
+TEST(JitAttention, SlidingWindowAndSoftcapBitIdentical) {
+  std::vector<std::pair<int, int64_t>> prefill;
+  for (int64_t p = 0; p < 150; ++p) prefill.push_back({0, p});
+  for (int64_t p = 0; p < 30; ++p) prefill.push_back({1, p});
+  for (QuantType kv : {QuantType::F32, QuantType::F16}) {
+    for (const int64_t window : {int64_t(24), int64_t(64), int64_t(100), int64_t(4096)}) {
+      check_1b(kv, true, prefill, 1.0f, 31, 8, window);
+      check_1b(kv, false, {{0, 700}, {1, 23}, {1, 24}, {0, 63}}, 1.0f, 32, 4, window);
+    }
+    check_1b(kv, true, prefill, 4.0f, 33, 8, 0, 5.0f);
+    check_1b(kv, false, {{0, 300}, {1, 40}}, 4.0f, 34, 8, 0, 5.0f);
+    check_1b(kv, true, prefill, 4.0f, 35, 8, 24, 5.0f);
   }
 }
 

@@ -19,6 +19,7 @@ for f in $C/bin/*.xz; do xz -dc "$f" > /tmp/bin/$(basename "$f" .xz); chmod +x /
 for f in $C/lib/*.xz; do xz -dc "$f" > /tmp/lib/$(basename "$f" .xz); done
 export LD_LIBRARY_PATH=/tmp/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export JITLLM_SHARED=$PWD/$C/shared
+export JITLLM_SOURCE_DIR=$PWD  # the tree the tests read tests/model/data from
 export XDG_CACHE_HOME=/tmp/xdg
 stages=${*:-tests cache speed}
 # The peer (llama.cpp) is built outside the repo: a carried, ignored .peer/build.sh (if present)

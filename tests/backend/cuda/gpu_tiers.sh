@@ -6,7 +6,7 @@
 #                      batched, placement)
 tier_filter() {
   case $1 in
-    smoke) echo 'CudaKernels.AttentionPagedRaggedGqa:CudaKernels.MatmulNativeFormatsRealShapes:CudaKernels.FusedNormSwigluRopeStoreEqualUnfused:CudaKernels.ArgmaxRowsEqualsHostArgmax:CudaMmq.Q4KEightBShapes:CudaDqMma.EightBShapes:CudaDecodeFusion.RopeEpilogueEqualsMatvecThenRopeStore:CudaDecodeFusion.DqSwigluEpilogueEqualsDqGateUpThenSwigluQ8:CudaGemm.RealShapes4096:CudaFlashAttention.RaggedSequences:CudaSplitAttention.MatchesReferenceAndSingleCtaKernel:CudaEngine.FusedLaunchesEqualOneKernelPerOp:CudaEngine.GraphReplayEqualsDirectLaunches:Fixtures/CudaFixture.*/Q4_K_M:Fixtures/CudaFixture.*/Q8_0:Fixtures/CudaFixture.*/Q6_K:Fixtures/CudaPrefill.*/Q4_K_M' ;;
+    smoke) echo 'Families/CudaFamily.*:CudaKernels.AttentionPagedRaggedGqa:CudaKernels.MatmulNativeFormatsRealShapes:CudaKernels.FusedNormSwigluRopeStoreEqualUnfused:CudaKernels.ArgmaxRowsEqualsHostArgmax:CudaMmq.Q4KEightBShapes:CudaDqMma.EightBShapes:CudaDecodeFusion.RopeEpilogueEqualsMatvecThenRopeStore:CudaDecodeFusion.DqSwigluEpilogueEqualsDqGateUpThenSwigluQ8:CudaGemm.RealShapes4096:CudaFlashAttention.RaggedSequences:CudaSplitAttention.MatchesReferenceAndSingleCtaKernel:CudaEngine.FusedLaunchesEqualOneKernelPerOp:CudaEngine.GraphReplayEqualsDirectLaunches:Fixtures/CudaFixture.*/Q4_K_M:Fixtures/CudaFixture.*/Q8_0:Fixtures/CudaFixture.*/Q6_K:Fixtures/CudaPrefill.*/Q4_K_M' ;;
     kernels) echo 'CudaKernels.*:CudaMmq.*:CudaDecodeFusion.*' ;;
     dqmma) echo 'CudaDqMma.*:CudaSplitAttention.*' ;;
     engine) echo 'CudaEngine.*:CudaWarmUp.*:CudaCache.*:CudaPydoc.*' ;;

@@ -1,0 +1,82 @@
+// Every family on the card (Engine with devices = "cuda") against transformers: the tiny random
+// models of tests/model/data/<family>-tiny (scripts/fixtures/tiny_family.py), their recorded
+// logits within float16-weight rounding of transformers' and within the CPU engine's tolerance of
+// its own, and the 16 greedy ids equal, as a whole prompt (flash attention, the prefill path) and
+// in chunks of 5 (the paged decode kernel), then decoding (graph capture and replay). Label gpu.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "cuda_test_util.h"
+#include "runtime/engine.h"
+#include "runtime/model_loader.h"
+#include "testutil/shared_data.h"
+
+namespace jitllm::cuda::test {
+namespace {
+
+using jitllm::testing::family_fixture_dir;
+using jitllm::testing::family_hf_folder;
+using jitllm::testing::read_f32;
+using jitllm::testing::read_text;
+
+EngineOptions on(const char* devices) {
+  EngineOptions o;
+  o.cpu_kernels = "reference";
+  o.devices = devices;
+  return o;
+}
+
+int argmax(const float* row, int64_t n) { return int(std::max_element(row, row + n) - row); }
+
+class CudaFamily : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(CudaFamily, MatchesTransformersAndTheCpuEngine) {
+  JITLLM_REQUIRE_GPU();
+  const std::string family = GetParam(), data = family_fixture_dir(family);
+  const auto file = load_model_file(family_hf_folder(family));
+  Engine cpu(file, on("cpu")), card(file, on("cuda"));
+  const int64_t V = card.config().n_vocab;
+  const nlohmann::json ref = nlohmann::json::parse(read_text(data + "/reference.json"));
+  for (size_t p = 0; p < ref["prompts"].size(); ++p) {
+    const nlohmann::json& prompt = ref["prompts"][p];
+    const auto ids = prompt["ids"].get<std::vector<int32_t>>();
+    const auto want = prompt["greedy"].get<std::vector<int32_t>>();
+    const size_t from = prompt.value("logits_from", size_t(0));
+    const std::vector<float> hf = read_f32(data + "/logits." + std::to_string(p) + ".f32");
+    auto cs = cpu.new_session();
+    const std::vector<float> on_cpu = cpu.prefill(*cs, ids, true, 256);
+    for (const int64_t chunk : {int64_t(256), int64_t(5)}) {
+      auto s = card.new_session();
+      const std::vector<float> logits = card.prefill(*s, ids, true, chunk);
+      ASSERT_EQ(logits.size(), ids.size() * size_t(V));
+      float vs_hf = 0, vs_cpu = 0, scale = 0;
+      for (size_t i = 0; i < hf.size(); ++i) {
+        const size_t at = from * size_t(V) + i;
+        vs_hf = std::max(vs_hf, std::fabs(logits[at] - hf[i]));
+        vs_cpu = std::max(vs_cpu, std::fabs(logits[at] - on_cpu[at]));
+        scale = std::max(scale, std::fabs(hf[i]));
+      }
+      EXPECT_LT(vs_hf, 0.01f * scale) << family << " prompt " << p << " chunk " << chunk;
+      EXPECT_LT(vs_cpu, 2e-3f * scale) << family << " prompt " << p << " chunk " << chunk;
+      std::vector<int32_t> got;
+      std::vector<float> last(logits.end() - V, logits.end());
+      for (size_t i = 0; i < want.size(); ++i) {
+        got.push_back(argmax(last.data(), V));
+        last = card.decode(*s, got.back());
+      }
+      EXPECT_EQ(got, want) << family << " prompt " << p << " chunk " << chunk;
+      std::printf("[ cuda %s prompt %zu chunk %lld: max |diff| %.4g vs transformers, %.4g vs cpu, of %.3g\n",
+                  family.c_str(), p, (long long)chunk, vs_hf, vs_cpu, scale);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, CudaFamily,
+                         ::testing::Values("qwen3", "qwen2", "mistral", "olmo2", "phi3", "gemma",
+                                           "gemma2", "gemma3"));
+
+}  // namespace
+}  // namespace jitllm::cuda::test
