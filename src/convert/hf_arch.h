@@ -57,7 +57,7 @@ struct HfArchitecture {
 const HfArchitecture* find_hf_architecture(const std::string& hf_architecture);
 std::vector<std::string> supported_hf_architectures();
 
-// ---- hf_shared.cpp: what the llama-shaped families share ----------------------------------------
+// ---- hf_shared.cpp: what the llama-shaped families share --------------------------------------
 
 // The hyperparameter keys of the llama-shaped families ("<arch>.block_count", head counts,
 // key_length when config.json has head_dim, RoPE base and scaling, ...), as llama.cpp's converter
@@ -87,7 +87,7 @@ std::optional<HfTensorMapping> map_tensor_by_table(
     const std::string& hf_name, const nlohmann::json& config,
     std::initializer_list<std::span<const HfLayerTensor>> tables, const char* arch);
 
-// ---- hf_config.cpp: config.json access -----------------------------------------------------------
+// ---- hf_config.cpp: config.json access ---------------------------------------------------------
 
 // Typed config.json access with errors naming the field ("config.json: hidden_size: ...").
 int64_t config_int(const nlohmann::json& config, const char* key);

@@ -77,7 +77,8 @@ bool config_bool_or(const nlohmann::json& c, const char* key, bool fallback) {
 std::optional<std::string> config_string_opt(const nlohmann::json& c, const char* key) {
   auto it = c.find(key);
   if (it == c.end() || it->is_null()) return std::nullopt;
-  if (!it->is_string()) throw_error("config.json: '{}' should be a string, got {}", key, it->dump());
+  if (!it->is_string())
+    throw_error("config.json: '{}' should be a string, got {}", key, it->dump());
   return it->get<std::string>();
 }
 

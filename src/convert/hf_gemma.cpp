@@ -14,22 +14,22 @@
 namespace jitllm {
 namespace {
 
-// Gemma runs the tanh approximation of GELU. Legacy configs (no hidden_activation) name it
-// hidden_act "gelu", which HF's Gemma code then runs as the tanh approximation too; an explicit
-// hidden_activation must say tanh.
+// Gemma runs the tanh approximation of GELU (llama.cpp's graphs always do). Gemma 1's own configs
+// say hidden_act "gelu" (google/gemma-2b, -7b) and mean the approximation, which HF's Gemma code
+// ran for them; so for gemma every field present must name a GELU. Gemma 2 and 3 read
+// hidden_activation (else hidden_act) as written, where "gelu" would be exact: tanh only.
 void check_activation(const nlohmann::json& c, const char* arch) {
-  if (auto act = config_string_opt(c, "hidden_activation")) {
-    if (*act != "gelu_pytorch_tanh" && *act != "gelu_tanh")
-      throw_error("config.json: hidden_activation '{}' is not supported for {} (gelu_pytorch_tanh "
-                  "and gelu_tanh are)",
-                  *act, arch);
-    return;
+  const bool gemma1 = std::string(arch) == "gemma";
+  const char* accepted =
+      gemma1 ? "gelu_pytorch_tanh, gelu_tanh and gelu" : "gelu_pytorch_tanh and gelu_tanh";
+  for (const char* key : {"hidden_activation", "hidden_act"}) {
+    const std::optional<std::string> act = config_string_opt(c, key);
+    if (!act) continue;
+    if (*act != "gelu_pytorch_tanh" && *act != "gelu_tanh" && !(gemma1 && *act == "gelu"))
+      throw_error("config.json: {} '{}' is not supported for {} ({} are)", key, *act, arch,
+                  accepted);
+    if (!gemma1) return;  // hidden_activation, when set, is the one HF runs
   }
-  if (auto act = config_string_opt(c, "hidden_act"))
-    if (*act != "gelu_pytorch_tanh" && *act != "gelu_tanh" && *act != "gelu")
-      throw_error("config.json: hidden_act '{}' is not supported for {} (gelu_pytorch_tanh, "
-                  "gelu_tanh and gelu, which HF runs as the tanh approximation, are)",
-                  *act, arch);
 }
 
 bool tied(const nlohmann::json& c) { return config_bool_or(c, "tie_word_embeddings", true); }
@@ -82,7 +82,8 @@ std::vector<bool> sliding_layers(const nlohmann::json& c,
 void set_sliding_pattern(Metadata& m, const std::string& arch, const std::vector<bool>& sliding) {
   std::vector<Value> items;
   for (bool s : sliding) items.push_back(Value::boolean(s));
-  m.set(arch + ".attention.sliding_window_pattern", Value::array(ValueType::Bool, std::move(items)));
+  m.set(arch + ".attention.sliding_window_pattern",
+        Value::array(ValueType::Bool, std::move(items)));
 }
 
 // HF scales the scores by query_pre_attn_scalar^-0.5 (not head_dim^-0.5: Gemma-2-27B and
@@ -104,10 +105,12 @@ void gemma2_metadata(const nlohmann::json& c, Metadata& m) {
   check_default_rope(c, "gemma2");
   check_tied(c, "gemma2");
   gemma_common_metadata(c, m, "gemma2");
-  m.set("gemma2.attn_logit_softcapping", Value::f32(float(config_number(c, "attn_logit_softcapping"))));
+  m.set("gemma2.attn_logit_softcapping",
+        Value::f32(float(config_number(c, "attn_logit_softcapping"))));
   m.set("gemma2.final_logit_softcapping",
         Value::f32(float(config_number(c, "final_logit_softcapping"))));
-  m.set("gemma2.attention.sliding_window", Value::u32(uint32_t(config_hparam(c, "sliding_window"))));
+  m.set("gemma2.attention.sliding_window",
+        Value::u32(uint32_t(config_hparam(c, "sliding_window"))));
   // HF's Gemma2 before layer_types: even layers slide.
   set_sliding_pattern(m, "gemma2", sliding_layers(c, [](int64_t il) { return il % 2 == 0; }));
   set_attention_scale(c, m, "gemma2");
@@ -136,11 +139,13 @@ void gemma3_metadata(const nlohmann::json& c, Metadata& m) {
       sliding_layers(c, [period](int64_t il) { return (il + 1) % period != 0; });
   set_sliding_pattern(m, "gemma3", sliding);
   if (std::find(sliding.begin(), sliding.end(), true) != sliding.end())
-    m.set("gemma3.attention.sliding_window", Value::u32(uint32_t(config_hparam(c, "sliding_window"))));
+    m.set("gemma3.attention.sliding_window",
+          Value::u32(uint32_t(config_hparam(c, "sliding_window"))));
   // The sliding layers' own base (transformers 5: rope_parameters.sliding_attention; 4:
   // rope_local_base_freq; HF's default 10000).
   std::optional<double> local_base;
-  if (const nlohmann::json* rp = sliding_rope_parameters(c)) local_base = config_number_opt(*rp, "rope_theta");
+  if (const nlohmann::json* rp = sliding_rope_parameters(c))
+    local_base = config_number_opt(*rp, "rope_theta");
   if (!local_base) local_base = config_number_opt(c, "rope_local_base_freq");
   m.set("gemma3.rope.freq_base_swa", Value::f32(float(local_base.value_or(10000.0))));
   set_attention_scale(c, m, "gemma3");

@@ -85,7 +85,8 @@ void phi3_metadata(const nlohmann::json& c, Metadata& m) {
   m.set("phi3.attention.head_count", u32(n_head));
   m.set("phi3.attention.head_count_kv",
         u32(config_hparam_opt(c, "num_key_value_heads").value_or(n_head)));
-  m.set("phi3.attention.layer_norm_rms_epsilon", Value::f32(float(config_number(c, "rms_norm_eps"))));
+  m.set("phi3.attention.layer_norm_rms_epsilon",
+        Value::f32(float(config_number(c, "rms_norm_eps"))));
   m.set("phi3.rope.dimension_count", u32(r.n_rot));
   m.set("phi3.rope.freq_base", Value::f32(float(rope_theta(c))));
   // llama.cpp writes 0 for "none" (Phi-4); its phi3 loader then runs every layer in full.

@@ -206,7 +206,8 @@ Metadata synth_metadata(const SynthShape& s, const std::string& mix) {
     std::vector<Value> sliding;
     for (int64_t il = 0; il < s.n_layer; ++il)
       sliding.push_back(Value::boolean((il + 1) % s.sliding_period != 0));
-    md.set(a + "attention.sliding_window_pattern", Value::array(ValueType::Bool, std::move(sliding)));
+    md.set(a + "attention.sliding_window_pattern",
+           Value::array(ValueType::Bool, std::move(sliding)));
   }
   if (s.rope_base_swa > 0) md.set(a + "rope.freq_base_swa", Value::f32(s.rope_base_swa));
   if (s.rope_linear_factor > 0) {
@@ -220,9 +221,9 @@ Metadata synth_metadata(const SynthShape& s, const std::string& mix) {
     md.set(a + "rope.scaling.original_context_length", u32(s.n_ctx_orig));
     if (s.longrope) {  // as conversion/phi.py: sqrt(1 + ln(scale) / ln(original context))
       const double scale = double(s.n_ctx) / double(s.n_ctx_orig);
-      md.set(a + "rope.scaling.attn_factor",
-             Value::f32(float(scale > 1.0 ? std::sqrt(1.0 + std::log(scale) / std::log(double(s.n_ctx_orig)))
-                                          : 1.0)));
+      const double attn_factor =
+          scale > 1.0 ? std::sqrt(1.0 + std::log(scale) / std::log(double(s.n_ctx_orig))) : 1.0;
+      md.set(a + "rope.scaling.attn_factor", Value::f32(float(attn_factor)));
     }
   }
 

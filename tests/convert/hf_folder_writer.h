@@ -65,7 +65,8 @@ class HfFolderWriter {
     nlohmann::json header = nlohmann::json::object();
     size_t offset = 0;
     for (const auto& t : tensors_) {
-      header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape},
+      header[t.name] = {{"dtype", t.dtype},
+                        {"shape", t.shape},
                         {"data_offsets", {offset, offset + t.bytes.size()}}};
       offset += t.bytes.size();
     }
@@ -74,7 +75,8 @@ class HfFolderWriter {
     const uint64_t n = text.size();
     out.write(reinterpret_cast<const char*>(&n), 8);
     out << text;
-    for (const auto& t : tensors_) out.write(reinterpret_cast<const char*>(t.bytes.data()), std::streamsize(t.bytes.size()));
+    for (const auto& t : tensors_)
+      out.write(reinterpret_cast<const char*>(t.bytes.data()), std::streamsize(t.bytes.size()));
   }
 
  private:

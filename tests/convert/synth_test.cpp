@@ -147,8 +147,9 @@ TEST(Synth, ScaledDownFilesHaveTheConvertersNamesAndKeys) {
       {"gemma-2-9b", "gemma2", {}},
       {"gemma-3-4b", "gemma3", {"rope.scaling.type", "rope.scaling.factor"}},
       {"gemma-3-12b", "gemma3", {"rope.scaling.type", "rope.scaling.factor"}},
-      {"phi-4-mini", "phi3", {"rope.scaling.attn_factor", "attention.key_length",
-                              "attention.value_length"}},
+      {"phi-4-mini",
+       "phi3",
+       {"rope.scaling.attn_factor", "attention.key_length", "attention.value_length"}},
       {"olmo2-7b", "olmo2", {"attention.key_length", "attention.value_length"}},
   };
   for (const auto& c : cases) {
@@ -167,7 +168,8 @@ TEST(Synth, ScaledDownFilesHaveTheConvertersNamesAndKeys) {
       EXPECT_EQ(synth.tensors[i].shape, plan[i].shape) << plan[i].name;
     }
     const Metadata planned = synth_metadata(s, "q4_k_m");
-    for (const auto& [key, value] : planned.entries()) EXPECT_TRUE(synth.metadata.at(key) == value) << key;
+    for (const auto& [key, value] : planned.entries())
+      EXPECT_TRUE(synth.metadata.at(key) == value) << key;
 
     ConvertOptions o;
     o.source.skip_hf_tokenizer = true;
@@ -178,7 +180,8 @@ TEST(Synth, ScaledDownFilesHaveTheConvertersNamesAndKeys) {
 
     std::vector<std::string> synth_names, hf_names;
     for (const TensorInfo& t : synth.tensors)
-      if (t.name != "output.weight" && !t.name.starts_with("rope_factors_")) synth_names.push_back(t.name);
+      if (t.name != "output.weight" && !t.name.starts_with("rope_factors_"))
+        synth_names.push_back(t.name);
     for (const TensorInfo& t : hf.tensors)
       if (t.name != "output.weight") hf_names.push_back(t.name);
     EXPECT_EQ(name_kinds(synth_names), name_kinds(hf_names));
