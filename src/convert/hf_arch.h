@@ -1,11 +1,16 @@
 // Per-architecture knowledge for converting a Hugging Face folder: config.json -> GGUF metadata
-// keys, HF tensor names -> GGUF names, which tensors need their rows permuted, which are expert
-// slices to stack, and tensors GGUF has that HF does not (llama3's rope_freqs). One file per
-// family (hf_llama.cpp, ...); hf_source.cpp does the generic work.
+// keys, HF tensor names -> GGUF names, which tensors need their rows permuted or their values
+// shifted, which are expert slices to stack, and tensors GGUF has that HF does not (llama3's
+// rope_freqs, phi3's LongRoPE factors). One file per family (hf_llama.cpp, hf_gemma.cpp, ...);
+// hf_shared.cpp holds what the llama-shaped families share, hf_config.cpp the config.json access,
+// hf_source.cpp the generic work. Names and keys are llama.cpp's (convert_hf_to_gguf.py), which
+// the model layer reads; nothing here asks the model layer whether it runs them.
 #pragma once
 
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -20,6 +25,9 @@ struct HfTensorMapping {
   // this many heads (llama.cpp's converter does the same, so both sources load alike).
   int64_t permute_heads = 0;
   int32_t expert = -1;    // >= 0: slice `expert` of the stacked GGUF tensor gguf_name
+  // Gemma's RMSNorm multiplies by (1 + w): the GGUF stores 1 + w, computed in float32 from the
+  // stored value and written as F32 (so an f16 / bf16 source loses nothing), as llama.cpp does.
+  bool plus_one = false;
 };
 
 // A tensor computed from the config rather than read (F32, 1-D).
@@ -37,7 +45,11 @@ struct HfArchitecture {
   // not know, so a checkpoint with unexpected weights is never silently truncated.
   std::optional<HfTensorMapping> (*map_tensor)(const std::string& hf_name,
                                                const nlohmann::json& config);
+  // May be null (none).
   std::vector<HfGeneratedTensor> (*generated)(const nlohmann::json& config);
+  // May be null. Keys the family sets over the imported tokenizer's (gemma's SentencePiece vocab
+  // has no space prefix); called only when the tokenizer was imported.
+  void (*tokenizer)(const nlohmann::json& config, Metadata& out) = nullptr;
 };
 
 // By config.json "architectures"[0] ("LlamaForCausalLM", "Qwen3ForCausalLM", ...) or its
@@ -45,9 +57,12 @@ struct HfArchitecture {
 const HfArchitecture* find_hf_architecture(const std::string& hf_architecture);
 std::vector<std::string> supported_hf_architectures();
 
+// ---- hf_shared.cpp: what the llama-shaped families share --------------------------------------
+
 // The hyperparameter keys of the llama-shaped families ("<arch>.block_count", head counts,
 // key_length when config.json has head_dim, RoPE base and scaling, ...), as llama.cpp's converter
-// writes them for llama, qwen3 and their kin (hf_llama.cpp).
+// writes them for llama, qwen2, qwen3 and their kin. RoPE types other than default, linear, yarn
+// and llama3 are refused.
 void llama_like_metadata(const nlohmann::json& config, Metadata& out, const std::string& arch);
 
 // The tensors every llama-shaped checkpoint names alike: the embeddings, the final norm and
@@ -56,6 +71,23 @@ std::optional<std::optional<HfTensorMapping>> map_model_wide_tensor(const std::s
                                                                     const nlohmann::json& config);
 // "model.layers.<index>.<rest>" -> index and rest; false for any other name.
 bool split_layer_tensor(const std::string& hf_name, std::string& index, std::string& rest);
+
+// One per-layer tensor of a family's table: "model.layers.N.<hf>" -> "blk.N.<gguf>".
+struct HfLayerTensor {
+  const char* hf;    // "self_attn.q_proj.weight"
+  const char* gguf;  // "attn_q.weight"
+};
+// The projections every llama-shaped layer has, named alike: self_attn.{q,k,v,o}_proj and the
+// gated MLP's mlp.{gate,up,down}_proj weights. The families add their norms and extras.
+extern const std::span<const HfLayerTensor> kLlamaProjections;
+// The mapping of a family without row permutation or experts: the model-wide tensors, then the
+// per-layer ones by `tables`; rotary_emb.inv_freq is dropped (recomputed from theta); any other
+// name throws naming it and `arch`.
+std::optional<HfTensorMapping> map_tensor_by_table(
+    const std::string& hf_name, const nlohmann::json& config,
+    std::initializer_list<std::span<const HfLayerTensor>> tables, const char* arch);
+
+// ---- hf_config.cpp: config.json access ---------------------------------------------------------
 
 // Typed config.json access with errors naming the field ("config.json: hidden_size: ...").
 int64_t config_int(const nlohmann::json& config, const char* key);
@@ -68,8 +100,28 @@ std::optional<int64_t> config_int_in_opt(const nlohmann::json& config, const cha
 // The largest count or size a hyperparameter may have: what the engine's Config accepts
 // (model/config.cpp), so a converted model always loads.
 inline constexpr int64_t kMaxHparam = int64_t(1) << 30;
+// A count or size of the model: in [1, kMaxHparam].
+int64_t config_hparam(const nlohmann::json& config, const char* key);
+std::optional<int64_t> config_hparam_opt(const nlohmann::json& config, const char* key);
 std::optional<double> config_number_opt(const nlohmann::json& config, const char* key);
+double config_number(const nlohmann::json& config, const char* key);  // missing or null: error
 bool config_bool_or(const nlohmann::json& config, const char* key, bool fallback);
+std::optional<std::string> config_string_opt(const nlohmann::json& config, const char* key);
+// head_dim, or hidden_size / num_attention_heads when config.json has none.
+int64_t config_head_dim(const nlohmann::json& config);
+
+// RoPE settings in transformers 4's spelling (top-level rope_theta, rope_scaling) or 5's
+// (rope_parameters, which may hold one entry per layer type: {"full_attention": {...},
+// "sliding_attention": {...}}). rope_parameters(): the full-attention layers' object (or the only
+// one), nullptr when there is none; sliding_rope_parameters(): the sliding layers' own entry.
+const nlohmann::json* rope_parameters(const nlohmann::json& config);
+const nlohmann::json* sliding_rope_parameters(const nlohmann::json& config);
+double rope_theta(const nlohmann::json& config);         // full-attention layers; 10000 when unset
+std::string rope_type(const nlohmann::json& config);     // "default" when unset
+std::string sliding_rope_type(const nlohmann::json& config);
+// A RoPE setting that either spelling may hold (partial_rotary_factor, ...): rope_parameters' value
+// first, as llama.cpp reads it, else the top-level one.
+std::optional<double> rope_number_opt(const nlohmann::json& config, const char* key);
 
 // The llama.cpp permutation of q/k rows: within each of `n_head` heads the rows [2, hd/2] become
 // [hd/2, 2] (HF rotate-half pairs (i, i + hd/2) become adjacent rows (2i, 2i + 1)).

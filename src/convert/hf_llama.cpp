@@ -1,6 +1,7 @@
 // The llama family from Hugging Face (LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM):
-// config.json -> "llama.*" keys as llama.cpp's convert_hf_to_gguf.py writes them, tensor names,
-// q/k row permutation, Mixtral expert stacking, and llama3 rope_freqs.
+// config.json -> "llama.*" keys as llama.cpp's convert_hf_to_gguf.py writes them (plus Mistral's
+// sliding window, our addition), tensor names, q/k row permutation, Mixtral expert stacking, and
+// llama3 rope_freqs.
 #include <cmath>
 #include <numbers>
 
@@ -10,121 +11,21 @@
 namespace jitllm {
 namespace {
 
-// HF's rope settings moved from top-level keys ("rope_theta", "rope_scaling") into
-// "rope_parameters" in transformers 5; read either.
-const nlohmann::json* rope_parameters(const nlohmann::json& config) {
-  for (const char* key : {"rope_parameters", "rope_scaling"}) {
-    auto it = config.find(key);
-    if (it != config.end() && it->is_object()) return &*it;
-  }
-  return nullptr;
+void llama_metadata(const nlohmann::json& c, Metadata& m) {
+  llama_like_metadata(c, m, "llama");
+  // Mistral's sliding-window attention (Mistral-7B-v0.1: 4096; null in later ones). llama.cpp's
+  // loader ignores this key for llama; ours honours it.
+  if (auto window = config_hparam_opt(c, "sliding_window"))
+    m.set("llama.attention.sliding_window", Value::u32(uint32_t(*window)));
 }
-
-double rope_theta(const nlohmann::json& config) {
-  if (auto v = config_number_opt(config, "rope_theta")) return *v;
-  if (const nlohmann::json* rp = rope_parameters(config))
-    if (auto v = config_number_opt(*rp, "rope_theta")) return *v;
-  return 10000.0;
-}
-
-std::string rope_type(const nlohmann::json& config) {
-  const nlohmann::json* rp = rope_parameters(config);
-  if (!rp) return "default";
-  for (const char* key : {"rope_type", "type"}) {
-    auto it = rp->find(key);
-    if (it != rp->end() && it->is_string()) return it->get<std::string>();
-  }
-  return "default";
-}
-
-// A count or size of the model: at least 1 and no more than the engine's Config takes.
-int64_t hparam(const nlohmann::json& config, const char* key) {
-  return config_int_in(config, key, 1, kMaxHparam);
-}
-std::optional<int64_t> hparam_opt(const nlohmann::json& config, const char* key) {
-  return config_int_in_opt(config, key, 1, kMaxHparam);
-}
-
-int64_t head_dim(const nlohmann::json& config) {
-  if (auto hd = hparam_opt(config, "head_dim")) return *hd;
-  return hparam(config, "hidden_size") / hparam(config, "num_attention_heads");
-}
-
-}  // namespace
-
-std::optional<std::optional<HfTensorMapping>> map_model_wide_tensor(const std::string& name,
-                                                                    const nlohmann::json& c) {
-  if (name == "model.embed_tokens.weight") return HfTensorMapping{"token_embd.weight"};
-  if (name == "model.norm.weight") return HfTensorMapping{"output_norm.weight"};
-  if (name == "lm_head.weight") {
-    // Tied checkpoints sometimes still store lm_head; GGUF then has no output tensor.
-    if (config_bool_or(c, "tie_word_embeddings", false)) return std::optional<HfTensorMapping>{};
-    return HfTensorMapping{"output.weight"};
-  }
-  return std::nullopt;
-}
-
-bool split_layer_tensor(const std::string& name, std::string& index, std::string& rest) {
-  const std::string prefix = "model.layers.";
-  if (!name.starts_with(prefix)) return false;
-  const size_t dot = name.find('.', prefix.size());
-  if (dot == std::string::npos) return false;
-  index = name.substr(prefix.size(), dot - prefix.size());
-  rest = name.substr(dot + 1);
-  return !index.empty() && index.find_first_not_of("0123456789") == std::string::npos;
-}
-
-void llama_like_metadata(const nlohmann::json& c, Metadata& m, const std::string& arch) {
-  // Every integer is range-checked before it is stored as u32 (hparam: [1, 2^30]).
-  auto u32 = [](int64_t v) { return Value::u32(uint32_t(v)); };
-  const int64_t n_head = hparam(c, "num_attention_heads");
-  const std::string a = arch + ".";
-  m.set(a + "block_count", u32(hparam(c, "num_hidden_layers")));
-  m.set(a + "context_length", u32(hparam(c, "max_position_embeddings")));
-  m.set(a + "embedding_length", u32(hparam(c, "hidden_size")));
-  m.set(a + "feed_forward_length", u32(hparam(c, "intermediate_size")));
-  m.set(a + "attention.head_count", u32(n_head));
-  m.set(a + "attention.head_count_kv", u32(hparam_opt(c, "num_key_value_heads").value_or(n_head)));
-  m.set(a + "rope.freq_base", Value::f32(float(rope_theta(c))));
-  m.set(a + "attention.layer_norm_rms_epsilon",
-        Value::f32(float(config_number_opt(c, "rms_norm_eps").value_or(1e-6))));
-  if (hparam_opt(c, "head_dim")) {
-    m.set(a + "attention.key_length", u32(head_dim(c)));
-    m.set(a + "attention.value_length", u32(head_dim(c)));
-  }
-  m.set(a + "rope.dimension_count", u32(head_dim(c)));
-  if (auto v = hparam_opt(c, "vocab_size")) m.set(a + "vocab_size", u32(*v));
-  if (auto n = hparam_opt(c, "num_local_experts")) {
-    m.set(a + "expert_count", u32(*n));
-    m.set(a + "expert_used_count", u32(config_int_in(c, "num_experts_per_tok", 1, *n)));
-  }
-
-  const std::string type = rope_type(c);
-  const nlohmann::json* rp = rope_parameters(c);
-  if (type == "linear" || type == "yarn") {
-    m.set(a + "rope.scaling.type", Value::string(type));
-    m.set(a + "rope.scaling.factor", Value::f32(float(config_number_opt(*rp, "factor").value_or(1.0))));
-    if (type == "yarn")
-      if (auto v = hparam_opt(*rp, "original_max_position_embeddings"))
-        m.set(a + "rope.scaling.original_context_length", u32(*v));
-  } else if (type != "default" && type != "llama3") {
-    throw_error("config.json: rope type '{}' is not supported for {} (default, linear, yarn, "
-                "llama3 are)",
-                type, arch);
-  }
-}
-
-namespace {
-
-void llama_metadata(const nlohmann::json& c, Metadata& m) { llama_like_metadata(c, m, "llama"); }
 
 std::optional<HfTensorMapping> llama_map_tensor(const std::string& name, const nlohmann::json& c) {
   if (auto shared = map_model_wide_tensor(name, c)) return *shared;
   std::string index, rest;
   if (split_layer_tensor(name, index, rest)) {
     const std::string blk = "blk." + index + ".";
-    const int64_t n_head = hparam(c, "num_attention_heads");
-    const int64_t n_head_kv = hparam_opt(c, "num_key_value_heads").value_or(n_head);
+    const int64_t n_head = config_hparam(c, "num_attention_heads");
+    const int64_t n_head_kv = config_hparam_opt(c, "num_key_value_heads").value_or(n_head);
     struct Entry {
       const char* hf;
       const char* gguf;
@@ -174,7 +75,7 @@ std::vector<HfGeneratedTensor> llama_generated(const nlohmann::json& c) {
   if (rope_type(c) != "llama3") return {};
   const nlohmann::json& rp = *rope_parameters(c);
   const float base = float(rope_theta(c));
-  const int64_t dim = head_dim(c);
+  const int64_t dim = config_head_dim(c);
   const float factor = float(config_number_opt(rp, "factor").value_or(8.0));
   const float low_freq_factor = float(config_number_opt(rp, "low_freq_factor").value_or(1.0));
   const float high_freq_factor = float(config_number_opt(rp, "high_freq_factor").value_or(4.0));

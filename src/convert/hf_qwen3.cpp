@@ -16,34 +16,19 @@ void qwen3_metadata(const nlohmann::json& c, Metadata& m) {
   llama_like_metadata(c, m, "qwen3");
 }
 
-std::optional<HfTensorMapping> qwen3_map_tensor(const std::string& name, const nlohmann::json& c) {
-  if (auto shared = map_model_wide_tensor(name, c)) return *shared;
-  std::string index, rest;
-  if (split_layer_tensor(name, index, rest)) {
-    static const std::pair<const char*, const char*> table[] = {
-        {"input_layernorm.weight", "attn_norm.weight"},
-        {"self_attn.q_proj.weight", "attn_q.weight"},
-        {"self_attn.k_proj.weight", "attn_k.weight"},
-        {"self_attn.v_proj.weight", "attn_v.weight"},
-        {"self_attn.o_proj.weight", "attn_output.weight"},
-        {"self_attn.q_norm.weight", "attn_q_norm.weight"},
-        {"self_attn.k_norm.weight", "attn_k_norm.weight"},
-        {"post_attention_layernorm.weight", "ffn_norm.weight"},
-        {"mlp.gate_proj.weight", "ffn_gate.weight"},
-        {"mlp.up_proj.weight", "ffn_up.weight"},
-        {"mlp.down_proj.weight", "ffn_down.weight"},
-    };
-    for (const auto& [hf, gguf] : table)
-      if (rest == hf) return HfTensorMapping{"blk." + index + "." + gguf};
-    if (rest == "self_attn.rotary_emb.inv_freq") return std::nullopt;  // recomputed from theta
-  }
-  throw_error("tensor '{}' is not part of the qwen3 architecture as jitllm knows it", name);
-}
+const HfLayerTensor kQwen3Layer[] = {
+    {"input_layernorm.weight", "attn_norm.weight"},
+    {"self_attn.q_norm.weight", "attn_q_norm.weight"},
+    {"self_attn.k_norm.weight", "attn_k_norm.weight"},
+    {"post_attention_layernorm.weight", "ffn_norm.weight"},
+};
 
-std::vector<HfGeneratedTensor> qwen3_generated(const nlohmann::json&) { return {}; }
+std::optional<HfTensorMapping> qwen3_map_tensor(const std::string& name, const nlohmann::json& c) {
+  return map_tensor_by_table(name, c, {kLlamaProjections, kQwen3Layer}, "qwen3");
+}
 
 }  // namespace
 
-extern const HfArchitecture kHfQwen3{"qwen3", qwen3_metadata, qwen3_map_tensor, qwen3_generated};
+extern const HfArchitecture kHfQwen3{"qwen3", qwen3_metadata, qwen3_map_tensor, nullptr};
 
 }  // namespace jitllm

@@ -1,11 +1,17 @@
 // The HF architectures the converter knows: config.json names -> one HfArchitecture per family
-// file (hf_llama.cpp, hf_qwen3.cpp).
+// file (hf_llama.cpp, hf_qwen2.cpp, hf_qwen3.cpp, hf_gemma.cpp, hf_phi3.cpp, hf_olmo2.cpp).
 #include "convert/hf_arch.h"
 
 namespace jitllm {
 
-extern const HfArchitecture kHfLlama;  // hf_llama.cpp
-extern const HfArchitecture kHfQwen3;  // hf_qwen3.cpp
+extern const HfArchitecture kHfLlama;   // hf_llama.cpp
+extern const HfArchitecture kHfQwen2;   // hf_qwen2.cpp
+extern const HfArchitecture kHfQwen3;   // hf_qwen3.cpp
+extern const HfArchitecture kHfGemma;   // hf_gemma.cpp
+extern const HfArchitecture kHfGemma2;  // hf_gemma.cpp
+extern const HfArchitecture kHfGemma3;  // hf_gemma.cpp
+extern const HfArchitecture kHfPhi3;    // hf_phi3.cpp
+extern const HfArchitecture kHfOlmo2;   // hf_olmo2.cpp
 
 namespace {
 
@@ -14,11 +20,19 @@ struct Entry {
   const HfArchitecture* arch;
 };
 
+// "architectures"[0] names first; model_type names for configs without them. model_type "gemma3"
+// is the multimodal checkpoint (its text model nested in text_config): not listed.
 const Entry kEntries[] = {
     {"LlamaForCausalLM", &kHfLlama},   {"MistralForCausalLM", &kHfLlama},
-    {"MixtralForCausalLM", &kHfLlama}, {"llama", &kHfLlama},
-    {"mistral", &kHfLlama},            {"mixtral", &kHfLlama},
-    {"Qwen3ForCausalLM", &kHfQwen3},   {"qwen3", &kHfQwen3},
+    {"MixtralForCausalLM", &kHfLlama}, {"Qwen2ForCausalLM", &kHfQwen2},
+    {"Qwen3ForCausalLM", &kHfQwen3},   {"GemmaForCausalLM", &kHfGemma},
+    {"Gemma2ForCausalLM", &kHfGemma2}, {"Gemma3ForCausalLM", &kHfGemma3},
+    {"Phi3ForCausalLM", &kHfPhi3},     {"Olmo2ForCausalLM", &kHfOlmo2},
+    {"llama", &kHfLlama},              {"mistral", &kHfLlama},
+    {"mixtral", &kHfLlama},            {"qwen2", &kHfQwen2},
+    {"qwen3", &kHfQwen3},              {"gemma", &kHfGemma},
+    {"gemma2", &kHfGemma2},            {"gemma3_text", &kHfGemma3},
+    {"phi3", &kHfPhi3},                {"olmo2", &kHfOlmo2},
 };
 
 }  // namespace

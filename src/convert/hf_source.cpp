@@ -1,6 +1,7 @@
 // ConvertSource over a Hugging Face folder: config.json -> GGUF metadata through the architecture's
-// hf_arch entry, safetensors tensors renamed, q/k rows permuted, expert slices stacked, generated
-// tensors added, tokenizer metadata from the injected importer (see source.h, hf_arch.h).
+// hf_arch entry, safetensors tensors renamed, q/k rows permuted, Gemma norms shifted by one,
+// expert slices stacked, generated tensors added, tokenizer metadata from the injected importer
+// and the family's own tokenizer keys (see source.h, hf_arch.h).
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -11,64 +12,10 @@
 #include "convert/hf_arch.h"
 #include "convert/source.h"
 #include "core/error.h"
+#include "core/fp16.h"
 #include "io/hf_folder.h"
 
 namespace jitllm {
-
-// ---- config.json access ------------------------------------------------------------------------
-
-std::optional<int64_t> config_int_opt(const nlohmann::json& c, const char* key) {
-  auto it = c.find(key);
-  if (it == c.end() || it->is_null()) return std::nullopt;
-  // Unsigned and float values are range-checked before they become int64 (a bare cast would wrap
-  // 2^64-1 to -1, and casting 1e300 is undefined).
-  if (it->is_number_unsigned()) {
-    const uint64_t u = it->get<uint64_t>();
-    if (u > uint64_t(INT64_MAX)) throw_error("config.json: '{}' is {}, too large", key, u);
-    return int64_t(u);
-  }
-  if (it->is_number_integer()) return it->get<int64_t>();
-  if (it->is_number_float()) {
-    const double d = it->get<double>();
-    if (std::floor(d) == d && std::fabs(d) < 9.0e18) return int64_t(d);
-  }
-  throw_error("config.json: '{}' should be an integer, got {}", key, it->dump());
-}
-
-int64_t config_int(const nlohmann::json& c, const char* key) {
-  auto v = config_int_opt(c, key);
-  if (!v) throw_error("config.json: '{}' is missing", key);
-  if (*v < 0) throw_error("config.json: '{}' is negative ({})", key, *v);
-  return *v;
-}
-
-std::optional<int64_t> config_int_in_opt(const nlohmann::json& c, const char* key, int64_t lo,
-                                         int64_t hi) {
-  auto v = config_int_opt(c, key);
-  if (v && (*v < lo || *v > hi))
-    throw_error("config.json: '{}' is {}, outside the supported range [{}, {}]", key, *v, lo, hi);
-  return v;
-}
-
-int64_t config_int_in(const nlohmann::json& c, const char* key, int64_t lo, int64_t hi) {
-  auto v = config_int_in_opt(c, key, lo, hi);
-  if (!v) throw_error("config.json: '{}' is missing", key);
-  return *v;
-}
-
-std::optional<double> config_number_opt(const nlohmann::json& c, const char* key) {
-  auto it = c.find(key);
-  if (it == c.end() || it->is_null()) return std::nullopt;
-  if (!it->is_number()) throw_error("config.json: '{}' should be a number, got {}", key, it->dump());
-  return it->get<double>();
-}
-
-bool config_bool_or(const nlohmann::json& c, const char* key, bool fallback) {
-  auto it = c.find(key);
-  if (it == c.end() || it->is_null()) return fallback;
-  if (!it->is_boolean()) throw_error("config.json: '{}' should be true or false, got {}", key, it->dump());
-  return it->get<bool>();
-}
 
 void permute_rope_rows(const uint8_t* src, uint8_t* dst, int64_t rows, size_t row_bytes,
                        int64_t n_head) {
@@ -97,6 +44,36 @@ QuantType float_type(const SafetensorsTensor& t) {
   }
   throw_error("tensor '{}': {} checkpoints are not supported yet (convert to bf16 first)",
               t.info.name, safetensors_dtype_name(t.dtype));
+}
+
+// 1 + w for each value, in float32 (Gemma's norms; see HfTensorMapping::plus_one).
+std::span<const uint8_t> load_plus_one(const SafetensorsTensor& t, std::vector<uint8_t>& scratch) {
+  const TensorInfo& info = t.info;
+  const int64_t n = info.elements();
+  scratch.resize(size_t(n) * sizeof(float));
+  float* out = reinterpret_cast<float*>(scratch.data());
+  for (int64_t i = 0; i < n; ++i) {
+    float w;
+    switch (t.dtype) {
+      case SafetensorsDtype::F32: std::memcpy(&w, info.data + 4 * i, 4); break;
+      case SafetensorsDtype::F16: {
+        uint16_t h;
+        std::memcpy(&h, info.data + 2 * i, 2);
+        w = fp16_to_f32(h);
+        break;
+      }
+      case SafetensorsDtype::BF16: {
+        uint16_t h;
+        std::memcpy(&h, info.data + 2 * i, 2);
+        w = bf16_to_f32(h);
+        break;
+      }
+      default: throw_error("tensor '{}': cannot add 1 to {} values", info.name,
+                           safetensors_dtype_name(t.dtype));
+    }
+    out[i] = w + 1.0f;
+  }
+  return {scratch.data(), scratch.size()};
 }
 
 // One HF tensor's bytes in GGUF layout: copied into scratch when its rows are permuted or its data
@@ -238,6 +215,13 @@ ConvertSource open_hf_source(const std::string& dir, const SourceOptions& option
     out.name = map->gguf_name;
     out.type = type;
     out.shape = t.info.shape;
+    if (map->plus_one) {
+      out.type = QuantType::F32;
+      out.load = [&t](std::vector<uint8_t>& scratch) { return load_plus_one(t, scratch); };
+      out.release = [&t] { drop_mapped_pages(t.info.data, t.info.bytes); };
+      s.tensors.push_back(std::move(out));
+      continue;
+    }
     const int64_t heads = map->permute_heads;
     if (heads > 0 && (t.info.rows() % (2 * heads) != 0))
       throw_error("{}: tensor '{}' has {} rows, not a multiple of 2 x {} heads", dir, t.info.name,
@@ -275,7 +259,9 @@ ConvertSource open_hf_source(const std::string& dir, const SourceOptions& option
     s.tensors.push_back(std::move(out));
   }
 
-  for (HfGeneratedTensor& g : arch->generated(config)) {
+  std::vector<HfGeneratedTensor> generated;
+  if (arch->generated) generated = arch->generated(config);
+  for (HfGeneratedTensor& g : generated) {
     SourceTensor out;
     out.name = g.gguf_name;
     out.type = QuantType::F32;
@@ -300,6 +286,7 @@ ConvertSource open_hf_source(const std::string& dir, const SourceOptions& option
                   dir);
     try {
       options.hf_tokenizer(*folder, m);
+      if (arch->tokenizer) arch->tokenizer(config, m);
     } catch (const Error& e) {
       rethrow_with_context(e, dir + ": tokenizer");
     }

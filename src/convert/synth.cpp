@@ -1,10 +1,12 @@
-// Synthetic GGUF writer: shape table, per-tensor format mixes (llama-quantize's choices for
-// Q4_K_M), random valid blocks, tokenizer metadata llama.cpp accepts (an SPM vocab of byte tokens
-// plus filler pieces, sized to the shape's n_vocab).
+// Synthetic GGUF writer: shape table, the tensors and keys of each architecture exactly as the HF
+// converter (hf_*.cpp, llama.cpp's names) writes them, per-tensor format mixes (llama-quantize's
+// choices for Q4_K_M), random valid blocks, tokenizer metadata llama.cpp accepts (an SPM vocab of
+// byte tokens plus filler pieces, sized to the shape's n_vocab).
 #include "convert/synth.h"
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "core/aligned_buffer.h"
@@ -38,21 +40,58 @@ bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n 
 
 }  // namespace
 
+// Published configs (config.json of each HF checkpoint; gemma-3's text_config).
 const std::vector<SynthShape>& synth_shapes() {
   static const std::vector<SynthShape> shapes = {
-      // name, arch, n_embd, n_ff, n_layer, n_head, n_head_kv, head_dim, n_vocab, n_ctx, rope,
-      // tied, qkv_bias, qk_norm
-      {"tiny", "llama", 256, 768, 2, 4, 2, 64, 512, 2048, 10000.0f, false, false, false},
-      {"llama-3.2-1b", "llama", 2048, 8192, 16, 32, 8, 64, 128256, 131072, 500000.0f, true, false,
-       false},
-      {"llama-3.2-3b", "llama", 3072, 8192, 28, 24, 8, 128, 128256, 131072, 500000.0f, true, false,
-       false},
-      {"llama-3.1-8b", "llama", 4096, 14336, 32, 32, 8, 128, 128256, 131072, 500000.0f, false,
-       false, false},
-      {"qwen2.5-7b", "qwen2", 3584, 18944, 28, 28, 4, 128, 152064, 32768, 1000000.0f, false, true,
-       false},
-      {"qwen3-8b", "qwen3", 4096, 12288, 36, 32, 8, 128, 151936, 40960, 1000000.0f, false, false,
-       true},
+      {.name = "tiny", .arch = "llama", .n_embd = 256, .n_ff = 768, .n_layer = 2, .n_head = 4,
+       .n_head_kv = 2, .head_dim = 64, .n_vocab = 512, .n_ctx = 2048},
+      {.name = "llama-3.2-1b", .arch = "llama", .n_embd = 2048, .n_ff = 8192, .n_layer = 16,
+       .n_head = 32, .n_head_kv = 8, .head_dim = 64, .n_vocab = 128256, .n_ctx = 131072,
+       .rope_base = 500000.0f, .tied = true},
+      {.name = "llama-3.2-3b", .arch = "llama", .n_embd = 3072, .n_ff = 8192, .n_layer = 28,
+       .n_head = 24, .n_head_kv = 8, .head_dim = 128, .n_vocab = 128256, .n_ctx = 131072,
+       .rope_base = 500000.0f, .tied = true},
+      {.name = "llama-3.1-8b", .arch = "llama", .n_embd = 4096, .n_ff = 14336, .n_layer = 32,
+       .n_head = 32, .n_head_kv = 8, .head_dim = 128, .n_vocab = 128256, .n_ctx = 131072,
+       .rope_base = 500000.0f},
+      // Mistral-7B-v0.1: llama's graph with a 4096-token sliding window.
+      {.name = "mistral-7b", .arch = "llama", .n_embd = 4096, .n_ff = 14336, .n_layer = 32,
+       .n_head = 32, .n_head_kv = 8, .head_dim = 128, .n_vocab = 32000, .n_ctx = 32768,
+       .sliding_window = 4096},
+      {.name = "qwen2.5-7b", .arch = "qwen2", .n_embd = 3584, .n_ff = 18944, .n_layer = 28,
+       .n_head = 28, .n_head_kv = 4, .head_dim = 128, .n_vocab = 152064, .n_ctx = 32768,
+       .rope_base = 1000000.0f, .rms_eps = 1e-6f, .qkv_bias = true},
+      {.name = "qwen3-4b", .arch = "qwen3", .n_embd = 2560, .n_ff = 9728, .n_layer = 36,
+       .n_head = 32, .n_head_kv = 8, .head_dim = 128, .n_vocab = 151936, .n_ctx = 40960,
+       .rope_base = 1000000.0f, .rms_eps = 1e-6f, .tied = true, .qk_norm = true},
+      {.name = "qwen3-8b", .arch = "qwen3", .n_embd = 4096, .n_ff = 12288, .n_layer = 36,
+       .n_head = 32, .n_head_kv = 8, .head_dim = 128, .n_vocab = 151936, .n_ctx = 40960,
+       .rope_base = 1000000.0f, .rms_eps = 1e-6f, .qk_norm = true},
+      // Gemma 2: every other layer slides (the even ones), soft-capped scores and logits.
+      {.name = "gemma-2-9b", .arch = "gemma2", .n_embd = 3584, .n_ff = 14336, .n_layer = 42,
+       .n_head = 16, .n_head_kv = 8, .head_dim = 256, .n_vocab = 256000, .n_ctx = 8192,
+       .rms_eps = 1e-6f, .tied = true, .sliding_window = 4096, .sliding_period = 2,
+       .attn_softcap = 50.0f, .final_softcap = 30.0f, .attn_scale = 0.0625f},
+      // Gemma 3: five sliding layers (base 10k) to one full (base 1M, linear x8).
+      {.name = "gemma-3-4b", .arch = "gemma3", .n_embd = 2560, .n_ff = 10240, .n_layer = 34,
+       .n_head = 8, .n_head_kv = 4, .head_dim = 256, .n_vocab = 262208, .n_ctx = 131072,
+       .rope_base = 1000000.0f, .rms_eps = 1e-6f, .tied = true, .qk_norm = true,
+       .sliding_window = 1024, .sliding_period = 6, .rope_base_swa = 10000.0f,
+       .rope_linear_factor = 8.0f, .attn_scale = 0.0625f},
+      {.name = "gemma-3-12b", .arch = "gemma3", .n_embd = 3840, .n_ff = 15360, .n_layer = 48,
+       .n_head = 16, .n_head_kv = 8, .head_dim = 256, .n_vocab = 262208, .n_ctx = 131072,
+       .rope_base = 1000000.0f, .rms_eps = 1e-6f, .tied = true, .qk_norm = true,
+       .sliding_window = 1024, .sliding_period = 6, .rope_base_swa = 10000.0f,
+       .rope_linear_factor = 8.0f, .attn_scale = 0.0625f},
+      // Phi-4-mini: fused projections, 96 of 128 dimensions rotated, LongRoPE from 4k to 128k.
+      {.name = "phi-4-mini", .arch = "phi3", .n_embd = 3072, .n_ff = 8192, .n_layer = 32,
+       .n_head = 24, .n_head_kv = 8, .head_dim = 128, .n_vocab = 200064, .n_ctx = 131072,
+       .tied = true, .n_rot = 96, .sliding_window = 262144, .n_ctx_orig = 4096,
+       .longrope = true},
+      // OLMo-2-1124-7B.
+      {.name = "olmo2-7b", .arch = "olmo2", .n_embd = 4096, .n_ff = 11008, .n_layer = 32,
+       .n_head = 32, .n_head_kv = 32, .head_dim = 128, .n_vocab = 100352, .n_ctx = 4096,
+       .rope_base = 500000.0f, .rms_eps = 1e-6f},
   };
   return shapes;
 }
@@ -80,6 +119,7 @@ QuantType synth_tensor_type(const std::string& mix, const std::string& name, int
   if (mix == "q4_0") return output ? QuantType::Q6_K : QuantType::Q4_0;
   if (mix == "q4_k_m") {
     if (output) return QuantType::Q6_K;
+    if (name.ends_with("attn_qkv.weight")) return QuantType::Q5_K;
     const bool more = layer >= 0 && use_more_bits(layer, n_layer);
     if (more && (name.ends_with("attn_v.weight") || name.ends_with("ffn_down.weight")))
       return QuantType::Q6_K;
@@ -142,27 +182,50 @@ void fill_random_blocks(QuantType type, uint8_t* dst, size_t n_blocks, uint64_t&
   }
 }
 
-uint64_t write_synth_model(const std::string& path, const std::string& shape_name,
-                           const std::string& mix, uint64_t seed) {
-  const SynthShape& s = synth_shape(shape_name);
-  synth_tensor_type(mix, "x", -1, 1);  // validates the mix name before any work
+Metadata synth_metadata(const SynthShape& s, const std::string& mix) {
   Metadata md;
-  const std::string a = s.arch;
-  md.set("general.architecture", Value::string(a));
+  const std::string a = s.arch + ".";
+  auto u32 = [](int64_t v) { return Value::u32(uint32_t(v)); };
+  md.set("general.architecture", Value::string(s.arch));
   md.set("general.name", Value::string("jitllm-synth-" + s.name + "-" + mix));
   md.set("general.quantization_version", Value::u32(2));
-  md.set(a + ".block_count", Value::u32(uint32_t(s.n_layer)));
-  md.set(a + ".context_length", Value::u32(uint32_t(s.n_ctx)));
-  md.set(a + ".embedding_length", Value::u32(uint32_t(s.n_embd)));
-  md.set(a + ".feed_forward_length", Value::u32(uint32_t(s.n_ff)));
-  md.set(a + ".attention.head_count", Value::u32(uint32_t(s.n_head)));
-  md.set(a + ".attention.head_count_kv", Value::u32(uint32_t(s.n_head_kv)));
-  md.set(a + ".attention.key_length", Value::u32(uint32_t(s.head_dim)));
-  md.set(a + ".attention.value_length", Value::u32(uint32_t(s.head_dim)));
-  md.set(a + ".rope.dimension_count", Value::u32(uint32_t(s.head_dim)));
-  md.set(a + ".rope.freq_base", Value::f32(s.rope_base));
-  md.set(a + ".attention.layer_norm_rms_epsilon", Value::f32(1e-5f));
-  md.set(a + ".vocab_size", Value::u32(uint32_t(s.n_vocab)));
+  md.set(a + "block_count", u32(s.n_layer));
+  md.set(a + "context_length", u32(s.n_ctx));
+  md.set(a + "embedding_length", u32(s.n_embd));
+  md.set(a + "feed_forward_length", u32(s.n_ff));
+  md.set(a + "attention.head_count", u32(s.n_head));
+  md.set(a + "attention.head_count_kv", u32(s.n_head_kv));
+  md.set(a + "attention.key_length", u32(s.head_dim));
+  md.set(a + "attention.value_length", u32(s.head_dim));
+  md.set(a + "rope.dimension_count", u32(s.n_rot > 0 ? s.n_rot : s.head_dim));
+  md.set(a + "rope.freq_base", Value::f32(s.rope_base));
+  md.set(a + "attention.layer_norm_rms_epsilon", Value::f32(s.rms_eps));
+  md.set(a + "vocab_size", u32(s.n_vocab));
+  if (s.sliding_window > 0) md.set(a + "attention.sliding_window", u32(s.sliding_window));
+  if (s.sliding_period > 0) {
+    std::vector<Value> sliding;
+    for (int64_t il = 0; il < s.n_layer; ++il)
+      sliding.push_back(Value::boolean((il + 1) % s.sliding_period != 0));
+    md.set(a + "attention.sliding_window_pattern",
+           Value::array(ValueType::Bool, std::move(sliding)));
+  }
+  if (s.rope_base_swa > 0) md.set(a + "rope.freq_base_swa", Value::f32(s.rope_base_swa));
+  if (s.rope_linear_factor > 0) {
+    md.set(a + "rope.scaling.type", Value::string("linear"));
+    md.set(a + "rope.scaling.factor", Value::f32(s.rope_linear_factor));
+  }
+  if (s.attn_softcap > 0) md.set(a + "attn_logit_softcapping", Value::f32(s.attn_softcap));
+  if (s.final_softcap > 0) md.set(a + "final_logit_softcapping", Value::f32(s.final_softcap));
+  if (s.attn_scale > 0) md.set(a + "attention.scale", Value::f32(s.attn_scale));
+  if (s.n_ctx_orig > 0) {
+    md.set(a + "rope.scaling.original_context_length", u32(s.n_ctx_orig));
+    if (s.longrope) {  // as conversion/phi.py: sqrt(1 + ln(scale) / ln(original context))
+      const double scale = double(s.n_ctx) / double(s.n_ctx_orig);
+      const double attn_factor =
+          scale > 1.0 ? std::sqrt(1.0 + std::log(scale) / std::log(double(s.n_ctx_orig))) : 1.0;
+      md.set(a + "rope.scaling.attn_factor", Value::f32(float(attn_factor)));
+    }
+  }
 
   // SPM vocab: <unk> <s> </s>, the 256 byte tokens, then unique filler pieces.
   std::vector<std::string> tokens;
@@ -189,31 +252,42 @@ uint64_t write_synth_model(const std::string& path, const std::string& shape_nam
   md.set("tokenizer.ggml.unknown_token_id", Value::u32(0));
   md.set("tokenizer.ggml.add_bos_token", Value::boolean(true));
   md.set("tokenizer.ggml.add_eos_token", Value::boolean(false));
+  return md;
+}
 
-  struct Spec {
-    std::string name;
-    QuantType type;
-    std::vector<int64_t> shape;
-    bool norm;  // all ones
-  };
-  std::vector<Spec> specs;
+std::vector<SynthTensor> synth_tensors(const SynthShape& s, const std::string& mix) {
+  std::vector<SynthTensor> specs;
   const int nl = int(s.n_layer);
   auto matrix = [&](const std::string& name, int layer, int64_t cols, int64_t rows) {
     const bool as_output = name == "output.weight" || (s.tied && name == "token_embd.weight");
-    specs.push_back({name, synth_tensor_type(mix, as_output ? "output.weight" : name, layer, nl),
-                     {cols, rows}, false});
+    const QuantType type = synth_tensor_type(mix, as_output ? "output.weight" : name, layer, nl);
+    if (cols % quant_traits(type).block_elems != 0)
+      throw_error("synth {}: {} rows of {} do not divide into {} blocks", s.name, name, cols,
+                  quant_name(type));
+    specs.push_back({name, type, {cols, rows}, false});
   };
-  auto vec = [&](const std::string& name, int64_t n, bool norm) {
-    specs.push_back({name, QuantType::F32, {n}, norm});
+  auto vec = [&](const std::string& name, int64_t n, bool ones) {
+    specs.push_back({name, QuantType::F32, {n}, ones});
   };
+  const bool gemma = s.arch == "gemma2" || s.arch == "gemma3";
+  const bool phi3 = s.arch == "phi3", olmo2 = s.arch == "olmo2";
   const int64_t q_dim = s.n_head * s.head_dim, kv_dim = s.n_head_kv * s.head_dim;
   matrix("token_embd.weight", -1, s.n_embd, s.n_vocab);
+  if (s.longrope) {  // per model, as llama.cpp's converter writes them
+    const int64_t n_rot = s.n_rot > 0 ? s.n_rot : s.head_dim;
+    vec("rope_factors_long.weight", n_rot / 2, true);
+    vec("rope_factors_short.weight", n_rot / 2, true);
+  }
   for (int il = 0; il < nl; ++il) {
     const std::string p = fmt::format("blk.{}.", il);
-    vec(p + "attn_norm.weight", s.n_embd, true);
-    matrix(p + "attn_q.weight", il, s.n_embd, q_dim);
-    matrix(p + "attn_k.weight", il, s.n_embd, kv_dim);
-    matrix(p + "attn_v.weight", il, s.n_embd, kv_dim);
+    if (!olmo2) vec(p + "attn_norm.weight", s.n_embd, true);
+    if (phi3) {
+      matrix(p + "attn_qkv.weight", il, s.n_embd, q_dim + 2 * kv_dim);
+    } else {
+      matrix(p + "attn_q.weight", il, s.n_embd, q_dim);
+      matrix(p + "attn_k.weight", il, s.n_embd, kv_dim);
+      matrix(p + "attn_v.weight", il, s.n_embd, kv_dim);
+    }
     if (s.qkv_bias) {
       vec(p + "attn_q.bias", q_dim, false);
       vec(p + "attn_k.bias", kv_dim, false);
@@ -223,26 +297,49 @@ uint64_t write_synth_model(const std::string& path, const std::string& shape_nam
       vec(p + "attn_q_norm.weight", s.head_dim, true);
       vec(p + "attn_k_norm.weight", s.head_dim, true);
     }
+    if (olmo2) {  // over the whole projection
+      vec(p + "attn_q_norm.weight", q_dim, true);
+      vec(p + "attn_k_norm.weight", kv_dim, true);
+    }
     matrix(p + "attn_output.weight", il, q_dim, s.n_embd);
-    vec(p + "ffn_norm.weight", s.n_embd, true);
-    matrix(p + "ffn_gate.weight", il, s.n_embd, s.n_ff);
-    matrix(p + "ffn_up.weight", il, s.n_embd, s.n_ff);
+    if (gemma || olmo2) vec(p + "post_attention_norm.weight", s.n_embd, true);
+    if (!olmo2) vec(p + "ffn_norm.weight", s.n_embd, true);
+    if (phi3) {
+      matrix(p + "ffn_up.weight", il, s.n_embd, 2 * s.n_ff);  // gate rows, then up rows
+    } else {
+      matrix(p + "ffn_gate.weight", il, s.n_embd, s.n_ff);
+      matrix(p + "ffn_up.weight", il, s.n_embd, s.n_ff);
+    }
     matrix(p + "ffn_down.weight", il, s.n_ff, s.n_embd);
+    if (gemma || olmo2) vec(p + "post_ffw_norm.weight", s.n_embd, true);
   }
   vec("output_norm.weight", s.n_embd, true);
   if (!s.tied) matrix("output.weight", -1, s.n_embd, s.n_vocab);
+  return specs;
+}
+
+uint64_t write_synth_model(const std::string& path, const std::string& shape_name,
+                           const std::string& mix, uint64_t seed) {
+  return write_synth_model(path, synth_shape(shape_name), mix, seed);
+}
+
+uint64_t write_synth_model(const std::string& path, const SynthShape& s, const std::string& mix,
+                           uint64_t seed) {
+  synth_tensor_type(mix, "x", -1, 1);  // validates the mix name before any work
+  const Metadata md = synth_metadata(s, mix);
+  const std::vector<SynthTensor> specs = synth_tensors(s, mix);
 
   // All tensor data in one buffer (write_gguf copies from views).
   std::vector<TensorInfo> infos;
   uint64_t total = 0;
-  for (const Spec& sp : specs) {
+  for (const SynthTensor& sp : specs) {
     int64_t rows = 1;
     for (size_t d = 1; d < sp.shape.size(); ++d) rows *= sp.shape[d];
     total += (row_bytes(sp.type, sp.shape[0]) * size_t(rows) + 63) / 64 * 64;
   }
   AlignedPtr<uint8_t> data = make_aligned<uint8_t>(total, 64);
   uint64_t off = 0, rng = seed;
-  for (const Spec& sp : specs) {
+  for (const SynthTensor& sp : specs) {
     TensorInfo t;
     t.name = sp.name;
     t.type = sp.type;
@@ -252,7 +349,7 @@ uint64_t write_synth_model(const std::string& path, const std::string& shape_nam
     t.bytes = row_bytes(sp.type, sp.shape[0]) * size_t(rows);
     t.data = data.get() + off;
     uint8_t* p = data.get() + off;
-    if (sp.norm) {
+    if (sp.ones) {
       for (int64_t i = 0; i < sp.shape[0]; ++i) {
         const float one = 1.0f;
         std::memcpy(p + 4 * i, &one, 4);

@@ -12,6 +12,7 @@
 #include <random>
 
 #include "convert/convert.h"
+#include "convert/hf_folder_writer.h"
 #include "core/error.h"
 #include "core/fp16.h"
 #include "io/jlm_reader.h"
@@ -21,71 +22,7 @@ namespace jitllm {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct HfTensor {
-  std::string name;
-  std::string dtype;           // "F32" | "BF16"
-  std::vector<int64_t> shape;  // safetensors (row-major) order
-  std::vector<uint8_t> bytes;
-};
-
-class HfFolderWriter {
- public:
-  explicit HfFolderWriter(const std::string& test) {
-    dir_ = fs::temp_directory_path() / ("jlm_hf_" + std::to_string(::getpid()) + "_" + test);
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  ~HfFolderWriter() { fs::remove_all(dir_); }
-  std::string dir() const { return dir_.string(); }
-  std::string file(const std::string& n) const { return (dir_ / n).string(); }
-
-  void add(const std::string& name, std::vector<int64_t> shape, const std::string& dtype = "F32") {
-    size_t n = 1;
-    for (int64_t d : shape) n *= size_t(d);
-    HfTensor t{name, dtype, std::move(shape), {}};
-    std::normal_distribution<float> normal(0.f, 0.05f);
-    for (size_t i = 0; i < n; ++i) {
-      const float v = normal(rng_);
-      if (dtype == "BF16") {
-        const uint16_t h = f32_to_bf16(v);
-        t.bytes.insert(t.bytes.end(), reinterpret_cast<const uint8_t*>(&h),
-                       reinterpret_cast<const uint8_t*>(&h) + 2);
-      } else {
-        t.bytes.insert(t.bytes.end(), reinterpret_cast<const uint8_t*>(&v),
-                       reinterpret_cast<const uint8_t*>(&v) + 4);
-      }
-    }
-    tensors_.push_back(std::move(t));
-  }
-  const HfTensor& tensor(const std::string& name) const {
-    for (const auto& t : tensors_)
-      if (t.name == name) return t;
-    throw std::runtime_error("no " + name);
-  }
-
-  void write(const nlohmann::json& config) {
-    std::ofstream(file("config.json")) << config.dump(2);
-    nlohmann::json header = nlohmann::json::object();
-    size_t offset = 0;
-    for (const auto& t : tensors_) {
-      header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape},
-                        {"data_offsets", {offset, offset + t.bytes.size()}}};
-      offset += t.bytes.size();
-    }
-    const std::string text = header.dump();
-    std::ofstream out(file("model.safetensors"), std::ios::binary);
-    const uint64_t n = text.size();
-    out.write(reinterpret_cast<const char*>(&n), 8);
-    out << text;
-    for (const auto& t : tensors_) out.write(reinterpret_cast<const char*>(t.bytes.data()), std::streamsize(t.bytes.size()));
-  }
-
- private:
-  fs::path dir_;
-  std::vector<HfTensor> tensors_;
-  std::mt19937 rng_{3};
-};
+using testing::HfFolderWriter;
 
 nlohmann::json llama_config(int layers, int hidden, int heads, int kv_heads, int ff, int vocab) {
   return {{"architectures", {"LlamaForCausalLM"}}, {"hidden_size", hidden},

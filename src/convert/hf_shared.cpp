@@ -1,0 +1,102 @@
+// What the llama-shaped HF families share (see hf_arch.h): the hyperparameter keys as llama.cpp's
+// converter writes them, the model-wide tensor names, and the per-layer name tables of the
+// families that need no row permutation.
+#include "convert/hf_arch.h"
+#include "core/error.h"
+
+namespace jitllm {
+
+std::optional<std::optional<HfTensorMapping>> map_model_wide_tensor(const std::string& name,
+                                                                    const nlohmann::json& c) {
+  if (name == "model.embed_tokens.weight") return HfTensorMapping{"token_embd.weight"};
+  if (name == "model.norm.weight") return HfTensorMapping{"output_norm.weight"};
+  if (name == "lm_head.weight") {
+    // Tied checkpoints sometimes still store lm_head; GGUF then has no output tensor.
+    if (config_bool_or(c, "tie_word_embeddings", false)) return std::optional<HfTensorMapping>{};
+    return HfTensorMapping{"output.weight"};
+  }
+  return std::nullopt;
+}
+
+bool split_layer_tensor(const std::string& name, std::string& index, std::string& rest) {
+  const std::string prefix = "model.layers.";
+  if (!name.starts_with(prefix)) return false;
+  const size_t dot = name.find('.', prefix.size());
+  if (dot == std::string::npos) return false;
+  index = name.substr(prefix.size(), dot - prefix.size());
+  rest = name.substr(dot + 1);
+  return !index.empty() && index.find_first_not_of("0123456789") == std::string::npos;
+}
+
+namespace {
+
+const HfLayerTensor kProjections[] = {
+    {"self_attn.q_proj.weight", "attn_q.weight"},
+    {"self_attn.k_proj.weight", "attn_k.weight"},
+    {"self_attn.v_proj.weight", "attn_v.weight"},
+    {"self_attn.o_proj.weight", "attn_output.weight"},
+    {"mlp.gate_proj.weight", "ffn_gate.weight"},
+    {"mlp.up_proj.weight", "ffn_up.weight"},
+    {"mlp.down_proj.weight", "ffn_down.weight"},
+};
+
+}  // namespace
+
+const std::span<const HfLayerTensor> kLlamaProjections(kProjections);
+
+std::optional<HfTensorMapping> map_tensor_by_table(
+    const std::string& name, const nlohmann::json& c,
+    std::initializer_list<std::span<const HfLayerTensor>> tables, const char* arch) {
+  if (auto shared = map_model_wide_tensor(name, c)) return *shared;
+  std::string index, rest;
+  if (split_layer_tensor(name, index, rest)) {
+    for (std::span<const HfLayerTensor> table : tables)
+      for (const HfLayerTensor& e : table)
+        if (rest == e.hf) return HfTensorMapping{"blk." + index + "." + e.gguf};
+    if (rest == "self_attn.rotary_emb.inv_freq") return std::nullopt;  // recomputed from theta
+  }
+  throw_error("tensor '{}' is not part of the {} architecture as jitllm knows it", name, arch);
+}
+
+void llama_like_metadata(const nlohmann::json& c, Metadata& m, const std::string& arch) {
+  // Every integer is range-checked before it is stored as u32 (config_hparam: [1, 2^30]).
+  auto u32 = [](int64_t v) { return Value::u32(uint32_t(v)); };
+  const int64_t n_head = config_hparam(c, "num_attention_heads");
+  const std::string a = arch + ".";
+  m.set(a + "block_count", u32(config_hparam(c, "num_hidden_layers")));
+  m.set(a + "context_length", u32(config_hparam(c, "max_position_embeddings")));
+  m.set(a + "embedding_length", u32(config_hparam(c, "hidden_size")));
+  m.set(a + "feed_forward_length", u32(config_hparam(c, "intermediate_size")));
+  m.set(a + "attention.head_count", u32(n_head));
+  m.set(a + "attention.head_count_kv",
+        u32(config_hparam_opt(c, "num_key_value_heads").value_or(n_head)));
+  m.set(a + "rope.freq_base", Value::f32(float(rope_theta(c))));
+  m.set(a + "attention.layer_norm_rms_epsilon",
+        Value::f32(float(config_number_opt(c, "rms_norm_eps").value_or(1e-6))));
+  if (config_hparam_opt(c, "head_dim")) {
+    m.set(a + "attention.key_length", u32(config_head_dim(c)));
+    m.set(a + "attention.value_length", u32(config_head_dim(c)));
+  }
+  m.set(a + "rope.dimension_count", u32(config_head_dim(c)));
+  if (auto v = config_hparam_opt(c, "vocab_size")) m.set(a + "vocab_size", u32(*v));
+  if (auto n = config_hparam_opt(c, "num_local_experts")) {
+    m.set(a + "expert_count", u32(*n));
+    m.set(a + "expert_used_count", u32(config_int_in(c, "num_experts_per_tok", 1, *n)));
+  }
+
+  const std::string type = rope_type(c);
+  const nlohmann::json* rp = rope_parameters(c);
+  if (type == "linear" || type == "yarn") {
+    m.set(a + "rope.scaling.type", Value::string(type));
+    m.set(a + "rope.scaling.factor", Value::f32(float(config_number_opt(*rp, "factor").value_or(1.0))));
+    if (type == "yarn")
+      if (auto v = config_hparam_opt(*rp, "original_max_position_embeddings"))
+        m.set(a + "rope.scaling.original_context_length", u32(*v));
+  } else if (type != "default" && type != "llama3") {
+    throw_error("config.json: rope type '{}' is not supported for {} (default, linear, yarn, "
+                "llama3 are)",
+                type, arch);
+  }
+}
+
+}  // namespace jitllm
