@@ -7,6 +7,7 @@
 tier_filter() {
   case $1 in
     smoke) echo 'Families/CudaFamily.*:CudaKernels.AttentionPagedRaggedGqa:CudaKernels.MatmulNativeFormatsRealShapes:CudaKernels.FusedNormSwigluRopeStoreEqualUnfused:CudaKernels.ArgmaxRowsEqualsHostArgmax:CudaMmq.Q4KEightBShapes:CudaDqMma.EightBShapes:CudaDecodeFusion.RopeEpilogueEqualsMatvecThenRopeStore:CudaDecodeFusion.DqSwigluEpilogueEqualsDqGateUpThenSwigluQ8:CudaGemm.RealShapes4096:CudaFlashAttention.RaggedSequences:CudaSplitAttention.MatchesReferenceAndSingleCtaKernel:CudaEngine.FusedLaunchesEqualOneKernelPerOp:CudaEngine.GraphReplayEqualsDirectLaunches:Fixtures/CudaFixture.*/Q4_K_M:Fixtures/CudaFixture.*/Q8_0:Fixtures/CudaFixture.*/Q6_K:Fixtures/CudaPrefill.*/Q4_K_M' ;;
+    smokelite) tier_filter smoke | sed 's/:Fixtures\/CudaFixture\.\*\/Q8_0:Fixtures\/CudaFixture\.\*\/Q6_K//' ;;  # smoke with only the Q4_K_M fixture (calls that carry more)
     kernels) echo 'CudaKernels.*:CudaMmq.*:CudaDecodeFusion.*' ;;
     dqmma) echo 'CudaDqMma.*:CudaSplitAttention.*' ;;
     engine) echo 'CudaEngine.*:CudaWarmUp.*:CudaCache.*:CudaPydoc.*' ;;

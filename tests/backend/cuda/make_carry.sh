@@ -26,7 +26,8 @@ for f in ${FIXTURES:-F32 BF16 F16 Q8_0 Q6_K Q4_K_M Q4_0 Q4_1 Q5_0 Q5_1 Q5_K_M IQ
   cp $S/oracle/logits/synth-llama.$f.* $C/shared/oracle/logits/
 done
 mkdir -p $C/shared/oracle/pydoc-llama  # a trained 6-layer model (jitllm verify --devices)
-cp $S/oracle/pydoc-llama/pydoc-llama.Q8_0.gguf $C/shared/oracle/pydoc-llama/
+# PYDOC=0 leaves it out (a call whose working tree and carry would pass the 64 MiB limit).
+[ "${PYDOC:-1}" = 0 ] || cp $S/oracle/pydoc-llama/pydoc-llama.Q8_0.gguf $C/shared/oracle/pydoc-llama/
 mkdir -p $C/shared/oracle/pydoc-llama/hf  # its tokenizer, borrowed by the qwen3-tiny HF folder
 cp $S/oracle/pydoc-llama/hf/tokenizer.model $S/oracle/pydoc-llama/hf/tokenizer_config.json $C/shared/oracle/pydoc-llama/hf/
 du -sh $C
