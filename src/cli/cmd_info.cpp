@@ -12,6 +12,8 @@
 #include "core/tuning.h"
 #include "io/hf_folder.h"
 #include "io/jlm_reader.h"
+#include "model/config.h"
+#include "model/describe.h"
 #include "tokenizer/hf_tokenizer.h"
 
 namespace jitllm::cli {
@@ -99,10 +101,23 @@ int run_info(const InfoArgs& args) {
       rc = failures.empty() ? 0 : 1;
     }
   }
+  // The family that will run it and what it does differently (nothing when no family serves
+  // the architecture: the summary above still describes the file).
+  std::string family_text;
+  try {
+    const FamilyDescription d = describe_family(config_from_metadata(source.metadata));
+    json["family"] = {{"name", d.family}, {"quirks", d.quirks}};
+    family_text = "family: " + d.family;
+    for (size_t i = 0; i < d.quirks.size(); ++i) family_text += (i ? ", " : ": ") + d.quirks[i];
+    family_text += "\n";
+  } catch (const Error& e) {
+    json["family"] = {{"error", e.what()}};
+    family_text = std::string("family: none (") + e.what() + ")\n";
+  }
   if (args.json)
     fmt::print("{}\n", json.dump(2));
   else
-    fmt::print("{}{}", summary_to_text(summary), verify_text);
+    fmt::print("{}{}{}", summary_to_text(summary), family_text, verify_text);
   return rc;
 }
 

@@ -61,6 +61,9 @@ const std::vector<SynthShape>& synth_shapes() {
       {.name = "qwen2.5-7b", .arch = "qwen2", .n_embd = 3584, .n_ff = 18944, .n_layer = 28,
        .n_head = 28, .n_head_kv = 4, .head_dim = 128, .n_vocab = 152064, .n_ctx = 32768,
        .rope_base = 1000000.0f, .rms_eps = 1e-6f, .qkv_bias = true},
+      {.name = "qwen3-1.7b", .arch = "qwen3", .n_embd = 2048, .n_ff = 6144, .n_layer = 28,
+       .n_head = 16, .n_head_kv = 8, .head_dim = 128, .n_vocab = 151936, .n_ctx = 40960,
+       .rope_base = 1000000.0f, .rms_eps = 1e-6f, .tied = true, .qk_norm = true},
       {.name = "qwen3-4b", .arch = "qwen3", .n_embd = 2560, .n_ff = 9728, .n_layer = 36,
        .n_head = 32, .n_head_kv = 8, .head_dim = 128, .n_vocab = 151936, .n_ctx = 40960,
        .rope_base = 1000000.0f, .rms_eps = 1e-6f, .tied = true, .qk_norm = true},
@@ -73,6 +76,12 @@ const std::vector<SynthShape>& synth_shapes() {
        .rms_eps = 1e-6f, .tied = true, .sliding_window = 4096, .sliding_period = 2,
        .attn_softcap = 50.0f, .final_softcap = 30.0f, .attn_scale = 0.0625f},
       // Gemma 3: five sliding layers (base 10k) to one full (base 1M, linear x8).
+      // Gemma 3 1B: one KV head, a 512-token window, no RoPE scaling.
+      {.name = "gemma-3-1b", .arch = "gemma3", .n_embd = 1152, .n_ff = 6912, .n_layer = 26,
+       .n_head = 4, .n_head_kv = 1, .head_dim = 256, .n_vocab = 262144, .n_ctx = 32768,
+       .rope_base = 1000000.0f, .rms_eps = 1e-6f, .tied = true, .qk_norm = true,
+       .sliding_window = 512, .sliding_period = 6, .rope_base_swa = 10000.0f,
+       .attn_scale = 0.0625f},
       {.name = "gemma-3-4b", .arch = "gemma3", .n_embd = 2560, .n_ff = 10240, .n_layer = 34,
        .n_head = 8, .n_head_kv = 4, .head_dim = 256, .n_vocab = 262208, .n_ctx = 131072,
        .rope_base = 1000000.0f, .rms_eps = 1e-6f, .tied = true, .qk_norm = true,

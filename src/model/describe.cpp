@@ -1,0 +1,58 @@
+// describe_family (see describe.h).
+#include "model/describe.h"
+
+#include <cmath>
+#include <fmt/format.h>
+
+#include "model/family.h"
+
+namespace jitllm {
+
+namespace {
+
+bool binds(const Family& f, const char* name) {
+  for (const LayerTensor& t : f.layer_tensors)
+    if (std::string(t.name) == name) return true;
+  return false;
+}
+
+}  // namespace
+
+FamilyDescription describe_family(const Config& c) {
+  FamilyDescription d;
+  d.family = c.family ? c.family->name : c.arch;
+  auto& q = d.quirks;
+  if (c.head_dim * c.n_head != c.n_embd) q.push_back(fmt::format("head size {} of its own", c.head_dim));
+  if (c.n_head_kv != c.n_head) q.push_back(fmt::format("GQA {} query heads on {} KV heads", c.n_head, c.n_head_kv));
+  if (c.rope_mode == RopeMode::Neox) q.push_back("NEOX rotation");
+  if (c.n_rot != c.head_dim) q.push_back(fmt::format("partial rotary ({} of {} dims)", c.n_rot, c.head_dim));
+  if (c.rope_scaling != "none") q.push_back("RoPE scaling " + c.rope_scaling);
+  if (!c.rope_freq_factors_long.empty())
+    q.push_back(fmt::format("LongRoPE (short factors up to {} positions)", c.rope_ctx_orig));
+  if (c.n_swa > 0) {
+    int sliding = 0;
+    for (int il = 0; il < c.n_layer; ++il) sliding += c.is_swa(il);
+    std::string s = fmt::format("sliding window {} on {} of {} layers", c.n_swa, sliding, c.n_layer);
+    if (c.rope_freq_base_swa > 0 && c.rope_freq_base_swa != c.rope_freq_base)
+      s += fmt::format(" (RoPE base {:g} there)", c.rope_freq_base_swa);
+    q.push_back(s);
+  }
+  if (c.attn_scale > 0 && std::fabs(c.attn_scale * std::sqrt(float(c.head_dim)) - 1.0f) > 1e-6f)
+    q.push_back(fmt::format("attention scale {:g}", c.attn_scale));
+  if (c.attn_softcap > 0) q.push_back(fmt::format("attention soft-cap {:g}", c.attn_softcap));
+  if (c.final_softcap > 0) q.push_back(fmt::format("final logit soft-cap {:g}", c.final_softcap));
+  if (c.embd_scale != 0) q.push_back(fmt::format("embeddings x {:g}", c.embd_scale));
+  if (c.ffn_gelu) q.push_back("GELU-tanh gated FFN");
+  if (c.family) {
+    const Family& f = *c.family;
+    if (binds(f, "attn_q.bias")) q.push_back("q/k/v biases");
+    if (binds(f, "attn_qkv.weight")) q.push_back("fused q/k/v and gate/up projections");
+    if (binds(f, "attn_q_norm.weight"))
+      q.push_back(binds(f, "attn_norm.weight") ? "per-head q/k norms" : "q/k norms over the whole projection");
+    if (binds(f, "post_attention_norm.weight")) q.push_back("post-attention and post-FFN norms");
+    if (!binds(f, "attn_norm.weight") && !binds(f, "attn_qkv.weight")) q.push_back("no pre-norms");
+  }
+  return d;
+}
+
+}  // namespace jitllm

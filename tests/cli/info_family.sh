@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# End-to-end test of `jitllm info` naming the family and its quirks: the gemma2 and olmo2 tiny
+# fixtures as Hugging Face folders (tests/model/data, pydoc-llama's tokenizer from the oracle),
+# text and JSON.
+set -euo pipefail
+JITLLM="$1"
+SRC="${JITLLM_SOURCE_DIR:-$(dirname "$0")/../..}"
+ORACLE="${JITLLM_SHARED:-$SRC/../shared}/oracle"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+folder() {  # folder FAMILY: the fixture as an HF folder in $T/FAMILY
+  mkdir -p "$T/$1"
+  cp "$SRC/tests/model/data/$1-tiny/config.json" "$SRC/tests/model/data/$1-tiny/model.safetensors" "$T/$1/"
+  cp "$ORACLE/pydoc-llama/hf/tokenizer.model" "$ORACLE/pydoc-llama/hf/tokenizer_config.json" "$T/$1/"
+}
+folder gemma2
+folder olmo2
+out="$("$JITLLM" info "$T/gemma2")"
+line="$(grep '^family: ' <<< "$out")" || fail "no family line: $out"
+for q in "family: gemma2:" "sliding window 24 on 1 of 2 layers" "attention scale 0.125" \
+         "attention soft-cap 5" "final logit soft-cap 3" "GELU-tanh gated FFN" "post-attention and post-FFN norms"; do
+  grep -qF "$q" <<< "$line" || fail "gemma2: '$q' missing from: $line"
+done
+json="$("$JITLLM" info --json "$T/olmo2")"
+grep -q '"name": "olmo2"' <<< "$json" || fail "olmo2 JSON without its family: $json"
+grep -qF 'q/k norms over the whole projection' <<< "$json" || fail "olmo2 JSON without its quirk: $json"
+echo "info_family: ok"
