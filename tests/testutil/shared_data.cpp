@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <unistd.h>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
@@ -53,7 +54,10 @@ std::string family_fixture_dir(const std::string& family) {
 
 std::string family_hf_folder(const std::string& family) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("jitllm-" + family + "-tiny");
+  // One folder per process: ctest runs the test cases of one fixture in parallel processes,
+  // which must not rewrite the files another one is loading.
+  const fs::path dir =
+      fs::temp_directory_path() / ("jitllm-" + family + "-tiny-" + std::to_string(getpid()));
   fs::create_directories(dir);
   for (const char* f : {"config.json", "model.safetensors"})
     fs::copy_file(family_fixture_dir(family) + "/" + f, dir / f, fs::copy_options::overwrite_existing);

@@ -58,9 +58,6 @@ float dot_vec(const TA* a, const TB* b, int n) {
   return _mm_cvtss_f32(x);
 }
 
-// Gemma 2's attention logit soft-capping, after the scale (cap 0: none).
-inline float soft_capped(float s, float cap) { return cap > 0.0f ? cap * std::tanh(s / cap) : s; }
-
 inline __m128i to_half(__m256 v) { return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT); }
 
 // Scratch of one thread for attend_one_chunk_group.

@@ -25,10 +25,6 @@ namespace {
 
 constexpr int64_t kKvTile = 64;  // ggml's GGML_FA_TILE_KV
 
-// Gemma 2's attention logit soft-capping (cap 0: none), after the scale as in ggml's
-// flash attention and transformers.
-inline float soft_capped(float s, float cap) { return cap > 0.0f ? cap * std::tanh(s / cap) : s; }
-
 // One query head of one row, ggml's one_chunk arithmetic.
 void attend_one_chunk(const AttentionArgs& a, int64_t r, int h, std::vector<uint16_t>& q16,
                       std::vector<uint16_t>& acc16, std::vector<float>& acc32) {

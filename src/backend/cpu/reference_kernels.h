@@ -12,6 +12,8 @@
 // layer's plain types: RopeParams, PagedRows).
 #pragma once
 
+#include <cmath>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -159,5 +161,7 @@ float dot_f16_f16_vec(const uint16_t* a, const uint16_t* b, int64_t n);
 float ggml_vec_expf(float x);
 float ggml_vec_silu(float x);  // x / (1 + ggml_vec_expf(-x))
 float gelu_tanh(float x);      // GELU, tanh approximation (reference_elementwise.cpp)
+// An attention score soft-capped as Gemma 2 does, after the scale (cap 0: the score itself).
+inline float soft_capped(float s, float cap) { return cap > 0.0f ? cap * std::tanh(s / cap) : s; }
 
 }  // namespace jitllm
