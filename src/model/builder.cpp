@@ -102,6 +102,7 @@ void GraphBuilder::build_inp_embd() {
 void GraphBuilder::begin_layer(int il) { move_to(route_.layers[size_t(il)]); }
 
 Act GraphBuilder::build_norm(const std::vector<float>& w, const char* name, int il) {
+  if (w.empty()) return x_;  // a layer without this norm (OLMo2) reads the residual stream itself
   Act cur = view(on(at_).cur, x_.rows, c_.n_embd);
   if (!live()) return cur;
   at_->rms_norm(x_, w, c_.rms_eps, cur);

@@ -42,7 +42,8 @@ class GraphBuilder {
   void begin_layer(int il);
   // The residual stream [rows still going on, n_embd].
   Act x() const { return x_; }
-  // RMSNorm of the residual stream into the layer scratch [rows, n_embd].
+  // RMSNorm of the residual stream into the layer scratch [rows, n_embd]; with no weights (a
+  // family without this norm) the residual stream itself.
   Act build_norm(const std::vector<float>& w, const char* name, int il);
   // q/k/v of `cur` ([rows, n_embd]) from separate or fused projections, plus their biases where
   // the layer has them; the RMSNorms of q and k where it has them, per head or over the whole

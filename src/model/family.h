@@ -30,20 +30,22 @@ struct Family {
   void (*build)(GraphBuilder& b) = nullptr;
 };
 
+// Throws naming <arch>.attention.value_length when V heads differ in size from K heads: every
+// family's attention here takes equal sizes (archs/llama.cpp).
+void require_equal_head_sizes(const Config& c);
+
 // The llama family's layer tensors (archs/llama.cpp), which llama-shaped families extend.
 std::vector<LayerTensor> llama_layer_tensors();
 
-// The llama graph (archs/llama.cpp): pre-norm blocks of attention and a gated FFN with residuals,
-// shared by the families whose layers differ only in what they bind (q/k norms: qwen3; biases:
-// qwen2; fused projections: phi3) or in Config values (gemma).
+// The llama graph (archs/llama.cpp): blocks of attention and a gated FFN with residuals, each
+// with the norms its layer binds (pre-norms, q/k norms, post-norms), shared by every family whose
+// layers differ only in what they bind or in Config values.
 void build_llama_graph(GraphBuilder& b);
 
 // Gemma 2's layers (archs/gemma2.cpp): llama's and the post-attention / post-FFN norms, which
-// gemma3 extends; its graph, with those norms before the residuals; and the attention scale of
-// both (the file's <arch>.attention.scale, else llama.cpp's rule, whose exception is the model
-// of n_layer_27b layers).
+// gemma3 extends; and the attention scale of both (the file's <arch>.attention.scale, else
+// llama.cpp's rule, whose exception is the model of n_layer_27b layers).
 std::vector<LayerTensor> gemma2_layer_tensors();
-void build_gemma2_graph(GraphBuilder& b);
 void read_gemma_attention_scale(const Metadata& md, Config& c, int n_layer_27b);
 
 // The family serving `arch`, or null.

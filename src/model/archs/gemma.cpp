@@ -15,9 +15,7 @@ void read_gemma_hparams(const Metadata&, Config& c) {
   c.rope_mode = RopeMode::Neox;
   c.embd_scale = std::sqrt(float(c.n_embd));
   c.ffn_gelu = true;
-  if (c.head_dim_v != c.head_dim)
-    throw_error("metadata: gemma.attention.value_length {} differs from key_length {} (not supported)",
-                c.head_dim_v, c.head_dim);
+  require_equal_head_sizes(c);
 }
 
 }  // namespace

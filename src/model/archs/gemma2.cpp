@@ -7,7 +7,6 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "model/builder.h"
 #include "model/family.h"
 
 namespace jitllm {
@@ -28,9 +27,7 @@ void read_gemma2_hparams(const Metadata& md, Config& c) {
 }  // namespace
 
 void read_gemma_attention_scale(const Metadata& md, Config& c, int n_layer_27b) {
-  if (c.head_dim_v != c.head_dim)
-    throw_error("metadata: {}.attention.value_length {} differs from key_length {} (not supported)",
-                c.arch, c.head_dim_v, c.head_dim);
+  require_equal_head_sizes(c);
   const std::string key = c.arch + ".attention.scale";
   if (md.has(key)) {
     c.attn_scale = float(md.get_f64(key));
@@ -49,27 +46,12 @@ std::vector<LayerTensor> gemma2_layer_tensors() {
   return t;
 }
 
-void build_gemma2_graph(GraphBuilder& b) {
-  const Config& c = b.config();
-  b.build_inp_embd();
-  for (int il = 0; il < c.n_layer; ++il) {
-    const LayerWeights& l = b.layer(il);
-    b.begin_layer(il);
-    Act cur = b.build_norm(l.attn_norm, "attn_norm", il);
-    Act attn = b.build_attn(il, cur, l, b.attn_spec(il), c.rope_params_of(il));
-    b.build_residual(il, *l.wo, attn, "attn_out", "sa_out", &l.attn_post_norm, "attn_post_norm");
-    cur = b.build_norm(l.ffn_norm, "ffn_norm", il);
-    Act ffn = b.build_ffn(il, cur, l);
-    b.build_residual(il, *l.ffn_down, ffn, "ffn_out", "l_out", &l.ffn_post_norm, "ffn_post_norm");
-  }
-}
-
 extern const Family kGemma2Family{
     .name = "gemma2",
     .archs = {"gemma2"},
     .read_hparams = read_gemma2_hparams,
     .layer_tensors = gemma2_layer_tensors(),
-    .build = build_gemma2_graph,
+    .build = build_llama_graph,  // the post-norms come with the layer weights (builder.h)
 };
 
 }  // namespace jitllm

@@ -1,4 +1,4 @@
-// The gemma3 family (Gemma 3 text): the gemma2 graph (archs/gemma2.cpp) over layers that also bind
+// The gemma3 family (Gemma 3 text): gemma2's layers (archs/gemma2.cpp) that also bind
 // per-head q/k norms, without attention soft-capping; five sliding layers to one global by
 // default (llama.cpp's period 6, or the file's sliding_window_pattern), the sliding layers with
 // their own RoPE base (rope.freq_base_swa, default 10000) and no RoPE scaling, the global ones
@@ -37,7 +37,7 @@ extern const Family kGemma3Family{
     .archs = {"gemma3"},
     .read_hparams = read_gemma3_hparams,
     .layer_tensors = gemma3_layer_tensors(),
-    .build = build_gemma2_graph,  // the q/k norms come with the layer weights (builder.h)
+    .build = build_llama_graph,  // q/k and post-norms come with the layer weights (builder.h)
 };
 
 }  // namespace jitllm

@@ -2,7 +2,8 @@
 // RoPE (normal pairs for GGUF llama; partial rotary from the Config), GQA attention (Mistral's
 // sliding window where the file has one), SwiGLU FFN, untied or tied output. Tensor and
 // intermediate names are llama.cpp's. The graph also serves the families whose layers differ
-// only in what they bind (qwen2's biases, qwen3's q/k norms) or in Config values (gemma).
+// only in what they bind (qwen2's biases, qwen3's q/k norms, gemma2/3's post-norms, olmo2's
+// missing pre-norms, phi3's fused projections) or in Config values (gemma).
 #include <iterator>
 
 #include "core/error.h"
@@ -14,9 +15,7 @@ namespace jitllm {
 namespace {
 
 void read_llama_hparams(const Metadata& md, Config& c) {
-  if (c.head_dim_v != c.head_dim)
-    throw_error("metadata: {}.attention.value_length {} differs from key_length {} (not supported)",
-                c.arch, c.head_dim_v, c.head_dim);
+  require_equal_head_sizes(c);
   // Mistral's sliding window over every layer, where the file has one (jitllm's converter writes
   // it from config.json; llama.cpp's does not, so its Mistral GGUFs attend to everything).
   read_sliding_window(md, c, 0, 0);
@@ -36,6 +35,12 @@ constexpr LayerTensor kLlamaLayer[] = {  // in the order llama.cpp binds them
 
 }  // namespace
 
+void require_equal_head_sizes(const Config& c) {
+  if (c.head_dim_v != c.head_dim)
+    throw_error("metadata: {}.attention.value_length {} differs from key_length {} (not supported)",
+                c.arch, c.head_dim_v, c.head_dim);
+}
+
 std::vector<LayerTensor> llama_layer_tensors() { return {std::begin(kLlamaLayer), std::end(kLlamaLayer)}; }
 
 void build_llama_graph(GraphBuilder& b) {
@@ -46,10 +51,10 @@ void build_llama_graph(GraphBuilder& b) {
     b.begin_layer(il);
     Act cur = b.build_norm(l.attn_norm, "attn_norm", il);
     Act attn = b.build_attn(il, cur, l, b.attn_spec(il), c.rope_params_of(il));
-    b.build_residual(il, *l.wo, attn, "attn_out", "ffn_inp");
+    b.build_residual(il, *l.wo, attn, "attn_out", "ffn_inp", &l.attn_post_norm, "attn_post_norm");
     cur = b.build_norm(l.ffn_norm, "ffn_norm", il);
     Act ffn = b.build_ffn(il, cur, l);
-    b.build_residual(il, *l.ffn_down, ffn, "ffn_out", "l_out");
+    b.build_residual(il, *l.ffn_down, ffn, "ffn_out", "l_out", &l.ffn_post_norm, "ffn_post_norm");
   }
 }
 

@@ -13,9 +13,7 @@ namespace {
 
 void read_phi3_hparams(const Metadata& md, Config& c) {
   c.rope_mode = RopeMode::Neox;
-  if (c.head_dim_v != c.head_dim)
-    throw_error("metadata: phi3.attention.value_length {} differs from key_length {} (not supported)",
-                c.head_dim_v, c.head_dim);
+  require_equal_head_sizes(c);
   c.yarn_attn_factor *= float(md.get_f64_or("phi3.rope.scaling.attn_factor", 1.0));
 }
 

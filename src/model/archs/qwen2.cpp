@@ -10,9 +10,7 @@ namespace {
 
 void read_qwen2_hparams(const Metadata&, Config& c) {
   c.rope_mode = RopeMode::Neox;
-  if (c.head_dim_v != c.head_dim)
-    throw_error("metadata: qwen2.attention.value_length {} differs from key_length {} (not supported)",
-                c.head_dim_v, c.head_dim);
+  require_equal_head_sizes(c);
 }
 
 // llama's, and the projection biases.

@@ -11,9 +11,7 @@ namespace {
 
 void read_qwen3_hparams(const Metadata&, Config& c) {
   c.rope_mode = RopeMode::Neox;
-  if (c.head_dim_v != c.head_dim)
-    throw_error("metadata: qwen3.attention.value_length {} differs from key_length {} (not supported)",
-                c.head_dim_v, c.head_dim);
+  require_equal_head_sizes(c);
 }
 
 // llama's, and the per-head norms.
