@@ -28,6 +28,9 @@ struct HfTensorMapping {
   // Gemma's RMSNorm multiplies by (1 + w): the GGUF stores 1 + w, computed in float32 from the
   // stored value and written as F32 (so an f16 / bf16 source loses nothing), as llama.cpp does.
   bool plus_one = false;
+  // Stored as F32 whatever the source's type: routers (ffn_gate_inp, ffn_gate_inp_shexp), which
+  // llama.cpp's converter and quantizer keep in float32 (a top-k pick is sensitive to rounding).
+  bool f32 = false;
 };
 
 // A tensor computed from the config rather than read (F32, 1-D).
@@ -61,8 +64,8 @@ std::vector<std::string> supported_hf_architectures();
 
 // The hyperparameter keys of the llama-shaped families ("<arch>.block_count", head counts,
 // key_length when config.json has head_dim, RoPE base and scaling, ...), as llama.cpp's converter
-// writes them for llama, qwen2, qwen3 and their kin. RoPE types other than default, linear, yarn
-// and llama3 are refused.
+// writes them for llama, qwen2, qwen3 and their kin, with the expert keys where config.json has
+// experts. RoPE types other than default, linear, yarn and llama3 are refused.
 void llama_like_metadata(const nlohmann::json& config, Metadata& out, const std::string& arch);
 
 // The tensors every llama-shaped checkpoint names alike: the embeddings, the final norm and
@@ -84,6 +87,14 @@ extern const std::span<const HfLayerTensor> kLlamaProjections;
 // per-layer ones by `tables`; rotary_emb.inv_freq is dropped (recomputed from theta); any other
 // name throws naming it and `arch`.
 std::optional<HfTensorMapping> map_tensor_by_table(
+    const std::string& hf_name, const nlohmann::json& config,
+    std::initializer_list<std::span<const HfLayerTensor>> tables, const char* arch);
+
+// map_tensor_by_table for a family with experts (Qwen2/3-MoE, OLMoE): also the router
+// (mlp.gate -> ffn_gate_inp), each expert's mlp.experts.E.{gate,up,down}_proj as slice E of the
+// stacked ffn_{gate,up,down}_exps, and Qwen2-MoE's shared expert (mlp.shared_expert.* ->
+// ffn_*_shexp, mlp.shared_expert_gate -> ffn_gate_inp_shexp).
+std::optional<HfTensorMapping> map_tensor_with_experts(
     const std::string& hf_name, const nlohmann::json& config,
     std::initializer_list<std::span<const HfLayerTensor>> tables, const char* arch);
 

@@ -45,13 +45,17 @@ std::optional<HfTensorMapping> llama_map_tensor(const std::string& name, const n
         {"mlp.gate_proj.weight", "ffn_gate.weight", 0},
         {"mlp.up_proj.weight", "ffn_up.weight", 0},
         {"mlp.down_proj.weight", "ffn_down.weight", 0},
-        {"block_sparse_moe.gate.weight", "ffn_gate_inp.weight", 0},
     };
     for (const Entry& e : table)
       if (rest == e.hf)
         return HfTensorMapping{blk + e.gguf,
                                e.permute == 1 ? n_head : e.permute == 2 ? n_head_kv : 0};
     if (rest == "self_attn.rotary_emb.inv_freq") return std::nullopt;  // recomputed from theta
+    if (rest == "block_sparse_moe.gate.weight") {  // Mixtral's router, kept in float32
+      HfTensorMapping router{blk + "ffn_gate_inp.weight"};
+      router.f32 = true;
+      return router;
+    }
     // Mixtral experts: block_sparse_moe.experts.E.w{1,2,3}.weight -> stacked gate/down/up.
     const std::string experts = "block_sparse_moe.experts.";
     if (rest.starts_with(experts)) {

@@ -8,12 +8,15 @@
 namespace jitllm {
 namespace {
 
-void qwen2_metadata(const nlohmann::json& c, Metadata& m) {
+void qwen2_like_metadata(const nlohmann::json& c, Metadata& m, const char* arch) {
   if (config_bool_or(c, "use_sliding_window", false))
-    throw_error("config.json: use_sliding_window is true; qwen2's sliding-window layers are not "
-                "supported (every layer must attend fully)");
-  llama_like_metadata(c, m, "qwen2");
+    throw_error("config.json: use_sliding_window is true; {}'s sliding-window layers are not "
+                "supported (every layer must attend fully)", arch);
+  llama_like_metadata(c, m, arch);
 }
+
+void qwen2_metadata(const nlohmann::json& c, Metadata& m) { qwen2_like_metadata(c, m, "qwen2"); }
+void qwen2moe_metadata(const nlohmann::json& c, Metadata& m) { qwen2_like_metadata(c, m, "qwen2moe"); }
 
 const HfLayerTensor kQwen2Layer[] = {
     {"input_layernorm.weight", "attn_norm.weight"},
@@ -27,8 +30,14 @@ std::optional<HfTensorMapping> qwen2_map_tensor(const std::string& name, const n
   return map_tensor_by_table(name, c, {kLlamaProjections, kQwen2Layer}, "qwen2");
 }
 
+std::optional<HfTensorMapping> qwen2moe_map_tensor(const std::string& name, const nlohmann::json& c) {
+  return map_tensor_with_experts(name, c, {kLlamaProjections, kQwen2Layer}, "qwen2moe");
+}
+
 }  // namespace
 
 extern const HfArchitecture kHfQwen2{"qwen2", qwen2_metadata, qwen2_map_tensor, nullptr};
+// Qwen1.5/2-MoE (Qwen2MoeForCausalLM): the same attention, experts and a gated shared expert.
+extern const HfArchitecture kHfQwen2Moe{"qwen2moe", qwen2moe_metadata, qwen2moe_map_tensor, nullptr};
 
 }  // namespace jitllm

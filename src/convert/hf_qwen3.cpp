@@ -8,13 +8,16 @@
 namespace jitllm {
 namespace {
 
-void qwen3_metadata(const nlohmann::json& c, Metadata& m) {
+void qwen3_like_metadata(const nlohmann::json& c, Metadata& m, const char* arch) {
   if (config_bool_or(c, "attention_bias", false))
-    throw_error("config.json: attention_bias is not supported for qwen3");
+    throw_error("config.json: attention_bias is not supported for {}", arch);
   if (config_bool_or(c, "use_sliding_window", false))
-    throw_error("config.json: use_sliding_window is not supported for qwen3");
-  llama_like_metadata(c, m, "qwen3");
+    throw_error("config.json: use_sliding_window is not supported for {}", arch);
+  llama_like_metadata(c, m, arch);
 }
+
+void qwen3_metadata(const nlohmann::json& c, Metadata& m) { qwen3_like_metadata(c, m, "qwen3"); }
+void qwen3moe_metadata(const nlohmann::json& c, Metadata& m) { qwen3_like_metadata(c, m, "qwen3moe"); }
 
 const HfLayerTensor kQwen3Layer[] = {
     {"input_layernorm.weight", "attn_norm.weight"},
@@ -27,8 +30,14 @@ std::optional<HfTensorMapping> qwen3_map_tensor(const std::string& name, const n
   return map_tensor_by_table(name, c, {kLlamaProjections, kQwen3Layer}, "qwen3");
 }
 
+std::optional<HfTensorMapping> qwen3moe_map_tensor(const std::string& name, const nlohmann::json& c) {
+  return map_tensor_with_experts(name, c, {kLlamaProjections, kQwen3Layer}, "qwen3moe");
+}
+
 }  // namespace
 
 extern const HfArchitecture kHfQwen3{"qwen3", qwen3_metadata, qwen3_map_tensor, nullptr};
+// Qwen3-MoE (Qwen3MoeForCausalLM): the same attention, experts in every layer.
+extern const HfArchitecture kHfQwen3Moe{"qwen3moe", qwen3moe_metadata, qwen3moe_map_tensor, nullptr};
 
 }  // namespace jitllm

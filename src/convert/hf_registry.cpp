@@ -1,5 +1,6 @@
 // The HF architectures the converter knows: config.json names -> one HfArchitecture per family
-// file (hf_llama.cpp, hf_qwen2.cpp, hf_qwen3.cpp, hf_gemma.cpp, hf_phi3.cpp, hf_olmo2.cpp).
+// file (hf_llama.cpp, hf_qwen2.cpp, hf_qwen3.cpp, hf_gemma.cpp, hf_phi3.cpp, hf_olmo2.cpp,
+// hf_olmoe.cpp).
 #include "convert/hf_arch.h"
 
 namespace jitllm {
@@ -12,6 +13,9 @@ extern const HfArchitecture kHfGemma2;  // hf_gemma.cpp
 extern const HfArchitecture kHfGemma3;  // hf_gemma.cpp
 extern const HfArchitecture kHfPhi3;    // hf_phi3.cpp
 extern const HfArchitecture kHfOlmo2;   // hf_olmo2.cpp
+extern const HfArchitecture kHfQwen2Moe;  // hf_qwen2.cpp
+extern const HfArchitecture kHfQwen3Moe;  // hf_qwen3.cpp
+extern const HfArchitecture kHfOlmoe;     // hf_olmoe.cpp
 
 namespace {
 
@@ -33,6 +37,9 @@ const Entry kEntries[] = {
     {"qwen3", &kHfQwen3},              {"gemma", &kHfGemma},
     {"gemma2", &kHfGemma2},            {"gemma3_text", &kHfGemma3},
     {"phi3", &kHfPhi3},                {"olmo2", &kHfOlmo2},
+    {"Qwen2MoeForCausalLM", &kHfQwen2Moe}, {"Qwen3MoeForCausalLM", &kHfQwen3Moe},
+    {"OlmoeForCausalLM", &kHfOlmoe},       {"qwen2_moe", &kHfQwen2Moe},
+    {"qwen3_moe", &kHfQwen3Moe},           {"olmoe", &kHfOlmoe},
 };
 
 }  // namespace

@@ -58,6 +58,40 @@ std::optional<HfTensorMapping> map_tensor_by_table(
   throw_error("tensor '{}' is not part of the {} architecture as jitllm knows it", name, arch);
 }
 
+std::optional<HfTensorMapping> map_tensor_with_experts(
+    const std::string& name, const nlohmann::json& c,
+    std::initializer_list<std::span<const HfLayerTensor>> tables, const char* arch) {
+  std::string index, rest;
+  if (split_layer_tensor(name, index, rest)) {
+    const std::string blk = "blk." + index + ".";
+    HfTensorMapping router;
+    router.f32 = true;
+    if (rest == "mlp.gate.weight") {
+      router.gguf_name = blk + "ffn_gate_inp.weight";
+      return router;
+    }
+    if (rest == "mlp.shared_expert_gate.weight") {
+      router.gguf_name = blk + "ffn_gate_inp_shexp.weight";
+      return router;
+    }
+    for (const char* w : {"gate", "up", "down"})
+      if (rest == std::string("mlp.shared_expert.") + w + "_proj.weight")
+        return HfTensorMapping{blk + "ffn_" + w + "_shexp.weight"};
+    // mlp.experts.E.{gate,up,down}_proj.weight -> slice E of the stacked ffn_*_exps.weight.
+    const std::string experts = "mlp.experts.";
+    if (rest.starts_with(experts)) {
+      const size_t dot = rest.find('.', experts.size());
+      const std::string e = rest.substr(experts.size(), dot == std::string::npos ? 0 : dot - experts.size());
+      const std::string w = dot == std::string::npos ? "" : rest.substr(dot + 1);
+      if (!e.empty() && e.size() < 6 && e.find_first_not_of("0123456789") == std::string::npos)
+        for (const char* p : {"gate", "up", "down"})
+          if (w == std::string(p) + "_proj.weight")
+            return HfTensorMapping{blk + "ffn_" + p + "_exps.weight", 0, int32_t(std::stoi(e))};
+    }
+  }
+  return map_tensor_by_table(name, c, tables, arch);
+}
+
 void llama_like_metadata(const nlohmann::json& c, Metadata& m, const std::string& arch) {
   // Every integer is range-checked before it is stored as u32 (config_hparam: [1, 2^30]).
   auto u32 = [](int64_t v) { return Value::u32(uint32_t(v)); };
@@ -79,9 +113,20 @@ void llama_like_metadata(const nlohmann::json& c, Metadata& m, const std::string
   }
   m.set(a + "rope.dimension_count", u32(config_head_dim(c)));
   if (auto v = config_hparam_opt(c, "vocab_size")) m.set(a + "vocab_size", u32(*v));
-  if (auto n = config_hparam_opt(c, "num_local_experts")) {
-    m.set(a + "expert_count", u32(*n));
-    m.set(a + "expert_used_count", u32(config_int_in(c, "num_experts_per_tok", 1, *n)));
+  // Experts: Mixtral and transformers 5 name the count num_local_experts, Qwen-MoE and OLMoE
+  // num_experts. The expert and shared-expert widths where they differ from intermediate_size,
+  // and norm_topk_prob as expert_weights_norm where the config says (else the family's own).
+  std::optional<int64_t> n_expert = config_hparam_opt(c, "num_local_experts");
+  if (!n_expert) n_expert = config_hparam_opt(c, "num_experts");
+  if (n_expert) {
+    m.set(a + "expert_count", u32(*n_expert));
+    m.set(a + "expert_used_count", u32(config_int_in(c, "num_experts_per_tok", 1, *n_expert)));
+    if (auto v = config_hparam_opt(c, "moe_intermediate_size"))
+      m.set(a + "expert_feed_forward_length", u32(*v));
+    if (auto v = config_hparam_opt(c, "shared_expert_intermediate_size"))
+      m.set(a + "expert_shared_feed_forward_length", u32(*v));
+    if (c.contains("norm_topk_prob") && !c["norm_topk_prob"].is_null())
+      m.set(a + "expert_weights_norm", Value::boolean(config_bool_or(c, "norm_topk_prob", false)));
   }
 
   const std::string type = rope_type(c);

@@ -46,8 +46,9 @@ QuantType float_type(const SafetensorsTensor& t) {
               t.info.name, safetensors_dtype_name(t.dtype));
 }
 
-// 1 + w for each value, in float32 (Gemma's norms; see HfTensorMapping::plus_one).
-std::span<const uint8_t> load_plus_one(const SafetensorsTensor& t, std::vector<uint8_t>& scratch) {
+// add + w for each value, in float32 (HfTensorMapping::plus_one: Gemma's norms, add 1;
+// HfTensorMapping::f32: routers, add 0).
+std::span<const uint8_t> load_as_f32(const SafetensorsTensor& t, float add, std::vector<uint8_t>& scratch) {
   const TensorInfo& info = t.info;
   const int64_t n = info.elements();
   scratch.resize(size_t(n) * sizeof(float));
@@ -68,10 +69,10 @@ std::span<const uint8_t> load_plus_one(const SafetensorsTensor& t, std::vector<u
         w = bf16_to_f32(h);
         break;
       }
-      default: throw_error("tensor '{}': cannot add 1 to {} values", info.name,
+      default: throw_error("tensor '{}': cannot read {} values as float32", info.name,
                            safetensors_dtype_name(t.dtype));
     }
-    out[i] = w + 1.0f;
+    out[i] = w + add;
   }
   return {scratch.data(), scratch.size()};
 }
@@ -215,9 +216,10 @@ ConvertSource open_hf_source(const std::string& dir, const SourceOptions& option
     out.name = map->gguf_name;
     out.type = type;
     out.shape = t.info.shape;
-    if (map->plus_one) {
+    if (map->plus_one || map->f32) {
       out.type = QuantType::F32;
-      out.load = [&t](std::vector<uint8_t>& scratch) { return load_plus_one(t, scratch); };
+      const float add = map->plus_one ? 1.0f : 0.0f;
+      out.load = [&t, add](std::vector<uint8_t>& scratch) { return load_as_f32(t, add, scratch); };
       out.release = [&t] { drop_mapped_pages(t.info.data, t.info.bytes); };
       s.tensors.push_back(std::move(out));
       continue;

@@ -19,6 +19,7 @@
 #include "graph/attention.h"
 #include "graph/batch.h"
 #include "graph/kv.h"
+#include "graph/moe.h"
 #include "graph/rope.h"
 #include "io/tensor_info.h"
 
@@ -70,6 +71,10 @@ class Ops {
   virtual void copy_cols(Act x, int64_t first, Act out) = 0;
   // out[j] = x[rows[j]].
   virtual void select_rows(Act x, std::span<const int32_t> rows, Act out) = 0;
+  // out[r] = sum over j < t of coef[r * t + j] * x[rows[r * t + j]], t = rows.size() / out.rows:
+  // each row's experts' outputs weighted and summed (MoE). rows and coef are host memory.
+  virtual void weighted_sum_rows(Act x, std::span<const int32_t> rows, std::span<const float> coef,
+                                 Act out) = 0;
 
   // --- fused ops (defaults: the plain twins)
   // The attention half of a block without q/k norms or biases: q, k, v = x . wq/wk/wv^T; RoPE on
@@ -87,6 +92,12 @@ class Ops {
   // for the two products ([n, n_ff] each; out may be gate).
   virtual void gate_up_swiglu(Act x, const TensorInfo& gate_w, const TensorInfo& up_w, Act gate,
                               Act up, Act out);
+  // A mixture-of-experts FFN (graph/moe.h) over x [n, n_embd] into out [n, n_embd]: the router's
+  // logits (kept in s.logits), each row's r.n_used experts (SiLU-gated FFNs) weighted as r says,
+  // plus the shared expert. The default (graph/moe.cpp) routes on the host with route_experts
+  // after reading the logits, runs each chosen expert once over all its rows and never reads an
+  // expert no row chose.
+  virtual void moe_ffn(Act x, const MoeExperts& w, const MoeRouting& r, const MoeScratch& s, Act out);
 
   // --- results and crossings
   // Copies x to host memory (rows * cols floats).

@@ -17,11 +17,14 @@ GraphBuilder::GraphBuilder(const Config& config, const ModelWeights& weights, co
   if (!route.embed || !route.head || route.layers.size() != size_t(c_.n_layer))
     throw_error("forward: the ops route covers {} of {} layers", route.layers.size(), c_.n_layer);
   int q = 0, k = 0, v = 0, out = 0, ff = 0;
-  bool qk_norms = false, fused_qkv = false, fused_ffn = false, post_norms = false;
+  bool qk_norms = false, fused_qkv = false, fused_ffn = false, post_norms = false, moe = false,
+       shared_gate = false;
   for (const LayerWeights& l : w_.layers) {
+    moe |= l.is_moe();
+    shared_gate |= l.ffn_gate_inp_shexp != nullptr;
     qk_norms |= !l.attn_q_norm.empty() || !l.attn_k_norm.empty();
     fused_qkv |= l.wqkv != nullptr;
-    fused_ffn |= l.ffn_gate == nullptr;
+    fused_ffn |= !l.is_moe() && l.ffn_gate == nullptr;  // an MoE layer has no dense FFN
     post_norms |= !l.attn_post_norm.empty() || !l.ffn_post_norm.empty();
   }
   for (int il = 0; il < c_.n_layer; ++il) {
@@ -52,6 +55,20 @@ GraphBuilder::GraphBuilder(const Config& config, const ModelWeights& weights, co
       if (fused_qkv) b.qkv = o->alloc(n, int64_t(q) + k + v);  // [n, q + k + v]
       if (fused_ffn) b.gate_up = o->alloc(n, 2 * int64_t(ff));  // [n, 2 * n_ff]
       if (post_norms) b.normed = o->alloc(n, c_.n_embd);        // [n, n_embd]
+      if (moe) {
+        const int64_t k = c_.n_expert_used, s = c_.n_ff_shexp > 0 ? 1 : 0;
+        b.moe.logits = o->alloc(n, c_.n_expert);              // [n, n_expert]
+        b.moe.xs = o->alloc(n * k, c_.n_embd);                // [n * k, n_embd]
+        b.moe.gate = o->alloc(n * k, c_.n_ff_exp);            // [n * k, n_ff_exp]
+        b.moe.up = o->alloc(n * k, c_.n_ff_exp);              // [n * k, n_ff_exp]
+        b.moe.ys = o->alloc(n * (k + s), c_.n_embd);          // [n * (k + s), n_embd]
+        if (shared_gate) b.moe.shared_gate = o->alloc(n, 1);  // [n, 1]
+        if (s) {
+          b.moe.sgate = o->alloc(n, c_.n_ff_shexp);           // [n, n_ff_shexp]
+          b.moe.sup = o->alloc(n, c_.n_ff_shexp);             // [n, n_ff_shexp]
+        }
+        b.moe_out = o->alloc(n, c_.n_embd);                   // [n, n_embd]
+      }
     }
     buffers_.push_back(b);
   }
@@ -242,6 +259,46 @@ Act GraphBuilder::build_ffn(int il, Act cur, const LayerWeights& l) {
     ops.swiglu(gate, up, gate);
   dump_(ops, gate, name, il);
   return gate;
+}
+
+Act GraphBuilder::build_moe_ffn(int il, Act cur, const LayerWeights& l) {
+  Buffers& b = on(at_);
+  const Act out = view(b.moe_out, cur.rows, c_.n_embd);
+  if (!live()) return out;
+  if (l.ffn_gate_shexp && c_.n_ff_shexp <= 0)
+    throw_error("layer {}: a shared expert but no {}.expert_shared_feed_forward_length", il, c_.arch);
+  MoeExperts e;
+  e.router = l.ffn_gate_inp;
+  e.gate = l.gate_exp;
+  e.up = l.up_exp;
+  e.down = l.down_exp;
+  if (l.ffn_gate_shexp) {
+    e.shared_gate = l.ffn_gate_inp_shexp ? &l.shared_gate_matrix : nullptr;
+    e.shared_ffn_gate = l.ffn_gate_shexp;
+    e.shared_ffn_up = l.ffn_up_shexp;
+    e.shared_ffn_down = l.ffn_down_shexp;
+  }
+  Ops& ops = *at_;
+  ops.moe_ffn(cur, e, c_.moe_routing(), b.moe, out);
+  dump_(ops, view(b.moe.logits, cur.rows, c_.n_expert), "ffn_moe_logits", il);
+  dump_(ops, out, "ffn_moe_out", il);
+  return out;
+}
+
+void GraphBuilder::build_residual_sum(int il, Act y, const char* sum_name,
+                                      const std::vector<float>* post_norm, const char* post_name) {
+  if (!live()) return;
+  if (il == c_.n_layer - 1 && !selected_ && n_out_ < x_.rows)
+    throw_error("forward: layer {}'s output rows were never selected", il);
+  Ops& ops = *at_;
+  if (post_norm && !post_norm->empty()) {
+    const Act out = view(on(at_).normed, y.rows, c_.n_embd);
+    ops.rms_norm(y, *post_norm, c_.rms_eps, out);
+    dump_(ops, out, post_name, il);
+    y = out;
+  }
+  ops.add(x_, y);
+  dump_(ops, x_, sum_name, il);
 }
 
 void GraphBuilder::build_output(float* logits, int32_t* argmax) {

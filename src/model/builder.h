@@ -58,6 +58,14 @@ class GraphBuilder {
   // The gated FFN's first half, act(cur . gate^T) * (cur . up^T) [rows, n_ff(il)], act SiLU or
   // the Config's GELU-tanh, gate and up separate or fused in ffn_up ("ffn_swiglu"/"ffn_geglu").
   Act build_ffn(int il, Act cur, const LayerWeights& l);
+  // A mixture-of-experts FFN (Ops::moe_ffn) with the Config's routing over cur ([rows, n_embd]):
+  // the weighted sum of each row's experts and the shared expert [rows, n_embd]
+  // ("ffn_moe_logits" the router's logits, "ffn_moe_out" the sum).
+  Act build_moe_ffn(int il, Act cur, const LayerWeights& l);
+  // x += y (an FFN output already projected: the MoE FFN's), or x += rms_norm(y) with a
+  // post-norm; "<sum_name>" the new x.
+  void build_residual_sum(int il, Act y, const char* sum_name,
+                          const std::vector<float>* post_norm = nullptr, const char* post_name = nullptr);
   // Output norm and matrix on the head's backend, the Config's final soft-capping, then the
   // logits or greedy ids home ("result_norm", "result_output").
   void build_output(float* logits, int32_t* argmax);
@@ -72,6 +80,8 @@ class GraphBuilder {
     Act qkv;                              // [n, q + k + v] only for fused q/k/v projections
     Act gate_up;                          // [n, 2 * n_ff] only for fused gate/up projections
     Act normed;                           // [n, n_embd] only for families with post-norms
+    MoeScratch moe;                       // only for models with experts (graph/moe.h)
+    Act moe_out;                          // [n, n_embd] only for models with experts
   };
   Buffers& on(Ops* o);
   void move_to(Ops* to);

@@ -114,6 +114,18 @@ void read_sliding_window(const Metadata& md, Config& c, int64_t window, int64_t 
   set_swa_period(c, period);
 }
 
+void read_moe_hparams(const Metadata& md, Config& c, int ff_exp_default, bool norm_default) {
+  const std::string a = c.arch + ".";
+  if (c.n_expert == 0) throw_error("metadata key '{}expert_count' is missing (a {} model has experts)", a, c.arch);
+  c.n_ff_exp = md.has(a + "expert_feed_forward_length") ? positive_int(md, a + "expert_feed_forward_length")
+                                                        : ff_exp_default;
+  if (c.n_ff_exp <= 0) throw_error("metadata key '{}expert_feed_forward_length' is missing", a);
+  c.n_ff_shexp = md.has(a + "expert_shared_feed_forward_length")
+                     ? positive_int(md, a + "expert_shared_feed_forward_length")
+                     : 0;
+  c.expert_weights_norm = md.has(a + "expert_weights_norm") ? md.get_bool(a + "expert_weights_norm") : norm_default;
+}
+
 Config config_from_metadata(const Metadata& md) {
   Config c;
   c.arch = md.architecture();
@@ -150,6 +162,30 @@ Config config_from_metadata(const Metadata& md) {
     c.n_vocab = positive_int(md, a + "vocab_size");
   else if (const Value* tokens = md.find("tokenizer.ggml.tokens"))
     c.n_vocab = int64_t(tokens->as_array().items.size());
+
+  // Experts: read for every family (llama's Mixtral has them); a family with experts reads the
+  // rest with read_moe_hparams, and bind_weights refuses expert tensors a family cannot run.
+  if (md.has(a + "expert_count")) {
+    const int64_t n = md.get_i64(a + "expert_count");
+    if (n < 0 || n > 4096) throw_error("metadata key '{}expert_count': value {} is out of range", a, n);
+    c.n_expert = int(n);
+  }
+  if (c.n_expert > 0) {
+    const std::string key = a + "expert_used_count";
+    const int64_t used = md.get_i64(key);
+    if (used <= 0 || used > c.n_expert)
+      throw_error("metadata key '{}': {} of {} experts", key, used, c.n_expert);
+    c.n_expert_used = int(used);
+    c.n_ff_exp = c.n_ff;
+    if (md.has(a + "expert_weights_scale")) {
+      c.expert_weights_scale = float(md.get_f64(a + "expert_weights_scale"));
+      if (!std::isfinite(c.expert_weights_scale))
+        throw_error("metadata key '{}expert_weights_scale' is not finite", a);
+    }
+    if (md.has(a + "expert_gating_func") && md.get_i64(a + "expert_gating_func") != 1)
+      throw_error("metadata key '{}expert_gating_func': {} is not supported (1, softmax)", a,
+                  md.get_i64(a + "expert_gating_func"));
+  }
 
   c.n_rot = md.has(a + "rope.dimension_count") ? positive_int(md, a + "rope.dimension_count")
                                                : c.head_dim;

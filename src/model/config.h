@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/moe.h"
 #include "graph/rope.h"
 #include "io/metadata.h"
 
@@ -59,6 +60,20 @@ struct Config {
   // short ones are rope_freq_factors.
   std::vector<float> rope_freq_factors_long;
 
+  // Mixture of experts (n_expert 0: a dense model). llama.cpp's keys: <arch>.expert_count,
+  // expert_used_count, expert_feed_forward_length, expert_shared_feed_forward_length,
+  // expert_weights_norm, expert_weights_scale.
+  int n_expert = 0;
+  int n_expert_used = 0;
+  int n_ff_exp = 0;                   // each expert's FFN width (a family's default when unset)
+  int n_ff_shexp = 0;                 // the shared expert's FFN width (0: no shared expert)
+  bool expert_weights_norm = false;   // the chosen experts' weights renormalised to sum 1
+  float expert_weights_scale = 0.0f;  // the chosen weights times this; 0: none
+  MoeGating expert_gating = MoeGating::Softmax;
+  MoeRouting moe_routing() const {
+    return MoeRouting{n_expert, n_expert_used, expert_gating, expert_weights_norm, expert_weights_scale};
+  }
+
   bool is_swa(int il) const { return n_swa > 0 && !swa_layers.empty() && swa_layers[size_t(il)]; }
   int window_of(int il) const { return is_swa(il) ? n_swa : 0; }
 
@@ -84,6 +99,13 @@ struct Config {
 void read_sliding_window(const Metadata& md, Config& c, int64_t window, int64_t period);
 // Sets c.swa_layers from a period (above).
 void set_swa_period(Config& c, int64_t period);
+
+// The MoE keys of a family with experts (config_from_metadata has read expert_count and
+// expert_used_count): the expert FFN width (default `ff_exp_default`, llama.cpp's rule of the
+// family), the shared expert's, and whether the chosen weights are renormalised (the key where
+// the file has it, else `norm_default`, the family's fixed choice in llama.cpp). Throws when the
+// model has no experts.
+void read_moe_hparams(const Metadata& md, Config& c, int ff_exp_default, bool norm_default);
 
 // Reads and validates the hyperparameters: the generic keys here, the family's own through its
 // hook. Missing required keys and inconsistent values throw a jitllm::Error naming the key

@@ -42,6 +42,11 @@ std::vector<LayerTensor> llama_layer_tensors();
 // layers differ only in what they bind or in Config values.
 void build_llama_graph(GraphBuilder& b);
 
+// Qwen2's layers (llama's and the q/k/v biases) and Qwen3's (llama's and per-head q/k norms),
+// which their MoE siblings extend.
+std::vector<LayerTensor> qwen2_layer_tensors();
+std::vector<LayerTensor> qwen3_layer_tensors();
+
 // Gemma 2's layers (archs/gemma2.cpp): llama's and the post-attention / post-FFN norms, which
 // gemma3 extends; and the attention scale of both (the file's <arch>.attention.scale, else
 // llama.cpp's rule, whose exception is the model of n_layer_27b layers).

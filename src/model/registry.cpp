@@ -12,12 +12,16 @@ extern const Family kGemma2Family;  // archs/gemma2.cpp
 extern const Family kGemma3Family;  // archs/gemma3.cpp
 extern const Family kPhi3Family;    // archs/phi3.cpp
 extern const Family kOlmo2Family;   // archs/olmo2.cpp
+extern const Family kQwen2MoeFamily;  // archs/qwen2moe.cpp
+extern const Family kQwen3MoeFamily;  // archs/qwen3moe.cpp
+extern const Family kOlmoeFamily;     // archs/olmoe.cpp
 
 namespace {
 
 const Family* const kFamilies[] = {
     &kLlamaFamily, &kQwen2Family, &kQwen3Family, &kGemmaFamily,
     &kGemma2Family, &kGemma3Family, &kPhi3Family, &kOlmo2Family,
+    &kQwen2MoeFamily, &kQwen3MoeFamily, &kOlmoeFamily,
 };
 
 }  // namespace

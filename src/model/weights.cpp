@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "model/family.h"
 #include "quant/quant.h"
 
 namespace jitllm {
@@ -92,9 +93,55 @@ std::vector<int64_t> qkv(const Config& c, int il) {
   return {c.n_embd, int64_t(c.q_dim_of(il)) + c.k_dim_of(il) + c.v_dim_of(il)};
 }
 std::vector<int64_t> gate_up_fused(const Config& c, int il) { return {c.n_embd, 2 * int64_t(c.n_ff_of(il))}; }
+std::vector<int64_t> router(const Config& c, int) { return {c.n_embd, c.n_expert}; }
+std::vector<int64_t> gate_up_exps(const Config& c, int) { return {c.n_embd, c.n_ff_exp, c.n_expert}; }
+std::vector<int64_t> down_exps(const Config& c, int) { return {c.n_ff_exp, c.n_embd, c.n_expert}; }
+std::vector<int64_t> gate_up_shexp(const Config& c, int) { return {c.n_embd, c.n_ff_shexp}; }
+std::vector<int64_t> down_shexp(const Config& c, int) { return {c.n_ff_shexp, c.n_embd}; }
 }  // namespace shapes
 
+std::vector<LayerTensor> with_moe_tensors(std::vector<LayerTensor> table) {
+  using enum LayerPart;
+  for (LayerTensor& t : table) {
+    const std::string name = t.name;
+    if (name == "ffn_gate.weight" || name == "ffn_up.weight" || name == "ffn_down.weight") t.part = Dense;
+  }
+  const LayerTensor moe[] = {
+      {"ffn_gate_inp.weight", &LayerWeights::ffn_gate_inp, shapes::router, false, Moe},
+      {"ffn_gate_exps.weight", &LayerWeights::ffn_gate_exps, shapes::gate_up_exps, false, Moe},
+      {"ffn_up_exps.weight", &LayerWeights::ffn_up_exps, shapes::gate_up_exps, false, Moe},
+      {"ffn_down_exps.weight", &LayerWeights::ffn_down_exps, shapes::down_exps, false, Moe},
+      {"ffn_gate_inp_shexp.weight", &LayerWeights::ffn_gate_inp_shexp, shapes::embd, true, Moe},
+      {"ffn_gate_shexp.weight", &LayerWeights::ffn_gate_shexp, shapes::gate_up_shexp, true, Moe},
+      {"ffn_up_shexp.weight", &LayerWeights::ffn_up_shexp, shapes::gate_up_shexp, true, Moe},
+      {"ffn_down_shexp.weight", &LayerWeights::ffn_down_shexp, shapes::down_shexp, true, Moe},
+  };
+  table.insert(table.end(), std::begin(moe), std::end(moe));
+  return table;
+}
+
 namespace {
+
+// Matrix e of a stacked [k, rows, n_expert] tensor: its bytes (slice e of a .jlm's split tensor,
+// or the e-th equal part of a GGUF's contiguous one) as a [k, rows] tensor of its own.
+TensorInfo expert_matrix(const TensorInfo& t, int64_t e) {
+  TensorInfo m;
+  const int64_t n = t.shape[2];
+  const uint64_t part = t.bytes / uint64_t(n), stride = t.slice_stride ? t.slice_stride : part;
+  m.name = t.name + "[" + std::to_string(e) + "]";
+  m.type = t.type;
+  m.shape = {t.shape[0], t.shape[1]};
+  m.offset = t.offset + uint64_t(e) * stride;
+  m.bytes = size_t(part);
+  m.data = t.data + uint64_t(e) * stride;
+  return m;
+}
+
+std::vector<TensorInfo> expert_matrices(const TensorInfo& t) {
+  std::vector<TensorInfo> out;
+  for (int64_t e = 0; e < t.shape[2]; ++e) out.push_back(expert_matrix(t, e));
+  return out;
+}
 
 // A "blk.N." tensor past the configured layers means the metadata undercounts them (llama.cpp
 // refuses such a file too: it counts the tensors it did not load).
@@ -141,11 +188,18 @@ ModelWeights bind_weights(const ModelFile& file, Config& c, std::span<const Laye
   if (b.find("rope_factors_long.weight"))
     c.rope_freq_factors_long = b.vector("rope_factors_long.weight", c.n_rot / 2);
 
+  bool runs_experts = false;
+  for (const LayerTensor& lt : table) runs_experts |= lt.part == LayerPart::Moe;
+  if (c.n_expert > 0 && !runs_experts)
+    throw_error("{}: the model has {} experts per layer; the {} family here runs dense layers only",
+                file.path, c.n_expert, c.family ? c.family->name : c.arch);
   for (int il = 0; il < c.n_layer; ++il) {
     const std::string p = "blk." + std::to_string(il) + ".";
     LayerWeights l;
     std::vector<const TensorInfo*> bound;
+    const bool moe = runs_experts && c.n_expert > 0 && b.find(p + "ffn_gate_inp.weight");
     for (const LayerTensor& lt : table) {
+      if (lt.part == (moe ? LayerPart::Dense : LayerPart::Moe)) continue;
       const std::string name = p + lt.name;
       const TensorInfo* t = b.find(name);
       if (!t && lt.optional) continue;
@@ -160,6 +214,19 @@ ModelWeights bind_weights(const ModelFile& file, Config& c, std::span<const Laye
     if (!l.wqkv && !(l.wq && l.wk && l.wv))
       throw_error("{}: layer {} has neither {}attn_qkv.weight nor attn_q/attn_k/attn_v", file.path,
                   il, p);
+    if (moe) {
+      l.gate_exp = expert_matrices(*l.ffn_gate_exps);
+      l.up_exp = expert_matrices(*l.ffn_up_exps);
+      l.down_exp = expert_matrices(*l.ffn_down_exps);
+      const bool shared = l.ffn_gate_shexp && l.ffn_up_shexp && l.ffn_down_shexp;
+      if (!shared && (l.ffn_gate_shexp || l.ffn_up_shexp || l.ffn_down_shexp || l.ffn_gate_inp_shexp))
+        throw_error("{}: layer {} has part of a shared expert ({}ffn_{{gate,up,down}}_shexp.weight)",
+                    file.path, il, p);
+      if (l.ffn_gate_inp_shexp) {
+        l.shared_gate_matrix = *l.ffn_gate_inp_shexp;
+        l.shared_gate_matrix.shape = {c.n_embd, 1};
+      }
+    }
     w.layers.push_back(std::move(l));
     w.layer_tensors.push_back(std::move(bound));
   }

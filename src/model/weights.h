@@ -36,6 +36,24 @@ struct LayerWeights {
   const TensorInfo* ffn_up = nullptr;    // [n_embd, n_ff], or [n_embd, 2 * n_ff] gate then up (Phi-3)
   const TensorInfo* ffn_down = nullptr;  // [n_ff, n_embd]
   std::vector<float> ffn_post_norm;      // [n_embd] norm of the FFN output (Gemma 2/3, OLMo2)
+
+  // Mixture of experts (layers with a router; ffn_gate/up/down stay null there).
+  const TensorInfo* ffn_gate_inp = nullptr;   // [n_embd, n_expert] the router
+  const TensorInfo* ffn_gate_exps = nullptr;  // [n_embd, n_ff_exp, n_expert] stacked experts
+  const TensorInfo* ffn_up_exps = nullptr;    // [n_embd, n_ff_exp, n_expert]
+  const TensorInfo* ffn_down_exps = nullptr;  // [n_ff_exp, n_embd, n_expert]
+  // [n_expert] each expert's matrix of the stacked tensors above, a view of its bytes (its own
+  // pages in a .jlm), the way the matmul ops take matrices.
+  std::vector<TensorInfo> gate_exp, up_exp, down_exp;
+  // Shared expert (Qwen2-MoE): its gate vector [n_embd] (viewed as a [n_embd, 1] matrix in
+  // shared_gate_matrix) and its gated FFN.
+  const TensorInfo* ffn_gate_inp_shexp = nullptr;
+  TensorInfo shared_gate_matrix;
+  const TensorInfo* ffn_gate_shexp = nullptr;  // [n_embd, n_ff_shexp]
+  const TensorInfo* ffn_up_shexp = nullptr;    // [n_embd, n_ff_shexp]
+  const TensorInfo* ffn_down_shexp = nullptr;  // [n_ff_shexp, n_embd]
+
+  bool is_moe() const { return ffn_gate_inp != nullptr; }
 };
 
 struct ModelWeights {
@@ -66,7 +84,16 @@ std::vector<int64_t> k_dim(const Config& c, int il);     // [k_dim(il)]
 std::vector<int64_t> v_dim(const Config& c, int il);     // [v_dim(il)]
 std::vector<int64_t> qkv(const Config& c, int il);       // [n_embd, q_dim + k_dim + v_dim]
 std::vector<int64_t> gate_up_fused(const Config& c, int il);  // [n_embd, 2 * n_ff(il)]
+std::vector<int64_t> router(const Config& c, int il);         // [n_embd, n_expert]
+std::vector<int64_t> gate_up_exps(const Config& c, int il);   // [n_embd, n_ff_exp, n_expert]
+std::vector<int64_t> down_exps(const Config& c, int il);      // [n_ff_exp, n_embd, n_expert]
+std::vector<int64_t> gate_up_shexp(const Config& c, int il);  // [n_embd, n_ff_shexp]
+std::vector<int64_t> down_shexp(const Config& c, int il);     // [n_ff_shexp, n_embd]
 }  // namespace shapes
+
+// Which layers a table entry belongs to: every layer, the dense FFN layers, or the layers with
+// a router (blk.N.ffn_gate_inp.weight in the file, in a model with experts).
+enum class LayerPart { Any, Dense, Moe };
 
 // One tensor of every layer of a family: "blk.N." + name, bound into `slot`.
 struct LayerTensor {
@@ -74,7 +101,13 @@ struct LayerTensor {
   std::variant<const TensorInfo* LayerWeights::*, std::vector<float> LayerWeights::*> slot;
   LayerShape shape;
   bool optional = false;
+  LayerPart part = LayerPart::Any;
 };
+
+// `table` for a family with experts: its dense FFN entries (ffn_gate/ffn_up/ffn_down) marked
+// LayerPart::Dense, then the MoE FFN's tensors as llama.cpp names them (router, stacked experts,
+// optional shared expert) marked LayerPart::Moe, so one table serves both kinds of layer.
+std::vector<LayerTensor> with_moe_tensors(std::vector<LayerTensor> table);
 
 // Binds the model-wide tensors (token_embd, output_norm, output or tied, rope_freqs, Phi-3's
 // rope_factors_short/long) and, for each layer, the family's table. Completes `config` from the

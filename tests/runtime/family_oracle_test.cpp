@@ -95,6 +95,10 @@ const Case kCases[] = {
     {"gemma", "gemma", "reference"},   {"gemma", "gemma", "jit"},
     {"gemma2", "gemma2", "reference"}, {"gemma2", "gemma2", "jit"},
     {"gemma3", "gemma3", "reference"}, {"gemma3", "gemma3", "jit"},
+    {"qwen3moe", "qwen3moe", "reference"}, {"qwen3moe", "qwen3moe", "jit"},
+    {"qwen2moe", "qwen2moe", "reference"}, {"qwen2moe", "qwen2moe", "jit"},
+    {"olmoe", "olmoe", "reference"},       {"olmoe", "olmoe", "jit"},
+    {"mixtral", "llama", "reference"},     {"mixtral", "llama", "jit"},
 };
 INSTANTIATE_TEST_SUITE_P(Families, FamilyOracle, ::testing::ValuesIn(kCases), case_name);
 

@@ -271,6 +271,10 @@ class PrivateKvOps final : public Ops {
   void select_rows(Act x, std::span<const int32_t> rows, Act out) override {
     inner_.select_rows(x, rows, out);
   }
+  void weighted_sum_rows(Act x, std::span<const int32_t> rows, std::span<const float> coef,
+                         Act out) override {
+    inner_.weighted_sum_rows(x, rows, coef, out);
+  }
   void read(Act x, float* host) override { inner_.read(x, host); }
   void write(Act x, const float* host) override {
     ++writes;

@@ -153,6 +153,29 @@ void CpuOps::select_rows(Act x, std::span<const int32_t> rows, Act out) {
                  size_t(x.cols) * sizeof(float));
 }
 
+void CpuOps::weighted_sum_rows(Act x, std::span<const int32_t> rows, std::span<const float> coef,
+                               Act out) {
+  if (out.rows == 0) return;
+  const size_t t = rows.size() / size_t(out.rows);
+  if (rows.size() != t * size_t(out.rows) || coef.size() != rows.size() || out.cols != x.cols)
+    throw_error("weighted_sum_rows: {} rows and {} weights for {} output rows of {}", rows.size(),
+                coef.size(), out.rows, out.cols);
+  for (int64_t r = 0; r < out.rows; ++r) {
+    float* o = out.data + r * out.cols;
+    for (size_t j = 0; j < t; ++j) {
+      const int64_t src = rows[size_t(r) * t + j];
+      if (src < 0 || src >= x.rows) throw_error("weighted_sum_rows: row {} of {}", src, x.rows);
+      const float* xi = x.data + src * x.cols;
+      const float c = coef[size_t(r) * t + j];
+      // The first term assigns, so `out` needs no clearing (and garbage in it cannot leak).
+      if (j == 0)
+        for (int64_t i = 0; i < out.cols; ++i) o[i] = c * xi[i];
+      else
+        for (int64_t i = 0; i < out.cols; ++i) o[i] += c * xi[i];
+    }
+  }
+}
+
 void CpuOps::read(Act x, float* host) {
   std::memcpy(host, x.data, size_t(x.rows * x.cols) * sizeof(float));
 }

@@ -32,6 +32,8 @@ class CpuOps final : public Ops {
   void softcap(Act x, float cap) override;
   void copy_cols(Act x, int64_t first, Act out) override;
   void select_rows(Act x, std::span<const int32_t> rows, Act out) override;
+  void weighted_sum_rows(Act x, std::span<const int32_t> rows, std::span<const float> coef,
+                         Act out) override;
   void read(Act x, float* host) override;
   void write(Act x, const float* host) override;
 

@@ -374,6 +374,13 @@ void CudaKernels::copy_cols(CUdeviceptr x, CUdeviceptr out, int64_t n, int x_col
   run(elementwise_fn("copy_cols"), blocks_for(c, 256, 4096), 1, 256, s, args, "copy_cols");
 }
 
+void CudaKernels::weighted_sum_rows(CUdeviceptr x, CUdeviceptr out, CUdeviceptr rows,
+                                    CUdeviceptr coef, int64_t n, int cols, int terms,
+                                    const Stream& s) {
+  void* args[] = {&x, &out, &rows, &coef, &cols, &terms};
+  run(elementwise_fn("weighted_sum_rows"), unsigned(n), 1, 256, s, args, "weighted_sum_rows");
+}
+
 void CudaKernels::store_kv(CUdeviceptr src, CUdeviceptr rows, uint64_t offset, int64_t n, int dim,
                            bool f16, const Stream& s) {
   int h = f16 ? 1 : 0;

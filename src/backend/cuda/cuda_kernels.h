@@ -135,6 +135,10 @@ class CudaKernels {
   void softcap(CUdeviceptr x, float cap, int64_t count, const Stream& s);
   void copy_cols(CUdeviceptr x, CUdeviceptr out, int64_t n, int x_cols, int first, int cols,
                  const Stream& s);
+  // out [n][cols] = per row, the sum of terms coef-weighted rows of x (rows, coef: device
+  // arrays of n * terms).
+  void weighted_sum_rows(CUdeviceptr x, CUdeviceptr out, CUdeviceptr rows, CUdeviceptr coef,
+                         int64_t n, int cols, int terms, const Stream& s);
   // Row t of src [n][dim] to address rows[t] + offset (rows: device array of n u64).
   void store_kv(CUdeviceptr src, CUdeviceptr rows, uint64_t offset, int64_t n, int dim, bool f16,
                 const Stream& s);

@@ -524,6 +524,36 @@ void CudaOps::copy_cols(Act x, int64_t first, Act out) {
   wrote(out);
 }
 
+void CudaOps::weighted_sum_rows(Act x, std::span<const int32_t> rows, std::span<const float> coef,
+                                Act out) {
+  if (out.rows == 0) return;
+  const size_t terms = rows.size() / size_t(out.rows);
+  if (terms == 0 || rows.size() != terms * size_t(out.rows) || coef.size() != rows.size() ||
+      out.cols != x.cols)
+    throw_error("CUDA weighted_sum_rows: {} rows and {} weights for {} output rows of {}",
+                rows.size(), coef.size(), out.rows, out.cols);
+  for (const int32_t r : rows)
+    if (r < 0 || r >= x.rows) throw_error("CUDA weighted_sum_rows: row {} of {}", r, x.rows);
+  // [2][rows.size()]: the row indices (as int32 bits), then the weights.
+  const Act index = alloc(2, int64_t(rows.size()));
+  upload(ptr(index), rows.data(), rows.size() * sizeof(int32_t));
+  upload(ptr(index) + rows.size() * sizeof(float), coef.data(), coef.size() * sizeof(float));
+  if (launching())
+    kernels_.weighted_sum_rows(ptr(x), ptr(out), ptr(index), ptr(index) + rows.size() * sizeof(float),
+                               out.rows, int(out.cols), int(terms), stream_);
+  wrote(out);
+}
+
+void CudaOps::moe_ffn(Act x, const MoeExperts& w, const MoeRouting& r, const MoeScratch& s, Act out) {
+  if (mode_ != Mode::Direct)
+    throw_error("CUDA: an MoE layer in a captured decode step (graphs must be off for MoE models)");
+  if (graphs_enabled_) {
+    graphs_enabled_ = false;
+    drop_graphs();
+  }
+  Ops::moe_ffn(x, w, r, s, out);
+}
+
 void CudaOps::select_rows(Act x, std::span<const int32_t> rows, Act out) {
   const size_t row = size_t(x.cols) * sizeof(float);
   wrote(out);

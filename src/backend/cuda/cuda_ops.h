@@ -57,6 +57,12 @@ class CudaOps final : public Ops {
   void scale(Act x, float s) override;
   void softcap(Act x, float cap) override;
   void copy_cols(Act x, int64_t first, Act out) override;
+  void weighted_sum_rows(Act x, std::span<const int32_t> rows, std::span<const float> coef,
+                         Act out) override;
+  // The plain twin (graph/moe.cpp), which routes on the host: a model with experts turns the
+  // decode graphs off on its first MoE layer (a step's read of the router logits cannot be
+  // captured), so its steps all run direct.
+  void moe_ffn(Act x, const MoeExperts& w, const MoeRouting& r, const MoeScratch& s, Act out) override;
   void select_rows(Act x, std::span<const int32_t> rows, Act out) override;
   // The fused ops (decode_fusion.cpp): q/k/v with the RoPE + KV store epilogue in decode steps of
   // one matvec tile, else q/k/v then one RoPE + KV store kernel, then attention; the residual add

@@ -312,6 +312,23 @@ extern "C" __global__ void copy_cols(const float* __restrict__ x, float* __restr
     out[i] = x[(i / cols) * x_cols + first + i % cols];
 }
 
+// out[r][c] = sum_j coef[r * terms + j] * x[rows[r * terms + j]][c]: one block per output row
+// (MoE: each row's experts' outputs weighted and summed). The first term assigns.
+extern "C" __global__ void weighted_sum_rows(const float* __restrict__ x, float* __restrict__ out,
+                                             const int* __restrict__ rows,
+                                             const float* __restrict__ coef, int cols, int terms) {
+  PDL_TRIGGER();
+  PDL_WAIT();
+  const int r = blockIdx.x;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+    float acc = 0.0f;
+    for (int j = 0; j < terms; ++j)
+      acc = j == 0 ? coef[r * terms] * x[(size_t)rows[r * terms] * cols + c]
+                   : acc + coef[r * terms + j] * x[(size_t)rows[r * terms + j] * cols + c];
+    out[(size_t)r * cols + c] = acc;
+  }
+}
+
 __device__ __forceinline__ void rope_row(float* __restrict__ xr, const float* __restrict__ cs,
                                          int n_heads, int head_dim, int n_rot, int neox) {
   const int pairs = n_rot / 2;

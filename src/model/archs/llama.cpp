@@ -1,9 +1,10 @@
-// The llama family (Llama 1/2/3.x with llama3 rope scaling, Mistral, SmolLM2, TinyLlama): RMSNorm,
-// RoPE (normal pairs for GGUF llama; partial rotary from the Config), GQA attention (Mistral's
-// sliding window where the file has one), SwiGLU FFN, untied or tied output. Tensor and
-// intermediate names are llama.cpp's. The graph also serves the families whose layers differ
-// only in what they bind (qwen2's biases, qwen3's q/k norms, gemma2/3's post-norms, olmo2's
-// missing pre-norms, phi3's fused projections) or in Config values (gemma).
+// The llama family (Llama 1/2/3.x with llama3 rope scaling, Mistral, Mixtral, SmolLM2,
+// TinyLlama): RMSNorm, RoPE (normal pairs for GGUF llama; partial rotary from the Config), GQA
+// attention (Mistral's sliding window where the file has one), a SwiGLU FFN or Mixtral's
+// experts, untied or tied output. Tensor and intermediate names are llama.cpp's. The graph also
+// serves the families whose layers differ only in what they bind (qwen2's biases, qwen3's q/k
+// norms, gemma2/3's post-norms, olmo2's missing pre-norms, phi3's fused projections, the MoE
+// families' experts) or in Config values (gemma).
 #include <iterator>
 
 #include "core/error.h"
@@ -16,6 +17,8 @@ namespace {
 
 void read_llama_hparams(const Metadata& md, Config& c) {
   require_equal_head_sizes(c);
+  // Mixtral: experts of the llama FFN's width, their chosen weights renormalised.
+  if (c.n_expert > 0) read_moe_hparams(md, c, c.n_ff, true);
   // Mistral's sliding window over every layer, where the file has one (jitllm's converter writes
   // it from config.json; llama.cpp's does not, so its Mistral GGUFs attend to everything).
   read_sliding_window(md, c, 0, 0);
@@ -53,6 +56,11 @@ void build_llama_graph(GraphBuilder& b) {
     Act attn = b.build_attn(il, cur, l, b.attn_spec(il), c.rope_params_of(il));
     b.build_residual(il, *l.wo, attn, "attn_out", "ffn_inp", &l.attn_post_norm, "attn_post_norm");
     cur = b.build_norm(l.ffn_norm, "ffn_norm", il);
+    if (l.is_moe()) {
+      const Act moe = b.build_moe_ffn(il, cur, l);
+      b.build_residual_sum(il, moe, "l_out", &l.ffn_post_norm, "ffn_post_norm");
+      continue;
+    }
     Act ffn = b.build_ffn(il, cur, l);
     b.build_residual(il, *l.ffn_down, ffn, "ffn_out", "l_out", &l.ffn_post_norm, "ffn_post_norm");
   }
@@ -64,7 +72,7 @@ extern const Family kLlamaFamily{
     .name = "llama",
     .archs = {"llama", "mistral", "smollm", "granite_llama"},
     .read_hparams = read_llama_hparams,
-    .layer_tensors = llama_layer_tensors(),
+    .layer_tensors = with_moe_tensors(llama_layer_tensors()),
     .build = build_llama_graph,
 };
 

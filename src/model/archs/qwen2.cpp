@@ -13,6 +13,8 @@ void read_qwen2_hparams(const Metadata&, Config& c) {
   require_equal_head_sizes(c);
 }
 
+}  // namespace
+
 // llama's, and the projection biases.
 std::vector<LayerTensor> qwen2_layer_tensors() {
   std::vector<LayerTensor> t = llama_layer_tensors();
@@ -21,8 +23,6 @@ std::vector<LayerTensor> qwen2_layer_tensors() {
   t.push_back({"attn_v.bias", &LayerWeights::bv, shapes::v_dim});
   return t;
 }
-
-}  // namespace
 
 extern const Family kQwen2Family{
     .name = "qwen2",

@@ -14,6 +14,8 @@ void read_qwen3_hparams(const Metadata&, Config& c) {
   require_equal_head_sizes(c);
 }
 
+}  // namespace
+
 // llama's, and the per-head norms.
 std::vector<LayerTensor> qwen3_layer_tensors() {
   std::vector<LayerTensor> t = llama_layer_tensors();
@@ -21,8 +23,6 @@ std::vector<LayerTensor> qwen3_layer_tensors() {
   t.push_back({"attn_k_norm.weight", &LayerWeights::attn_k_norm, shapes::head_dim});
   return t;
 }
-
-}  // namespace
 
 extern const Family kQwen3Family{
     .name = "qwen3",

@@ -1,0 +1,139 @@
+// The host twin of MoE routing, the grouping of rows by expert, and Ops::moe_ffn's plain twin.
+#include "graph/moe.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "core/error.h"
+#include "graph/ops.h"
+
+namespace jitllm {
+
+void route_experts(const float* logits, int64_t rows, const MoeRouting& r, int32_t* ids,
+                   float* weights) {
+  const int E = r.n_expert, k = r.n_used;
+  if (E <= 0 || k <= 0 || k > E) throw_error("moe: {} of {} experts per row", k, E);
+  std::vector<int32_t> idx(static_cast<size_t>(E));
+  std::vector<float> p(static_cast<size_t>(E));
+  for (int64_t row = 0; row < rows; ++row) {
+    const float* l = logits + row * E;
+    // Softmax is monotonic, so the top k of the probabilities are the top k of the logits.
+    std::iota(idx.begin(), idx.end(), 0);
+    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int32_t a, int32_t b) {
+      return l[a] > l[b] || (l[a] == l[b] && a < b);
+    });
+    int32_t* out_ids = ids + row * k;
+    float* w = weights + row * k;
+    const float top = l[idx[0]];
+    if (r.gating == MoeGating::Softmax) {
+      float max = l[0];
+      for (int e = 1; e < E; ++e) max = std::max(max, l[e]);
+      float sum = 0.0f;
+      for (int e = 0; e < E; ++e) sum += p[size_t(e)] = std::exp(l[e] - max);
+      for (int j = 0; j < k; ++j) w[j] = p[size_t(idx[size_t(j)])] / sum;
+    } else {  // softmax over the chosen only
+      float sum = 0.0f;
+      for (int j = 0; j < k; ++j) sum += w[j] = std::exp(l[idx[size_t(j)]] - top);
+      for (int j = 0; j < k; ++j) w[j] /= sum;
+    }
+    for (int j = 0; j < k; ++j) out_ids[j] = idx[size_t(j)];
+    if (r.norm_weights) {
+      float sum = 0.0f;
+      for (int j = 0; j < k; ++j) sum += w[j];
+      for (int j = 0; j < k; ++j) w[j] /= sum;
+    }
+    if (r.weights_scale != 0.0f && r.weights_scale != 1.0f)
+      for (int j = 0; j < k; ++j) w[j] *= r.weights_scale;
+  }
+}
+
+ExpertGroups group_by_expert(std::span<const int32_t> ids, int64_t rows, int n_used, int n_expert) {
+  ExpertGroups g;
+  const size_t pairs = size_t(rows) * size_t(n_used);
+  if (ids.size() != pairs) throw_error("moe: {} expert ids for {} rows of {}", ids.size(), rows, n_used);
+  g.offset.assign(size_t(n_expert) + 1, 0);
+  for (const int32_t e : ids) {
+    if (e < 0 || e >= n_expert) throw_error("moe: expert id {} of {}", e, n_expert);
+    ++g.offset[size_t(e) + 1];
+  }
+  std::partial_sum(g.offset.begin(), g.offset.end(), g.offset.begin());
+  g.order.resize(pairs);
+  g.where.resize(pairs);
+  std::vector<int32_t> next(g.offset.begin(), g.offset.end() - 1);
+  for (size_t i = 0; i < pairs; ++i) {  // row-major: each expert's rows stay in row order
+    const int32_t at = next[size_t(ids[i])]++;
+    g.order[size_t(at)] = int32_t(i);
+    g.where[i] = at;
+  }
+  return g;
+}
+
+namespace {
+
+Act rows_of(Act a, int64_t first, int64_t count) {
+  return Act{a.data + first * a.cols, count, a.cols};
+}
+
+}  // namespace
+
+void Ops::moe_ffn(Act x, const MoeExperts& w, const MoeRouting& r, const MoeScratch& s, Act out) {
+  const int64_t n = x.rows;
+  const int k = r.n_used;
+  const Act logits{s.logits.data, n, r.n_expert};
+  matmul(*w.router, x, logits);
+  std::vector<float> host(size_t(n) * size_t(r.n_expert));
+  read(logits, host.data());
+  std::vector<int32_t> ids(size_t(n) * size_t(k));
+  std::vector<float> weights(ids.size());
+  route_experts(host.data(), n, r, ids.data(), weights.data());
+  const ExpertGroups g = group_by_expert(ids, n, k, r.n_expert);
+  const int terms = k + (w.has_shared() ? 1 : 0);  // per row: its experts, then the shared one
+  const Act ys{s.ys.data, n * terms, x.cols};
+
+  // Every chosen (row, slot) gathered in expert order, each expert's rows one contiguous run.
+  std::vector<int32_t> src(g.order.size());
+  for (size_t i = 0; i < src.size(); ++i) src[i] = g.order[i] / k;
+  const Act xs{s.xs.data, n * k, x.cols};
+  select_rows(x, src, xs);
+  const int64_t ff = w.gate.empty() ? 0 : w.gate[0].shape[1];
+  for (int e = 0; e < r.n_expert; ++e) {
+    const int64_t first = g.offset[size_t(e)], count = g.offset[size_t(e) + 1] - first;
+    if (count == 0) continue;  // an expert no row chose is never read
+    const Act xe = rows_of(xs, first, count);
+    const Act ge = rows_of(Act{s.gate.data, n * k, ff}, first, count);
+    const Act ue = rows_of(Act{s.up.data, n * k, ff}, first, count);
+    gate_up_swiglu(xe, w.gate[size_t(e)], w.up[size_t(e)], ge, ue, ge);
+    matmul(w.down[size_t(e)], ge, rows_of(ys, first, count));
+  }
+
+  // Row r's terms: its k experts' outputs (where they landed in expert order), then the shared
+  // expert's at row n * k + r.
+  std::vector<int32_t> rows(size_t(n) * size_t(terms));
+  std::vector<float> coef(rows.size());
+  for (int64_t row = 0; row < n; ++row)
+    for (int j = 0; j < k; ++j) {
+      rows[size_t(row * terms + j)] = g.where[size_t(row * k + j)];
+      coef[size_t(row * terms + j)] = weights[size_t(row * k + j)];
+    }
+  if (w.has_shared()) {
+    const int64_t sff = w.shared_ffn_gate->shape[1];
+    const Act sg{s.sgate.data, n, sff}, su{s.sup.data, n, sff};
+    gate_up_swiglu(x, *w.shared_ffn_gate, *w.shared_ffn_up, sg, su, sg);
+    matmul(*w.shared_ffn_down, sg, rows_of(ys, n * k, n));
+    std::vector<float> gate(size_t(n), 1.0f);
+    if (w.shared_gate) {
+      const Act sl{s.shared_gate.data, n, 1};
+      matmul(*w.shared_gate, x, sl);
+      read(sl, gate.data());
+      for (float& v : gate) v = 1.0f / (1.0f + std::exp(-v));
+    }
+    for (int64_t row = 0; row < n; ++row) {
+      rows[size_t(row * terms + k)] = int32_t(n * k + row);
+      coef[size_t(row * terms + k)] = gate[size_t(row)];
+    }
+  }
+  weighted_sum_rows(ys, rows, coef, out);
+}
+
+}  // namespace jitllm

@@ -1,0 +1,75 @@
+// What a mixture-of-experts FFN is asked to compute, for every MoE family: the router's gating
+// (how its logits become the chosen experts and their weights), the experts' matrices one by one,
+// an optional shared expert, and the scratch the builder sizes once per step. The routing has a
+// host twin here (route_experts) that every backend's routing is checked against.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "graph/act.h"
+#include "io/tensor_info.h"
+
+namespace jitllm {
+
+// How router logits become probabilities (llama.cpp's expert_gating_func).
+enum class MoeGating {
+  Softmax,        // softmax over every expert, then the top k (Mixtral, Qwen2/3-MoE, OLMoE)
+  SoftmaxChosen,  // the top k of the logits, softmax over those k (gpt-oss)
+};
+
+struct MoeRouting {
+  int n_expert = 0;          // experts per layer
+  int n_used = 0;            // experts each row runs (top k)
+  MoeGating gating = MoeGating::Softmax;
+  bool norm_weights = false;  // the k chosen weights divided by their sum (Mixtral, Qwen3-MoE)
+  float weights_scale = 0.0f; // the chosen weights times this; 0 or 1: none
+};
+
+// For each of `rows` rows of router logits ([rows, n_expert]): the n_used experts of highest
+// probability, highest first (ties: the lower expert id), into ids [rows, n_used], and their
+// weights after gating, normalisation and scale into weights [rows, n_used]. A row holding NaN
+// is not ordered (its choice is unspecified but in range).
+void route_experts(const float* logits, int64_t rows, const MoeRouting& r, int32_t* ids,
+                   float* weights);
+
+// One layer's experts as matrices the matmul ops take, each expert's a view of its stacked
+// tensor (model/weights.h binds them), and the optional shared expert that every row runs.
+struct MoeExperts {
+  const TensorInfo* router = nullptr;    // [n_embd, n_expert]
+  std::span<const TensorInfo> gate;      // [n_expert] x [n_embd, n_ff_exp]
+  std::span<const TensorInfo> up;        // [n_expert] x [n_embd, n_ff_exp]
+  std::span<const TensorInfo> down;      // [n_expert] x [n_ff_exp, n_embd]
+  // Shared expert (Qwen2-MoE): a gated FFN over every row, times sigmoid(x . shared_gate) when
+  // shared_gate is set (a [n_embd, 1] matrix). All null when the layer has none.
+  const TensorInfo* shared_gate = nullptr;
+  const TensorInfo* shared_ffn_gate = nullptr;  // [n_embd, n_ff_shexp]
+  const TensorInfo* shared_ffn_up = nullptr;    // [n_embd, n_ff_shexp]
+  const TensorInfo* shared_ffn_down = nullptr;  // [n_ff_shexp, n_embd]
+  bool has_shared() const { return shared_ffn_down != nullptr; }
+};
+
+// Step scratch for moe_ffn on the backend that runs it (graph/ops.h), n = the step's rows,
+// k = n_used, s = 1 with a shared expert else 0.
+struct MoeScratch {
+  Act logits;      // [n, n_expert] router logits
+  Act xs;          // [n * k, n_embd] the rows gathered in expert order
+  Act gate, up;    // [n * k, n_ff_exp] each
+  Act ys;          // [n * (k + s), n_embd] each chosen expert's output, then the shared one's
+  Act shared_gate; // [n, 1] when there is a shared gate
+  Act sgate, sup;  // [n, n_ff_shexp] the shared expert's gate and up products
+};
+
+// The host side of the plain twin: the rows of a step grouped by expert. For n rows choosing k
+// experts each, `order` lists the (row, slot) pairs expert by expert (row = order[i] / k), the
+// rows of expert e at [offset[e], offset[e + 1]); `where[row * k + slot]` is that pair's index
+// in `order`.
+struct ExpertGroups {
+  std::vector<int32_t> order;   // [n * k] row * k + slot, grouped by expert
+  std::vector<int32_t> offset;  // [n_expert + 1]
+  std::vector<int32_t> where;   // [n * k]
+};
+ExpertGroups group_by_expert(std::span<const int32_t> ids, int64_t rows, int n_used, int n_expert);
+
+}  // namespace jitllm
