@@ -33,7 +33,13 @@ std::string value_text(const Value& v) {
 
 }  // namespace
 
-uint64_t decode_bytes_per_token(const ConvertSource& source) {
+namespace {
+
+// Sums over the tensors what one token reads of each: one row of an embedding table (unless it
+// is also the output head), expert_used_count / expert_count of an expert stack, all of the rest.
+// `whole(t)` and `row(t)` measure a tensor and one of its rows (in bytes or in elements).
+template <class Whole, class Row>
+uint64_t per_token(const ConvertSource& source, Whole whole, Row row) {
   const Metadata& m = source.metadata;
   const std::string arch = m.get_string_or("general.architecture", "");
   const int64_t n_expert = m.get_i64_or(arch + ".expert_count", 0);
@@ -42,18 +48,36 @@ uint64_t decode_bytes_per_token(const ConvertSource& source) {
   for (const SourceTensor& t : source.tensors) has_output |= t.name == "output.weight";
   uint64_t total = 0;
   for (const SourceTensor& t : source.tensors) {
-    const uint64_t bytes = tensor_bytes(t);
+    const uint64_t all = whole(t);
     const bool embedding_table = t.name == "token_embd.weight" || t.name == "position_embd.weight" ||
                                  t.name == "token_types.weight";
     if (embedding_table && !(t.name == "token_embd.weight" && !has_output)) {
-      total += row_bytes(t.type, t.shape[0]);  // one row per token
+      total += row(t);  // one row per token
     } else if (t.name.find("_exps.") != std::string::npos && n_expert > 0 && t.shape.size() >= 2) {
-      total += bytes / uint64_t(n_expert) * uint64_t(n_used);
+      total += all / uint64_t(n_expert) * uint64_t(n_used);
     } else {
-      total += bytes;
+      total += all;
     }
   }
   return total;
+}
+
+uint64_t elements_of(const SourceTensor& t) {
+  uint64_t n = 1;
+  for (const int64_t d : t.shape) n *= uint64_t(d);
+  return n;
+}
+
+}  // namespace
+
+uint64_t decode_bytes_per_token(const ConvertSource& source) {
+  return per_token(
+      source, [](const SourceTensor& t) { return tensor_bytes(t); },
+      [](const SourceTensor& t) { return uint64_t(row_bytes(t.type, t.shape[0])); });
+}
+
+uint64_t active_parameters(const ConvertSource& source) {
+  return per_token(source, elements_of, [](const SourceTensor& t) { return uint64_t(t.shape[0]); });
 }
 
 ModelSummary summarize_model(const ConvertSource& source) {
@@ -83,6 +107,9 @@ ModelSummary summarize_model(const ConvertSource& source) {
   std::sort(s.by_format.begin(), s.by_format.end(),
             [](const FormatBytes& a, const FormatBytes& b) { return a.bytes > b.bytes; });
   s.decode_bytes_per_token = decode_bytes_per_token(source);
+  s.active_parameters = active_parameters(source);
+  s.n_expert = m.get_i64_or(s.architecture + ".expert_count", 0);
+  s.n_expert_used = m.get_i64_or(s.architecture + ".expert_used_count", s.n_expert);
   s.tokenizer_model = m.get_string_or("tokenizer.ggml.model", "");
   if (const Value* tokens = m.find("tokenizer.ggml.tokens"); tokens && tokens->type() == ValueType::Array)
     s.vocab_size = tokens->as_array().items.size();
@@ -113,6 +140,8 @@ nlohmann::json summary_to_json(const ModelSummary& s) {
   j["parameters"] = s.parameters;
   j["tensor_bytes"] = s.tensor_bytes;
   j["decode_bytes_per_token"] = s.decode_bytes_per_token;
+  j["active_parameters"] = s.active_parameters;
+  if (s.n_expert > 0) j["experts"] = {{"count", s.n_expert}, {"used", s.n_expert_used}};
   j["by_format"] = nlohmann::json::array();
   for (const FormatBytes& f : s.by_format)
     j["by_format"].push_back(
@@ -152,6 +181,10 @@ std::string summary_to_text(const ModelSummary& s) {
   line("tensor bytes", human_bytes(s.tensor_bytes));
   line("decode bytes/token", fmt::format("{} ({} bytes)", human_bytes(s.decode_bytes_per_token),
                                          s.decode_bytes_per_token));
+  line("active parameters", fmt::format("{:.2f} M a token{}", double(s.active_parameters) / 1e6,
+                                        s.n_expert > 0 ? fmt::format(" ({} of {} experts)",
+                                                                     s.n_expert_used, s.n_expert)
+                                                       : std::string()));
   line("tokenizer", s.tokenizer_model.empty() ? "(none)"
                                               : fmt::format("{}, {} tokens", s.tokenizer_model, s.vocab_size));
   line("chat template", s.chat_template ? "yes" : "no");

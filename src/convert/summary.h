@@ -35,6 +35,10 @@ struct ModelSummary {
   // one row (unless it is also the output head, tied), and expert tensors contribute
   // expert_used_count / expert_count of their bytes.
   uint64_t decode_bytes_per_token = 0;
+  // Parameters one token runs, counted as decode_bytes_per_token counts bytes (equal to
+  // `parameters` for a dense model with an output head).
+  uint64_t active_parameters = 0;
+  int64_t n_expert = 0, n_expert_used = 0;  // <arch>.expert_count / expert_used_count; 0: dense
   std::string tokenizer_model;  // tokenizer.ggml.model, "" if none
   size_t vocab_size = 0;
   bool chat_template = false;
@@ -49,6 +53,8 @@ struct ModelSummary {
 ModelSummary summarize_model(const ConvertSource& source);
 // The weights read per token for these tensors and metadata (see ModelSummary).
 uint64_t decode_bytes_per_token(const ConvertSource& source);
+// The parameters one token runs (see ModelSummary::active_parameters).
+uint64_t active_parameters(const ConvertSource& source);
 nlohmann::json summary_to_json(const ModelSummary& summary);
 std::string summary_to_text(const ModelSummary& summary);
 

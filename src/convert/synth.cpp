@@ -101,6 +101,22 @@ const std::vector<SynthShape>& synth_shapes() {
       {.name = "olmo2-7b", .arch = "olmo2", .n_embd = 4096, .n_ff = 11008, .n_layer = 32,
        .n_head = 32, .n_head_kv = 32, .head_dim = 128, .n_vocab = 100352, .n_ctx = 4096,
        .rope_base = 500000.0f, .rms_eps = 1e-6f},
+      // Mixtures of experts. tiny-moe: the MoE tests' file (8 experts, 2 chosen).
+      {.name = "tiny-moe", .arch = "qwen3moe", .n_embd = 256, .n_ff = 768, .n_layer = 2,
+       .n_head = 4, .n_head_kv = 2, .head_dim = 64, .n_vocab = 512, .n_ctx = 2048,
+       .rms_eps = 1e-6f, .qk_norm = true, .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 256,
+       .expert_weights_norm = true},
+      {.name = "qwen3-30b-a3b", .arch = "qwen3moe", .n_embd = 2048, .n_ff = 6144, .n_layer = 48,
+       .n_head = 32, .n_head_kv = 4, .head_dim = 128, .n_vocab = 151936, .n_ctx = 40960,
+       .rope_base = 1000000.0f, .rms_eps = 1e-6f, .qk_norm = true, .n_expert = 128,
+       .n_expert_used = 8, .n_ff_exp = 768, .expert_weights_norm = true},
+      // OLMoE-1B-7B-0924: q/k norms over the whole projection, experts of feed_forward_length.
+      {.name = "olmoe-1b-7b", .arch = "olmoe", .n_embd = 2048, .n_ff = 1024, .n_layer = 16,
+       .n_head = 16, .n_head_kv = 16, .head_dim = 128, .n_vocab = 50304, .n_ctx = 4096,
+       .n_expert = 64, .n_expert_used = 8},
+      {.name = "mixtral-8x7b", .arch = "llama", .n_embd = 4096, .n_ff = 14336, .n_layer = 32,
+       .n_head = 32, .n_head_kv = 8, .head_dim = 128, .n_vocab = 32000, .n_ctx = 32768,
+       .rope_base = 1000000.0f, .n_expert = 8, .n_expert_used = 2, .expert_weights_norm = true},
   };
   return shapes;
 }
@@ -130,7 +146,8 @@ QuantType synth_tensor_type(const std::string& mix, const std::string& name, int
     if (output) return QuantType::Q6_K;
     if (name.ends_with("attn_qkv.weight")) return QuantType::Q5_K;
     const bool more = layer >= 0 && use_more_bits(layer, n_layer);
-    if (more && (name.ends_with("attn_v.weight") || name.ends_with("ffn_down.weight")))
+    if (more && (name.ends_with("attn_v.weight") || name.ends_with("ffn_down.weight") ||
+                 name.ends_with("ffn_down_exps.weight")))
       return QuantType::Q6_K;
     return QuantType::Q4_K;
   }
@@ -226,6 +243,12 @@ Metadata synth_metadata(const SynthShape& s, const std::string& mix) {
   if (s.attn_softcap > 0) md.set(a + "attn_logit_softcapping", Value::f32(s.attn_softcap));
   if (s.final_softcap > 0) md.set(a + "final_logit_softcapping", Value::f32(s.final_softcap));
   if (s.attn_scale > 0) md.set(a + "attention.scale", Value::f32(s.attn_scale));
+  if (s.n_expert > 0) {
+    md.set(a + "expert_count", u32(s.n_expert));
+    md.set(a + "expert_used_count", u32(s.n_expert_used));
+    if (s.n_ff_exp > 0) md.set(a + "expert_feed_forward_length", u32(s.n_ff_exp));
+    md.set(a + "expert_weights_norm", Value::boolean(s.expert_weights_norm));
+  }
   if (s.n_ctx_orig > 0) {
     md.set(a + "rope.scaling.original_context_length", u32(s.n_ctx_orig));
     if (s.longrope) {  // as conversion/phi.py: sqrt(1 + ln(scale) / ln(original context))
@@ -267,19 +290,24 @@ Metadata synth_metadata(const SynthShape& s, const std::string& mix) {
 std::vector<SynthTensor> synth_tensors(const SynthShape& s, const std::string& mix) {
   std::vector<SynthTensor> specs;
   const int nl = int(s.n_layer);
-  auto matrix = [&](const std::string& name, int layer, int64_t cols, int64_t rows) {
+  // A matrix [cols, rows], or with experts > 0 a stack of them [cols, rows, experts].
+  auto matrix = [&](const std::string& name, int layer, int64_t cols, int64_t rows,
+                    int64_t experts = 0) {
     const bool as_output = name == "output.weight" || (s.tied && name == "token_embd.weight");
     const QuantType type = synth_tensor_type(mix, as_output ? "output.weight" : name, layer, nl);
     if (cols % quant_traits(type).block_elems != 0)
       throw_error("synth {}: {} rows of {} do not divide into {} blocks", s.name, name, cols,
                   quant_name(type));
-    specs.push_back({name, type, {cols, rows}, false});
+    if (experts > 0)
+      specs.push_back({name, type, {cols, rows, experts}, false});
+    else
+      specs.push_back({name, type, {cols, rows}, false});
   };
   auto vec = [&](const std::string& name, int64_t n, bool ones) {
     specs.push_back({name, QuantType::F32, {n}, ones});
   };
   const bool gemma = s.arch == "gemma2" || s.arch == "gemma3";
-  const bool phi3 = s.arch == "phi3", olmo2 = s.arch == "olmo2";
+  const bool phi3 = s.arch == "phi3", olmo2 = s.arch == "olmo2", olmoe = s.arch == "olmoe";
   const int64_t q_dim = s.n_head * s.head_dim, kv_dim = s.n_head_kv * s.head_dim;
   matrix("token_embd.weight", -1, s.n_embd, s.n_vocab);
   if (s.longrope) {  // per model, as llama.cpp's converter writes them
@@ -306,13 +334,22 @@ std::vector<SynthTensor> synth_tensors(const SynthShape& s, const std::string& m
       vec(p + "attn_q_norm.weight", s.head_dim, true);
       vec(p + "attn_k_norm.weight", s.head_dim, true);
     }
-    if (olmo2) {  // over the whole projection
+    if (olmo2 || olmoe) {  // over the whole projection
       vec(p + "attn_q_norm.weight", q_dim, true);
       vec(p + "attn_k_norm.weight", kv_dim, true);
     }
     matrix(p + "attn_output.weight", il, q_dim, s.n_embd);
     if (gemma || olmo2) vec(p + "post_attention_norm.weight", s.n_embd, true);
     if (!olmo2) vec(p + "ffn_norm.weight", s.n_embd, true);
+    if (s.n_expert > 0) {
+      // The router stays F32 (llama-quantize never quantizes ffn_gate_inp).
+      specs.push_back({p + "ffn_gate_inp.weight", QuantType::F32, {s.n_embd, s.n_expert}, false});
+      const int64_t ff = s.n_ff_exp > 0 ? s.n_ff_exp : s.n_ff;
+      matrix(p + "ffn_gate_exps.weight", il, s.n_embd, ff, s.n_expert);
+      matrix(p + "ffn_up_exps.weight", il, s.n_embd, ff, s.n_expert);
+      matrix(p + "ffn_down_exps.weight", il, ff, s.n_embd, s.n_expert);
+      continue;
+    }
     if (phi3) {
       matrix(p + "ffn_up.weight", il, s.n_embd, 2 * s.n_ff);  // gate rows, then up rows
     } else {

@@ -16,9 +16,9 @@ namespace jitllm {
 // A real model's hyperparameters, and what its GGUF architecture adds to the llama block.
 struct SynthShape {
   std::string name;  // "llama-3.2-1b"
-  // GGUF general.architecture: llama, qwen2, qwen3, gemma2, gemma3, phi3 or olmo2; the block's
-  // tensors follow it (gemma2/3: four norms a layer; phi3: fused qkv and gate+up; olmo2: norms
-  // after the sublayers and q/k norms over the whole projection).
+  // GGUF general.architecture: llama, qwen2, qwen3, gemma2, gemma3, phi3, olmo2, qwen3moe or
+  // olmoe; the block's tensors follow it (gemma2/3: four norms a layer; phi3: fused qkv and
+  // gate+up; olmo2: norms after the sublayers and q/k norms over the whole projection).
   std::string arch;
   int64_t n_embd = 0, n_ff = 0, n_layer = 0, n_head = 0, n_head_kv = 0, head_dim = 0;
   int64_t n_vocab = 0, n_ctx = 0;
@@ -38,10 +38,15 @@ struct SynthShape {
   float attn_scale = 0.0f;  // > 0: attention.scale, query_pre_attn_scalar^-0.5 (gemma2/3)
   int64_t n_ctx_orig = 0;   // phi3: original context; with longrope the factor tensors
   bool longrope = false;
+  // Mixture of experts (qwen3moe, olmoe, llama for Mixtral): every layer's FFN is n_expert
+  // experts of width n_ff_exp (0: n_ff) behind an F32 router, n_expert_used chosen per token.
+  int64_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
+  bool expert_weights_norm = false;  // the chosen weights renormalised (norm_topk_prob)
 };
 
 // The known shapes (tiny, llama-3.2-1b, llama-3.2-3b, llama-3.1-8b, mistral-7b, qwen2.5-7b,
-// qwen3-4b, qwen3-8b, gemma-2-9b, gemma-3-4b, gemma-3-12b, phi-4-mini, olmo2-7b).
+// qwen3-4b, qwen3-8b, gemma-2-9b, gemma-3-4b, gemma-3-12b, phi-4-mini, olmo2-7b; with experts
+// tiny-moe, qwen3-30b-a3b, olmoe-1b-7b, mixtral-8x7b).
 const std::vector<SynthShape>& synth_shapes();
 // Throws naming the known shapes when `name` is not one of them.
 const SynthShape& synth_shape(const std::string& name);

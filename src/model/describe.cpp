@@ -43,6 +43,16 @@ FamilyDescription describe_family(const Config& c) {
   if (c.final_softcap > 0) q.push_back(fmt::format("final logit soft-cap {:g}", c.final_softcap));
   if (c.embd_scale != 0) q.push_back(fmt::format("embeddings x {:g}", c.embd_scale));
   if (c.ffn_gelu) q.push_back("GELU-tanh gated FFN");
+  if (c.n_expert > 0) {
+    std::string s = fmt::format("{} of {} experts a token (width {}), ", c.n_expert_used, c.n_expert,
+                                c.n_ff_exp);
+    s += c.expert_gating == MoeGating::Softmax ? "softmax then top-k" : "top-k then softmax";
+    if (c.expert_weights_norm) s += ", weights renormalised";
+    if (c.expert_weights_scale != 0 && c.expert_weights_scale != 1)
+      s += fmt::format(", weights x {:g}", c.expert_weights_scale);
+    q.push_back(s);
+    if (c.n_ff_shexp > 0) q.push_back(fmt::format("shared expert of width {}", c.n_ff_shexp));
+  }
   if (c.family) {
     const Family& f = *c.family;
     if (binds(f, "attn_q.bias")) q.push_back("q/k/v biases");

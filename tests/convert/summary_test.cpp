@@ -56,6 +56,8 @@ TEST(Summary, TiedEmbeddingsAndExpertsCountWhatATokenReads) {
   EXPECT_EQ(decode_bytes_per_token(src), 64u * 100 * 2 + 64u * 32 * 4 * 2 + 64u * 8 * 4);
   add("output.weight", QuantType::F16, {64, 100});
   EXPECT_EQ(decode_bytes_per_token(src), 64u * 2 + 64u * 32 * 4 * 2 + 64u * 8 * 4 + 64u * 100 * 2);
+  // Parameters are counted alike: one embedding row, 2 of the 8 experts, the router, the head.
+  EXPECT_EQ(active_parameters(src), 64u + 64u * 32 * 2 + 64u * 8 + 64u * 100);
 }
 
 }  // namespace

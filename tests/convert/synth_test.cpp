@@ -128,6 +128,11 @@ SynthShape scaled_down(SynthShape s) {
   s.head_dim = 64;
   s.n_vocab = 512;
   s.n_layer = s.sliding_period > 0 ? s.sliding_period + 1 : 2;
+  if (s.n_expert > 0) {
+    s.n_expert = 4;
+    s.n_expert_used = 2;
+    if (s.n_ff_exp > 0) s.n_ff_exp = 256;
+  }
   return s;
 }
 
@@ -151,6 +156,11 @@ TEST(Synth, ScaledDownFilesHaveTheConvertersNamesAndKeys) {
        "phi3",
        {"rope.scaling.attn_factor", "attention.key_length", "attention.value_length"}},
       {"olmo2-7b", "olmo2", {"attention.key_length", "attention.value_length"}},
+      {"qwen3-30b-a3b", "qwen3moe", {}},
+      {"olmoe-1b-7b", "olmoe", {"attention.key_length", "attention.value_length"}},
+      {"mixtral-8x7b",
+       "mixtral",
+       {"attention.key_length", "attention.value_length", "expert_weights_norm"}},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.shape);
