@@ -71,7 +71,6 @@ int run_batched(const BatchedOptions& o) {
   const auto& cfg = engine.config();
   // Bytes per attended position: K and V of every layer.
   const double kv_bytes_per_pos = 2.0 * cfg.n_layer * cfg.kv_dim() * (eo.kv_type == QuantType::F32 ? 4 : 2);
-  const double weight_bytes = weight_bytes_per_token(*file);
   const ReadWall wall = measure_read_wall(o.devices);
   for (int S : counts) {
     std::vector<std::unique_ptr<Session>> ses;
@@ -101,6 +100,7 @@ int run_batched(const BatchedOptions& o) {
     // (warm + 1 .. gen).
     const double positions = double(o.prompt) + 0.5 * double(warm + 1 + o.gen);
     const double kv = double(S) * positions * kv_bytes_per_pos;
+    const double weight_bytes = weight_bytes_per_token(*file, S);
     const double gbs = (weight_bytes + kv) * steps / secs / 1e9;
     fmt::print("  a step reads {:.1f} MB weights + {:.1f} MB KV: {:.1f} GB/s = {:.0f}% of the {:.1f} GB/s "
                "read wall measured with {}\n",

@@ -5,16 +5,19 @@
 #include <fmt/format.h>
 
 #include "model/family.h"
+#include "model/weights.h"
 
 namespace jitllm {
 
 namespace {
 
-bool binds(const Family& f, const char* name) {
+const LayerTensor* bound(const Family& f, const char* name) {
   for (const LayerTensor& t : f.layer_tensors)
-    if (std::string(t.name) == name) return true;
-  return false;
+    if (std::string(t.name) == name) return &t;
+  return nullptr;
 }
+
+bool binds(const Family& f, const char* name) { return bound(f, name) != nullptr; }
 
 }  // namespace
 
@@ -57,8 +60,9 @@ FamilyDescription describe_family(const Config& c) {
     const Family& f = *c.family;
     if (binds(f, "attn_q.bias")) q.push_back("q/k/v biases");
     if (binds(f, "attn_qkv.weight")) q.push_back("fused q/k/v and gate/up projections");
-    if (binds(f, "attn_q_norm.weight"))
-      q.push_back(binds(f, "attn_norm.weight") ? "per-head q/k norms" : "q/k norms over the whole projection");
+    if (const LayerTensor* qn = bound(f, "attn_q_norm.weight"))  // its shape says per head or not
+      q.push_back(qn->shape == &shapes::head_dim ? "per-head q/k norms"
+                                                 : "q/k norms over the whole projection");
     if (binds(f, "post_attention_norm.weight")) q.push_back("post-attention and post-FFN norms");
     if (!binds(f, "attn_norm.weight") && !binds(f, "attn_qkv.weight")) q.push_back("no pre-norms");
   }

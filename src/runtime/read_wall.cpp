@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -60,12 +61,19 @@ double host_read_wall_gbs() {
 
 }  // namespace
 
-double weight_bytes_per_token(const ModelFile& f) {
+double weight_bytes_per_token(const ModelFile& f, int sessions) {
   const bool tied = f.find("output.weight") == nullptr;
+  const std::string arch = f.metadata.get_string_or("general.architecture", "");
+  const double n_expert = double(f.metadata.get_i64_or(arch + ".expert_count", 0));
+  const double n_used = double(f.metadata.get_i64_or(arch + ".expert_used_count", 0));
+  const double expert_share =
+      n_expert > 0 && n_used > 0 ? 1.0 - std::pow(1.0 - n_used / n_expert, std::max(1, sessions)) : 1.0;
   double b = 0;
   for (const TensorInfo& t : f.tensors) {
     if (t.name == "token_embd.weight" && !tied)
       b += double(t.bytes) / double(std::max<int64_t>(1, t.rows()));
+    else if (t.name.find("_exps.") != std::string::npos)
+      b += double(t.bytes) * expert_share;
     else
       b += double(t.bytes);
   }

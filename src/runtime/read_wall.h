@@ -18,8 +18,11 @@ struct ReadWall {
 // devices: the --devices value ("cpu", "cuda", "cuda:N", ...).
 ReadWall measure_read_wall(const std::string& devices);
 
-// Weight bytes one decoded token (one step of any number of sessions) reads: every matrix and
-// vector once, except the embedding table (one row per session) unless it is also the head.
-double weight_bytes_per_token(const ModelFile& f);
+// Weight bytes one decode step of `sessions` sessions reads: every matrix and vector once,
+// except the embedding table (one row per session) unless it is also the head, and a stack of
+// experts (a "_exps." tensor) only for the experts the step chooses: expert_used_count of
+// expert_count for one session, for S sessions the expected share of distinct experts when each
+// row chooses uniformly, 1 - (1 - used / count)^S (the least a step can read).
+double weight_bytes_per_token(const ModelFile& f, int sessions = 1);
 
 }  // namespace jitllm

@@ -17,6 +17,7 @@ folder() {  # folder FAMILY: the fixture as an HF folder in $T/FAMILY
 folder gemma2
 folder olmo2
 folder qwen2moe
+folder olmoe
 out="$("$JITLLM" info "$T/gemma2")"
 line="$(grep '^family: ' <<< "$out")" || fail "no family line: $out"
 for q in "family: gemma2:" "sliding window 24 on 1 of 2 layers" "attention scale 0.125" \
@@ -34,4 +35,6 @@ for q in "family: qwen2moe:" "2 of 8 experts a token (width 32), softmax then to
 done
 grep -qE '^active parameters: +[0-9.]+ M a token \(2 of 8 experts\)' <<< "$out" ||
   fail "qwen2moe: no active parameters line: $out"
+grep -qF 'q/k norms over the whole projection' <<< "$("$JITLLM" info "$T/olmoe")" ||
+  fail "olmoe: its q/k norms are over the whole projection"
 echo "info_family: ok"

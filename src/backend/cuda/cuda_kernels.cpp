@@ -144,7 +144,9 @@ size_t CudaKernels::q8_bytes(int64_t n, int64_t k) {
 CUfunction CudaKernels::matvec_fn(const MatvecSpec& spec) {
   const std::string name = spec.name();
   if (auto it = matvec_.find(name); it != matvec_.end()) return it->second;
-  CUfunction f = compiler_.module(matvec_source(spec), name).function(spec.swiglu ? "matvec_swiglu" : "matvec");
+  const char* entry = spec.ids ? (spec.swiglu ? "matvec_ids_swiglu" : "matvec_ids")
+                               : (spec.swiglu ? "matvec_swiglu" : "matvec");
+  CUfunction f = compiler_.module(matvec_source(spec), name).function(entry);
   matvec_.emplace(name, f);
   return f;
 }

@@ -139,6 +139,36 @@ class CudaKernels {
   // arrays of n * terms).
   void weighted_sum_rows(CUdeviceptr x, CUdeviceptr out, CUdeviceptr rows, CUdeviceptr coef,
                          int64_t n, int cols, int terms, const Stream& s);
+  // Mixture of experts (moe_kernels.cpp). One projection of a layer's experts on the card: a
+  // device table [n_expert][2] of (weights, scale plane) addresses, all of one kind and shape.
+  struct ExpertTable {
+    CUdeviceptr tab = 0;
+    WeightKind kind = WeightKind::F32;
+    int64_t rows = 0, k = 0;
+  };
+  // ids and weights [n][k] (int32, f32) of each row of router logits [n][n_expert]: the rules of
+  // route_experts (graph/moe.h) on the card (n_expert <= 256, k <= 32).
+  static constexpr int kMaxRouteExperts = 256, kMaxRouteUsed = 32;
+  void moe_route(CUdeviceptr logits, int64_t n, int n_expert, int k, bool softmax_all, bool norm,
+                 float scale, CUdeviceptr ids, CUdeviceptr weights, const Stream& s);
+  // out [n][cols] = x[rows[t]] (rows: device int32 [n]).
+  void gather_rows(CUdeviceptr x, CUdeviceptr out, CUdeviceptr rows, int64_t n, int cols,
+                   const Stream& s);
+  // out [n][cols] = sum_j w[t k + j] * ys[where ? where[t k + j] : t k + j] (+ the shared
+  // expert's row times sigmoid(sgate[t]), or times 1 without sgate, when shared is set).
+  void moe_combine(CUdeviceptr ys, CUdeviceptr out, CUdeviceptr where, CUdeviceptr w, int64_t n,
+                   int k, int cols, CUdeviceptr shared, CUdeviceptr sgate, const Stream& s);
+  // out [pairs][w.rows] = row p / xdiv of x . (expert ids[p] of w)^T. x: [pairs / xdiv][w.k]
+  // f32; for the quantized kinds q8 holds it quantized (x_quantized) or is scratch of
+  // q8_bytes(pairs / xdiv, w.k) to quantize it into.
+  void matmul_ids(const ExpertTable& w, CUdeviceptr ids, int64_t pairs, int xdiv, CUdeviceptr x,
+                  Q8Buffers q8, bool x_quantized, CUdeviceptr out, const Stream& s);
+  // gate and up of the same shape (rows a multiple of 32): out [pairs][rows] = silu(x . gate^T) *
+  // (x . up^T) per pair as matmul_ids reads them, and out quantized into q8_out ([pairs][rows]
+  // int8 at q, [pairs][rows / 32] (d, d sum) at ds).
+  void matmul_ids_swiglu(const ExpertTable& gate, const ExpertTable& up, CUdeviceptr ids,
+                         int64_t pairs, int xdiv, CUdeviceptr x, Q8Buffers q8, bool x_quantized,
+                         CUdeviceptr out, Q8Buffers q8_out, const Stream& s);
   // Row t of src [n][dim] to address rows[t] + offset (rows: device array of n u64).
   void store_kv(CUdeviceptr src, CUdeviceptr rows, uint64_t offset, int64_t n, int dim, bool f16,
                 const Stream& s);
@@ -209,6 +239,7 @@ class CudaKernels {
  private:
   CUfunction matvec_fn(const MatvecSpec& spec);
   CUfunction elementwise_fn(const char* name);
+  CUfunction moe_fn(const char* name);
   void run(CUfunction f, unsigned gx, unsigned gy, unsigned block, const Stream& s, void** args,
            const char* what);
   void run3(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned block, const Stream& s,
@@ -217,6 +248,7 @@ class CudaKernels {
   const Device& device_;
   Compiler& compiler_;
   const Module* elementwise_ = nullptr;
+  const Module* moe_ = nullptr;
   std::map<std::string, CUfunction> matvec_;  // by MatvecSpec::name()
   std::map<std::tuple<int, bool, int>, CUfunction> attention_;  // (head_dim, kv_f16, keys)
   std::map<std::pair<int, bool>, std::pair<CUfunction, CUfunction>> split_attention_;

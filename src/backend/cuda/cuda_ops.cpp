@@ -544,16 +544,6 @@ void CudaOps::weighted_sum_rows(Act x, std::span<const int32_t> rows, std::span<
   wrote(out);
 }
 
-void CudaOps::moe_ffn(Act x, const MoeExperts& w, const MoeRouting& r, const MoeScratch& s, Act out) {
-  if (mode_ != Mode::Direct)
-    throw_error("CUDA: an MoE layer in a captured decode step (graphs must be off for MoE models)");
-  if (graphs_enabled_) {
-    graphs_enabled_ = false;
-    drop_graphs();
-  }
-  Ops::moe_ffn(x, w, r, s, out);
-}
-
 void CudaOps::select_rows(Act x, std::span<const int32_t> rows, Act out) {
   const size_t row = size_t(x.cols) * sizeof(float);
   wrote(out);

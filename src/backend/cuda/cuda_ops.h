@@ -59,9 +59,11 @@ class CudaOps final : public Ops {
   void copy_cols(Act x, int64_t first, Act out) override;
   void weighted_sum_rows(Act x, std::span<const int32_t> rows, std::span<const float> coef,
                          Act out) override;
-  // The plain twin (graph/moe.cpp), which routes on the host: a model with experts turns the
-  // decode graphs off on its first MoE layer (a step's read of the router logits cannot be
-  // captured), so its steps all run direct.
+  // Routed on the card (moe_ops.cpp): the router's top-k kernel writes the expert ids and
+  // weights on the device; steps of at most kDecodeGraphRows rows run every (row, expert) pair
+  // through the indexed matvecs (no host round trip, so decode steps are captured as graphs);
+  // longer steps read the ids home once per layer, gather the rows expert by expert and run
+  // each chosen expert once over its rows (the prefill GEMMs). Both combine on the card.
   void moe_ffn(Act x, const MoeExperts& w, const MoeRouting& r, const MoeScratch& s, Act out) override;
   void select_rows(Act x, std::span<const int32_t> rows, Act out) override;
   // The fused ops (decode_fusion.cpp): q/k/v with the RoPE + KV store epilogue in decode steps of
@@ -165,6 +167,14 @@ class CudaOps final : public Ops {
   Stream stream_;
   Stream copy_stream_;  // host-to-device inputs (upload()); never captured
   std::unordered_map<const uint8_t*, DeviceWeight> weights_;  // by the tensor's host bytes
+  // A layer's experts on the card (moe_ops.cpp): the gate, up and down tables of their device
+  // addresses, by the layer's expert list; made (and every expert uploaded) on its first step.
+  struct MoeTables {
+    DeviceBuffer buf;  // [3][n_expert][2] u64
+    CudaKernels::ExpertTable gate, up, down;
+  };
+  std::unordered_map<const TensorInfo*, MoeTables> moe_tables_;
+  const MoeTables& moe_tables(const MoeExperts& w);
   // Device copies of the model's host vectors (norm weights, biases), by the vector's data.
   std::unordered_map<const float*, DeviceBuffer> norms_;
   CUdeviceptr host_vector(const std::vector<float>& w);

@@ -49,6 +49,9 @@ struct MatvecSpec {
   // gate and up (2 segments, RPW 4): entry point "matvec_swiglu" (grid rows / 32, block 256)
   // writes silu(gate) * up and its q8 blocks (CudaKernels::matmul_swiglu).
   bool swiglu = false;
+  // The indexed MoE matvecs instead (moe_source.cpp; NT 1): entry point "matvec_ids", or with
+  // swiglu "matvec_ids_swiglu" (CudaKernels::matmul_ids / matmul_ids_swiglu).
+  bool ids = false;
   std::string name() const;
 };
 
@@ -75,6 +78,10 @@ SegmentKinds segment_kinds(const WeightKind* kinds, int nseg, int64_t k,
 
 // quantize_q8, rms_norm, rope, swiglu, add, store_kv (runtime shapes).
 std::string elementwise_source();
+// The MoE kernels of runtime shapes: moe_route, gather_rows, moe_combine (moe_source.cpp).
+std::string moe_source();
+// The indexed matvec kernels' text, appended to a matvec source whose spec has ids.
+const char* matvec_ids_text();
 
 // Decode/prefill attention over paged KV for one head size. Entry point "attention".
 // keys_per_step: keys each warp takes per loop step (1, 2, 4, 8; 1 is the one-key loop).

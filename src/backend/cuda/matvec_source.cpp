@@ -573,6 +573,7 @@ std::string MatvecSpec::name() const {
   if (norm) s += " norm";
   if (rope) s += " rope";
   if (swiglu) s += " swiglu";
+  if (ids) s += " ids";
   if (preload) s += " preload";
   return s + fmt::format(" k={} nt={} rpw={} unroll={}", k, nt, rpw, unroll);
 }
@@ -591,6 +592,8 @@ std::string matvec_source(const MatvecSpec& spec) {
     throw_error("matvec: the rope epilogue takes q, k, v and an even number of rows per warp");
   if (spec.swiglu && (spec.nseg != 2 || spec.rpw != 4 || spec.nt > 8))
     throw_error("matvec: the swiglu epilogue takes gate and up, 4 rows per warp, tiles of <= 8");
+  if (spec.ids && (spec.nt != 1 || spec.norm || spec.rope || spec.preload))
+    throw_error("matvec: the indexed kernels take one activation row per pass and no epilogue");
   const int64_t k = spec.k;
   std::string defs = fmt::format(
       "#define K {}\n#define NT {}\n#define RPW {}\n#define UNR {}\n#define NSEG {}\n#define VEC {}\n"
@@ -621,7 +624,8 @@ std::string matvec_source(const MatvecSpec& spec) {
   if (q6k) bodies += kQ6K;
   if (q80) bodies += kQ80;
   bodies += format_matvec_bodies(spec);  // the block formats of weight_formats.h (plug-in)
-  return defs + kernel_prelude() + kMatvecHead + kHalf + bodies + kMatvecTail;
+  return defs + kernel_prelude() + kMatvecHead + kHalf + bodies + kMatvecTail +
+         (spec.ids ? matvec_ids_text() : "");
 }
 
 std::string matvec_source(WeightKind kind, int64_t k, int nt) {

@@ -10,7 +10,8 @@
 # and on), gputests (test_backend_cuda alone), speedq8 (8B Q8_0 speed),
 # bench (matvec shapes), profile (per-kernel decode time), decodeab (tg128 per DECODE_ENVS
 # variant), batched (N sessions decoding together: SESSIONS=1,8,32,64), placement (gpuplace:
-# partial offload and two cards), serve (jitllmd under bench/serve/load.py against jitllm batched)
+# partial offload and two cards), serve (jitllmd under bench/serve/load.py against jitllm batched),
+# moe (an MoE shape's speed beside llama.cpp's, single runs)
 set -u -o pipefail
 C=${C:-build/cuda-carry}
 OUT=${OUT:-/tmp/out}
@@ -327,8 +328,8 @@ PY
       # steps): GPU tests (SBS_TESTS) while the peer builds, the DQ-MMA kernel bench at n = 32,
       # jitllm batched and llama-batched-bench, jitllm variants (SBS_DQ_ENVS), the 32-session profile
       peer_build_start
-      M=/tmp/llama-3.1-8b.gguf
-      [ -f $M ] || /tmp/bin/jitllm synth $M --shape llama-3.1-8b --type q4_k_m 2>&1 | tail -n 1
+      M=/tmp/${SESSIONS_SHAPE:-llama-3.1-8b}.gguf
+      [ -f $M ] || /tmp/bin/jitllm synth $M --shape ${SESSIONS_SHAPE:-llama-3.1-8b} --type q4_k_m 2>&1 | tail -n 1
       [ -f /tmp/llama-3.2-1b.gguf ] || /tmp/bin/jitllm synth /tmp/llama-3.2-1b.gguf --shape llama-3.2-1b --type q4_k_m 2>&1 | tail -n 1
       JITLLM_TEST_1B=/tmp/llama-3.2-1b.gguf timeout ${SBS_TEST_S:-200} /tmp/bin/test_backend_cuda --gtest_filter="${SBS_TESTS:-*}" 2>&1 |
         tee $OUT/gpu_tests.log | grep -E "FAILED|PASSED|tests ran" | head -n 30
@@ -352,8 +353,8 @@ PY
     dqswiglu)  # DQ-MMA's SwiGLU epilogue (JITLLM_CUDA_DQ_SWIGLU, on by default since session 6): the kernel test
       # (bitwise vs gate/up then swiglu_q8), the N-sessions engine tests with it on, then jitllm
       # batched 8B 32 sessions off / on / on / off
-      M=/tmp/llama-3.1-8b.gguf
-      [ -f $M ] || /tmp/bin/jitllm synth $M --shape llama-3.1-8b --type q4_k_m 2>&1 | tail -n 1
+      M=/tmp/${SESSIONS_SHAPE:-llama-3.1-8b}.gguf
+      [ -f $M ] || /tmp/bin/jitllm synth $M --shape ${SESSIONS_SHAPE:-llama-3.1-8b} --type q4_k_m 2>&1 | tail -n 1
       timeout 60 /tmp/bin/test_backend_cuda --gtest_filter='CudaDecodeFusion.DqSwiglu*' 2>&1 |
         tee $OUT/dqswiglu_tests.log | grep -E "FAILED|PASSED|Failure|swiglu" | head -n 20
       JITLLM_CUDA_DQ_SWIGLU=1 timeout 120 /tmp/bin/test_backend_cuda --gtest_filter='CudaBatched.SessionsTogether*:CudaWarmUp.*' 2>&1 |
@@ -367,8 +368,8 @@ PY
       # wo, gate/up, ffn_down, ...: NCU_COUNT launches after NCU_SKIP): speed of light, occupancy,
       # launch shape, warp stall reasons. Needs the Firecracker runtime (gVisor has no counters).
       peer_build_start
-      M=/tmp/llama-3.1-8b.gguf
-      [ -f $M ] || /tmp/bin/jitllm synth $M --shape llama-3.1-8b --type q4_k_m 2>&1 | tail -n 1
+      M=/tmp/${SESSIONS_SHAPE:-llama-3.1-8b}.gguf
+      [ -f $M ] || /tmp/bin/jitllm synth $M --shape ${SESSIONS_SHAPE:-llama-3.1-8b} --type q4_k_m 2>&1 | tail -n 1
       NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
       echo "ncu: $NCU" | tee $OUT/ncu.log
       JITLLM_CUDA_GRAPH=0 timeout ${NCU_S:-240} $NCU --clock-control none --kernel-name regex:${NCU_KERNEL:-dqmma} \
@@ -380,8 +381,8 @@ PY
     abvar)  # session 6: 8B 32 sessions (128-token prompts, 128 steps) over VARIANTS (';'-separated
       # env settings): the default, each variant, the variants again in reverse, the default, with
       # llama-batched-bench at 32 sequences after the first and the last default (peer built meanwhile)
-      M=/tmp/llama-3.1-8b.gguf
-      [ -f $M ] || /tmp/bin/jitllm synth $M --shape llama-3.1-8b --type q4_k_m 2>&1 | tail -n 1
+      M=/tmp/${SESSIONS_SHAPE:-llama-3.1-8b}.gguf
+      [ -f $M ] || /tmp/bin/jitllm synth $M --shape ${SESSIONS_SHAPE:-llama-3.1-8b} --type q4_k_m 2>&1 | tail -n 1
       IFS=';' read -ra vv <<< "${VARIANTS:-}"
       order=("" "${vv[@]}")
       for ((i = ${#vv[@]} - 1; i >= 0; i--)); do order+=("${vv[$i]}"); done
@@ -407,6 +408,18 @@ PY
           tee -a $OUT/gtest_full.log | grep -E "FAILED|PASSED|tests ran|Failure|Expected|Which is|max|sessions together" | head -n 30 | tee -a $OUT/gtest.log
       done
       ;;
+    moe)  # a first look at an MoE shape (MOE_SHAPE, default qwen3-30b-a3b Q4_K_M): jitllm speed
+      # and batched, then llama-bench and llama-batched-bench on the same file (single runs; the
+      # board / boardsessions stages give the paired rows)
+      peer_build_start
+      shape=${MOE_SHAPE:-qwen3-30b-a3b}
+      [ -f /tmp/$shape.gguf ] || /usr/bin/time -f "synth %e s" /tmp/bin/jitllm synth /tmp/$shape.gguf --shape $shape --type q4_k_m 2>&1 | tail -n 2
+      JITLLM_CUDA_STATS=1 /tmp/bin/jitllm speed -m /tmp/$shape.gguf -p 512 -n 128 -r 2 --devices cuda 2>&1 | tee -a $OUT/moe.log
+      /tmp/bin/jitllm batched -m /tmp/$shape.gguf -s ${SESSIONS:-1,32} -p 128 -n 64 --devices cuda 2>&1 | tee -a $OUT/moe.log
+      peer_build_wait
+      $LB/llama-bench -m /tmp/$shape.gguf -ngl 99 -p 512 -n 128 -r 2 2>&1 | tail -n 5 | tee -a $OUT/moe.log
+      $LB/llama-batched-bench -m /tmp/$shape.gguf -ngl 99 -c 16384 -npp 128 -ntg 64 -npl ${SESSIONS:-1,32} 2>&1 | grep -E "^\|" | tee -a $OUT/moe.log
+      ;;
     board)  # the paired harness on the card (bench/ab/ab.py: A/A self-control first, A B B A
       # rounds, rows refused when IQR/median > 0.10): jitllm speed vs llama-bench on the synthetic
       # files, accepted rows appended to $OUT/cuda.md (for docs/perf/cuda.md); BUILD_REV names the build;
@@ -425,12 +438,12 @@ PY
       done
       ;;
     boardsessions)  # the paired harness on sessions together: jitllm batched vs llama-batched-bench,
-      # 8B Q4_K_M, 32 sessions of 128-token prompts + 128 steps (A/A first, A B B A rounds, rows
+      # 8B Q4_K_M (SESSIONS_SHAPE: another synth shape), 32 sessions of 128-token prompts + 128 steps (A/A first, A B B A rounds, rows
       # refused when IQR/median > 0.10); SESSIONS_ENV: env settings of arm A; accepted rows in
       # $OUT/cuda-sessions.md
       peer_build_start
-      M=/tmp/llama-3.1-8b.gguf
-      [ -f $M ] || /tmp/bin/jitllm synth $M --shape llama-3.1-8b --type q4_k_m 2>&1 | tail -n 1
+      M=/tmp/${SESSIONS_SHAPE:-llama-3.1-8b}.gguf
+      [ -f $M ] || /tmp/bin/jitllm synth $M --shape ${SESSIONS_SHAPE:-llama-3.1-8b} --type q4_k_m 2>&1 | tail -n 1
       peer_build_wait
       python3 bench/ab/ab.py --backend cuda --model $M --metrics sessions32 \
         --a "env ${SESSIONS_ENV:-X=1} /tmp/bin/jitllm batched -m {model} -s 32 -p 128 -n 128 --devices cuda" --a-parser jitllm-batched \

@@ -60,7 +60,11 @@ TEST_P(CudaFamily, MatchesTransformersAndTheCpuEngine) {
         scale = std::max(scale, std::fabs(hf[i]));
       }
       EXPECT_LT(vs_hf, 0.01f * scale) << family << " prompt " << p << " chunk " << chunk;
-      EXPECT_LT(vs_cpu, 2e-3f * scale) << family << " prompt " << p << " chunk " << chunk;
+      // A mixture of experts carries the card's rounding through its routers' weights: 3e-3
+      // (H200: olmoe's chunks of 5 at 2.1e-3 of the scale, still a third of its distance
+      // from transformers).
+      const float cpu_tol = card.config().n_expert > 0 ? 3e-3f : 2e-3f;
+      EXPECT_LT(vs_cpu, cpu_tol * scale) << family << " prompt " << p << " chunk " << chunk;
       const testing::GreedyCheck g = testing::check_greedy(
           std::vector<float>(logits.end() - V, logits.end()), want,
           [&](int32_t id) { return card.decode(*s, id); }, 0.01f * scale);
@@ -74,7 +78,8 @@ TEST_P(CudaFamily, MatchesTransformersAndTheCpuEngine) {
 
 INSTANTIATE_TEST_SUITE_P(Families, CudaFamily,
                          ::testing::Values("qwen3", "qwen2", "mistral", "olmo2", "phi3", "gemma",
-                                           "gemma2", "gemma3"));
+                                           "gemma2", "gemma3", "qwen3moe", "qwen2moe", "olmoe",
+                                           "mixtral"));
 
 }  // namespace
 }  // namespace jitllm::cuda::test

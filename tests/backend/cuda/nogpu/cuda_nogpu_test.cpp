@@ -60,6 +60,36 @@ TEST(CudaNoGpu, EveryGeneratedSourceCompilesForSm90) {
     EXPECT_GT(nvrtc_compile(attention_source(128, true, keys), "attention", opts).size(), 0u) << keys;
 }
 
+// The MoE kernels: routing, gather and combine, and the indexed matvecs (the plain one and the
+// gate/up SwiGLU one) for the kinds real MoE files carry at their row lengths (Qwen3-30B-A3B's
+// 2048 and 768, the F16 fixtures' 64 and 32).
+TEST(CudaNoGpu, MoeSourcesCompileForSm90) {
+  JITLLM_REQUIRE_NVRTC();
+  const auto opts = nvrtc_options("sm_90");
+  EXPECT_GT(nvrtc_compile(moe_source(), "moe kernels", opts).size(), 1000u);
+  const std::pair<WeightKind, int64_t> shapes[] = {{WeightKind::Q4_K, 2048}, {WeightKind::Q6_K, 768},
+                                                   {WeightKind::Q8_0, 64}, {WeightKind::F16, 64},
+                                                   {WeightKind::F32, 32}};
+  for (const auto& [kind, k] : shapes) {
+    MatvecSpec spec;
+    spec.kinds[0] = spec.kinds[1] = kind;
+    spec.k = k;
+    spec.rpw = 2;
+    spec.ids = true;
+    EXPECT_GT(nvrtc_compile(matvec_source(spec), spec.name(), opts).size(), 1000u) << spec.name();
+    spec.nseg = 2;
+    spec.rpw = 4;
+    spec.swiglu = true;
+    EXPECT_GT(nvrtc_compile(matvec_source(spec), spec.name(), opts).size(), 1000u) << spec.name();
+  }
+  MatvecSpec tiled;
+  tiled.kinds[0] = WeightKind::Q4_K;
+  tiled.k = 2048;
+  tiled.nt = 2;
+  tiled.ids = true;
+  EXPECT_THROW(matvec_source(tiled), Error);  // the indexed kernels take one row a pass
+}
+
 TEST(CudaNoGpu, CompileErrorsCarryTheLog) {
   JITLLM_REQUIRE_NVRTC();
   try {

@@ -1,0 +1,158 @@
+// CudaOps::moe_ffn: a mixture-of-experts FFN routed on the card (see cuda_ops.h), and the
+// layer's expert tables the indexed matvecs read.
+#include <cstring>
+
+#include "backend/cuda/cuda_ops.h"
+#include "core/error.h"
+#include "graph/moe.h"
+
+namespace jitllm::cuda {
+
+namespace {
+
+Act rows_of(Act a, int64_t first, int64_t count) { return Act{a.data + first * a.cols, count, a.cols}; }
+
+}  // namespace
+
+const CudaOps::MoeTables& CudaOps::moe_tables(const MoeExperts& w) {
+  if (auto it = moe_tables_.find(w.gate.data()); it != moe_tables_.end()) return it->second;
+  const size_t n_expert = w.gate.size();
+  if (n_expert == 0 || w.up.size() != n_expert || w.down.size() != n_expert)
+    throw_error("CUDA moe: {} gate, {} up and {} down experts", w.gate.size(), w.up.size(),
+                w.down.size());
+  MoeTables t;
+  CudaKernels::ExpertTable* tables[3] = {&t.gate, &t.up, &t.down};
+  const std::span<const TensorInfo> parts[3] = {w.gate, w.up, w.down};
+  std::vector<uint64_t> host(3 * n_expert * 2);  // [3][n_expert] (weights, scale plane)
+  for (size_t m = 0; m < 3; ++m) {
+    for (size_t e = 0; e < n_expert; ++e) {
+      const DeviceWeight& d = weight(parts[m][e]);
+      CudaKernels::ExpertTable& tab = *tables[m];
+      if (e == 0) {
+        tab.kind = d.kind;
+        tab.rows = d.rows;
+        tab.k = d.k;
+      } else if (d.kind != tab.kind || d.rows != tab.rows || d.k != tab.k) {
+        throw_error("CUDA moe: expert {} of '{}' is [{}, {}] {}, expert 0 [{}, {}] {}", e,
+                    parts[m][e].name, d.k, d.rows, weight_kind_name(d.kind), tab.k, tab.rows,
+                    weight_kind_name(tab.kind));
+      }
+      host[(m * n_expert + e) * 2] = d.buf.get();
+      host[(m * n_expert + e) * 2 + 1] = d.buf.get() + d.scale_offset;
+    }
+  }
+  t.buf = DeviceBuffer(host.size() * sizeof(uint64_t));
+  t.buf.upload(host.data(), host.size() * sizeof(uint64_t));
+  for (size_t m = 0; m < 3; ++m) tables[m]->tab = t.buf.get() + m * n_expert * 2 * sizeof(uint64_t);
+  if (t.gate.rows != t.up.rows || t.gate.rows != t.down.k || t.gate.k != t.down.rows)
+    throw_error("CUDA moe: experts gate [{}, {}], up [{}, {}], down [{}, {}] do not chain",
+                t.gate.k, t.gate.rows, t.up.k, t.up.rows, t.down.k, t.down.rows);
+  return moe_tables_.emplace(w.gate.data(), std::move(t)).first->second;
+}
+
+void CudaOps::moe_ffn(Act x, const MoeExperts& w, const MoeRouting& r, const MoeScratch& s, Act out) {
+  const int64_t n = x.rows, cols = x.cols;
+  const int k = r.n_used, n_expert = r.n_expert;
+  if (n_expert > CudaKernels::kMaxRouteExperts || k > CudaKernels::kMaxRouteUsed) {
+    // Beyond what the routing kernel holds: the plain twin, which routes on the host (its read of
+    // the logits cannot be captured, so the decode graphs go).
+    if (mode_ != Mode::Direct)
+      throw_error("CUDA: a host-routed MoE layer in a captured decode step");
+    if (graphs_enabled_) {
+      graphs_enabled_ = false;
+      drop_graphs();
+    }
+    Ops::moe_ffn(x, w, r, s, out);
+    return;
+  }
+  const MoeTables& t = moe_tables(w);
+  if (t.gate.k != cols || int64_t(w.gate.size()) != n_expert)
+    throw_error("CUDA moe: {} experts of row length {} for {} experts over rows of {}",
+                w.gate.size(), t.gate.k, n_expert, cols);
+  const int64_t ff = t.gate.rows, pairs = n * k;
+  const int terms = k + (w.has_shared() ? 1 : 0);
+  const Act ys{s.ys.data, n * terms, cols};  // each pair's expert output, then the shared one's
+
+  const Act logits{s.logits.data, n, n_expert};
+  matmul(*w.router, x, logits);
+  const Act route = alloc(2, pairs);  // [2][pairs]: expert ids (int32 bits), their weights
+  const CUdeviceptr ids = ptr(route), weights = ids + size_t(pairs) * sizeof(float);
+  if (launching())
+    kernels_.moe_route(ptr(logits), n, n_expert, k, r.gating == MoeGating::Softmax, r.norm_weights,
+                       r.weights_scale, ids, weights, stream_);
+  wrote(route);
+
+  CUdeviceptr where = 0;  // pair -> its row of ys (0: ys is in pair order)
+  if (n <= int64_t(kDecodeGraphRows)) {
+    // Every pair through the indexed matvecs, x quantized once for all of them.
+    const bool q = uses_q8_activation(t.gate.kind) || uses_q8_activation(t.up.kind);
+    const bool reuse = q && q8_src_ == x.data && q8_rows_ == x.rows && q8_k_ == x.cols;
+    if (q && !reuse) ensure_q8(n, cols);
+    const Q8Buffers q8x = q ? q8_for(n, cols) : Q8Buffers{};
+    const Act act{s.gate.data, pairs, ff};  // silu(gate) * up of each pair
+    // act quantized for the down matvec: int8 [pairs][ff], then (d, d sum) [pairs][ff / 32].
+    const Act act_q8 = alloc(pairs, ff / 4 + ff / 16 + 64);
+    const size_t q_bytes = (size_t(pairs * ff) + 255) / 256 * 256;
+    const Q8Buffers q8a{ptr(act_q8), ptr(act_q8) + q_bytes, 0};
+    if (launching()) {
+      kernels_.matmul_ids_swiglu(t.gate, t.up, ids, pairs, k, ptr(x), q8x, reuse, ptr(act), q8a,
+                                 stream_);
+      kernels_.matmul_ids(t.down, ids, pairs, 1, ptr(act), q8a, true, ptr(ys), stream_);
+    }
+    if (q && !reuse) quantized(x);
+    wrote(act);
+    wrote(act_q8);
+    wrote(ys);
+  } else {
+    // Direct steps only (a captured step has at most kDecodeGraphRows rows): the ids come home
+    // once, the rows are gathered expert by expert, and each chosen expert runs once over its
+    // rows (the prefill GEMMs read each expert's weights once for the step).
+    std::vector<int32_t> host_ids(static_cast<size_t>(pairs));
+    {
+      std::vector<float> bits(static_cast<size_t>(pairs));
+      read(Act{route.data, 1, pairs}, bits.data());
+      std::memcpy(host_ids.data(), bits.data(), bits.size() * sizeof(float));
+    }
+    const ExpertGroups g = group_by_expert(host_ids, n, k, n_expert);
+    std::vector<int32_t> index(size_t(2 * pairs));  // [2][pairs]: source row of each, where
+    for (size_t i = 0; i < size_t(pairs); ++i) {
+      index[i] = g.order[i] / k;
+      index[size_t(pairs) + i] = g.where[i];
+    }
+    const Act rows = alloc(2, pairs);
+    upload(ptr(rows), index.data(), index.size() * sizeof(int32_t));
+    where = ptr(rows) + size_t(pairs) * sizeof(int32_t);
+    const Act xs{s.xs.data, pairs, cols};
+    if (launching()) kernels_.gather_rows(ptr(x), ptr(xs), ptr(rows), pairs, int(cols), stream_);
+    wrote(xs);
+    for (int e = 0; e < n_expert; ++e) {
+      const int64_t first = g.offset[size_t(e)], count = g.offset[size_t(e) + 1] - first;
+      if (count == 0) continue;  // an expert no row chose is never read
+      const Act ge = rows_of(Act{s.gate.data, pairs, ff}, first, count);
+      const Act ue = rows_of(Act{s.up.data, pairs, ff}, first, count);
+      gate_up_swiglu(rows_of(xs, first, count), w.gate[size_t(e)], w.up[size_t(e)], ge, ue, ge);
+      matmul(w.down[size_t(e)], ge, rows_of(ys, first, count));
+    }
+  }
+
+  CUdeviceptr shared = 0, shared_gate = 0;
+  if (w.has_shared()) {
+    const int64_t sff = w.shared_ffn_gate->shape[1];
+    const Act sg{s.sgate.data, n, sff}, su{s.sup.data, n, sff};
+    gate_up_swiglu(x, *w.shared_ffn_gate, *w.shared_ffn_up, sg, su, sg);
+    const Act sy = rows_of(ys, pairs, n);
+    matmul(*w.shared_ffn_down, sg, sy);
+    shared = ptr(sy);
+    if (w.shared_gate) {
+      const Act sl{s.shared_gate.data, n, 1};
+      matmul(*w.shared_gate, x, sl);
+      shared_gate = ptr(sl);
+    }
+  }
+  if (launching())
+    kernels_.moe_combine(ptr(ys), ptr(out), where, weights, n, k, int(cols), shared, shared_gate,
+                         stream_);
+  wrote(out);
+}
+
+}  // namespace jitllm::cuda
