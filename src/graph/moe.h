@@ -50,12 +50,16 @@ struct MoeExperts {
   bool has_shared() const { return shared_ffn_down != nullptr; }
 };
 
+// Rows past the last (row, expert) pair that xs, gate and up hold: a backend's expert matvecs
+// over tiles of rows may read that far past the last pair (CUDA's grouped matvecs: up to 7).
+inline constexpr int64_t kMoeTileRows = 8;
+
 // Step scratch for moe_ffn on the backend that runs it (graph/ops.h), n = the step's rows,
 // k = n_used, s = 1 with a shared expert else 0.
 struct MoeScratch {
   Act logits;      // [n, n_expert] router logits
-  Act xs;          // [n * k, n_embd] the rows gathered in expert order
-  Act gate, up;    // [n * k, n_ff_exp] each
+  Act xs;          // [n * k + kMoeTileRows, n_embd] the rows gathered in expert order
+  Act gate, up;    // [n * k + kMoeTileRows, n_ff_exp] each
   Act ys;          // [n * (k + s), n_embd] each chosen expert's output, then the shared one's
   Act shared_gate; // [n, 1] when there is a shared gate
   Act sgate, sup;  // [n, n_ff_shexp] the shared expert's gate and up products

@@ -58,9 +58,10 @@ GraphBuilder::GraphBuilder(const Config& config, const ModelWeights& weights, co
       if (moe) {
         const int64_t k = c_.n_expert_used, s = c_.n_ff_shexp > 0 ? 1 : 0;
         b.moe.logits = o->alloc(n, c_.n_expert);              // [n, n_expert]
-        b.moe.xs = o->alloc(n * k, c_.n_embd);                // [n * k, n_embd]
-        b.moe.gate = o->alloc(n * k, c_.n_ff_exp);            // [n * k, n_ff_exp]
-        b.moe.up = o->alloc(n * k, c_.n_ff_exp);              // [n * k, n_ff_exp]
+        const int64_t pairs = n * k + kMoeTileRows;           // graph/moe.h: tiles read past
+        b.moe.xs = o->alloc(pairs, c_.n_embd);                // [pairs, n_embd]
+        b.moe.gate = o->alloc(pairs, c_.n_ff_exp);            // [pairs, n_ff_exp]
+        b.moe.up = o->alloc(pairs, c_.n_ff_exp);              // [pairs, n_ff_exp]
         b.moe.ys = o->alloc(n * (k + s), c_.n_embd);          // [n * (k + s), n_embd]
         if (shared_gate) b.moe.shared_gate = o->alloc(n, 1);  // [n, 1]
         if (s) {

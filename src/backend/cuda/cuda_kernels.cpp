@@ -141,12 +141,11 @@ size_t CudaKernels::q8_bytes(int64_t n, int64_t k) {
   return q8_ds_offset(n, k) + size_t(n_pad * (k / 32)) * 8;
 }
 
-CUfunction CudaKernels::matvec_fn(const MatvecSpec& spec) {
-  const std::string name = spec.name();
+CUfunction CudaKernels::matvec_fn(const MatvecSpec& spec, const char* entry) {
+  if (!entry) entry = spec.swiglu ? "matvec_swiglu" : "matvec";
+  const std::string name = spec.name() + " @" + entry;
   if (auto it = matvec_.find(name); it != matvec_.end()) return it->second;
-  const char* entry = spec.ids ? (spec.swiglu ? "matvec_ids_swiglu" : "matvec_ids")
-                               : (spec.swiglu ? "matvec_swiglu" : "matvec");
-  CUfunction f = compiler_.module(matvec_source(spec), name).function(entry);
+  CUfunction f = compiler_.module(matvec_source(spec), spec.name()).function(entry);
   matvec_.emplace(name, f);
   return f;
 }

@@ -145,12 +145,19 @@ class CudaKernels {
     CUdeviceptr tab = 0;
     WeightKind kind = WeightKind::F32;
     int64_t rows = 0, k = 0;
+    int n_expert = 0;
   };
   // ids and weights [n][k] (int32, f32) of each row of router logits [n][n_expert]: the rules of
   // route_experts (graph/moe.h) on the card (n_expert <= 256, k <= 32).
   static constexpr int kMaxRouteExperts = 256, kMaxRouteUsed = 32;
   void moe_route(CUdeviceptr logits, int64_t n, int n_expert, int k, bool softmax_all, bool norm,
                  float scale, CUdeviceptr ids, CUdeviceptr weights, const Stream& s);
+  // The pairs (ids [pairs], k a row) in expert order on the card: offset [n_expert + 1] (expert
+  // e's positions [offset[e], offset[e + 1])), src [pairs] (the row of each position) and where
+  // [pairs] (each pair's position), pairs in their order within an expert (pairs <= 4096).
+  static constexpr int64_t kMaxSortPairs = 4096;
+  void moe_sort(CUdeviceptr ids, int64_t pairs, int n_expert, int k, CUdeviceptr offset,
+                CUdeviceptr src, CUdeviceptr where, const Stream& s);
   // out [n][cols] = x[rows[t]] (rows: device int32 [n]).
   void gather_rows(CUdeviceptr x, CUdeviceptr out, CUdeviceptr rows, int64_t n, int cols,
                    const Stream& s);
@@ -169,6 +176,20 @@ class CudaKernels {
   void matmul_ids_swiglu(const ExpertTable& gate, const ExpertTable& up, CUdeviceptr ids,
                          int64_t pairs, int xdiv, CUdeviceptr x, Q8Buffers q8, bool x_quantized,
                          CUdeviceptr out, Q8Buffers q8_out, const Stream& s);
+  // The grouped twins: x [pairs + nt][w.k] in expert order (moe_sort's offset), f32 and for the
+  // quantized kinds also in q8 (quantized by the caller; the nt rows past the last pair are read,
+  // not used); out [pairs][rows] in the same order, each expert's weights read once per tile of
+  // nt (<= 8) of its rows.
+  void matmul_grouped(const ExpertTable& w, CUdeviceptr offset, int nt, CUdeviceptr x, Q8Buffers q8,
+                      CUdeviceptr out, const Stream& s);
+  void matmul_grouped_swiglu(const ExpertTable& gate, const ExpertTable& up, CUdeviceptr offset,
+                             int nt, CUdeviceptr x, Q8Buffers q8, CUdeviceptr out, Q8Buffers q8_out,
+                             const Stream& s);
+  // The expected rows of a chosen expert when n rows choose k of n_expert uniformly,
+  // n k / (n_expert (1 - (1 - k / n_expert)^n)), and the tile the grouped matvecs take for it
+  // (rounded up to a power of 2 <= 8).
+  static double rows_per_chosen_expert(int64_t n, int k, int n_expert);
+  static int grouped_tile(int64_t n, int k, int n_expert);
   // Row t of src [n][dim] to address rows[t] + offset (rows: device array of n u64).
   void store_kv(CUdeviceptr src, CUdeviceptr rows, uint64_t offset, int64_t n, int dim, bool f16,
                 const Stream& s);
@@ -237,7 +258,8 @@ class CudaKernels {
   const KernelProfile& profile() const { return profile_; }
 
  private:
-  CUfunction matvec_fn(const MatvecSpec& spec);
+  // The matvec source's entry point (default: "matvec", or "matvec_swiglu" with swiglu).
+  CUfunction matvec_fn(const MatvecSpec& spec, const char* entry = nullptr);
   CUfunction elementwise_fn(const char* name);
   CUfunction moe_fn(const char* name);
   void run(CUfunction f, unsigned gx, unsigned gy, unsigned block, const Stream& s, void** args,

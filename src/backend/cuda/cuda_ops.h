@@ -60,8 +60,10 @@ class CudaOps final : public Ops {
   void weighted_sum_rows(Act x, std::span<const int32_t> rows, std::span<const float> coef,
                          Act out) override;
   // Routed on the card (moe_ops.cpp): the router's top-k kernel writes the expert ids and
-  // weights on the device; steps of at most kDecodeGraphRows rows run every (row, expert) pair
-  // through the indexed matvecs (no host round trip, so decode steps are captured as graphs);
+  // weights on the device; steps of at most kDecodeGraphRows rows run on the card alone (no host
+  // round trip, so decode steps are captured as graphs): below JITLLM_CUDA_MOE_GROUPED rows every
+  // (row, expert) pair through the indexed matvecs, from there the pairs sorted by expert and
+  // each chosen expert run once over its rows (the grouped matvecs);
   // longer steps read the ids home once per layer, gather the rows expert by expert and run
   // each chosen expert once over its rows (the prefill GEMMs). Both combine on the card.
   void moe_ffn(Act x, const MoeExperts& w, const MoeRouting& r, const MoeScratch& s, Act out) override;

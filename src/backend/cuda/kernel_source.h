@@ -49,8 +49,9 @@ struct MatvecSpec {
   // gate and up (2 segments, RPW 4): entry point "matvec_swiglu" (grid rows / 32, block 256)
   // writes silu(gate) * up and its q8 blocks (CudaKernels::matmul_swiglu).
   bool swiglu = false;
-  // The indexed MoE matvecs instead (moe_source.cpp; NT 1): entry point "matvec_ids", or with
-  // swiglu "matvec_ids_swiglu" (CudaKernels::matmul_ids / matmul_ids_swiglu).
+  // The indexed MoE matvecs instead (moe_source.cpp): per pair (NT 1) "matvec_ids", or with
+  // swiglu "matvec_ids_swiglu"; grouped by expert (NT <= 8) "matvec_grouped" and
+  // "matvec_grouped_swiglu" (CudaKernels::matmul_ids, matmul_grouped and their swiglu twins).
   bool ids = false;
   std::string name() const;
 };
@@ -78,7 +79,8 @@ SegmentKinds segment_kinds(const WeightKind* kinds, int nseg, int64_t k,
 
 // quantize_q8, rms_norm, rope, swiglu, add, store_kv (runtime shapes).
 std::string elementwise_source();
-// The MoE kernels of runtime shapes: moe_route, gather_rows, moe_combine (moe_source.cpp).
+// The MoE kernels of runtime shapes: moe_route, moe_sort, gather_rows, moe_combine
+// (moe_source.cpp).
 std::string moe_source();
 // The indexed matvec kernels' text, appended to a matvec source whose spec has ids.
 const char* matvec_ids_text();

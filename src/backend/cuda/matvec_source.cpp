@@ -592,8 +592,8 @@ std::string matvec_source(const MatvecSpec& spec) {
     throw_error("matvec: the rope epilogue takes q, k, v and an even number of rows per warp");
   if (spec.swiglu && (spec.nseg != 2 || spec.rpw != 4 || spec.nt > 8))
     throw_error("matvec: the swiglu epilogue takes gate and up, 4 rows per warp, tiles of <= 8");
-  if (spec.ids && (spec.nt != 1 || spec.norm || spec.rope || spec.preload))
-    throw_error("matvec: the indexed kernels take one activation row per pass and no epilogue");
+  if (spec.ids && (spec.nt > 8 || spec.norm || spec.rope || spec.preload))
+    throw_error("matvec: the indexed kernels take tiles of <= 8 activation rows and no epilogue");
   const int64_t k = spec.k;
   std::string defs = fmt::format(
       "#define K {}\n#define NT {}\n#define RPW {}\n#define UNR {}\n#define NSEG {}\n#define VEC {}\n"

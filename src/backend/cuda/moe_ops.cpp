@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/tuning.h"
 #include "core/error.h"
 #include "graph/moe.h"
 
@@ -43,7 +44,10 @@ const CudaOps::MoeTables& CudaOps::moe_tables(const MoeExperts& w) {
   }
   t.buf = DeviceBuffer(host.size() * sizeof(uint64_t));
   t.buf.upload(host.data(), host.size() * sizeof(uint64_t));
-  for (size_t m = 0; m < 3; ++m) tables[m]->tab = t.buf.get() + m * n_expert * 2 * sizeof(uint64_t);
+  for (size_t m = 0; m < 3; ++m) {
+    tables[m]->tab = t.buf.get() + m * n_expert * 2 * sizeof(uint64_t);
+    tables[m]->n_expert = int(n_expert);
+  }
   if (t.gate.rows != t.up.rows || t.gate.rows != t.down.k || t.gate.k != t.down.rows)
     throw_error("CUDA moe: experts gate [{}, {}], up [{}, {}], down [{}, {}] do not chain",
                 t.gate.k, t.gate.rows, t.up.k, t.up.rows, t.down.k, t.down.rows);
@@ -83,17 +87,42 @@ void CudaOps::moe_ffn(Act x, const MoeExperts& w, const MoeRouting& r, const Moe
   wrote(route);
 
   CUdeviceptr where = 0;  // pair -> its row of ys (0: ys is in pair order)
-  if (n <= int64_t(kDecodeGraphRows)) {
+  const bool q = uses_q8_activation(t.gate.kind) || uses_q8_activation(t.up.kind);
+  // silu(gate) * up of each pair in s.gate, quantized for the down matvec into s.up (its f32
+  // rows hold the int8 [pairs][ff] and the (d, d sum) [pairs][ff / 32] with room to spare).
+  const int64_t padded = pairs + kMoeTileRows;
+  const Act act{s.gate.data, padded, ff};
+  const Q8Buffers q8a{ptr(s.up), ptr(s.up) + (size_t(padded * ff) + 255) / 256 * 256, 0};
+  // Steps of kDecodeGraphRows rows or fewer stay on the card: grouped from JITLLM_CUDA_MOE_GROUPED
+  // rows (never with JITLLM_BATCH_INVARIANT=1, so a step gives its sessions' solo bits), per pair
+  // below. Longer (prompt) steps take the host grouping and the GEMMs, which measured twice as
+  // fast as the grouped matvecs on qwen3-30b-a3b's 512-row steps (docs/perf/cuda.md).
+  const bool card_only = n <= int64_t(kDecodeGraphRows);
+  const bool grouped = card_only && n >= knobs().moe_grouped.get() && !knobs().batch_invariant.on();
+  if (grouped) {
+    // The pairs sorted by expert on the card, their rows gathered in that order (xs, and in q8_
+    // for the quantized kinds), each chosen expert run once over its rows in tiles of nt.
+    const int nt = CudaKernels::grouped_tile(n, k, n_expert);
+    const Act sort = alloc(1, n_expert + 1 + 2 * pairs);  // int32 offset [E + 1], src, where
+    const CUdeviceptr offset = ptr(sort), src = offset + size_t(n_expert + 1) * 4;
+    where = src + size_t(pairs) * 4;
+    const Act xs{s.xs.data, padded, cols};
+    if (q) ensure_q8(padded, cols);
+    const Q8Buffers q8x = q ? q8_for(padded, cols) : Q8Buffers{};
+    if (launching()) {
+      kernels_.moe_sort(ids, pairs, n_expert, k, offset, src, where, stream_);
+      kernels_.gather_rows(ptr(x), ptr(xs), src, pairs, int(cols), stream_);
+      if (q) kernels_.quantize_q8(ptr(xs), pairs, cols, Q8Buffers{q8x.q, q8x.ds, 0}, stream_);
+      kernels_.matmul_grouped_swiglu(t.gate, t.up, offset, nt, ptr(xs), q8x, ptr(act), q8a, stream_);
+      kernels_.matmul_grouped(t.down, offset, nt, ptr(act), q8a, ptr(ys), stream_);
+    }
+    for (const Act& a : {sort, xs, act, s.up, ys}) wrote(a);
+    if (q) quantized(xs);
+  } else if (card_only) {
     // Every pair through the indexed matvecs, x quantized once for all of them.
-    const bool q = uses_q8_activation(t.gate.kind) || uses_q8_activation(t.up.kind);
     const bool reuse = q && q8_src_ == x.data && q8_rows_ == x.rows && q8_k_ == x.cols;
     if (q && !reuse) ensure_q8(n, cols);
     const Q8Buffers q8x = q ? q8_for(n, cols) : Q8Buffers{};
-    const Act act{s.gate.data, pairs, ff};  // silu(gate) * up of each pair
-    // act quantized for the down matvec: int8 [pairs][ff], then (d, d sum) [pairs][ff / 32].
-    const Act act_q8 = alloc(pairs, ff / 4 + ff / 16 + 64);
-    const size_t q_bytes = (size_t(pairs * ff) + 255) / 256 * 256;
-    const Q8Buffers q8a{ptr(act_q8), ptr(act_q8) + q_bytes, 0};
     if (launching()) {
       kernels_.matmul_ids_swiglu(t.gate, t.up, ids, pairs, k, ptr(x), q8x, reuse, ptr(act), q8a,
                                  stream_);
@@ -101,7 +130,7 @@ void CudaOps::moe_ffn(Act x, const MoeExperts& w, const MoeRouting& r, const Moe
     }
     if (q && !reuse) quantized(x);
     wrote(act);
-    wrote(act_q8);
+    wrote(s.up);
     wrote(ys);
   } else {
     // Direct steps only (a captured step has at most kDecodeGraphRows rows): the ids come home

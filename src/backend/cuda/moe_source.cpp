@@ -103,19 +103,65 @@ extern "C" __global__ void moe_combine(const float* __restrict__ ys, float* __re
     out[(size_t)r * cols + c] = acc;
   }
 }
+
+#define MOE_SORT_MAX_PAIRS 4096
+// The pairs [pairs] (expert ids, k a row) in expert order, one CTA: offset [E + 1] (expert e's
+// run is [offset[e], offset[e + 1])), src [pairs] (the activation row of each position, p / k),
+// where [pairs] (each pair's position). Within an expert the pairs keep their order, so the
+// layout depends only on the ids.
+extern "C" __global__ void __launch_bounds__(256) moe_sort(const int* __restrict__ ids, int pairs,
+    int E, int k, int* __restrict__ offset, int* __restrict__ src, int* __restrict__ where) {
+  PDL_TRIGGER();
+  PDL_WAIT();
+  __shared__ int id[MOE_SORT_MAX_PAIRS];
+  __shared__ int start[MOE_MAX_EXPERTS + 1];
+  for (int p = threadIdx.x; p < pairs; p += blockDim.x) id[p] = ids[p];
+  for (int e = threadIdx.x; e <= E; e += blockDim.x) start[e] = 0;
+  __syncthreads();
+  for (int p = threadIdx.x; p < pairs; p += blockDim.x) atomicAdd(&start[id[p]], 1);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int sum = 0;
+    for (int e = 0; e < E; ++e) {
+      const int c = start[e];
+      start[e] = sum;
+      offset[e] = sum;
+      sum += c;
+    }
+    offset[E] = sum;
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < E; e += blockDim.x) {
+    int at = start[e];
+    for (int p = 0; p < pairs; ++p)
+      if (id[p] == e) {
+        src[at] = p / k;
+        where[p] = at;
+        ++at;
+      }
+  }
+}
 )";
 
-// The indexed matvecs (NT 1): pair p of the launch (blockIdx.y) multiplies activation row
-// p / xdiv by expert ids[p] of a table [n_expert][2] of (weights, scale plane) addresses, and
+// The indexed matvecs. Per pair (NT 1): pair p of the launch (blockIdx.y) multiplies activation
+// row p / xdiv by expert ids[p] of a table [n_expert][2] of (weights, scale plane) addresses, and
 // writes out [pairs][rows]. matvec_ids: grid (ceil(rows / (4 RPW)), pairs), block 128.
 // matvec_ids_swiglu (gate = tab0, up = tab1, RPW 4, rows a multiple of 32): grid (rows / 32,
 // pairs), block 256; writes silu(gate) * up and its q8 blocks (nq, nds) for the down matvec.
+// Grouped (any NT up to 8): the activation rows are in expert order (moe_sort), `ids` is the
+// offsets [n_expert + 1], and CTA column e (blockIdx.y) runs expert e once over its rows
+// [offset[e], offset[e + 1]) in tiles of NT, so each chosen expert's weights are read once a
+// tile instead of once a pair. The last tile reads up to NT - 1 rows past the expert's run
+// (their results are not stored), so the activation buffers hold NT rows past the last pair.
+// matvec_grouped: grid (ceil(rows / (4 RPW)), n_expert), block 128; matvec_grouped_swiglu: grid
+// (rows / 32, n_expert), block 256.
 constexpr const char* kMatvecIds = R"(
 struct MvIdArgs {
   u64 tab0, tab1, ids, xq, xds, xf, out, nq, nds;
   int rows, xdiv, pad0, pad1;
 };
 #if SWIGLU
+#if NT == 1
 extern "C" __global__ void __launch_bounds__(256) matvec_ids_swiglu(const MvIdArgs a) {
   PDL_TRIGGER();
   PDL_WAIT();
@@ -148,7 +194,51 @@ extern "C" __global__ void __launch_bounds__(256) matvec_ids_swiglu(const MvIdAr
     q8_block(v, lane, (i8*)a.nq, (float2*)a.nds, (long long)p * (a.rows / 32) + blockIdx.x);
   }
 }
+#endif
+extern "C" __global__ void __launch_bounds__(256) matvec_grouped_swiglu(const MvIdArgs a) {
+  PDL_TRIGGER();
+  PDL_WAIT();
+  const int e = blockIdx.y;
+  const int first = ((const int*)a.ids)[e], end = ((const int*)a.ids)[e + 1];
+  if (first == end) return;  // the whole CTA: an expert no row chose is never read
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  const u64* g = (const u64*)a.tab0 + 2 * e;
+  const u64* u = (const u64*)a.tab1 + 2 * e;
+  const int r0 = blockIdx.x * 32 + w * RPW;
+  int rr[RPW];
+#pragma unroll
+  for (int j = 0; j < RPW; ++j) rr[j] = r0 + j;
+  __shared__ float hs[NT][32];
+  for (int c0 = first; c0 < end; c0 += NT) {
+    float ga[RPW][NT], ua[RPW][NT];
+#pragma unroll
+    for (int j = 0; j < RPW; ++j)
+#pragma unroll
+      for (int t = 0; t < NT; ++t) ga[j][t] = ua[j][t] = 0.0f;
+    Mv<KIND0>::run((const u8*)g[0], (const u8*)g[1], rr, lane, (const i8*)a.xq,
+                   (const float2*)a.xds, (const float*)a.xf, c0, ga);
+    Mv<KIND1>::run((const u8*)u[0], (const u8*)u[1], rr, lane, (const i8*)a.xq,
+                   (const float2*)a.xds, (const float*)a.xf, c0, ua);
+#pragma unroll
+    for (int j = 0; j < RPW; ++j) {
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        const float gv = warp_sum(ga[j][t]), uv = warp_sum(ua[j][t]);
+        if (lane == 0) hs[t][w * RPW + j] = gv / (1.0f + expf(-gv)) * uv;
+      }
+    }
+    __syncthreads();
+    if (w < NT && c0 + w < end) {
+      const int t = c0 + w;
+      const float v = hs[w][lane];
+      ((float*)a.out)[(size_t)t * a.rows + blockIdx.x * 32 + lane] = v;
+      q8_block(v, lane, (i8*)a.nq, (float2*)a.nds, (long long)t * (a.rows / 32) + blockIdx.x);
+    }
+    __syncthreads();  // hs is reused by the next tile
+  }
+}
 #else
+#if NT == 1
 extern "C" __global__ void __launch_bounds__(128) matvec_ids(const MvIdArgs a) {
   PDL_TRIGGER();
   PDL_WAIT();
@@ -169,6 +259,39 @@ extern "C" __global__ void __launch_bounds__(128) matvec_ids(const MvIdArgs a) {
   for (int j = 0; j < RPW; ++j) {
     const float s = warp_sum(acc[j][0]);
     if (lane == 0 && r0 + j < a.rows) ((float*)a.out)[(size_t)p * a.rows + r0 + j] = s;
+  }
+}
+#endif
+extern "C" __global__ void __launch_bounds__(128) matvec_grouped(const MvIdArgs a) {
+  PDL_TRIGGER();
+  PDL_WAIT();
+  const int e = blockIdx.y;
+  const int first = ((const int*)a.ids)[e], end = ((const int*)a.ids)[e + 1];
+  if (first == end) return;
+  const int lane = threadIdx.x & 31;
+  const int r0 = (blockIdx.x * 4 + (threadIdx.x >> 5)) * RPW;
+  if (r0 >= a.rows) return;
+  const u64* tb = (const u64*)a.tab0 + 2 * e;
+  int rr[RPW];
+#pragma unroll
+  for (int j = 0; j < RPW; ++j) rr[j] = min(r0 + j, a.rows - 1);
+  for (int c0 = first; c0 < end; c0 += NT) {
+    float acc[RPW][NT];
+#pragma unroll
+    for (int j = 0; j < RPW; ++j)
+#pragma unroll
+      for (int t = 0; t < NT; ++t) acc[j][t] = 0.0f;
+    Mv<KIND0>::run((const u8*)tb[0], (const u8*)tb[1], rr, lane, (const i8*)a.xq,
+                   (const float2*)a.xds, (const float*)a.xf, c0, acc);
+#pragma unroll
+    for (int j = 0; j < RPW; ++j) {
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        const float s = warp_sum(acc[j][t]);
+        if (lane == 0 && c0 + t < end && r0 + j < a.rows)
+          ((float*)a.out)[(size_t)(c0 + t) * a.rows + r0 + j] = s;
+      }
+    }
   }
 }
 #endif

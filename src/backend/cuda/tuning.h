@@ -39,6 +39,8 @@ struct CudaKnobs {
                     "fused ops and launches: residual epilogue, norm + q8, rope + KV store, attention + q8 (0: the plain twins, one kernel per op)"};
   tuning::Flag dq_swiglu{registry, "JITLLM_CUDA_DQ_SWIGLU", true,
                          "in a batched (DQ-MMA) step, gate and up with the SwiGLU epilogue (0: then swiglu_q8)"};
+  tuning::Number moe_grouped{registry, "JITLLM_CUDA_MOE_GROUPED", 32, 1, 65,
+                            "MoE decode steps of at least this many rows (up to 64) sort their rows by expert and run each chosen expert once over its rows; fewer rows: each (row, expert) pair alone (65: never)"};
 
   // The value of JITLLM_CUDA_SPLITK: -1 = auto (unset, empty or "auto"), else the split count.
   static std::optional<int> splitk_value(const std::string& v);

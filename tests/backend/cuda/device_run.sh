@@ -11,7 +11,7 @@
 # bench (matvec shapes), profile (per-kernel decode time), decodeab (tg128 per DECODE_ENVS
 # variant), batched (N sessions decoding together: SESSIONS=1,8,32,64), placement (gpuplace:
 # partial offload and two cards), serve (jitllmd under bench/serve/load.py against jitllm batched),
-# moe (an MoE shape's speed beside llama.cpp's, single runs)
+# moe (an MoE shape's speed beside llama.cpp's, single runs), moeab (the MoE expert paths)
 set -u -o pipefail
 C=${C:-build/cuda-carry}
 OUT=${OUT:-/tmp/out}
@@ -419,6 +419,16 @@ PY
       peer_build_wait
       $LB/llama-bench -m /tmp/$shape.gguf -ngl 99 -p 512 -n 128 -r 2 2>&1 | tail -n 5 | tee -a $OUT/moe.log
       $LB/llama-batched-bench -m /tmp/$shape.gguf -ngl 99 -c 16384 -npp 128 -ntg 64 -npl ${SESSIONS:-1,32} 2>&1 | grep -E "^\|" | tee -a $OUT/moe.log
+      ;;
+    moeab)  # MoE paths: pp512 and N sessions with the grouped expert matvecs (the default) and
+      # with JITLLM_CUDA_MOE_GROUPED=65 (per pair up to 64 rows, the host grouping + GEMMs above)
+      shape=${MOE_SHAPE:-qwen3-30b-a3b}
+      [ -f /tmp/$shape.gguf ] || /usr/bin/time -f "synth %e s" /tmp/bin/jitllm synth /tmp/$shape.gguf --shape $shape --type q4_k_m 2>&1 | tail -n 2
+      for g in 4 65 4; do
+        echo "== JITLLM_CUDA_MOE_GROUPED=$g" | tee -a $OUT/moeab.log
+        JITLLM_CUDA_MOE_GROUPED=$g /tmp/bin/jitllm speed -m /tmp/$shape.gguf -p 512 -n 128 -r 2 --devices cuda 2>&1 | grep -E "^pp|^tg|^decode" | tee -a $OUT/moeab.log
+        JITLLM_CUDA_MOE_GROUPED=$g /tmp/bin/jitllm batched -m /tmp/$shape.gguf -s ${SESSIONS:-8,32} -p 128 -n 64 --devices cuda 2>&1 | grep -E "sessions|step reads" | tee -a $OUT/moeab.log
+      done
       ;;
     board)  # the paired harness on the card (bench/ab/ab.py: A/A self-control first, A B B A
       # rounds, rows refused when IQR/median > 0.10): jitllm speed vs llama-bench on the synthetic

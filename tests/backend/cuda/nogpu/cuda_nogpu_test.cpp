@@ -60,8 +60,8 @@ TEST(CudaNoGpu, EveryGeneratedSourceCompilesForSm90) {
     EXPECT_GT(nvrtc_compile(attention_source(128, true, keys), "attention", opts).size(), 0u) << keys;
 }
 
-// The MoE kernels: routing, gather and combine, and the indexed matvecs (the plain one and the
-// gate/up SwiGLU one) for the kinds real MoE files carry at their row lengths (Qwen3-30B-A3B's
+// The MoE kernels: routing, sort, gather and combine, and the indexed matvecs (per pair and
+// grouped, the plain one and the gate/up SwiGLU one) for the kinds real MoE files carry at their row lengths (Qwen3-30B-A3B's
 // 2048 and 768, the F16 fixtures' 64 and 32).
 TEST(CudaNoGpu, MoeSourcesCompileForSm90) {
   JITLLM_REQUIRE_NVRTC();
@@ -82,12 +82,25 @@ TEST(CudaNoGpu, MoeSourcesCompileForSm90) {
     spec.swiglu = true;
     EXPECT_GT(nvrtc_compile(matvec_source(spec), spec.name(), opts).size(), 1000u) << spec.name();
   }
+  for (const int nt : {2, 4, 8}) {  // the grouped kernels' tiles
+    MatvecSpec spec;
+    spec.kinds[0] = spec.kinds[1] = WeightKind::Q4_K;
+    spec.kinds[1] = WeightKind::Q6_K;
+    spec.k = 2048;
+    spec.nt = nt;
+    spec.rpw = 4;
+    spec.ids = true;
+    EXPECT_GT(nvrtc_compile(matvec_source(spec), spec.name(), opts).size(), 1000u) << spec.name();
+    spec.nseg = 2;
+    spec.swiglu = true;
+    EXPECT_GT(nvrtc_compile(matvec_source(spec), spec.name(), opts).size(), 1000u) << spec.name();
+  }
   MatvecSpec tiled;
   tiled.kinds[0] = WeightKind::Q4_K;
   tiled.k = 2048;
-  tiled.nt = 2;
+  tiled.nt = 16;
   tiled.ids = true;
-  EXPECT_THROW(matvec_source(tiled), Error);  // the indexed kernels take one row a pass
+  EXPECT_THROW(matvec_source(tiled), Error);  // the indexed kernels take tiles of up to 8 rows
 }
 
 TEST(CudaNoGpu, CompileErrorsCarryTheLog) {
