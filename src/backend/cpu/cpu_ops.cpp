@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "graph/moe.h"
 
 namespace jitllm {
 
@@ -41,6 +42,14 @@ const PreparedWeights* CpuOps::prepared(const TensorInfo& w) {
     it = prepared_.emplace(w.data, k_.prepare_weights(w.type, w.data, w.rows(), w.row_length()))
              .first;
   return it->second.get();
+}
+
+void CpuOps::moe_ffn(Act x, const MoeExperts& w, const MoeRouting& r, const MoeScratch& s, Act out) {
+  if (x.rows <= kPrepareExpertsRows && !w.gate.empty() && experts_prepared_.insert(w.gate.data()).second) {
+    for (const std::span<const TensorInfo> part : {w.gate, w.up, w.down})
+      for (const TensorInfo& e : part) prepared(e);
+  }
+  Ops::moe_ffn(x, w, r, s, out);
 }
 
 void CpuOps::matmul(const TensorInfo& w, Act x, Act out) {

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "backend/cpu/reference_kernels.h"
@@ -36,8 +37,13 @@ class CpuOps final : public Ops {
                          Act out) override;
   void read(Act x, float* host) override;
   void write(Act x, const float* host) override;
+  // The plain twin (graph/moe.cpp), after a decode-sized step (kPrepareExpertsRows rows or fewer)
+  // has made every expert's decode copy of the layer: a token chooses a few experts, so left to
+  // their first decode use the copies would be made over the first hundred steps, inside them.
+  void moe_ffn(Act x, const MoeExperts& w, const MoeRouting& r, const MoeScratch& s, Act out) override;
 
  private:
+  static constexpr int64_t kPrepareExpertsRows = 64;
   const CpuKernels& k_;
   Batch batch_;
   KvLayout kv_;  // a copy: callers may pass a layout that lives only for begin()
@@ -54,6 +60,7 @@ class CpuOps final : public Ops {
   // original). The weights outlive this object (the engine holds the model file).
   std::unordered_map<const uint8_t*, std::unique_ptr<PreparedWeights>> prepared_;
   const PreparedWeights* prepared(const TensorInfo& w);
+  std::unordered_set<const TensorInfo*> experts_prepared_;  // layers (their first gate expert) done
 };
 
 }  // namespace jitllm
