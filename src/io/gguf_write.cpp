@@ -128,7 +128,14 @@ void write_gguf(const std::string& path, const Metadata& metadata,
     w.bytes(head.data(), head.size());
     w.pad_to(alignment);
     for (size_t i = 0; i < tensors.size(); ++i) {
-      if (sizes[i] != 0) w.bytes(tensors[i].data, sizes[i]);
+      const TensorInfo& t = tensors[i];
+      if (sizes[i] != 0 && t.slice_stride != 0) {
+        // A tensor kept in slices (a .jlm's expert pages) is written contiguous, slice by slice.
+        const size_t n = size_t(t.shape.back()), slice = sizes[i] / n;
+        for (size_t e = 0; e < n; ++e) w.bytes(t.data + e * t.slice_stride, slice);
+      } else if (sizes[i] != 0) {
+        w.bytes(t.data, sizes[i]);
+      }
       w.pad_to(alignment);
     }
     w.close();

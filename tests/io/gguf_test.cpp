@@ -310,5 +310,32 @@ TEST(Gguf, WriteRefusesInconsistentInput) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(Gguf, SlicedTensorsAreWrittenContiguous) {
+  // A stacked [4, 2, 3] F32 tensor kept as 3 slices 100 bytes apart (a .jlm's expert pages):
+  // the file holds the 3 slices back to back.
+  const std::string dir = temp_dir();
+  std::vector<uint8_t> pages(300, 0xee);
+  std::vector<float> want(24);
+  for (int e = 0; e < 3; ++e)
+    for (int i = 0; i < 8; ++i) {
+      want[size_t(e * 8 + i)] = float(e * 10 + i);
+      std::memcpy(pages.data() + e * 100 + i * 4, &want[size_t(e * 8 + i)], 4);
+    }
+  TensorInfo t;
+  t.name = "blk.0.ffn_up_exps.weight";
+  t.type = QuantType::F32;
+  t.shape = {4, 2, 3};
+  t.bytes = 96;
+  t.data = pages.data();
+  t.slice_stride = 100;
+  write_gguf(dir + "/s.gguf", {}, {t});
+  GgufFile back = GgufFile::open(dir + "/s.gguf");
+  const TensorInfo& b = back.tensor("blk.0.ffn_up_exps.weight");
+  EXPECT_EQ(b.slice_stride, 0u);
+  ASSERT_EQ(b.bytes, 96u);
+  EXPECT_EQ(std::memcmp(b.data, want.data(), 96), 0);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace jitllm

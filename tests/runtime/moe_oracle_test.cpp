@@ -4,7 +4,8 @@
 // "ffn_moe_logits" dumps (model/dump.h). Each row's chosen experts (route_experts over each side's
 // logits) must be the same set, and the logits close, with the reference and the generated
 // kernels. The fixtures were drawn so every row's k-th and (k+1)-th logits lie at least 0.03
-// apart (about the largest router-logit difference between the two engines on these shapes). Logits and greedy ids are FamilyOracle's.
+// apart (about the largest router-logit difference between the two engines on these shapes).
+// Logits and greedy ids are FamilyOracle's; the GGUF twins of the fixtures are checked here.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 
 #include "core/tuning.h"
 #include "graph/moe.h"
+#include "io/gguf.h"
 #include "runtime/engine.h"
 #include "runtime/model_loader.h"
 #include "testutil/shared_data.h"
@@ -105,6 +107,35 @@ INSTANTIATE_TEST_SUITE_P(Families, MoeOracle, ::testing::ValuesIn(kCases),
                          [](const ::testing::TestParamInfo<Case>& i) {
                            return std::string(i.param.family) + "_" + i.param.kernels;
                          });
+
+// Each fixture's GGUF twin, written by our GGUF writer from the converted model (the names and
+// keys llama.cpp reads), runs to the same logits, bit for bit, as the Hugging Face folder.
+TEST(MoeOracle, GgufTwinsRunLikeTheirFolders) {
+  const std::string dir = (std::filesystem::temp_directory_path() /
+                           ("jitllm-moe-gguf-" + std::to_string(getpid())))
+                              .string();
+  std::filesystem::create_directories(dir);
+  for (const char* family : {"qwen3moe", "qwen2moe", "olmoe", "mixtral"}) {
+    const std::shared_ptr<const ModelFile> hf = load_model_file(family_hf_folder(family));
+    const std::string twin = dir + "/" + family + ".gguf";
+    write_gguf(twin, hf->metadata, hf->tensors);
+    const std::shared_ptr<const ModelFile> gguf = load_model_file(twin);
+    EngineOptions o;
+    o.cpu_kernels = "reference";
+    Engine a(hf, o), b(gguf, o);
+    EXPECT_EQ(b.config().n_expert, a.config().n_expert) << family;
+    const nlohmann::json ref = nlohmann::json::parse(
+        testing::read_text(family_fixture_dir(family) + "/reference.json"));
+    const std::vector<int32_t> ids = ref["prompts"][0]["ids"].get<std::vector<int32_t>>();
+    auto sa = a.new_session(), sb = b.new_session();
+    const std::vector<float> la = a.prefill(*sa, ids, true, 256), lb = b.prefill(*sb, ids, true, 256);
+    ASSERT_EQ(la.size(), lb.size());
+    float diff = 0;
+    for (size_t i = 0; i < la.size(); ++i) diff = std::max(diff, std::fabs(la[i] - lb[i]));
+    EXPECT_EQ(diff, 0.0f) << family;
+  }
+  std::filesystem::remove_all(dir);
+}
 
 // What each MoE fixture's family reads from its file.
 TEST(MoeOracle, ConfigsCarryTheirRouting) {
