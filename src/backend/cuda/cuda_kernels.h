@@ -262,6 +262,11 @@ class CudaKernels {
   CUfunction matvec_fn(const MatvecSpec& spec, const char* entry = nullptr);
   CUfunction elementwise_fn(const char* name);
   CUfunction moe_fn(const char* name);
+  // The one launch of the indexed and grouped expert matvecs (moe_kernels.cpp): `up` set for the
+  // SwiGLU ones; index = the pairs' expert ids or the experts' offsets; grid_y = pairs or experts.
+  void launch_expert_matvec(const ExpertTable& w, const ExpertTable* up, CUdeviceptr index, int nt,
+                            int xdiv, unsigned grid_y, const char* entry, CUdeviceptr x,
+                            Q8Buffers q8, CUdeviceptr out, Q8Buffers q8_out, const Stream& s);
   void run(CUfunction f, unsigned gx, unsigned gy, unsigned block, const Stream& s, void** args,
            const char* what);
   void run3(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned block, const Stream& s,

@@ -1,6 +1,6 @@
 // Launching the mixture-of-experts kernels (moe_source.cpp): routing, gather, combine and the
-// indexed matvecs over a layer's expert tables.
-
+// indexed and grouped matvecs over a layer's expert tables.
+#include <algorithm>
 #include <cmath>
 
 #include "backend/cuda/cuda_kernels.h"
@@ -16,8 +16,6 @@ struct MvIdArgs {
   int32_t rows, xdiv, pad0, pad1;
 };
 static_assert(sizeof(MvIdArgs) == 88, "must match the kernel's MvIdArgs");
-
-constexpr int kIdsRowsPerWarp = 2;  // matvec_ids: one activation row a pass, as the NT 1 matvec
 
 }  // namespace
 
@@ -66,60 +64,27 @@ void CudaKernels::moe_combine(CUdeviceptr ys, CUdeviceptr out, CUdeviceptr where
   run(moe_fn("moe_combine"), unsigned(n), 1, 256, s, args, "moe_combine");
 }
 
-void CudaKernels::matmul_ids(const ExpertTable& w, CUdeviceptr ids, int64_t pairs, int xdiv,
-                             CUdeviceptr x, Q8Buffers q8, bool x_quantized, CUdeviceptr out,
-                             const Stream& s) {
-  if (pairs <= 0) return;
-  if (xdiv < 1 || pairs % xdiv != 0) throw_error("matmul_ids: {} pairs of {} a row", pairs, xdiv);
+void CudaKernels::launch_expert_matvec(const ExpertTable& w, const ExpertTable* up,
+                                       CUdeviceptr index, int nt, int xdiv, unsigned grid_y,
+                                       const char* entry, CUdeviceptr x, Q8Buffers q8,
+                                       CUdeviceptr out, Q8Buffers q8_out, const Stream& s) {
   MatvecSpec spec;
+  spec.nseg = up ? 2 : 1;
   spec.kinds[0] = w.kind;
+  if (up) spec.kinds[1] = up->kind;
   spec.k = w.k;
-  spec.nt = 1;
-  spec.rpw = kIdsRowsPerWarp;
+  spec.nt = nt;
+  // The SwiGLU kernels take 4 rows a warp (a CTA's 32 rows are one q8 block), the plain ones
+  // as the matvec of that tile does.
+  spec.rpw = up ? 4 : rows_per_warp(nt);
   spec.unroll = unroll_override_ > 0 ? unroll_override_ : unroll();
+  spec.swiglu = up != nullptr;
   spec.ids = true;
   MvIdArgs a{};
   a.tab0 = w.tab;
-  a.ids = ids;
-  if (uses_q8_activation(w.kind)) {
-    if (!x_quantized) quantize_q8(x, pairs / xdiv, w.k, q8, s);
-    a.xq = q8.q;
-    a.xds = q8.ds;
-  }
-  a.xf = x;
-  a.out = out;
-  a.rows = int32_t(w.rows);
-  a.xdiv = xdiv;
-  void* args[] = {&a};
-  const int64_t ctas = (w.rows + 4 * spec.rpw - 1) / (4 * spec.rpw);
-  run(matvec_fn(spec, "matvec_ids"), unsigned(ctas), unsigned(pairs), 128, s, args, "matvec_ids");
-}
-
-void CudaKernels::matmul_ids_swiglu(const ExpertTable& gate, const ExpertTable& up, CUdeviceptr ids,
-                                    int64_t pairs, int xdiv, CUdeviceptr x, Q8Buffers q8,
-                                    bool x_quantized, CUdeviceptr out, Q8Buffers q8_out,
-                                    const Stream& s) {
-  if (pairs <= 0) return;
-  if (gate.rows != up.rows || gate.k != up.k || gate.rows % 32 != 0)
-    throw_error("matmul_ids_swiglu: gate [{}, {}] and up [{}, {}] (rows a multiple of 32)", gate.rows,
-                gate.k, up.rows, up.k);
-  if (xdiv < 1 || pairs % xdiv != 0) throw_error("matmul_ids_swiglu: {} pairs of {} a row", pairs, xdiv);
-  MatvecSpec spec;
-  spec.nseg = 2;
-  spec.kinds[0] = gate.kind;
-  spec.kinds[1] = up.kind;
-  spec.k = gate.k;
-  spec.nt = 1;
-  spec.rpw = 4;
-  spec.unroll = unroll_override_ > 0 ? unroll_override_ : unroll();
-  spec.swiglu = true;
-  spec.ids = true;
-  MvIdArgs a{};
-  a.tab0 = gate.tab;
-  a.tab1 = up.tab;
-  a.ids = ids;
-  if (uses_q8_activation(gate.kind) || uses_q8_activation(up.kind)) {
-    if (!x_quantized) quantize_q8(x, pairs / xdiv, gate.k, q8, s);
+  a.tab1 = up ? up->tab : 0;
+  a.ids = index;
+  if (uses_q8_activation(w.kind) || (up && uses_q8_activation(up->kind))) {
     a.xq = q8.q;
     a.xds = q8.ds;
   }
@@ -127,11 +92,44 @@ void CudaKernels::matmul_ids_swiglu(const ExpertTable& gate, const ExpertTable& 
   a.out = out;
   a.nq = q8_out.q;
   a.nds = q8_out.ds;
-  a.rows = int32_t(gate.rows);
+  a.rows = int32_t(w.rows);
   a.xdiv = xdiv;
   void* args[] = {&a};
-  run(matvec_fn(spec, "matvec_ids_swiglu"), unsigned(gate.rows / 32), unsigned(pairs), 256, s, args,
-      "matvec_ids_swiglu");
+  const int64_t ctas = up ? w.rows / 32 : (w.rows + 4 * spec.rpw - 1) / (4 * spec.rpw);
+  run(matvec_fn(spec, entry), unsigned(ctas), grid_y, up ? 256 : 128, s, args, entry);
+}
+
+void CudaKernels::matmul_ids(const ExpertTable& w, CUdeviceptr ids, int64_t pairs, int xdiv,
+                             CUdeviceptr x, Q8Buffers q8, bool x_quantized, CUdeviceptr out,
+                             const Stream& s) {
+  if (pairs <= 0) return;
+  if (xdiv < 1 || pairs % xdiv != 0) throw_error("matmul_ids: {} pairs of {} a row", pairs, xdiv);
+  if (uses_q8_activation(w.kind) && !x_quantized) quantize_q8(x, pairs / xdiv, w.k, q8, s);
+  launch_expert_matvec(w, nullptr, ids, 1, xdiv, unsigned(pairs), "matvec_ids", x, q8, out, {}, s);
+}
+
+namespace {
+
+void check_gate_up(const CudaKernels::ExpertTable& gate, const CudaKernels::ExpertTable& up,
+                   const char* what) {
+  if (gate.rows != up.rows || gate.k != up.k || gate.rows % 32 != 0 || gate.n_expert != up.n_expert)
+    throw_error("{}: gate [{}, {}] and up [{}, {}] of {} and {} experts (rows a multiple of 32)",
+                what, gate.rows, gate.k, up.rows, up.k, gate.n_expert, up.n_expert);
+}
+
+}  // namespace
+
+void CudaKernels::matmul_ids_swiglu(const ExpertTable& gate, const ExpertTable& up, CUdeviceptr ids,
+                                    int64_t pairs, int xdiv, CUdeviceptr x, Q8Buffers q8,
+                                    bool x_quantized, CUdeviceptr out, Q8Buffers q8_out,
+                                    const Stream& s) {
+  if (pairs <= 0) return;
+  check_gate_up(gate, up, "matmul_ids_swiglu");
+  if (xdiv < 1 || pairs % xdiv != 0) throw_error("matmul_ids_swiglu: {} pairs of {} a row", pairs, xdiv);
+  if ((uses_q8_activation(gate.kind) || uses_q8_activation(up.kind)) && !x_quantized)
+    quantize_q8(x, pairs / xdiv, gate.k, q8, s);
+  launch_expert_matvec(gate, &up, ids, 1, xdiv, unsigned(pairs), "matvec_ids_swiglu", x, q8, out,
+                       q8_out, s);
 }
 
 double CudaKernels::rows_per_chosen_expert(int64_t n, int k, int n_expert) {
@@ -150,64 +148,17 @@ int CudaKernels::grouped_tile(int64_t n, int k, int n_expert) {
 void CudaKernels::matmul_grouped(const ExpertTable& w, CUdeviceptr offset, int nt, CUdeviceptr x,
                                  Q8Buffers q8, CUdeviceptr out, const Stream& s) {
   if (nt < 1 || nt > 8) throw_error("matmul_grouped: tile of {} rows (1 to 8)", nt);
-  MatvecSpec spec;
-  spec.kinds[0] = w.kind;
-  spec.k = w.k;
-  spec.nt = nt;
-  spec.rpw = rows_per_warp(nt);
-  spec.unroll = unroll_override_ > 0 ? unroll_override_ : unroll();
-  spec.ids = true;
-  MvIdArgs a{};
-  a.tab0 = w.tab;
-  a.ids = offset;
-  if (uses_q8_activation(w.kind)) {
-    a.xq = q8.q;
-    a.xds = q8.ds;
-  }
-  a.xf = x;
-  a.out = out;
-  a.rows = int32_t(w.rows);
-  a.xdiv = 1;
-  void* args[] = {&a};
-  const int64_t ctas = (w.rows + 4 * spec.rpw - 1) / (4 * spec.rpw);
-  run(matvec_fn(spec, "matvec_grouped"), unsigned(ctas), unsigned(w.n_expert), 128, s, args,
-      "matvec_grouped");
+  launch_expert_matvec(w, nullptr, offset, nt, 1, unsigned(w.n_expert), "matvec_grouped", x, q8,
+                       out, {}, s);
 }
 
 void CudaKernels::matmul_grouped_swiglu(const ExpertTable& gate, const ExpertTable& up,
                                         CUdeviceptr offset, int nt, CUdeviceptr x, Q8Buffers q8,
                                         CUdeviceptr out, Q8Buffers q8_out, const Stream& s) {
   if (nt < 1 || nt > 8) throw_error("matmul_grouped_swiglu: tile of {} rows (1 to 8)", nt);
-  if (gate.rows != up.rows || gate.k != up.k || gate.rows % 32 != 0 || gate.n_expert != up.n_expert)
-    throw_error("matmul_grouped_swiglu: gate [{}, {}] and up [{}, {}] (rows a multiple of 32)",
-                gate.rows, gate.k, up.rows, up.k);
-  MatvecSpec spec;
-  spec.nseg = 2;
-  spec.kinds[0] = gate.kind;
-  spec.kinds[1] = up.kind;
-  spec.k = gate.k;
-  spec.nt = nt;
-  spec.rpw = 4;
-  spec.unroll = unroll_override_ > 0 ? unroll_override_ : unroll();
-  spec.swiglu = true;
-  spec.ids = true;
-  MvIdArgs a{};
-  a.tab0 = gate.tab;
-  a.tab1 = up.tab;
-  a.ids = offset;
-  if (uses_q8_activation(gate.kind) || uses_q8_activation(up.kind)) {
-    a.xq = q8.q;
-    a.xds = q8.ds;
-  }
-  a.xf = x;
-  a.out = out;
-  a.nq = q8_out.q;
-  a.nds = q8_out.ds;
-  a.rows = int32_t(gate.rows);
-  a.xdiv = 1;
-  void* args[] = {&a};
-  run(matvec_fn(spec, "matvec_grouped_swiglu"), unsigned(gate.rows / 32), unsigned(gate.n_expert),
-      256, s, args, "matvec_grouped_swiglu");
+  check_gate_up(gate, up, "matmul_grouped_swiglu");
+  launch_expert_matvec(gate, &up, offset, nt, 1, unsigned(gate.n_expert), "matvec_grouped_swiglu",
+                       x, q8, out, q8_out, s);
 }
 
 }  // namespace jitllm::cuda
