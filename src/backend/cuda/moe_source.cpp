@@ -161,38 +161,50 @@ struct MvIdArgs {
   int rows, xdiv, pad0, pad1;
 };
 #if SWIGLU
-#if NT == 1
-extern "C" __global__ void __launch_bounds__(256) matvec_ids_swiglu(const MvIdArgs a) {
-  PDL_TRIGGER();
-  PDL_WAIT();
+// One tile through expert e's gate and up: activation rows x0 .. x0 + NT - 1 (this CTA's 32
+// weight rows), the first `valid` results stored at output rows o0 .. o0 + valid - 1 with
+// their q8 blocks. Every thread of the CTA calls it (it synchronises).
+__device__ __forceinline__ void ids_swiglu_tile(const MvIdArgs& a, int e, int x0, int o0, int valid) {
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-  const int p = blockIdx.y, e = ((const int*)a.ids)[p];
   const u64* g = (const u64*)a.tab0 + 2 * e;
   const u64* u = (const u64*)a.tab1 + 2 * e;
   const int r0 = blockIdx.x * 32 + w * RPW;
   int rr[RPW];
 #pragma unroll
-  for (int j = 0; j < RPW; ++j) rr[j] = r0 + j;
-  float ga[RPW][1], ua[RPW][1];
+  for (int j = 0; j < RPW; ++j) rr[j] = r0 + j;  // rows is a multiple of 32
+  float ga[RPW][NT], ua[RPW][NT];
 #pragma unroll
-  for (int j = 0; j < RPW; ++j) ga[j][0] = ua[j][0] = 0.0f;
-  const int c0 = p / a.xdiv;
+  for (int j = 0; j < RPW; ++j)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) ga[j][t] = ua[j][t] = 0.0f;
   Mv<KIND0>::run((const u8*)g[0], (const u8*)g[1], rr, lane, (const i8*)a.xq, (const float2*)a.xds,
-                 (const float*)a.xf, c0, ga);
+                 (const float*)a.xf, x0, ga);
   Mv<KIND1>::run((const u8*)u[0], (const u8*)u[1], rr, lane, (const i8*)a.xq, (const float2*)a.xds,
-                 (const float*)a.xf, c0, ua);
-  __shared__ float hs[32];
+                 (const float*)a.xf, x0, ua);
+  __shared__ float hs[NT][32];
 #pragma unroll
   for (int j = 0; j < RPW; ++j) {
-    const float gv = warp_sum(ga[j][0]), uv = warp_sum(ua[j][0]);
-    if (lane == 0) hs[w * RPW + j] = gv / (1.0f + expf(-gv)) * uv;
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      const float gv = warp_sum(ga[j][t]), uv = warp_sum(ua[j][t]);
+      if (lane == 0) hs[t][w * RPW + j] = gv / (1.0f + expf(-gv)) * uv;
+    }
   }
   __syncthreads();
-  if (w == 0) {
-    const float v = hs[lane];
-    ((float*)a.out)[(size_t)p * a.rows + blockIdx.x * 32 + lane] = v;
-    q8_block(v, lane, (i8*)a.nq, (float2*)a.nds, (long long)p * (a.rows / 32) + blockIdx.x);
+  if (w < valid) {
+    const int t = o0 + w;
+    const float v = hs[w][lane];
+    ((float*)a.out)[(size_t)t * a.rows + blockIdx.x * 32 + lane] = v;
+    q8_block(v, lane, (i8*)a.nq, (float2*)a.nds, (long long)t * (a.rows / 32) + blockIdx.x);
   }
+  __syncthreads();  // hs is reused by the next tile
+}
+#if NT == 1
+extern "C" __global__ void __launch_bounds__(256) matvec_ids_swiglu(const MvIdArgs a) {
+  PDL_TRIGGER();
+  PDL_WAIT();
+  const int p = blockIdx.y;
+  ids_swiglu_tile(a, ((const int*)a.ids)[p], p / a.xdiv, p, 1);
 }
 #endif
 extern "C" __global__ void __launch_bounds__(256) matvec_grouped_swiglu(const MvIdArgs a) {
@@ -200,66 +212,42 @@ extern "C" __global__ void __launch_bounds__(256) matvec_grouped_swiglu(const Mv
   PDL_WAIT();
   const int e = blockIdx.y;
   const int first = ((const int*)a.ids)[e], end = ((const int*)a.ids)[e + 1];
-  if (first == end) return;  // the whole CTA: an expert no row chose is never read
-  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-  const u64* g = (const u64*)a.tab0 + 2 * e;
-  const u64* u = (const u64*)a.tab1 + 2 * e;
-  const int r0 = blockIdx.x * 32 + w * RPW;
-  int rr[RPW];
-#pragma unroll
-  for (int j = 0; j < RPW; ++j) rr[j] = r0 + j;
-  __shared__ float hs[NT][32];
-  for (int c0 = first; c0 < end; c0 += NT) {
-    float ga[RPW][NT], ua[RPW][NT];
-#pragma unroll
-    for (int j = 0; j < RPW; ++j)
-#pragma unroll
-      for (int t = 0; t < NT; ++t) ga[j][t] = ua[j][t] = 0.0f;
-    Mv<KIND0>::run((const u8*)g[0], (const u8*)g[1], rr, lane, (const i8*)a.xq,
-                   (const float2*)a.xds, (const float*)a.xf, c0, ga);
-    Mv<KIND1>::run((const u8*)u[0], (const u8*)u[1], rr, lane, (const i8*)a.xq,
-                   (const float2*)a.xds, (const float*)a.xf, c0, ua);
-#pragma unroll
-    for (int j = 0; j < RPW; ++j) {
-#pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        const float gv = warp_sum(ga[j][t]), uv = warp_sum(ua[j][t]);
-        if (lane == 0) hs[t][w * RPW + j] = gv / (1.0f + expf(-gv)) * uv;
-      }
-    }
-    __syncthreads();
-    if (w < NT && c0 + w < end) {
-      const int t = c0 + w;
-      const float v = hs[w][lane];
-      ((float*)a.out)[(size_t)t * a.rows + blockIdx.x * 32 + lane] = v;
-      q8_block(v, lane, (i8*)a.nq, (float2*)a.nds, (long long)t * (a.rows / 32) + blockIdx.x);
-    }
-    __syncthreads();  // hs is reused by the next tile
-  }
+  // (first == end: the whole CTA skips the loop; an expert no row chose is never read)
+  for (int c0 = first; c0 < end; c0 += NT) ids_swiglu_tile(a, e, c0, c0, min(NT, end - c0));
 }
 #else
+// One tile through expert e: activation rows x0 .. x0 + NT - 1 against this warp's RPW weight
+// rows from r0 (< rows), the first `valid` results stored at output rows o0 .. o0 + valid - 1.
+__device__ __forceinline__ void ids_tile(const MvIdArgs& a, int e, int x0, int o0, int valid, int r0) {
+  const int lane = threadIdx.x & 31;
+  const u64* tb = (const u64*)a.tab0 + 2 * e;
+  int rr[RPW];
+#pragma unroll
+  for (int j = 0; j < RPW; ++j) rr[j] = min(r0 + j, a.rows - 1);  // past the end: reread the last row
+  float acc[RPW][NT];
+#pragma unroll
+  for (int j = 0; j < RPW; ++j)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[j][t] = 0.0f;
+  Mv<KIND0>::run((const u8*)tb[0], (const u8*)tb[1], rr, lane, (const i8*)a.xq, (const float2*)a.xds,
+                 (const float*)a.xf, x0, acc);
+#pragma unroll
+  for (int j = 0; j < RPW; ++j) {
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      const float s = warp_sum(acc[j][t]);
+      if (lane == 0 && t < valid && r0 + j < a.rows) ((float*)a.out)[(size_t)(o0 + t) * a.rows + r0 + j] = s;
+    }
+  }
+}
 #if NT == 1
 extern "C" __global__ void __launch_bounds__(128) matvec_ids(const MvIdArgs a) {
   PDL_TRIGGER();
   PDL_WAIT();
-  const int lane = threadIdx.x & 31;
   const int r0 = (blockIdx.x * 4 + (threadIdx.x >> 5)) * RPW;
   if (r0 >= a.rows) return;
-  const int p = blockIdx.y, e = ((const int*)a.ids)[p];
-  const u64* t = (const u64*)a.tab0 + 2 * e;
-  int rr[RPW];
-#pragma unroll
-  for (int j = 0; j < RPW; ++j) rr[j] = min(r0 + j, a.rows - 1);  // past the end: reread the last row
-  float acc[RPW][1];
-#pragma unroll
-  for (int j = 0; j < RPW; ++j) acc[j][0] = 0.0f;
-  Mv<KIND0>::run((const u8*)t[0], (const u8*)t[1], rr, lane, (const i8*)a.xq, (const float2*)a.xds,
-                 (const float*)a.xf, p / a.xdiv, acc);
-#pragma unroll
-  for (int j = 0; j < RPW; ++j) {
-    const float s = warp_sum(acc[j][0]);
-    if (lane == 0 && r0 + j < a.rows) ((float*)a.out)[(size_t)p * a.rows + r0 + j] = s;
-  }
+  const int p = blockIdx.y;
+  ids_tile(a, ((const int*)a.ids)[p], p / a.xdiv, p, 1, r0);
 }
 #endif
 extern "C" __global__ void __launch_bounds__(128) matvec_grouped(const MvIdArgs a) {
@@ -267,32 +255,9 @@ extern "C" __global__ void __launch_bounds__(128) matvec_grouped(const MvIdArgs 
   PDL_WAIT();
   const int e = blockIdx.y;
   const int first = ((const int*)a.ids)[e], end = ((const int*)a.ids)[e + 1];
-  if (first == end) return;
-  const int lane = threadIdx.x & 31;
   const int r0 = (blockIdx.x * 4 + (threadIdx.x >> 5)) * RPW;
   if (r0 >= a.rows) return;
-  const u64* tb = (const u64*)a.tab0 + 2 * e;
-  int rr[RPW];
-#pragma unroll
-  for (int j = 0; j < RPW; ++j) rr[j] = min(r0 + j, a.rows - 1);
-  for (int c0 = first; c0 < end; c0 += NT) {
-    float acc[RPW][NT];
-#pragma unroll
-    for (int j = 0; j < RPW; ++j)
-#pragma unroll
-      for (int t = 0; t < NT; ++t) acc[j][t] = 0.0f;
-    Mv<KIND0>::run((const u8*)tb[0], (const u8*)tb[1], rr, lane, (const i8*)a.xq,
-                   (const float2*)a.xds, (const float*)a.xf, c0, acc);
-#pragma unroll
-    for (int j = 0; j < RPW; ++j) {
-#pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        const float s = warp_sum(acc[j][t]);
-        if (lane == 0 && c0 + t < end && r0 + j < a.rows)
-          ((float*)a.out)[(size_t)(c0 + t) * a.rows + r0 + j] = s;
-      }
-    }
-  }
+  for (int c0 = first; c0 < end; c0 += NT) ids_tile(a, e, c0, c0, min(NT, end - c0), r0);
 }
 #endif
 )";
