@@ -1,0 +1,174 @@
+// Grammar matcher (see matcher.h).
+#include "constrain/matcher.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace jitllm::constrain {
+
+struct Matcher::DfaState {
+  std::vector<Stack> stacks;          // sorted, unique; an empty stack = the root matched
+  bool accepting = false;
+  std::vector<State> next;            // [256] lazily: -2 unknown, kDead or a state
+  std::vector<uint64_t> mask;         // [n_words] once computed
+};
+
+namespace {
+constexpr Matcher::State kUnknown = -2;
+constexpr int kMaxExpandDepth = 4096;
+}  // namespace
+
+Matcher::Matcher(Grammar grammar, std::shared_ptr<const Vocabulary> vocabulary)
+    : g_(std::move(grammar)), vocab_(std::move(vocabulary)) {
+  walk_.resize(vocab_->max_depth() + 1);
+  std::vector<Stack> start;
+  for (uint32_t alt : g_.alts[g_.root]) expand(Stack{alt}, start, 0);
+  intern(std::move(start));
+}
+
+Matcher::~Matcher() = default;
+
+void Matcher::expand(Stack s, std::vector<Stack>& out, int depth) const {
+  if (depth > kMaxExpandDepth) throw_error("grammar: rules nest more than {} deep", kMaxExpandDepth);
+  for (;;) {
+    if (s.empty()) {
+      out.push_back(std::move(s));
+      return;
+    }
+    const uint32_t pos = s.back();
+    const uint32_t e = g_.code[pos];
+    if (e == kEnd) {
+      s.pop_back();
+      continue;
+    }
+    if (!is_rule_ref(e)) {
+      out.push_back(std::move(s));
+      return;
+    }
+    // A reference: return past it (or nowhere, when it ends the alternative), then enter
+    // each alternative of the rule.
+    if (g_.code[pos + 1] == kEnd) s.pop_back();
+    else s.back() = pos + 1;
+    const auto& alts = g_.alts[rule_of(e)];
+    for (size_t a = 0; a + 1 < alts.size(); ++a) {
+      Stack t = s;
+      t.push_back(alts[a]);
+      expand(std::move(t), out, depth + 1);
+    }
+    s.push_back(alts.back());
+    ++depth;
+    if (depth > kMaxExpandDepth) throw_error("grammar: rules nest more than {} deep", kMaxExpandDepth);
+  }
+}
+
+Matcher::State Matcher::intern(std::vector<Stack> stacks) {
+  std::sort(stacks.begin(), stacks.end());
+  stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
+  if (stacks.empty()) return kDead;
+  if (stacks.size() > kMaxStacks)
+    throw_error("grammar: more than {} ways to continue at once (the grammar is too ambiguous)",
+                kMaxStacks);
+  std::string key;
+  for (const Stack& s : stacks) {
+    const uint32_t n = uint32_t(s.size());
+    key.append(reinterpret_cast<const char*>(&n), sizeof n);
+    key.append(reinterpret_cast<const char*>(s.data()), s.size() * sizeof(uint32_t));
+  }
+  auto [it, added] = index_.try_emplace(std::move(key), State(states_.size()));
+  if (!added) return it->second;
+  if (states_.size() >= kMaxStates)
+    throw_error("grammar: more than {} matcher states (the grammar or its nesting is too large)",
+                kMaxStates);
+  auto st = std::make_unique<DfaState>();
+  st->accepting = stacks.front().empty();  // sorted: the empty stack comes first
+  st->stacks = std::move(stacks);
+  states_.push_back(std::move(st));
+  return it->second;
+}
+
+Matcher::State Matcher::step(State s, uint8_t byte) {
+  DfaState* st = states_[size_t(s)].get();
+  if (st->next.empty()) st->next.assign(256, kUnknown);
+  State& slot = st->next[byte];
+  if (slot != kUnknown) return slot;
+  std::vector<Stack> out;
+  for (const Stack& stack : st->stacks) {
+    if (stack.empty()) continue;
+    const uint32_t pos = stack.back();
+    if (!g_.sets[g_.code[pos]].test(byte)) continue;
+    Stack t = stack;
+    t.back() = pos + 1;
+    expand(std::move(t), out, 0);
+  }
+  const State next = intern(std::move(out));
+  states_[size_t(s)]->next[byte] = next;  // states_ may have grown: index again
+  return next;
+}
+
+bool Matcher::accepting(State s) {
+  std::lock_guard lock(mutex_);
+  return s >= 0 && states_[size_t(s)]->accepting;
+}
+
+Matcher::State Matcher::advance_bytes(State s, std::string_view text) {
+  std::lock_guard lock(mutex_);
+  for (char c : text) {
+    if (s < 0) return kDead;
+    s = step(s, uint8_t(c));
+  }
+  return s;
+}
+
+Matcher::State Matcher::advance(State s, int32_t token) {
+  if (s < 0 || token < 0 || size_t(token) >= vocab_->size()) return kDead;
+  if (vocab_->is_end(token)) return accepting(s) ? s : kDead;
+  const std::string& bytes = vocab_->bytes(token);
+  if (bytes.empty()) return kDead;
+  return advance_bytes(s, bytes);
+}
+
+std::span<const uint64_t> Matcher::mask(State s) {
+  std::lock_guard lock(mutex_);
+  const size_t words = (vocab_->size() + 63) / 64;
+  if (s < 0) {
+    scratch_mask_.assign(words, 0);
+    return scratch_mask_;
+  }
+  if (!states_[size_t(s)]->mask.empty()) return states_[size_t(s)]->mask;
+  std::vector<uint64_t> m(words, 0);
+  const auto& nodes = vocab_->nodes();
+  const auto& ids = vocab_->token_ids();
+  walk_[0] = s;
+  const size_t n = nodes.size() - 1;  // the last node is a sentinel
+  for (size_t i = 0; i < n;) {
+    const auto& node = nodes[i];
+    const State next = step(walk_[node.depth - 1], node.byte);
+    if (next == kDead) {
+      i = node.subtree_end;
+      continue;
+    }
+    walk_[node.depth] = next;
+    for (uint32_t k = node.first_token; k < nodes[i + 1].first_token; ++k)
+      m[size_t(ids[k]) >> 6] |= uint64_t(1) << (ids[k] & 63);
+    ++i;
+  }
+  if (states_[size_t(s)]->accepting)
+    for (int32_t t : vocab_->end_tokens()) m[size_t(t) >> 6] |= uint64_t(1) << (t & 63);
+  states_[size_t(s)]->mask = std::move(m);
+  return states_[size_t(s)]->mask;
+}
+
+size_t Matcher::n_states() {
+  std::lock_guard lock(mutex_);
+  return states_.size();
+}
+
+size_t Matcher::n_masks() {
+  std::lock_guard lock(mutex_);
+  size_t n = 0;
+  for (const auto& st : states_) n += !st->mask.empty();
+  return n;
+}
+
+}  // namespace jitllm::constrain

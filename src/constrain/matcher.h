@@ -1,0 +1,73 @@
+// A grammar matched against a vocabulary: which tokens may come next, and the state after one.
+//
+// The grammar runs as a pushdown automaton over bytes: a stack of positions (grammar.h) is one
+// way the text so far can continue; a state is the set of such stacks. States are interned and
+// their byte transitions filled in lazily (a DFA over stack sets, built as text is seen), so the
+// walk of the vocabulary trie that finds a state's allowed tokens is one table lookup per trie
+// node, and the allowed-token mask of a state that comes back (inside a JSON string every
+// character leads back to the same state) is computed once. Rule references that end an
+// alternative are tail calls (nothing to return to), so repetitions keep stacks flat.
+//
+// No Debian package matches grammars against a tokenizer's vocabulary for C++ (llama.cpp's
+// matcher lives inside libllama, xgrammar/outlines are not packaged): written here.
+//
+// One Matcher per request, shared by its choices: every call locks, so several threads may
+// use it. Sizes are bounded (kMaxStates, kMaxStacks); past them a call throws jitllm::Error.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "constrain/grammar.h"
+#include "constrain/vocabulary.h"
+
+namespace jitllm::constrain {
+
+class Matcher {
+ public:
+  using State = int32_t;
+  static constexpr State kDead = -1;
+  static constexpr size_t kMaxStates = 1 << 16;
+  static constexpr size_t kMaxStacks = 4096;  // per state (ambiguous grammars multiply them)
+
+  Matcher(Grammar grammar, std::shared_ptr<const Vocabulary> vocabulary);
+  ~Matcher();
+
+  State start() const { return 0; }
+  // The grammar has matched the whole text (an end token is allowed).
+  bool accepting(State s);
+  // The state after `text`, or kDead if the grammar refuses it.
+  State advance_bytes(State s, std::string_view text);
+  // The state after `token`: end tokens keep an accepting state, anything refused is kDead.
+  State advance(State s, int32_t token);
+  bool allows(State s, int32_t token) { return advance(s, token) != kDead; }
+  // [ceil(n_vocab / 64)] bit t set = token t allowed. Valid until the next call on this matcher.
+  std::span<const uint64_t> mask(State s);
+
+  // How many states and masks exist so far (for tests and the cost report).
+  size_t n_states();
+  size_t n_masks();
+
+ private:
+  using Stack = std::vector<uint32_t>;
+  struct DfaState;
+
+  State intern(std::vector<Stack> stacks);
+  void expand(Stack stack, std::vector<Stack>& out, int depth) const;
+  State step(State s, uint8_t byte);  // lock held
+
+  Grammar g_;
+  std::shared_ptr<const Vocabulary> vocab_;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<DfaState>> states_;
+  std::unordered_map<std::string, State> index_;  // stacks serialized -> state
+  std::vector<uint64_t> scratch_mask_;
+  std::vector<State> walk_;  // [max token length + 1] states along the trie path
+};
+
+}  // namespace jitllm::constrain

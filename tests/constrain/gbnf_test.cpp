@@ -1,0 +1,138 @@
+// GBNF parsing and the byte-level matcher on small hand-made vocabularies.
+#include <gtest/gtest.h>
+
+#include "constrain/gbnf.h"
+#include "constrain/matcher.h"
+#include "core/error.h"
+
+namespace jitllm::constrain {
+namespace {
+
+// Tokens: 0 "a", 1 "ab", 2 "abc", 3 "bc", 4 "c", 5 "cc", 6 "x", 7 "" (a control token),
+// 8 = the end token.
+std::shared_ptr<const Vocabulary> small_vocab() {
+  return std::make_shared<Vocabulary>(
+      std::vector<std::string>{"a", "ab", "abc", "bc", "c", "cc", "x", "", "</s>"},
+      std::vector<int32_t>{8});
+}
+
+std::vector<int32_t> allowed(Matcher& m, Matcher::State s) {
+  std::vector<int32_t> out;
+  const auto mask = m.mask(s);
+  for (int32_t t = 0; t < 9; ++t)
+    if ((mask[size_t(t) >> 6] >> (t & 63)) & 1) out.push_back(t);
+  return out;
+}
+
+TEST(Gbnf, TokensThatStraddleTerminalsAreAllowedWhole) {
+  Matcher m(parse_gbnf(R"(root ::= "a" "b" "c"+)"), small_vocab());
+  Matcher::State s = m.start();
+  EXPECT_EQ(allowed(m, s), (std::vector<int32_t>{0, 1, 2}));  // a, ab, abc
+  s = m.advance(s, 1);                                        // "ab"
+  ASSERT_NE(s, Matcher::kDead);
+  EXPECT_FALSE(m.accepting(s));
+  EXPECT_EQ(allowed(m, s), (std::vector<int32_t>{4, 5}));  // c, cc; never the end yet
+  s = m.advance(s, 5);                                      // "cc"
+  EXPECT_TRUE(m.accepting(s));
+  EXPECT_EQ(allowed(m, s), (std::vector<int32_t>{4, 5, 8}));  // more c, or the end
+  EXPECT_EQ(m.advance(s, 8), s);                               // the end keeps the state
+  EXPECT_EQ(m.advance(s, 6), Matcher::kDead);                  // "x"
+  EXPECT_EQ(m.advance(s, 7), Matcher::kDead);                  // a control token
+  // A second call into the same state gives the same mask (cached).
+  EXPECT_EQ(allowed(m, s), (std::vector<int32_t>{4, 5, 8}));
+}
+
+TEST(Gbnf, AlternativesGroupsAndBoundedRepetition) {
+  Matcher m(parse_gbnf("root ::= (\"x\" | ab){2,3}\nab ::= \"a\" \"b\"   # a comment\n"),
+            small_vocab());
+  auto run = [&](std::vector<int32_t> tokens) {
+    Matcher::State s = m.start();
+    for (int32_t t : tokens) s = m.advance(s, t);
+    return s;
+  };
+  EXPECT_EQ(run({6}), run({6}));
+  EXPECT_FALSE(m.accepting(run({6})));
+  EXPECT_TRUE(m.accepting(run({6, 1})));
+  EXPECT_TRUE(m.accepting(run({1, 6, 1})));
+  EXPECT_EQ(run({1, 6, 1, 6}), Matcher::kDead);  // a fourth repetition
+  EXPECT_EQ(run({2}), Matcher::kDead);           // "abc": no c in this grammar
+}
+
+TEST(Gbnf, MultiLineRulesAndContinuations) {
+  const Grammar g = parse_gbnf(
+      "root ::= item\n"
+      "       | \"x\"\n"
+      "item ::= (\n"
+      "  \"a\"\n"
+      "  \"b\"\n"
+      ")\n");
+  Matcher m(g, small_vocab());
+  EXPECT_TRUE(m.accepting(m.advance(m.start(), 1)));
+  EXPECT_TRUE(m.accepting(m.advance(m.start(), 6)));
+}
+
+TEST(Gbnf, Utf8ClassesMatchByteFallbackPieces) {
+  // α (CE B1) .. ω (CF 89): a token of the first byte alone is allowed, then the second.
+  auto vocab = std::make_shared<Vocabulary>(
+      std::vector<std::string>{"\xCE", "\xB1", "\xCE\xB1", "a", "\xCF\x89", "\xCF"},
+      std::vector<int32_t>{});
+  Matcher m(parse_gbnf("root ::= [α-ω]+"), vocab);
+  Matcher::State s = m.start();
+  const auto mask = m.mask(s);
+  EXPECT_EQ(mask[0], 0b110101u);  // CE, CE B1, CF 89, CF; not B1 alone, not "a"
+  s = m.advance(s, 0);
+  ASSERT_NE(s, Matcher::kDead);
+  EXPECT_FALSE(m.accepting(s));
+  EXPECT_EQ(m.mask(s)[0], 0b10u);  // only the continuation byte B1
+  s = m.advance(s, 1);
+  EXPECT_TRUE(m.accepting(s));
+  // Negated classes exclude the character and keep every other code point.
+  Matcher n(parse_gbnf(R"(root ::= [^α])"), vocab);
+  EXPECT_EQ(n.advance(n.start(), 2), Matcher::kDead);
+  EXPECT_TRUE(n.accepting(n.advance(n.start(), 4)));
+  EXPECT_TRUE(n.accepting(n.advance(n.start(), 3)));
+}
+
+TEST(Gbnf, EscapesInLiteralsAndClasses) {
+  auto vocab = std::make_shared<Vocabulary>(
+      std::vector<std::string>{"\n", "\"", "\\", "\t", "A", "é"}, std::vector<int32_t>{});
+  Matcher m(parse_gbnf(R"(root ::= "\n" "\"" [\\] "\t" "\x41" "\u00e9")"), vocab);
+  Matcher::State s = m.start();
+  for (int32_t t = 0; t < 6; ++t) s = m.advance(s, t);
+  EXPECT_TRUE(m.accepting(s));
+}
+
+TEST(Gbnf, ErrorsNameTheLineAndTheRule) {
+  auto message = [](const std::string& text) {
+    try {
+      parse_gbnf(text);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("root ::= foo\n").find("rule 'foo' is used but never defined"), std::string::npos);
+  EXPECT_NE(message("root ::= root \"a\" | \"b\"").find("left-recursive"), std::string::npos);
+  EXPECT_NE(message("root ::= x\nx ::= \"a\"? root").find("left-recursive"), std::string::npos);
+  EXPECT_NE(message("root ::= \"a\"\n\nroot ::= \"b\"").find("defined twice"), std::string::npos);
+  EXPECT_NE(message("a ::= \"x\"").find("no rule 'root'"), std::string::npos);
+  EXPECT_NE(message("root ::= \"a\n").find("line 1 column"), std::string::npos);
+  EXPECT_NE(message("root ::= \"a\"\nx ::= [b-a]").find("line 2"), std::string::npos);
+  EXPECT_NE(message("root ::= \"\\q\"").find("unknown escape"), std::string::npos);
+  EXPECT_NE(message("root ::= \"a\"{2,1}").find("n < m"), std::string::npos);
+  EXPECT_NE(message("root ::= \"a\"{99999}").find("above 10000"), std::string::npos);
+  EXPECT_NE(message("root ::= * \"a\"").find("follows nothing"), std::string::npos);
+}
+
+TEST(Gbnf, AmbiguityAndStateCountAreBounded) {
+  // Each 'a' may start any of 13 nested optional groups: the stack sets stay bounded (dedup),
+  // and the matcher answers for a long input.
+  Matcher m(parse_gbnf("root ::= (\"a\" | \"a\" \"a\" | \"a\" \"a\" \"a\")*"), small_vocab());
+  Matcher::State s = m.start();
+  for (int i = 0; i < 200; ++i) s = m.advance(s, 0);
+  EXPECT_TRUE(m.accepting(s));
+  EXPECT_LT(m.n_states(), 10u);
+}
+
+}  // namespace
+}  // namespace jitllm::constrain
