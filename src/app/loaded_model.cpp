@@ -3,10 +3,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "app/grammar_vocabulary.h"
 #include "app/request_error.h"
 #include "chat/chat_template.h"
 #include "chat/interpreter.h"
@@ -126,6 +128,14 @@ std::vector<int32_t> LoadedModel::tokenize_rendered(const chat::GuardedPrompt& p
 std::string LoadedModel::detokenize(const std::vector<int32_t>& ids) const {
   std::lock_guard lock(text_mutex_);
   return tokenizer_->decode(ids);
+}
+
+std::shared_ptr<const constrain::Vocabulary> LoadedModel::grammar_vocabulary() const {
+  std::lock_guard lock(text_mutex_);
+  if (!grammar_vocabulary_)
+    grammar_vocabulary_ = make_grammar_vocabulary(
+        *tokenizer_, std::min<size_t>(tokenizer_->n_vocab(), size_t(engine_->config().n_vocab)));
+  return grammar_vocabulary_;
 }
 
 }  // namespace jitllm::app

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "chat/content_guard.h"
+#include "constrain/vocabulary.h"
 #include "runtime/engine.h"
 
 namespace jitllm {
@@ -78,6 +79,9 @@ class LoadedModel {
   // The texts a request must not spell as control tokens (Tokenizer::parse_special_texts).
   const std::vector<std::string>& guarded_texts() const { return guarded_texts_; }
   std::string detokenize(const std::vector<int32_t>& ids) const;
+  // The vocabulary grammars are matched against (app/grammar_vocabulary.h), built on first
+  // use (~0.1 s for 128k tokens) and shared by every constrained request.
+  std::shared_ptr<const constrain::Vocabulary> grammar_vocabulary() const;
 
  private:
   std::unique_ptr<Engine> engine_;
@@ -87,6 +91,7 @@ class LoadedModel {
   std::vector<std::string> implicit_stops_;
   std::vector<std::string> guarded_texts_;
   mutable std::mutex text_mutex_;  // tokenizer and template calls from several threads
+  mutable std::shared_ptr<const constrain::Vocabulary> grammar_vocabulary_;  // under text_mutex_
 };
 
 }  // namespace jitllm::app

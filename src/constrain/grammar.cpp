@@ -32,6 +32,10 @@ uint32_t GrammarBuilder::set_element(const ByteSet& set) {
 void GrammarBuilder::define(uint32_t rule, std::vector<Sequence> alternatives) {
   if (defined_[rule]) throw_error("grammar: rule '{}' is defined twice", g_.names[rule]);
   defined_[rule] = true;
+  for (const Sequence& seq : alternatives) elements_ += seq.size() + 1;
+  if (elements_ > kMaxElements)
+    throw_error("grammar: more than {} elements (repetitions are written out: use smaller counts)",
+                kMaxElements);
   bodies_[rule] = std::move(alternatives);
 }
 

@@ -64,6 +64,9 @@ class GrammarBuilder {
   // Throws jitllm::Error if it is already defined.
   void define(uint32_t rule, std::vector<Sequence> alternatives);
 
+  // At most this many elements in all (a hostile {m,n} nesting cannot exhaust memory).
+  static constexpr size_t kMaxElements = size_t(1) << 19;
+
   // Throws jitllm::Error naming the rule for an undefined or left-recursive rule.
   Grammar finish(const std::string& root_name);
 
@@ -71,6 +74,7 @@ class GrammarBuilder {
   Grammar g_;
   std::vector<std::vector<Sequence>> bodies_;  // [n_rules] as defined
   std::vector<bool> defined_;                  // [n_rules]
+  size_t elements_ = 0;
   std::unordered_map<std::string, uint32_t> by_name_;
   std::unordered_map<std::string, uint32_t> set_index_;  // ByteSet bytes -> index in g_.sets
 };

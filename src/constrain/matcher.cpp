@@ -111,6 +111,11 @@ bool Matcher::accepting(State s) {
   return s >= 0 && states_[size_t(s)]->accepting;
 }
 
+bool Matcher::finished(State s) {
+  std::lock_guard lock(mutex_);
+  return s >= 0 && states_[size_t(s)]->accepting && states_[size_t(s)]->stacks.size() == 1;
+}
+
 Matcher::State Matcher::advance_bytes(State s, std::string_view text) {
   std::lock_guard lock(mutex_);
   for (char c : text) {

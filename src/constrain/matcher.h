@@ -41,6 +41,8 @@ class Matcher {
   State start() const { return 0; }
   // The grammar has matched the whole text (an end token is allowed).
   bool accepting(State s);
+  // Accepting with nothing more allowed: the output is complete (only an end token could come).
+  bool finished(State s);
   // The state after `text`, or kDead if the grammar refuses it.
   State advance_bytes(State s, std::string_view text);
   // The state after `token`: end tokens keep an accepting state, anything refused is kDead.

@@ -63,6 +63,20 @@ void SamplerChain::apply_stage(SamplerStage stage, Candidates& cur) {
   }
 }
 
+void SamplerChain::apply_mask(Candidates& cur, std::span<const uint64_t> allowed) const {
+  if (allowed.size() * 64 < size_t(n_vocab_))
+    throw_error("sampling: the token mask covers {} tokens, the vocabulary has {}",
+                allowed.size() * 64, n_vocab_);
+  // cur is freshly assigned, so candidate i is token i.
+  bool any = false;
+  for (size_t i = 0; i < cur.data.size(); ++i) {
+    const bool ok = (allowed[i >> 6] >> (i & 63)) & 1;
+    if (!ok) cur.data[i].logit = -INFINITY;
+    any = any || ok;
+  }
+  if (!any) throw_error("sampling: the grammar allows no token here");
+}
+
 size_t SamplerChain::draw(const Candidates& cur) {
   // As llama.cpp's dist sampler: float probabilities, double running sum against
   // u * total. Strict '>' so that a zero-probability (banned) token can never be chosen.
@@ -80,12 +94,13 @@ size_t SamplerChain::draw(const Candidates& cur) {
   return last_nonzero;  // rounding left target at the very top
 }
 
-int32_t SamplerChain::sample(std::span<const float> logits) {
+int32_t SamplerChain::sample(std::span<const float> logits, std::span<const uint64_t> allowed) {
   if (logits.size() < size_t(n_vocab_)) {
     throw_error("sampling: got {} logits, expected at least n_vocab = {}", logits.size(), n_vocab_);
   }
   cur_.assign(logits.first(size_t(n_vocab_)));
   apply_logit_bias(cur_);
+  if (!allowed.empty()) apply_mask(cur_, allowed);
   probs_.clear();
 
   if (params_.temperature <= 0.0f) {

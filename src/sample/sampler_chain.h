@@ -28,9 +28,13 @@ class SamplerChain {
 
   // logits: [>= n_vocab]. Only the first n_vocab are candidates: a model whose head is padded
   // past the tokenizer's last token (8192 logits, 8000 tokens) is sampled with n_vocab = the
-  // tokens both know, so an id without a token can never come out. Returns the chosen token. Does not accept it: call accept() with the
-  // token that is actually appended (the caller may override the choice, e.g. stop strings).
-  int32_t sample(std::span<const float> logits);
+  // tokens both know, so an id without a token can never come out. Returns the chosen token.
+  // Does not accept it: call accept() with the token that is actually appended (the caller may
+  // override the choice, e.g. stop strings).
+  // allowed: empty, or [ceil(n_vocab / 64)] bits (bit t of word t / 64 = token t may come out):
+  // a grammar's mask, applied after logit bias and before every stage, so the filters and the
+  // draw see only what the grammar allows. Throws jitllm::Error when it allows nothing.
+  int32_t sample(std::span<const float> logits, std::span<const uint64_t> allowed = {});
 
   // Records a token of the sequence (prompt or generated) in the penalty window.
   void accept(int32_t token);
@@ -50,6 +54,7 @@ class SamplerChain {
 
  private:
   void apply_logit_bias(Candidates& cur) const;
+  void apply_mask(Candidates& cur, std::span<const uint64_t> allowed) const;
   void apply_stage(SamplerStage stage, Candidates& cur);
   size_t draw(const Candidates& cur);
 

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <random>
 
 #include "app/request_error.h"
@@ -24,6 +25,7 @@
 #include "server/http_reply.h"
 #include "server/job_response.h"
 #include "server/openai_format.h"
+#include "server/output_constraint.h"
 #include "server/request.h"
 
 namespace jitllm::server {
@@ -226,6 +228,18 @@ void HttpServer::post_route(const char* path, PostHandler body) {
   });
 }
 
+namespace {
+
+// The body once more with its keys in the client's order, when that order matters (a JSON
+// Schema's properties are generated in it).
+std::optional<nlohmann::ordered_json> ordered_twin(const nlohmann::json& body,
+                                                   const std::string& text) {
+  if (!needs_ordered_body(body)) return std::nullopt;
+  return nlohmann::ordered_json::parse(text);
+}
+
+}  // namespace
+
 void HttpServer::install_routes() {
   GuardedHttpServer& s = *http_;
 
@@ -285,7 +299,9 @@ void HttpServer::install_routes() {
 
   post("/v1/completions", [this](const httplib::Request&, const std::string& text,
                                  httplib::Response& res) {
-    const CompletionRequest r = parse_completion_request(parse_json_body(text));
+    const nlohmann::json body = parse_json_body(text);
+    const auto ordered = ordered_twin(body, text);
+    const CompletionRequest r = parse_completion_request(body, ordered ? &*ordered : nullptr);
     ServedModel& m = model_for(r.model);
     // A raw prompt: its special-token texts are tokens, as in llama-server.
     std::vector<int32_t> prompt = r.prompt_ids ? *r.prompt_ids : m.tokenize_raw_prompt(*r.prompt_text);
@@ -306,7 +322,9 @@ void HttpServer::install_routes() {
 
   post("/v1/chat/completions", [this](const httplib::Request&, const std::string& text,
                                       httplib::Response& res) {
-    const ChatRequest r = parse_chat_request(parse_json_body(text));
+    const nlohmann::json body = parse_json_body(text);
+    const auto ordered = ordered_twin(body, text);
+    const ChatRequest r = parse_chat_request(body, ordered ? &*ordered : nullptr);
     ServedModel& m = model_for(r.model);
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();
     for (const ChatMessage& msg : r.messages)

@@ -9,11 +9,13 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "constrain/matcher.h"
 #include "sample/sampling_params.h"
 #include "server/api_error.h"
 
@@ -49,6 +51,9 @@ struct Job {
   std::vector<std::string> stop;
   int top_logprobs = 0;
   bool logprobs = false;
+  // The grammar the output must match (null: free text), shared by the job's choices; each
+  // sequence keeps its own state in it.
+  std::shared_ptr<constrain::Matcher> matcher;
   Clock::time_point arrived = Clock::now();
   // Microseconds from arrival to the first token (-1 until then); set by the scheduler thread.
   std::atomic<int64_t> first_token_us{-1};

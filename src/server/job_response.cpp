@@ -88,6 +88,13 @@ std::shared_ptr<Job> make_job(const ServedModel& model, std::vector<int32_t> pro
     for (const auto& s : model.implicit_stops()) job->stop.push_back(s);
   job->logprobs = o.logprobs;
   job->top_logprobs = o.top_logprobs;
+  if (o.grammar) {
+    try {
+      job->matcher = std::make_shared<constrain::Matcher>(*o.grammar, model.grammar_vocabulary());
+    } catch (const Error& e) {
+      throw invalid_request("grammar", e.what());
+    }
+  }
   return job;
 }
 

@@ -9,6 +9,7 @@
 
 #include "core/json_depth.h"
 #include "server/api_error.h"
+#include "server/output_constraint.h"
 
 namespace jitllm::server {
 
@@ -129,7 +130,7 @@ std::map<int32_t, float> parse_logit_bias(const json& body) {
   return bias;
 }
 
-GenerationOptions parse_options(const json& body, bool chat) {
+GenerationOptions parse_options(const json& body, bool chat, const nlohmann::ordered_json* ordered) {
   GenerationOptions o;
   const int64_t max_int = std::numeric_limits<int32_t>::max();
   o.max_tokens = int(integer_in(body, "max_tokens", -1, 0, max_int));
@@ -166,6 +167,7 @@ GenerationOptions parse_options(const json& body, bool chat) {
     o.top_logprobs = int(integer_in(body, "logprobs", 0, 0, 5));
     o.logprobs = true;
   }
+  o.grammar = parse_output_constraint(body, ordered);
   return o;
 }
 
@@ -224,7 +226,7 @@ json parse_json_body(const std::string& text) {
   }
 }
 
-CompletionRequest parse_completion_request(const json& body) {
+CompletionRequest parse_completion_request(const json& body, const nlohmann::ordered_json* ordered) {
   require_object(body);
   CompletionRequest r;
   r.model = string_field(body, "model", "");
@@ -253,11 +255,11 @@ CompletionRequest parse_completion_request(const json& body) {
     throw type_error("prompt", "a string or an array", *prompt);
   }
   r.echo = boolean(body, "echo", false);
-  r.options = parse_options(body, false);
+  r.options = parse_options(body, false, ordered);
   return r;
 }
 
-ChatRequest parse_chat_request(const json& body) {
+ChatRequest parse_chat_request(const json& body, const nlohmann::ordered_json* ordered) {
   require_object(body);
   ChatRequest r;
   r.model = string_field(body, "model", "");
@@ -287,7 +289,7 @@ ChatRequest parse_chat_request(const json& body) {
     r.tools = *tools;
   }
   r.parse_special_in_content = boolean(body, "parse_special_in_content", false);
-  r.options = parse_options(body, true);
+  r.options = parse_options(body, true, ordered);
   return r;
 }
 

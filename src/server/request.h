@@ -5,10 +5,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "constrain/grammar.h"
 #include "core/json_depth.h"  // json_depth_exceeded_at, checked by parse_json_body
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,6 +39,9 @@ struct GenerationOptions {
   bool include_usage = false;  // stream_options.include_usage
   bool logprobs = false;
   int top_logprobs = 0;   // 0..20
+  // What the output must match (server/output_constraint.h: grammar, json_schema,
+  // response_format), parsed; null = free text.
+  std::shared_ptr<const constrain::Grammar> grammar;
 };
 
 struct CompletionRequest {
@@ -69,8 +74,12 @@ struct ChatRequest {
 
 // Parse a body; throw ApiError (400) naming the offending parameter. `max_body_bytes` is checked
 // by the HTTP layer before this is called.
-CompletionRequest parse_completion_request(const nlohmann::json& body);
-ChatRequest parse_chat_request(const nlohmann::json& body);
+// `ordered`: the same body parsed as ordered_json when needs_ordered_body() (output_constraint.h)
+// says key order matters, else null.
+CompletionRequest parse_completion_request(const nlohmann::json& body,
+                                           const nlohmann::ordered_json* ordered = nullptr);
+ChatRequest parse_chat_request(const nlohmann::json& body,
+                               const nlohmann::ordered_json* ordered = nullptr);
 // Arrays and objects nest at most this deep in a request body (JSON Schemas of real tools stay
 // far below it).
 constexpr size_t kMaxJsonDepth = 128;

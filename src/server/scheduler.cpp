@@ -60,6 +60,7 @@ struct Scheduler::Sequence {
   size_t pending_off = 0;
   size_t chunk = 0;              // tokens of `pending` fed in the current step
   int32_t next = -1;             // sampled token to feed in the next step
+  constrain::Matcher::State grammar = 0;  // where the output is in the job's grammar (if any)
   int generated = 0;
   bool done = false;
   Clock::time_point last_token;
@@ -453,7 +454,21 @@ Scheduler::Draw Scheduler::draw_token(Sequence& seq, std::span<const float> logi
   if (seq.generated >= job.max_tokens) return d;  // d.token < 0: the length is reached
   const std::span<const float> candidates = logits.first(n_tokens_);
   fault("sample");
-  d.token = seq.sampler->sample(candidates);
+  if (job.matcher) {
+    // Greedy: the best token stands when the grammar allows it (then it is also the best of the
+    // allowed ones), so most steps need no mask. Drawn: the draw is over the allowed tokens.
+    const auto t0 = Clock::now();
+    if (job.sampling.temperature <= 0.0f) {
+      d.token = seq.sampler->sample(candidates);
+      if (!job.matcher->allows(seq.grammar, d.token))
+        d.token = seq.sampler->sample(candidates, job.matcher->mask(seq.grammar));
+    } else {
+      d.token = seq.sampler->sample(candidates, job.matcher->mask(seq.grammar));
+    }
+    d.grammar_seconds = seconds_between(t0, Clock::now());
+  } else {
+    d.token = seq.sampler->sample(candidates);
+  }
   if (job.logprobs && !tokenizer_.vocab().is_eog(d.token)) {
     TokenLogprobInfo info;
     info.id = d.token;
@@ -484,7 +499,15 @@ void Scheduler::emit_token(Sequence& seq, Draw draw) {
     metrics_.observe("inter_token_latency_seconds", seconds_between(seq.last_token, now));
   }
   seq.last_token = now;
+  if (job.matcher) metrics_.observe("grammar_seconds", draw.grammar_seconds);
   if (tokenizer_.vocab().is_eog(tok)) return finish_sequence(seq, "stop", "");
+  bool grammar_done = false;
+  if (job.matcher) {
+    seq.grammar = job.matcher->advance(seq.grammar, tok);
+    if (seq.grammar == constrain::Matcher::kDead)
+      throw Error(fmt::format("the sampled token {} is outside the grammar", tok));
+    grammar_done = job.matcher->finished(seq.grammar);
+  }
   seq.sampler->accept(tok);
   ++seq.generated;
   ++seq.run->usage.completion_tokens;
@@ -502,10 +525,11 @@ void Scheduler::emit_token(Sequence& seq, Draw draw) {
     return;
   }
   const bool full = seq.session->position() + 1 > seq.session->n_ctx();
-  if (seq.generated >= job.max_tokens || full) {
+  if (seq.generated >= job.max_tokens || full || grammar_done) {
     // The text still held back (an unfinished character or a possible stop) is released now.
+    // A grammar that cannot go on ends the output as the end token would.
     std::string tail = seq.stop->push(seq.decoder->finish());
-    ev.finish_reason = seq.stop->stopped() ? "stop" : "length";
+    ev.finish_reason = seq.stop->stopped() || grammar_done ? "stop" : "length";
     if (!seq.stop->stopped()) tail += seq.stop->flush();
     ev.text += tail;
     seq.done = true;

@@ -99,6 +99,7 @@ class Scheduler {
   struct Draw {
     int32_t token = -1;
     std::optional<TokenLogprobInfo> logprob;
+    double grammar_seconds = 0;  // choosing under the job's grammar (masks, checks)
   };
   Draw draw_token(Sequence& seq, std::span<const float> logits) const;
   void emit_token(Sequence& seq, Draw draw);  // the scheduler thread's part: events, stops

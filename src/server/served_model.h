@@ -68,6 +68,9 @@ class ServedModel {
     return model_->tokenize_rendered(text);
   }
   std::string detokenize(const std::vector<int32_t>& ids) const { return model_->detokenize(ids); }
+  std::shared_ptr<const constrain::Vocabulary> grammar_vocabulary() const {
+    return model_->grammar_vocabulary();
+  }
   std::vector<int32_t> tokenize_text(const std::string& text, bool add_special) const {
     return model_->tokenize_text(text, add_special);
   }

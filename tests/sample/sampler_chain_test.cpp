@@ -283,3 +283,46 @@ TEST(SamplerChain, APaddedHeadPastTheTokenizerIsNeverSampled) {
 
 }  // namespace
 }  // namespace jitllm
+
+namespace jitllm {
+namespace {
+
+TEST(SamplerChainMask, OnlyAllowedTokensComeOutGreedyOrDrawn) {
+  const std::vector<float> logits = {5.0f, 1.0f, 4.0f, 0.5f, 3.0f};  // argmax 0
+  const std::vector<uint64_t> allowed = {0b10110};                  // tokens 1, 2, 4
+  SamplingParams greedy_params;
+  greedy_params.temperature = 0.0f;
+  SamplerChain greedy(greedy_params, 5);
+  EXPECT_EQ(greedy.sample(logits), 0);
+  EXPECT_EQ(greedy.sample(logits, allowed), 2);  // the best allowed one
+  // Drawn: frequencies follow the softmax over the allowed tokens only.
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.top_k = 0;
+  p.top_p = 1.0f;
+  p.min_p = 0.0f;
+  p.seed = 7;
+  SamplerChain chain(p, 5);
+  std::map<int32_t, int> seen;
+  for (int i = 0; i < 4000; ++i) ++seen[chain.sample(logits, allowed)];
+  EXPECT_EQ(seen.count(0) + seen.count(3), 0u);
+  const double z = std::exp(1.0) + std::exp(4.0) + std::exp(3.0);
+  EXPECT_NEAR(seen[2] / 4000.0, std::exp(4.0) / z, 0.03);
+  EXPECT_NEAR(seen[4] / 4000.0, std::exp(3.0) / z, 0.03);
+}
+
+TEST(SamplerChainMask, NothingAllowedOrAShortMaskIsAnError) {
+  const std::vector<float> logits(70, 0.0f);
+  SamplingParams p;
+  p.temperature = 0.0f;
+  SamplerChain chain(p, 70);
+  const std::vector<uint64_t> none = {0, 0};
+  EXPECT_THROW(chain.sample(logits, none), Error);
+  const std::vector<uint64_t> short_mask = {~uint64_t(0)};  // 64 bits for 70 tokens
+  EXPECT_THROW(chain.sample(logits, short_mask), Error);
+  const std::vector<uint64_t> last = {0, uint64_t(1) << 5};  // token 69
+  EXPECT_EQ(chain.sample(logits, last), 69);
+}
+
+}  // namespace
+}  // namespace jitllm
