@@ -108,14 +108,13 @@ std::string digits_range(int64_t lo, int64_t hi) {
 
 class Converter {
  public:
-  explicit Converter(const ojson& root) : root_(root) {}
+  Converter(const ojson& root, std::string prefix) : root_(root), prefix_(std::move(prefix)) {}
 
-  std::string convert() {
+  // The schema's own rules, its root called `root_name`.
+  std::string rules(const std::string& root_name) {
     const std::string top = visit(root_, "#");
-    std::string out = "root ::= " + top + "\n";
+    std::string out = root_name + " ::= " + top + "\n";
     for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
-    out += kValueRules;
-    if (formats_) out += kFormatRules;
     return out;
   }
 
@@ -126,8 +125,8 @@ class Converter {
   }
 
   std::string new_rule(const std::string& hint, std::string body) {
-    std::string name = "s-" + sanitize(hint);
-    for (int i = 1; rules_.count(name); ++i) name = "s-" + sanitize(hint) + "-" + std::to_string(i);
+    std::string name = prefix_ + "s-" + sanitize(hint);
+    for (int i = 1; rules_.count(name); ++i) name = prefix_ + "s-" + sanitize(hint) + "-" + std::to_string(i);
     rules_[name] = std::move(body);
     return name;
   }
@@ -148,7 +147,7 @@ class Converter {
     auto it = ref_rules_.find(ref);
     if (it != ref_rules_.end()) return it->second;
     // Named before it is visited, so a recursive reference finds it.
-    std::string name = "ref-" + sanitize(ref.size() > 2 ? ref.substr(ref.rfind('/') + 1) : "root");
+    std::string name = prefix_ + "ref-" + sanitize(ref.size() > 2 ? ref.substr(ref.rfind('/') + 1) : "root");
     for (int i = 1; rules_.count(name); ++i) name += "-" + std::to_string(i);
     ref_rules_[ref] = name;
     rules_[name] = "";
@@ -417,7 +416,6 @@ class Converter {
                                             "date-time, uuid, email are)", f));
       if (has_len || s.contains("pattern"))
         refuse("format", where, "'format' together with a length or 'pattern' is not supported");
-      formats_ = true;
       return "\"\\\"\" fmt-" + f + " \"\\\"\"";
     }
     if (s.contains("pattern")) {
@@ -484,10 +482,10 @@ class Converter {
   }
 
   const ojson& root_;
+  const std::string prefix_;
   std::map<std::string, std::string> rules_;
   std::map<std::string, std::string> ref_rules_;
   int ref_depth_ = 0;
-  bool formats_ = false;
 };
 
 }  // namespace
@@ -506,10 +504,16 @@ std::string gbnf_literal(const std::string& s) {
   return out + "\"";
 }
 
-std::string json_value_rules() { return kValueRules; }
+std::string json_value_rules() { return std::string(kValueRules) + kFormatRules; }
 
-std::string json_object_gbnf() { return std::string("root ::= json-object\n") + kValueRules; }
+std::string json_object_gbnf() { return "root ::= json-object\n" + json_value_rules(); }
 
-std::string json_schema_to_gbnf(const ojson& schema) { return Converter(schema).convert(); }
+std::string json_schema_to_gbnf(const ojson& schema) {
+  return Converter(schema, "").rules("root") + json_value_rules();
+}
+
+std::string json_schema_rules(const ojson& schema, const std::string& prefix) {
+  return Converter(schema, prefix).rules(prefix + "root");
+}
 
 }  // namespace jitllm::constrain

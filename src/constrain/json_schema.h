@@ -45,8 +45,13 @@ std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema);
 std::string json_object_gbnf();
 
 // Shared pieces for grammars built around JSON (tool calls): the rules `ws`, `json-value`,
-// `json-string`, `json-object` and what they use, with no root rule.
+// `json-string`, `json-object`, the string formats and what they use, with no root rule.
 std::string json_value_rules();
+
+// The rules of `schema` alone, every name starting with `prefix` and its root called
+// prefix + "root"; with json_value_rules() beside them, several schemas share one grammar
+// (a tool call's alternatives). Throws SchemaError.
+std::string json_schema_rules(const nlohmann::ordered_json& schema, const std::string& prefix);
 
 // s as a GBNF string literal (quotes included).
 std::string gbnf_literal(const std::string& s);
