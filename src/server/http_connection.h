@@ -74,6 +74,9 @@ class GuardedHttpServer : public httplib::Server {
   const ConnectionLimits& limits() const { return limits_; }
   // Connections still sending a request, over every address (for tests and /metrics).
   size_t reading_connections() const;
+  // Serves one connected socket on the calling thread as if it had been accepted, then closes
+  // it (tests and fuzz/fuzz_http_request.cpp drive requests through a socketpair with it).
+  void serve_socket(socket_t sock) { process_and_close_socket(sock); }
 
  private:
   friend class Connection;

@@ -51,6 +51,10 @@ class HttpServer {
   void stop();
 
   Metrics& metrics() { return metrics_; }
+  // The routes without a listening socket: GuardedHttpServer::serve_socket on a connected one
+  // (tests, fuzz/fuzz_http_request.cpp). Before run(), no model is loaded: routes that need one
+  // answer 503 after validating the request.
+  GuardedHttpServer& http() { return *http_; }
 
  private:
   enum class State { Loading, Ok, Error };
