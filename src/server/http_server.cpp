@@ -253,20 +253,28 @@ void HttpServer::install_routes() {
     metrics_.add_counter(labelled("requests_total", "endpoint", route_label(req.path)));
     if (req.method != "POST")
       if (Connection* c = Connection::current()) c->request_complete();
+    // A request answered here never has its body read: what follows on the connection may be
+    // that body, which would be parsed as the next request (one smuggled past a 401). So the
+    // connection ends with this response.
+    auto handled = [&res] {
+      res.set_header("Connection", "close");
+      if (Connection* c = Connection::current()) c->close_after_response();
+      return httplib::Server::HandlerResponse::Handled;
+    };
     // Before authentication: a browser's preflight carries no credentials.
-    if (apply_cors(req, res)) return httplib::Server::HandlerResponse::Handled;
+    if (apply_cors(req, res)) return handled();
     const bool open = req.path == "/health" || req.path == "/metrics";
     if (!options_.api_key.empty() && !open &&
         req.get_header_value("Authorization") != "Bearer " + options_.api_key) {
       send_error(res, ApiError(401, "invalid_request_error",
                                "missing or incorrect API key (send 'Authorization: Bearer KEY')",
                                "", "invalid_api_key"));
-      return httplib::Server::HandlerResponse::Handled;
+      return handled();
     }
     if (draining_ && req.method == "POST") {
       send_error(res, ApiError(503, "server_error", "the server is shutting down", "",
                                "shutting_down"));
-      return httplib::Server::HandlerResponse::Handled;
+      return handled();
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });

@@ -66,6 +66,16 @@ post "$URL_K" $C '{"prompt": "x", "max_tokens": 1}' -H 'Authorization: Bearer wr
 post "$URL_K" $C '{"prompt": "x", "max_tokens": 1}' -H 'Authorization: Bearer s3cret'
 [ "$STATUS" = 200 ] || fail "right key: $STATUS $BODY"
 [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$URL_K/health")" = 200 ] || fail "health behind key"
+# A POST refused for its key has its body unread: the connection ends with the 401, so a request
+# sent as that body is not answered as the connection's next one (it was, before the fix).
+SMUGGLED=$'GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret\r\n\r\n'
+exec 3<>"/dev/tcp/127.0.0.1/${URL_K##*:}"
+printf 'POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer wrong\r\nContent-Length: %d\r\n\r\n%s' \
+  "$C" "${#SMUGGLED}" "$SMUGGLED" >&3
+ANSWERS=$(timeout 8 cat <&3 || true)
+exec 3<&-
+[ "$(grep -o 'HTTP/1\.1 [0-9]' <<<"$ANSWERS" | wc -l)" = 1 ] && grep -q '^HTTP/1.1 401' <<<"$ANSWERS" ||
+  fail "a refused POST's body was answered as a request: $ANSWERS"
 
 # SIGTERM while a request is in flight: it completes, then the server exits 0.
 curl -s --max-time 120 -d '{"prompt":"The class","max_tokens":120,"ignore_eos":true,"temperature":0}' \

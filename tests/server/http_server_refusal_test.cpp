@@ -1,0 +1,109 @@
+// HttpServer's refusals before routing (a wrong API key, a CORS preflight) on one keep-alive
+// connection: the refused request's body is never read, so the connection must end with the
+// refusal; otherwise the body is parsed as the next request (a request smuggled past the key
+// check's response). Driven through a socketpair (GuardedHttpServer::serve_socket), no model.
+#include "server/http_server.h"
+
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <string>
+#include <thread>
+
+#include "core/log.h"
+
+namespace jitllm::server {
+namespace {
+
+// Everything the server answers to `bytes` sent on one connection (the client then closes its
+// sending side, as a client that waits for the answers would not; the server sees the same bytes).
+std::string talk(HttpServer& server, const std::string& bytes) {
+  int fds[2];
+  EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  std::string out;
+  std::thread reader([&] {
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::recv(fds[0], buf, sizeof buf, 0)) > 0) out.append(buf, size_t(n));
+  });
+  EXPECT_EQ(::send(fds[0], bytes.data(), bytes.size(), MSG_NOSIGNAL), ssize_t(bytes.size()));
+  ::shutdown(fds[0], SHUT_WR);
+  server.http().serve_socket(fds[1]);  // closes fds[1]
+  reader.join();
+  ::close(fds[0]);
+  return out;
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+ServerOptions keyed() {
+  ServerOptions o;
+  o.api_key = "right-key";
+  o.cors_origins = {"https://app.example"};
+  return o;
+}
+
+const std::string kSmuggled = "GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer right-key\r\n\r\n";
+
+std::string post(const std::string& path, const std::string& auth, const std::string& body) {
+  return "POST " + path + " HTTP/1.1\r\nHost: x\r\nAuthorization: " + auth +
+         "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\n\r\n" + body;
+}
+
+TEST(HttpServerRefusal, WrongKeyPostClosesTheConnectionBeforeItsBody) {
+  set_log_threshold(LogLevel::Error);
+  HttpServer server(keyed(), {});
+  const std::string out = talk(server, post("/v1/completions", "Bearer wrong", kSmuggled));
+  EXPECT_EQ(count(out, "HTTP/1.1 "), 1u) << out;
+  EXPECT_EQ(out.rfind("HTTP/1.1 401", 0), 0u) << out;
+  EXPECT_NE(out.find("Connection: close"), std::string::npos) << out;
+  EXPECT_EQ(out.find("\"object\":\"list\""), std::string::npos) << "the body was answered: " << out;
+}
+
+TEST(HttpServerRefusal, ChunkedBodyOfARefusedPostIsNotParsed) {
+  set_log_threshold(LogLevel::Error);
+  HttpServer server(keyed(), {});
+  const std::string chunk = kSmuggled;
+  char size[16];
+  std::snprintf(size, sizeof size, "%zx", chunk.size());
+  const std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                          "Transfer-Encoding: chunked\r\n\r\n" +
+                          std::string(size) + "\r\n" + chunk + "\r\n0\r\n\r\n";
+  const std::string out = talk(server, req);
+  EXPECT_EQ(count(out, "HTTP/1.1 "), 1u) << out;
+  EXPECT_EQ(out.rfind("HTTP/1.1 401", 0), 0u) << out;
+}
+
+TEST(HttpServerRefusal, PreflightWithABodyDoesNotAnswerTheBody) {
+  set_log_threshold(LogLevel::Error);
+  HttpServer server(keyed(), {});
+  const std::string req = "OPTIONS /v1/completions HTTP/1.1\r\nHost: x\r\n"
+                          "Origin: https://app.example\r\nAccess-Control-Request-Method: POST\r\n"
+                          "Content-Length: " + std::to_string(kSmuggled.size()) + "\r\n\r\n" + kSmuggled;
+  const std::string out = talk(server, req);
+  EXPECT_EQ(count(out, "HTTP/1.1 "), 1u) << out;
+  EXPECT_EQ(out.find("\"object\":\"list\""), std::string::npos) << out;
+}
+
+TEST(HttpServerRefusal, AcceptedRequestsStillShareTheConnection) {
+  set_log_threshold(LogLevel::Error);
+  HttpServer server(keyed(), {});
+  // Two keyed requests, pipelined: both answered (/v1/models lists nothing before loading).
+  const std::string out = talk(server, kSmuggled + kSmuggled);
+  EXPECT_EQ(count(out, "HTTP/1.1 200"), 2u) << out;
+  // A keyed POST whose body is read (503: no model loaded yet), then a keyed GET: both answered.
+  const std::string out2 = talk(server, post("/v1/completions", "Bearer right-key",
+                                                 R"({"prompt":"x"})") + kSmuggled);
+  EXPECT_EQ(count(out2, "HTTP/1.1 "), 2u) << out2;
+  EXPECT_EQ(out2.rfind("HTTP/1.1 503", 0), 0u) << out2;
+}
+
+}  // namespace
+}  // namespace jitllm::server
