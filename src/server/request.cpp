@@ -288,6 +288,14 @@ ChatRequest parse_chat_request(const json& body, const nlohmann::ordered_json* o
     if (!tools->is_array()) throw type_error("tools", "an array", *tools);
     r.tools = *tools;
   }
+  // Calls are not yet parsed out of the output or enforced: refuse what would need that rather
+  // than answer 200 with plain text (auto and none leave the model free, which holds).
+  if (const json* choice = field(body, "tool_choice")) {
+    const bool free = choice->is_string() && (*choice == "auto" || *choice == "none");
+    if (!free)
+      throw invalid_request("tool_choice", "'tool_choice' may be \"auto\" or \"none\" on this "
+                                           "server (required and named functions are not enforced yet)");
+  }
   r.parse_special_in_content = boolean(body, "parse_special_in_content", false);
   r.options = parse_options(body, true, ordered);
   return r;

@@ -175,3 +175,28 @@ TEST(JsonBody, NestingPastTheLimitIsRefusedBeforeAnythingRecurses) {
 
 }  // namespace
 }  // namespace jitllm::server
+
+namespace jitllm::server {
+namespace {
+
+TEST(ChatRequest, ToolChoiceThatWouldNeedEnforcingIsRefused) {
+  auto body = [](const char* choice) {
+    return nlohmann::json::parse(std::string(R"({"messages":[{"role":"user","content":"x"}],
+        "tools":[{"type":"function","function":{"name":"f","parameters":{}}}],"tool_choice":)") +
+                                 choice + "}");
+  };
+  EXPECT_NO_THROW(parse_chat_request(body(R"("auto")")));
+  EXPECT_NO_THROW(parse_chat_request(body(R"("none")")));
+  for (const char* refused : {R"("required")", R"({"type":"function","function":{"name":"f"}})", "1"}) {
+    try {
+      parse_chat_request(body(refused));
+      ADD_FAILURE() << "accepted tool_choice " << refused;
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status(), 400);
+      EXPECT_EQ(e.body()["error"]["param"], "tool_choice");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace jitllm::server
