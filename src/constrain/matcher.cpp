@@ -134,34 +134,44 @@ Matcher::State Matcher::advance(State s, int32_t token) {
 }
 
 std::span<const uint64_t> Matcher::mask(State s) {
+  thread_local std::vector<uint64_t> out;
   std::lock_guard lock(mutex_);
   const size_t words = (vocab_->size() + 63) / 64;
   if (s < 0) {
-    scratch_mask_.assign(words, 0);
-    return scratch_mask_;
+    out.assign(words, 0);
+    return out;
   }
-  if (!states_[size_t(s)]->mask.empty()) return states_[size_t(s)]->mask;
-  std::vector<uint64_t> m(words, 0);
-  const auto& nodes = vocab_->nodes();
-  const auto& ids = vocab_->token_ids();
-  walk_[0] = s;
-  const size_t n = nodes.size() - 1;  // the last node is a sentinel
-  for (size_t i = 0; i < n;) {
-    const auto& node = nodes[i];
-    const State next = step(walk_[node.depth - 1], node.byte);
-    if (next == kDead) {
-      i = node.subtree_end;
-      continue;
+  if (states_[size_t(s)]->mask.empty()) {
+    std::vector<uint64_t> m(words, 0);
+    const auto& nodes = vocab_->nodes();
+    const auto& ids = vocab_->token_ids();
+    walk_[0] = s;
+    const size_t n = nodes.size() - 1;  // the last node is a sentinel
+    for (size_t i = 0; i < n;) {
+      const auto& node = nodes[i];
+      const State next = step(walk_[node.depth - 1], node.byte);
+      if (next == kDead) {
+        i = node.subtree_end;
+        continue;
+      }
+      walk_[node.depth] = next;
+      for (uint32_t k = node.first_token; k < nodes[i + 1].first_token; ++k)
+        m[size_t(ids[k]) >> 6] |= uint64_t(1) << (ids[k] & 63);
+      ++i;
     }
-    walk_[node.depth] = next;
-    for (uint32_t k = node.first_token; k < nodes[i + 1].first_token; ++k)
-      m[size_t(ids[k]) >> 6] |= uint64_t(1) << (ids[k] & 63);
-    ++i;
+    if (states_[size_t(s)]->accepting)
+      for (int32_t t : vocab_->end_tokens()) m[size_t(t) >> 6] |= uint64_t(1) << (t & 63);
+    // Bounded: a long output through ever new states (a string with a large maxLength) would
+    // otherwise keep a mask per token.
+    if (masked_.size() >= kMaxMasks) {
+      states_[size_t(masked_.front())]->mask = {};
+      masked_.pop_front();
+    }
+    states_[size_t(s)]->mask = std::move(m);
+    masked_.push_back(s);
   }
-  if (states_[size_t(s)]->accepting)
-    for (int32_t t : vocab_->end_tokens()) m[size_t(t) >> 6] |= uint64_t(1) << (t & 63);
-  states_[size_t(s)]->mask = std::move(m);
-  return states_[size_t(s)]->mask;
+  out = states_[size_t(s)]->mask;
+  return out;
 }
 
 size_t Matcher::n_states() {

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -48,8 +49,10 @@ class Matcher {
   // The state after `token`: end tokens keep an accepting state, anything refused is kDead.
   State advance(State s, int32_t token);
   bool allows(State s, int32_t token) { return advance(s, token) != kDead; }
-  // [ceil(n_vocab / 64)] bit t set = token t allowed. Valid until the next call on this matcher.
+  // [ceil(n_vocab / 64)] bit t set = token t allowed: a copy for the calling thread, valid until
+  // its next mask() call (the cache behind it keeps at most kMaxMasks states' masks).
   std::span<const uint64_t> mask(State s);
+  static constexpr size_t kMaxMasks = 256;
 
   // How many states and masks exist so far (for tests and the cost report).
   size_t n_states();
@@ -68,7 +71,7 @@ class Matcher {
   std::mutex mutex_;
   std::vector<std::unique_ptr<DfaState>> states_;
   std::unordered_map<std::string, State> index_;  // stacks serialized -> state
-  std::vector<uint64_t> scratch_mask_;
+  std::deque<State> masked_;  // states holding a cached mask, oldest first
   std::vector<State> walk_;  // [max token length + 1] states along the trie path
 };
 
