@@ -1,8 +1,12 @@
 // A model's vocabulary as grammars see it (constrain/vocabulary.h): each token's text as the
-// decoder writes it, control tokens excluded, the end-of-generation tokens as the grammar's end.
+// decoder writes it, control tokens excluded but for the tool-call markers (which a constrained
+// output's decoder writes out), the end-of-generation tokens as the grammar's end.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "constrain/vocabulary.h"
 
@@ -11,6 +15,15 @@ class Tokenizer;
 }  // namespace jitllm
 
 namespace jitllm::app {
+
+// The texts tool calls are written with, in every syntax the server parses (server/
+// tool_syntax.h); some are control tokens of their models (Mistral's [TOOL_CALLS], Llama's
+// <|python_tag|>).
+const std::vector<std::string>& tool_call_markers();
+
+// The control tokens whose text is a tool-call marker: a constrained output may choose them and
+// its decoder writes them as text.
+std::vector<int32_t> rendered_control_tokens(const Tokenizer& tokenizer, size_t n_tokens);
 
 // n_tokens: the ids the sampler may choose (a head padded past the tokenizer has fewer tokens
 // than logits). Not thread-safe on the tokenizer: call under the model's text lock.

@@ -132,10 +132,18 @@ std::string LoadedModel::detokenize(const std::vector<int32_t>& ids) const {
 
 std::shared_ptr<const constrain::Vocabulary> LoadedModel::grammar_vocabulary() const {
   std::lock_guard lock(text_mutex_);
-  if (!grammar_vocabulary_)
-    grammar_vocabulary_ = make_grammar_vocabulary(
-        *tokenizer_, std::min<size_t>(tokenizer_->n_vocab(), size_t(engine_->config().n_vocab)));
+  if (!grammar_vocabulary_) {
+    const size_t n = std::min<size_t>(tokenizer_->n_vocab(), size_t(engine_->config().n_vocab));
+    grammar_vocabulary_ = make_grammar_vocabulary(*tokenizer_, n);
+    rendered_controls_ = app::rendered_control_tokens(*tokenizer_, n);
+  }
   return grammar_vocabulary_;
+}
+
+std::vector<int32_t> LoadedModel::rendered_control_tokens() const {
+  grammar_vocabulary();
+  std::lock_guard lock(text_mutex_);
+  return rendered_controls_;
 }
 
 }  // namespace jitllm::app

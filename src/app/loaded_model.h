@@ -82,6 +82,9 @@ class LoadedModel {
   // The vocabulary grammars are matched against (app/grammar_vocabulary.h), built on first
   // use (~0.1 s for 128k tokens) and shared by every constrained request.
   std::shared_ptr<const constrain::Vocabulary> grammar_vocabulary() const;
+  // The control tokens a constrained output may hold and its decoder writes as text (the
+  // tool-call markers, app/grammar_vocabulary.h).
+  std::vector<int32_t> rendered_control_tokens() const;
 
  private:
   std::unique_ptr<Engine> engine_;
@@ -92,6 +95,7 @@ class LoadedModel {
   std::vector<std::string> guarded_texts_;
   mutable std::mutex text_mutex_;  // tokenizer and template calls from several threads
   mutable std::shared_ptr<const constrain::Vocabulary> grammar_vocabulary_;  // under text_mutex_
+  mutable std::vector<int32_t> rendered_controls_;                           // the same
 };
 
 }  // namespace jitllm::app

@@ -319,8 +319,13 @@ std::string Tokenizer::decode(const std::vector<TokenId>& ids, bool remove_speci
 StreamDecoder::StreamDecoder(const Tokenizer& tokenizer, bool unparse_special)
     : tokenizer_(tokenizer), unparse_special_(unparse_special) {}
 
+StreamDecoder::StreamDecoder(const Tokenizer& tokenizer, std::vector<TokenId> rendered)
+    : tokenizer_(tokenizer), unparse_special_(false), rendered_(std::move(rendered)) {}
+
 std::string StreamDecoder::push(TokenId id) {
-  std::string p = tokenizer_.piece(id, unparse_special_);
+  const bool special = unparse_special_ ||
+                       std::find(rendered_.begin(), rendered_.end(), id) != rendered_.end();
+  std::string p = tokenizer_.piece(id, special);
   if (first_ && !p.empty()) {
     if (tokenizer_.vocab().add_space_prefix && p.front() == ' ') p.erase(0, 1);
   }

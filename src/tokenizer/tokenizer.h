@@ -82,12 +82,15 @@ class Tokenizer {
 class StreamDecoder {
  public:
   explicit StreamDecoder(const Tokenizer& tokenizer, bool unparse_special = false);
+  // Control tokens among `rendered` are written as their text; other control tokens are not.
+  StreamDecoder(const Tokenizer& tokenizer, std::vector<TokenId> rendered);
   std::string push(TokenId id);
   std::string finish();
 
  private:
   const Tokenizer& tokenizer_;
   bool unparse_special_;
+  std::vector<TokenId> rendered_;  // a few ids
   bool first_ = true;
   std::string pending_;  // bytes of an unfinished UTF-8 character
 };

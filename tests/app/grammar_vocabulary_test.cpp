@@ -58,6 +58,35 @@ TEST_P(GrammarVocabulary, MasksEqualTokenByTokenChecksAlongJsonTexts) {
   EXPECT_GT(steps, 20u);
 }
 
+// A control token whose text is a tool-call marker is text to a grammar (a constrained output
+// may choose it and its decoder writes it); any other control token stays out.
+TEST(GrammarVocabularyMarkers, ToolCallMarkersAreTheOnlyControlTokensAllowed) {
+  Metadata md = GgufFile::open(testing::oracle_path("tokenizer/ggml-vocab-gpt-2.gguf")).metadata();
+  std::vector<std::string> tokens = md.at("tokenizer.ggml.tokens").as_string_vector();
+  std::vector<int32_t> types(tokens.size(), 1);
+  if (md.has("tokenizer.ggml.token_type")) {
+    const std::vector<int64_t> given = md.at("tokenizer.ggml.token_type").as_i64_vector();
+    for (size_t i = 0; i < types.size(); ++i) types[i] = int32_t(given[i]);
+  }
+  const int32_t tag = int32_t(tokens.size()) - 2, other = int32_t(tokens.size()) - 3;
+  tokens[size_t(tag)] = "<|python_tag|>";
+  tokens[size_t(other)] = "<|start_header_id|>";
+  types[size_t(tag)] = types[size_t(other)] = 3;  // CONTROL
+  md.set("tokenizer.ggml.tokens", Value::string_array(tokens));
+  md.set("tokenizer.ggml.token_type", Value::i32_array(types));
+  const Tokenizer tok(md);
+  EXPECT_EQ(rendered_control_tokens(tok, tok.n_vocab()), std::vector<int32_t>{tag});
+  auto vocab = make_grammar_vocabulary(tok, tok.n_vocab());
+  EXPECT_EQ(vocab->bytes(tag), "<|python_tag|>");
+  EXPECT_EQ(vocab->bytes(other), "");
+  Matcher m(constrain::parse_gbnf(R"(root ::= "<|python_tag|>" "x")"), vocab);
+  EXPECT_TRUE(m.allows(m.start(), tag));
+  EXPECT_FALSE(m.allows(m.start(), other));
+  // The decoder writes the marker and drops the other control token.
+  StreamDecoder d(tok, std::vector<TokenId>{tag});
+  EXPECT_EQ(d.push(tag) + d.push(other), "<|python_tag|>");
+}
+
 INSTANTIATE_TEST_SUITE_P(Vocabularies, GrammarVocabulary,
                          ::testing::Values("llama-spm", "gpt-2", "phi-3"));
 
