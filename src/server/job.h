@@ -54,6 +54,11 @@ struct Job {
   // The grammar the output must match (null: free text), shared by the job's choices; each
   // sequence keeps its own state in it.
   std::shared_ptr<constrain::Matcher> matcher;
+  // Empty: the matcher holds from the first token; else from where one of these texts first
+  // shows in the output (GenerationOptions::grammar_triggers).
+  std::vector<std::string> grammar_triggers;
+  // Control tokens the decoder writes as text (tool-call markers) when the job is constrained.
+  std::vector<int32_t> rendered_control_tokens;
   Clock::time_point arrived = Clock::now();
   // Microseconds from arrival to the first token (-1 until then); set by the scheduler thread.
   std::atomic<int64_t> first_token_us{-1};

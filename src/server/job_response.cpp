@@ -94,6 +94,8 @@ std::shared_ptr<Job> make_job(const ServedModel& model, std::vector<int32_t> pro
     } catch (const Error& e) {
       throw invalid_request("grammar", e.what());
     }
+    job->grammar_triggers = o.grammar_triggers;
+    job->rendered_control_tokens = model.rendered_control_tokens();
   }
   return job;
 }
@@ -129,6 +131,14 @@ json collect(Job& job, const ResponseInfo& info, int n, const std::string& prefi
   }
   record_usage(job, info);
   if (job.error) throw *job.error;
+  if (info.tool_syntax)
+    for (ChoiceText& c : choices) {
+      ToolCallParser parser(*info.tool_syntax);
+      std::string content = parser.push(c.text, c.tool_calls);
+      content += parser.finish(c.tool_calls);
+      c.text = std::move(content);
+      if (!c.tool_calls.empty() && c.finish_reason == "stop") c.finish_reason = "tool_calls";
+    }
   return full_response(info, choices, job.usage, prefix);
 }
 
@@ -142,7 +152,29 @@ struct StreamState {
   bool include_usage = false;
   std::vector<JobEvent> held;  // finishing chunks wait for the usage of the last one
   bool ended = false;
+  std::vector<ToolCallParser> parsers;  // [n] when tool calls are parsed (info.tool_syntax)
 };
+
+// A choice's text through its tool-call parser: the content chunk (if any) and a chunk of the
+// calls it completed. `final`: the choice's output ended.
+std::string tool_chunks(StreamState& st, JobEvent& ev, bool first, bool final) {
+  ToolCallParser& parser = st.parsers.at(size_t(ev.index));
+  const size_t before = parser.n_calls();
+  std::vector<ToolCall> calls;
+  ev.text = parser.push(ev.text, calls);
+  if (final) ev.text += parser.finish(calls);
+  std::string out;
+  if (!ev.text.empty() || !ev.tokens.empty() || first) {
+    JobEvent content = ev;
+    content.finish_reason.reset();
+    out += sse(stream_chunk(st.info, content, first));
+  }
+  if (!calls.empty()) out += sse(tool_calls_chunk(st.info, ev.index, calls, before));
+  ev.text.clear();
+  ev.tokens.clear();
+  if (final && parser.n_calls() > 0 && ev.finish_reason == "stop") ev.finish_reason = "tool_calls";
+  return out;
+}
 
 // One call of the stream's provider: the chunks of what the job produced since the last call.
 bool provide_chunk(StreamState& st, httplib::DataSink& sink) {
@@ -154,7 +186,13 @@ bool provide_chunk(StreamState& st, httplib::DataSink& sink) {
     const bool first = !st.started.at(size_t(ev.index));
     st.started[size_t(ev.index)] = true;
     if (ev.finish_reason) {
+      // The choice's last text goes out now; its finishing chunk waits.
+      if (!st.parsers.empty()) out += tool_chunks(st, ev, first, true);
       st.held.push_back(std::move(ev));
+      continue;
+    }
+    if (!st.parsers.empty()) {
+      out += tool_chunks(st, ev, first, false);
       continue;
     }
     if (ev.text.empty() && ev.tokens.empty() && !first) continue;
@@ -198,6 +236,8 @@ void start_stream(httplib::Response& res, std::shared_ptr<Job> job, ResponseInfo
   st->info = std::move(info);
   st->started.assign(size_t(st->job->n), false);
   st->include_usage = include_usage;
+  if (st->info.tool_syntax)
+    st->parsers.assign(size_t(st->job->n), ToolCallParser(*st->info.tool_syntax));
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
   ++in_flight;

@@ -27,6 +27,18 @@ json object_header(const ResponseInfo& info, bool chunk) {
           {"system_fingerprint", "jitllm"}};
 }
 
+json tool_calls_json(const std::vector<ToolCall>& calls, bool stream, size_t first_index) {
+  json out = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    json call = {{"id", calls[i].id},
+                 {"type", "function"},
+                 {"function", {{"name", calls[i].name}, {"arguments", valid_utf8(calls[i].arguments)}}}};
+    if (stream) call["index"] = first_index + i;
+    out.push_back(std::move(call));
+  }
+  return out;
+}
+
 }  // namespace
 
 json usage_json(const Usage& u) {
@@ -76,10 +88,14 @@ json full_response(const ResponseInfo& info, const std::vector<ChoiceText>& choi
     json choice = {{"index", i}, {"finish_reason", c.finish_reason}};
     choice["logprobs"] =
         info.logprobs ? logprobs_json(info.chat, c.tokens, prefix.size()) : json(nullptr);
-    if (info.chat)
-      choice["message"] = {{"role", "assistant"}, {"content", valid_utf8(c.text)},
-                           {"refusal", nullptr}};
-    else
+    if (info.chat) {
+      json message = {{"role", "assistant"}, {"content", valid_utf8(c.text)}, {"refusal", nullptr}};
+      if (!c.tool_calls.empty()) {
+        if (c.text.empty()) message["content"] = nullptr;
+        message["tool_calls"] = tool_calls_json(c.tool_calls, false, 0);
+      }
+      choice["message"] = std::move(message);
+    } else
       choice["text"] = valid_utf8(prefix + c.text);
     arr.push_back(choice);
   }
@@ -103,6 +119,16 @@ json stream_chunk(const ResponseInfo& info, const JobEvent& ev, bool first) {
     choice["text"] = valid_utf8(ev.text);
   }
   out["choices"] = json::array({choice});
+  return out;
+}
+
+json tool_calls_chunk(const ResponseInfo& info, int choice, const std::vector<ToolCall>& calls,
+                      size_t first_index) {
+  json out = object_header(info, true);
+  out["choices"] = json::array({{{"index", choice},
+                                 {"delta", {{"tool_calls", tool_calls_json(calls, true, first_index)}}},
+                                 {"logprobs", nullptr},
+                                 {"finish_reason", nullptr}}});
   return out;
 }
 

@@ -9,7 +9,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
+
 #include "server/job.h"
+#include "server/tool_call_parser.h"
 
 namespace jitllm::server {
 
@@ -19,6 +22,9 @@ struct ResponseInfo {
   std::string model;
   bool chat = false;
   bool logprobs = false;
+  // Set when the request's tool calls are parsed out of the text (chat, tools given, tool_choice
+  // not none): the syntax the model writes them in.
+  std::optional<ToolSyntax> tool_syntax;
 };
 
 // One choice accumulated over the events of a non-streamed response.
@@ -26,6 +32,7 @@ struct ChoiceText {
   std::string text;
   std::string finish_reason;
   std::vector<TokenLogprobInfo> tokens;
+  std::vector<ToolCall> tool_calls;  // content is null when there are calls and no text
 };
 
 nlohmann::json usage_json(const Usage& usage);
@@ -39,6 +46,10 @@ nlohmann::json full_response(const ResponseInfo& info, const std::vector<ChoiceT
                              const Usage& usage, const std::string& prefix = "");
 // One SSE chunk for an event; `first` marks a chat choice's first chunk (it carries the role).
 nlohmann::json stream_chunk(const ResponseInfo& info, const JobEvent& event, bool first);
+// A chunk of a chat choice's tool calls, complete ones (delta.tool_calls, numbered from
+// `first_index` within the choice).
+nlohmann::json tool_calls_chunk(const ResponseInfo& info, int choice, const std::vector<ToolCall>& calls,
+                                size_t first_index);
 // The chunk with an empty choices array and the usage (stream_options.include_usage).
 nlohmann::json usage_chunk(const ResponseInfo& info, const Usage& usage);
 

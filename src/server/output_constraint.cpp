@@ -35,7 +35,7 @@ ojson ordered_at(const json& body, const ojson* ordered, std::initializer_list<c
 
 bool needs_ordered_body(const json& body) {
   return body.is_object() &&
-         (body.contains("response_format") || body.contains("json_schema"));
+         (body.contains("response_format") || body.contains("json_schema") || body.contains("tools"));
 }
 
 std::string schema_gbnf_or_400(const ojson& schema, const std::string& param) {

@@ -284,18 +284,8 @@ ChatRequest parse_chat_request(const json& body, const nlohmann::ordered_json* o
     message.raw["content"] = message.content;
     r.messages.push_back(std::move(message));
   }
-  if (const json* tools = field(body, "tools")) {
-    if (!tools->is_array()) throw type_error("tools", "an array", *tools);
-    r.tools = *tools;
-  }
-  // Calls are not yet parsed out of the output or enforced: refuse what would need that rather
-  // than answer 200 with plain text (auto and none leave the model free, which holds).
-  if (const json* choice = field(body, "tool_choice")) {
-    const bool free = choice->is_string() && (*choice == "auto" || *choice == "none");
-    if (!free)
-      throw invalid_request("tool_choice", "'tool_choice' may be \"auto\" or \"none\" on this "
-                                           "server (required and named functions are not enforced yet)");
-  }
+  r.tool_request = parse_tool_request(body, ordered);
+  if (const json* tools = field(body, "tools")) r.tools = *tools;
   r.parse_special_in_content = boolean(body, "parse_special_in_content", false);
   r.options = parse_options(body, true, ordered);
   return r;

@@ -7,6 +7,7 @@
 
 #include "constrain/grammar.h"
 #include "core/json_depth.h"  // json_depth_exceeded_at, checked by parse_json_body
+#include "server/tool_request.h"
 
 #include <cstdint>
 #include <map>
@@ -42,6 +43,9 @@ struct GenerationOptions {
   // What the output must match (server/output_constraint.h: grammar, json_schema,
   // response_format), parsed; null = free text.
   std::shared_ptr<const constrain::Grammar> grammar;
+  // Empty: the grammar holds from the first token. Otherwise it switches on where the output
+  // first shows one of these texts (a tool call's start, tool_choice auto).
+  std::vector<std::string> grammar_triggers;
 };
 
 struct CompletionRequest {
@@ -63,7 +67,8 @@ struct ChatMessage {
 struct ChatRequest {
   std::string model;
   std::vector<ChatMessage> messages;
-  nlohmann::json tools;  // null when absent
+  nlohmann::json tools;  // null when absent: the definitions as sent, for the template
+  ToolRequest tool_request;  // the same validated, with tool_choice and parallel_tool_calls
   // Control-token texts in message contents and tools become control tokens only when the client
   // asks (a raw prompt it built on purpose); otherwise they are text, and only the template's
   // own specials are parsed (chat/content_guard.h). /v1/completions always parses specials, as

@@ -61,6 +61,8 @@ struct Scheduler::Sequence {
   size_t chunk = 0;              // tokens of `pending` fed in the current step
   int32_t next = -1;             // sampled token to feed in the next step
   constrain::Matcher::State grammar = 0;  // where the output is in the job's grammar (if any)
+  bool grammar_on = true;  // false until a trigger shows (Job::grammar_triggers)
+  std::string recent;      // the output's last bytes, searched for a trigger while it is off
   int generated = 0;
   bool done = false;
   Clock::time_point last_token;
@@ -73,6 +75,10 @@ Scheduler::Scheduler(Engine& engine, const Tokenizer& tokenizer, Metrics& metric
   if (options_.parallel <= 0) throw_error("-parallel must be positive, got {}", options_.parallel);
   if (options_.prefill_chunk <= 0) throw_error("prefill chunk must be positive");
   if (options_.mixed_step_rows <= 0) options_.mixed_step_rows = 1;
+  // Positions past the training context are not served (RoPE scaling is the model's to set).
+  if (options_.n_ctx > engine.config().n_ctx_train)
+    log(LogLevel::Warn, "--ctx-size {} is past the model's training context; serving {} tokens "
+        "per sequence", options_.n_ctx, engine.config().n_ctx_train);
   if (options_.n_ctx <= 0 || options_.n_ctx > engine.config().n_ctx_train)
     options_.n_ctx = engine.config().n_ctx_train;
   // Logits past the tokenizer's last token (a padded head) are never sampled (sampler_chain.h).
@@ -226,8 +232,9 @@ void Scheduler::admit() {
       for (int32_t t : job->prompt) seq->sampler->accept(t);
       // The decoder sees the prompt first (its text dropped), so the first generated token
       // keeps its leading space as a continuation of the prompt (as `jitllm run` prints it).
-      seq->decoder.emplace(tokenizer_);
+      seq->decoder.emplace(tokenizer_, job->rendered_control_tokens);
       for (int32_t t : job->prompt) seq->decoder->push(t);
+      seq->grammar_on = job->grammar_triggers.empty();
       seq->stop.emplace(job->stop);
       metrics_.add_counter("prompt_tokens_total", double(job->prompt.size() - size_t(keep)));
       active_.push_back(std::move(seq));
@@ -435,8 +442,9 @@ void Scheduler::on_logits(Sequence& seq, std::span<const float> logits) {
       if (sp.seed != SamplingParams::kRandomSeed) sp.seed += uint32_t(i);
       other->sampler.emplace(sp, int32_t(n_tokens_));
       for (int32_t t : run.job->prompt) other->sampler->accept(t);
-      other->decoder.emplace(tokenizer_);
+      other->decoder.emplace(tokenizer_, run.job->rendered_control_tokens);
       for (int32_t t : run.job->prompt) other->decoder->push(t);
+      other->grammar_on = run.job->grammar_triggers.empty();
       other->stop.emplace(run.job->stop);
       // In active_ before its first token, so a fault in it is retired like any sequence.
       ++run.live;
@@ -454,7 +462,7 @@ Scheduler::Draw Scheduler::draw_token(Sequence& seq, std::span<const float> logi
   if (seq.generated >= job.max_tokens) return d;  // d.token < 0: the length is reached
   const std::span<const float> candidates = logits.first(n_tokens_);
   fault("sample");
-  if (job.matcher) {
+  if (job.matcher && seq.grammar_on) {
     // Greedy: the best token stands when the grammar allows it (then it is also the best of the
     // allowed ones), so most steps need no mask. Drawn: the draw is over the allowed tokens.
     const auto t0 = Clock::now();
@@ -499,14 +507,16 @@ void Scheduler::emit_token(Sequence& seq, Draw draw) {
     metrics_.observe("inter_token_latency_seconds", seconds_between(seq.last_token, now));
   }
   seq.last_token = now;
-  if (job.matcher) metrics_.observe("grammar_seconds", draw.grammar_seconds);
+  if (job.matcher && seq.grammar_on) metrics_.observe("grammar_seconds", draw.grammar_seconds);
   if (tokenizer_.vocab().is_eog(tok)) return finish_sequence(seq, "stop", "");
   bool grammar_done = false;
-  if (job.matcher) {
+  if (job.matcher && seq.grammar_on) {
     seq.grammar = job.matcher->advance(seq.grammar, tok);
     if (seq.grammar == constrain::Matcher::kDead)
       throw Error(fmt::format("the sampled token {} is outside the grammar", tok));
     grammar_done = job.matcher->finished(seq.grammar);
+  } else if (job.matcher) {
+    grammar_done = watch_for_trigger(seq, tok);
   }
   seq.sampler->accept(tok);
   ++seq.generated;
@@ -538,6 +548,29 @@ void Scheduler::emit_token(Sequence& seq, Draw draw) {
   }
   seq.next = tok;
   if (!ev.text.empty() || !ev.tokens.empty()) job.push(std::move(ev));
+}
+
+bool Scheduler::watch_for_trigger(Sequence& seq, int32_t tok) {
+  const Job& job = *seq.run->job;
+  seq.recent += tokenizer_.piece(tok);
+  size_t at = std::string::npos, longest = 0;
+  for (const std::string& t : job.grammar_triggers) {
+    at = std::min(at, seq.recent.find(t));
+    longest = std::max(longest, t.size());
+  }
+  if (at != std::string::npos) {
+    // The grammar holds from the trigger on, the rest of this token's text included.
+    const auto state = job.matcher->advance_bytes(job.matcher->start(), std::string_view(seq.recent).substr(at));
+    if (state != constrain::Matcher::kDead) {
+      seq.grammar_on = true;
+      seq.grammar = state;
+      seq.recent.clear();
+      return job.matcher->finished(state);
+    }
+    seq.recent.erase(0, at + 1);  // not a call after all: text, searched on
+  }
+  if (seq.recent.size() >= longest) seq.recent.erase(0, seq.recent.size() - (longest - 1));
+  return false;
 }
 
 void Scheduler::finish_sequence(Sequence& seq, const char* reason, std::string tail) {

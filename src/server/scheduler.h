@@ -104,6 +104,9 @@ class Scheduler {
   Draw draw_token(Sequence& seq, std::span<const float> logits) const;
   void emit_token(Sequence& seq, Draw draw);  // the scheduler thread's part: events, stops
   void emit_token(Sequence& seq, std::span<const float> logits);
+  // A lazily applied grammar (tool_choice auto): switches it on when the output shows one of
+  // the job's triggers; true when the grammar is then already complete.
+  bool watch_for_trigger(Sequence& seq, int32_t tok);
   void finish_sequence(Sequence& seq, const char* reason, std::string tail);
   // Ends every sequence of the job `seq` belongs to with `error`; the others run on.
   void fail_job(Sequence& seq, const ApiError& error);

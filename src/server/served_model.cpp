@@ -27,6 +27,8 @@ ServedModel::ServedModel(ModelOptions options, Metrics& metrics)
   if (!model_->has_own_template())
     log(LogLevel::Warn, "{}: the model has no chat template; /v1/chat/completions uses a "
         "ChatML-like default (pass -chat-template FILE to choose one)", id_);
+  tool_syntax_ = detect_tool_syntax(model_->chat_template_source());
+  log(LogLevel::Info, "{}: tool calls in the {} syntax", id_, tool_syntax_name(tool_syntax_));
   options.scheduler.model_id = id_;
   scheduler_ = std::make_unique<Scheduler>(model_->engine(), model_->tokenizer(), metrics,
                                            options.scheduler);

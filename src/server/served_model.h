@@ -15,6 +15,7 @@
 #include "runtime/engine.h"
 #include "server/metrics.h"
 #include "server/scheduler.h"
+#include "server/tool_syntax.h"
 
 namespace jitllm::server {
 
@@ -48,6 +49,8 @@ class ServedModel {
   const std::vector<std::string>& implicit_stops() const { return model_->implicit_stops(); }
   const std::string& chat_template_source() const { return model_->chat_template_source(); }
   const std::string& path() const { return path_; }
+  // How the model writes tool calls, read off its chat template once at load.
+  ToolSyntax tool_syntax() const { return tool_syntax_; }
 
   // The text helpers of app::LoadedModel (thread-safe).
   std::vector<int32_t> tokenize_prompt(const std::string& text) const {
@@ -71,6 +74,7 @@ class ServedModel {
   std::shared_ptr<const constrain::Vocabulary> grammar_vocabulary() const {
     return model_->grammar_vocabulary();
   }
+  std::vector<int32_t> rendered_control_tokens() const { return model_->rendered_control_tokens(); }
   std::vector<int32_t> tokenize_text(const std::string& text, bool add_special) const {
     return model_->tokenize_text(text, add_special);
   }
@@ -81,6 +85,7 @@ class ServedModel {
 
  private:
   std::string id_;
+  ToolSyntax tool_syntax_ = ToolSyntax::Generic;
   std::string path_;  // as given ("" = the bundled default model)
   std::unique_ptr<app::LoadedModel> model_;
   std::unique_ptr<Scheduler> scheduler_;  // declared last: stopped before the model goes

@@ -173,21 +173,20 @@ TEST(JsonBody, NestingPastTheLimitIsRefusedBeforeAnythingRecurses) {
   EXPECT_NO_THROW(parse_json_body(in_string)) << in_string;
 }
 
-}  // namespace
-}  // namespace jitllm::server
-
-namespace jitllm::server {
-namespace {
-
-TEST(ChatRequest, ToolChoiceThatWouldNeedEnforcingIsRefused) {
+TEST(ChatRequest, CarriesTheToolRequest) {
   auto body = [](const char* choice) {
     return nlohmann::json::parse(std::string(R"({"messages":[{"role":"user","content":"x"}],
         "tools":[{"type":"function","function":{"name":"f","parameters":{}}}],"tool_choice":)") +
                                  choice + "}");
   };
-  EXPECT_NO_THROW(parse_chat_request(body(R"("auto")")));
-  EXPECT_NO_THROW(parse_chat_request(body(R"("none")")));
-  for (const char* refused : {R"("required")", R"({"type":"function","function":{"name":"f"}})", "1"}) {
+  EXPECT_EQ(parse_chat_request(body(R"("auto")")).tool_request.choice, ToolChoice::Auto);
+  EXPECT_EQ(parse_chat_request(body(R"("none")")).tool_request.choice, ToolChoice::None);
+  EXPECT_EQ(parse_chat_request(body(R"("required")")).tool_request.choice, ToolChoice::Required);
+  const ChatRequest named = parse_chat_request(body(R"({"type":"function","function":{"name":"f"}})"));
+  EXPECT_EQ(named.tool_request.choice, ToolChoice::Named);
+  EXPECT_EQ(named.tool_request.named, "f");
+  EXPECT_EQ(named.tools.size(), 1u);  // the definitions as sent, for the template
+  for (const char* refused : {R"({"type":"function","function":{"name":"g"}})", "1", R"("sometimes")"}) {
     try {
       parse_chat_request(body(refused));
       ADD_FAILURE() << "accepted tool_choice " << refused;

@@ -1,0 +1,225 @@
+// Tool calls out of a streamed output (see tool_call_parser.h).
+#include "server/tool_call_parser.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cctype>
+#include <optional>
+
+namespace jitllm::server {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+bool space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+size_t skip_space(std::string_view s, size_t at) {
+  while (at < s.size() && space(s[at])) ++at;
+  return at;
+}
+
+const std::vector<std::string>& triggers(ToolSyntax syntax) {
+  static const std::vector<std::string> hermes = {"<tool_call>"};
+  static const std::vector<std::string> llama = {"<|python_tag|>", "{\"name\""};
+  static const std::vector<std::string> mistral = {"[TOOL_CALLS]"};
+  static const std::vector<std::string> none;
+  switch (syntax) {
+    case ToolSyntax::Hermes:
+    case ToolSyntax::Generic: return hermes;
+    case ToolSyntax::Llama3: return llama;
+    case ToolSyntax::MistralList:
+    case ToolSyntax::MistralArgs: return mistral;
+    case ToolSyntax::Unsupported: break;
+  }
+  return none;
+}
+
+// Bytes at the end of `s` (from `from`) that could be the start of a trigger.
+size_t partial_trigger(std::string_view s, size_t from, const std::vector<std::string>& ts) {
+  size_t hold = 0;
+  for (const std::string& t : ts)
+    for (size_t n = std::min(t.size() - 1, s.size() - from); n > hold; --n)
+      if (s.substr(s.size() - n) == std::string_view(t).substr(0, n)) {
+        hold = n;
+        break;
+      }
+  return hold;
+}
+
+enum class Step { Done, Wait, Bad };
+
+// `s` at `at` starts with `lit`: Done (at moves past it); Wait while `s` ends inside it.
+Step expect(std::string_view s, size_t& at, std::string_view lit, bool final) {
+  const std::string_view rest = s.substr(at);
+  if (rest.substr(0, lit.size()) == lit) {
+    at += lit.size();
+    return Step::Done;
+  }
+  if (!final && rest.size() < lit.size() && lit.substr(0, rest.size()) == rest) return Step::Wait;
+  return Step::Bad;
+}
+
+// The JSON value at `at`, parsed (Wait while incomplete).
+Step json_at(std::string_view s, size_t& at, bool final, ojson& out) {
+  at = skip_space(s, at);
+  const size_t end = json_value_end(s.substr(at));
+  if (end == std::string::npos) return final ? Step::Bad : Step::Wait;
+  out = ojson::parse(s.substr(at, end), nullptr, false);
+  if (out.is_discarded()) return Step::Bad;
+  at += end;
+  return Step::Done;
+}
+
+// name + arguments of a call object (arguments under `key`, or written as a JSON string).
+std::optional<ToolCall> call_of(const ojson& o, const char* key) {
+  if (!o.is_object() || !o.contains("name") || !o["name"].is_string()) return std::nullopt;
+  auto it = o.find(key);
+  if (it == o.end()) it = o.find("arguments");
+  if (it == o.end()) return std::nullopt;
+  ojson args = *it;
+  if (args.is_string()) args = ojson::parse(args.get<std::string>(), nullptr, false);
+  if (!args.is_object()) return std::nullopt;
+  return ToolCall{"", o["name"].get<std::string>(), args.dump()};
+}
+
+// One call (or, for MistralList, the whole list) at `at`.
+Step parse_one(ToolSyntax syntax, std::string_view s, size_t& at, bool final,
+               std::vector<ToolCall>& out) {
+  Step st;
+  ojson value;
+  switch (syntax) {
+    case ToolSyntax::Hermes:
+    case ToolSyntax::Generic: {
+      if ((st = expect(s, at, "<tool_call>", final)) != Step::Done) return st;
+      if ((st = json_at(s, at, final, value)) != Step::Done) return st;
+      at = skip_space(s, at);
+      if ((st = expect(s, at, "</tool_call>", final)) != Step::Done) return st;
+      auto call = call_of(value, "arguments");
+      if (!call) return Step::Bad;
+      out.push_back(std::move(*call));
+      return Step::Done;
+    }
+    case ToolSyntax::Llama3: {
+      if (expect(s, at, "<|python_tag|>", final) == Step::Wait) return Step::Wait;
+      if ((st = json_at(s, at, final, value)) != Step::Done) return st;
+      auto call = call_of(value, "parameters");
+      if (!call) return Step::Bad;
+      out.push_back(std::move(*call));
+      return Step::Done;
+    }
+    case ToolSyntax::MistralList: {
+      if ((st = expect(s, at, "[TOOL_CALLS]", final)) != Step::Done) return st;
+      if ((st = json_at(s, at, final, value)) != Step::Done) return st;
+      if (!value.is_array() || value.empty()) return Step::Bad;
+      std::vector<ToolCall> calls;
+      for (const ojson& c : value) {
+        auto call = call_of(c, "arguments");
+        if (!call) return Step::Bad;
+        calls.push_back(std::move(*call));
+      }
+      for (auto& c : calls) out.push_back(std::move(c));
+      return Step::Done;
+    }
+    case ToolSyntax::MistralArgs: {
+      if ((st = expect(s, at, "[TOOL_CALLS]", final)) != Step::Done) return st;
+      const size_t args = s.find("[ARGS]", at);
+      if (args == std::string::npos) return final ? Step::Bad : Step::Wait;
+      std::string_view name = s.substr(at, args - at);
+      if (const size_t id = name.find("[CALL_ID]"); id != std::string::npos) name = name.substr(0, id);
+      at = args + 6;
+      if (name.empty()) return Step::Bad;
+      if ((st = json_at(s, at, final, value)) != Step::Done) return st;
+      if (!value.is_object()) return Step::Bad;
+      out.push_back(ToolCall{"", std::string(name), value.dump()});
+      return Step::Done;
+    }
+    case ToolSyntax::Unsupported: break;
+  }
+  return Step::Bad;
+}
+
+}  // namespace
+
+size_t json_value_end(std::string_view s) {
+  size_t i = skip_space(s, 0);
+  if (i == s.size()) return std::string::npos;
+  const char first = s[i];
+  if (first != '{' && first != '[' && first != '"') {
+    // A number or literal ends at a delimiter; at the end of the text it may go on.
+    while (i < s.size() && !space(s[i]) && s[i] != ',' && s[i] != '}' && s[i] != ']') ++i;
+    return i == s.size() ? std::string::npos : i;
+  }
+  int depth = 0;
+  bool in_string = false;
+  for (; i < s.size(); ++i) {
+    const char c = s[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') {
+        in_string = false;
+        if (depth == 0) return i + 1;
+      }
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '{' || c == '[') ++depth;
+    else if ((c == '}' || c == ']') && --depth == 0) return i + 1;
+  }
+  return std::string::npos;
+}
+
+ToolCallParser::ToolCallParser(ToolSyntax syntax) : syntax_(syntax) {}
+
+bool ToolCallParser::parse_calls(std::vector<ToolCall>& calls, bool final) {
+  while (true) {
+    size_t at = skip_space(text_, parsed_);
+    if (at == text_.size()) return true;
+    std::vector<ToolCall> got;
+    const Step st = parse_one(syntax_, text_, at, final, got);
+    if (st == Step::Wait) return true;
+    if (st == Step::Bad) return false;
+    for (ToolCall& c : got) {
+      c.id = new_tool_call_id(syntax_);
+      calls.push_back(std::move(c));
+      ++n_calls_;
+    }
+    parsed_ = at;
+  }
+}
+
+std::string ToolCallParser::push(std::string_view text, std::vector<ToolCall>& calls) {
+  text_ += text;
+  const auto& ts = triggers(syntax_);
+  if (calls_at_ == std::string::npos && !failed_) {
+    for (const std::string& t : ts)
+      calls_at_ = std::min(calls_at_, text_.find(t, shown_));
+    parsed_ = calls_at_;
+  }
+  size_t end = text_.size();
+  if (calls_at_ != std::string::npos && !failed_) end = calls_at_;
+  else if (!failed_) end -= partial_trigger(text_, shown_, ts);
+  // Whitespace before a call is not content; hold it until text follows.
+  while (end > shown_ && space(text_[end - 1])) --end;
+  std::string out = text_.substr(shown_, end - shown_);
+  shown_ = end;
+  if (calls_at_ != std::string::npos && !failed_ && !parse_calls(calls, false) && n_calls_ == 0)
+    failed_ = true;  // what follows the trigger is no call: it is content after all
+  return out;
+}
+
+std::string ToolCallParser::finish(std::vector<ToolCall>& calls) {
+  if (calls_at_ != std::string::npos && !failed_ && !parse_calls(calls, true) && n_calls_ == 0)
+    failed_ = true;
+  if (calls_at_ == std::string::npos || failed_) {
+    std::string out = text_.substr(shown_);
+    shown_ = text_.size();
+    return out;
+  }
+  // Calls were read; text after them that is not one (a call cut short) goes into the content.
+  std::string rest = text_.substr(skip_space(text_, parsed_));
+  parsed_ = text_.size();
+  return rest;
+}
+
+}  // namespace jitllm::server

@@ -1,0 +1,197 @@
+// Tool-call syntaxes (see tool_syntax.h).
+#include "server/tool_syntax.h"
+
+#include <fmt/format.h>
+
+#include <random>
+
+#include "constrain/json_schema.h"
+#include "server/api_error.h"
+
+namespace jitllm::server {
+
+namespace {
+
+using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+bool has(std::string_view text, std::string_view what) {
+  return text.find(what) != std::string_view::npos;
+}
+
+// The argument key each JSON syntax writes.
+const char* arguments_key(ToolSyntax syntax) {
+  return syntax == ToolSyntax::Llama3 ? "parameters" : "arguments";
+}
+
+// {"name": "<name>", "<key>": <args>} for one tool, as a GBNF sequence.
+std::string json_call(const std::string& name, const char* key, const std::string& args_rule) {
+  return fmt::format(R"("{{" sp "\"name\"" sp ":" sp {} sp "," sp {} sp ":" sp {} sp "}}")",
+                     constrain::gbnf_literal(json(name).dump()),
+                     constrain::gbnf_literal(json(key).dump()), args_rule);
+}
+
+std::string call_text_hermes(const ojson& call) {
+  return "<tool_call>\n" + call.dump() + "\n</tool_call>";
+}
+
+}  // namespace
+
+ToolSyntax detect_tool_syntax(std::string_view t) {
+  if (has(t, "[TOOL_CALLS]")) return has(t, "[ARGS]") ? ToolSyntax::MistralArgs : ToolSyntax::MistralList;
+  // Syntaxes not parsed here, some of which also write <tool_call> or <|python_tag|>: XML
+  // arguments (Qwen3-Coder, functionary, GLM), harmony channels (gpt-oss), DeepSeek's markers.
+  for (std::string_view other : {"<function=", "<arg_key>", "<|channel|>", "tool\u2581calls", ">>>"})
+    if (has(t, other)) return ToolSyntax::Unsupported;
+  if (has(t, "<tool_call>")) return has(t, "\"arguments\"") ? ToolSyntax::Hermes : ToolSyntax::Unsupported;
+  if (has(t, "<|python_tag|>") || (has(t, "\"parameters\"") && has(t, "ipython")))
+    return ToolSyntax::Llama3;
+  if (has(t, "tools") || has(t, "tool_calls")) return ToolSyntax::Unsupported;
+  return ToolSyntax::Generic;
+}
+
+const char* tool_syntax_name(ToolSyntax syntax) {
+  switch (syntax) {
+    case ToolSyntax::Hermes: return "hermes";
+    case ToolSyntax::Llama3: return "llama3";
+    case ToolSyntax::MistralList: return "mistral-list";
+    case ToolSyntax::MistralArgs: return "mistral-args";
+    case ToolSyntax::Generic: return "generic";
+    case ToolSyntax::Unsupported: return "unsupported";
+  }
+  return "unsupported";
+}
+
+ToolGrammar tool_call_grammar(ToolSyntax syntax, const ToolRequest& request) {
+  if (syntax == ToolSyntax::Unsupported)
+    throw invalid_request("tools", "this model's chat template writes tool calls in a syntax "
+                                   "this server does not parse");
+  // Between the parts of a call: at most one space or newline (a small model left to the
+  // argument grammar's bounded whitespace spends its tokens there).
+  std::string rules = constrain::json_value_rules() + "sp ::= | \" \" | \"\\n\"\n";
+  std::vector<std::string> calls;
+  for (size_t i = 0; i < request.tools.size(); ++i) {
+    const ToolDefinition& tool = request.tools[i];
+    if (request.choice == ToolChoice::Named && tool.name != request.named) continue;
+    const std::string prefix = fmt::format("tool{}-", i);
+    try {
+      rules += constrain::json_schema_rules(tool.parameters, prefix);
+    } catch (const constrain::SchemaError& e) {
+      const std::string param = fmt::format("tools[{}].function.parameters", i);
+      throw invalid_request(param, fmt::format("'{}': {}", param, e.what()));
+    }
+    const std::string args = prefix + "root";
+    if (syntax == ToolSyntax::MistralArgs)
+      calls.push_back(constrain::gbnf_literal(tool.name) + " \"[ARGS]\" " + args);
+    else
+      calls.push_back(json_call(tool.name, arguments_key(syntax), args));
+  }
+  std::string call = "tool-call ::= ";
+  for (size_t i = 0; i < calls.size(); ++i) call += (i ? " | " : "") + calls[i];
+  rules += call + "\n";
+
+  // A named function is one call; otherwise parallel_tool_calls says whether more may follow.
+  const bool several = request.parallel && request.choice != ToolChoice::Named;
+  ToolGrammar g;
+  switch (syntax) {
+    case ToolSyntax::Hermes:
+    case ToolSyntax::Generic:
+      rules += R"(one-call ::= "<tool_call>" sp tool-call sp "</tool_call>")" "\n";
+      rules += several ? "root ::= one-call (sp one-call)*\n" : "root ::= one-call\n";
+      g.triggers = {"<tool_call>"};
+      break;
+    case ToolSyntax::Llama3:
+      // The template allows one call per turn.
+      rules += R"(root ::= ("<|python_tag|>")? tool-call)" "\n";
+      g.triggers = {"<|python_tag|>", "{\"name\""};
+      break;
+    case ToolSyntax::MistralList:
+      rules += several ? R"(root ::= "[TOOL_CALLS]" "[" tool-call ("," sp tool-call)* "]")" "\n"
+                       : R"(root ::= "[TOOL_CALLS]" "[" tool-call "]")" "\n";
+      g.triggers = {"[TOOL_CALLS]"};
+      break;
+    case ToolSyntax::MistralArgs:
+      rules += R"(one-call ::= "[TOOL_CALLS]" tool-call)" "\n";
+      rules += several ? "root ::= one-call+\n" : "root ::= one-call\n";
+      g.triggers = {"[TOOL_CALLS]"};
+      break;
+    case ToolSyntax::Unsupported: break;
+  }
+  if (request.choice != ToolChoice::Auto) g.triggers.clear();
+  g.gbnf = std::move(rules);
+  return g;
+}
+
+std::string new_tool_call_id(ToolSyntax syntax) {
+  static constexpr char kAlnum[] =
+      "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  const bool mistral = syntax == ToolSyntax::MistralList || syntax == ToolSyntax::MistralArgs;
+  std::string id = mistral ? "" : "call_";
+  for (int i = 0; i < (mistral ? 9 : 24); ++i) id += kAlnum[rng() % (sizeof(kAlnum) - 1)];
+  return id;
+}
+
+void adapt_conversation(ToolSyntax syntax, const ToolRequest& request, ojson& messages,
+                        json& tools) {
+  for (ojson& m : messages) {
+    auto calls = m.find("tool_calls");
+    if (calls == m.end() || !calls->is_array()) continue;
+    for (ojson& call : *calls) {
+      if (!call.is_object() || !call.contains("function") || !call["function"].is_object()) continue;
+      ojson& fn = call["function"];
+      if (!fn.contains("arguments") || !fn["arguments"].is_string()) continue;
+      ojson args = ojson::parse(fn["arguments"].get<std::string>(), nullptr, false);
+      if (args.is_object()) fn["arguments"] = std::move(args);
+    }
+  }
+  if (syntax != ToolSyntax::Generic) return;
+
+  // The template knows no tools: describe them, and write calls and results as text.
+  ojson out = ojson::array();
+  for (ojson& m : messages) {
+    const std::string role = m.value("role", "");
+    if (role == "assistant" && m.contains("tool_calls") && m["tool_calls"].is_array()) {
+      std::string text = m.contains("content") && m["content"].is_string() ? m["content"].get<std::string>() : "";
+      for (const ojson& call : m["tool_calls"]) {
+        const ojson fn = call.value("function", ojson::object());
+        text += (text.empty() ? "" : "\n") +
+                call_text_hermes({{"name", fn.value("name", "")},
+                                  {"arguments", fn.value("arguments", ojson::object())}});
+      }
+      out.push_back({{"role", "assistant"}, {"content", text}});
+    } else if (role == "tool") {
+      const std::string result = "<tool_response>\n" +
+                                 (m.contains("content") && m["content"].is_string() ? m["content"].get<std::string>() : "") +
+                                 "\n</tool_response>";
+      // Results of one turn's calls go back as one user message (templates that insist on
+      // alternating roles accept it).
+      if (!out.empty() && out.back().value("role", "") == "user" && out.back().value("tool_results", false))
+        out.back()["content"] = out.back()["content"].get<std::string>() + "\n" + result;
+      else
+        out.push_back({{"role", "user"}, {"content", result}, {"tool_results", true}});
+    } else {
+      out.push_back(std::move(m));
+    }
+  }
+  for (ojson& m : out) m.erase("tool_results");
+  if (request.calls_expected()) {
+    std::string text =
+        "You may call the functions below. To call one, answer with "
+        "<tool_call>{\"name\": <function name>, \"arguments\": <arguments as a JSON object>}"
+        "</tool_call>" +
+        std::string(request.parallel ? " (one such block per call)" : "") +
+        "; the results come back in <tool_response> blocks.\n\nFunctions:";
+    for (const ToolDefinition& t : request.tools)
+      text += "\n" + ojson({{"name", t.name}, {"description", t.description},
+                            {"parameters", t.parameters}}).dump();
+    if (!out.empty() && out[0].value("role", "") == "system" && out[0]["content"].is_string())
+      out[0]["content"] = out[0]["content"].get<std::string>() + "\n\n" + text;
+    else
+      out.insert(out.begin(), ojson{{"role", "system"}, {"content", text}});
+  }
+  messages = std::move(out);
+  tools = nullptr;
+}
+
+}  // namespace jitllm::server

@@ -1,0 +1,55 @@
+// How a model writes tool calls, read off its chat template, and what follows from it: the
+// grammar that holds a call to the tools' argument schemas, the text that starts a call (where
+// a lazily applied grammar switches on), the conversation as the template can render it, and
+// the call ids the template accepts back.
+//
+//   Hermes      <tool_call>{"name": N, "arguments": {...}}</tool_call>, repeated
+//               (Qwen2.5, Qwen3, Hermes 2 Pro / 3, Granite 4, ...)
+//   Llama3      [<|python_tag|>]{"name": N, "parameters": {...}}, one call per turn
+//               (Llama 3.1 / 3.2 / 3.3)
+//   MistralList [TOOL_CALLS][{"name": N, "arguments": {...}}, ...] (Mistral Nemo)
+//   MistralArgs [TOOL_CALLS]N[ARGS]{...}, repeated (Mistral Small 3.2, Devstral, Ministral 3)
+//   Generic     a template that knows no tools: the tools are described in a system message
+//               and calls written the Hermes way; calls and results in the history become text
+//   Unsupported a template with a tool syntax not parsed here (gpt-oss harmony, DeepSeek,
+//               GLM, Qwen3-Coder XML, functionary, ...): requests with tools get a 400
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/tool_request.h"
+
+namespace jitllm::server {
+
+enum class ToolSyntax { Hermes, Llama3, MistralList, MistralArgs, Generic, Unsupported };
+
+ToolSyntax detect_tool_syntax(std::string_view template_source);
+const char* tool_syntax_name(ToolSyntax syntax);
+
+struct ToolGrammar {
+  std::string gbnf;  // root: the call(s) the request allows
+  // Empty: the grammar holds from the first token (required, named). Otherwise (auto) the
+  // output is free until one of these texts appears; the grammar then holds from that text on.
+  std::vector<std::string> triggers;
+};
+
+// Throws ApiError 400 naming tools[i].function.parameters when a schema cannot be enforced.
+ToolGrammar tool_call_grammar(ToolSyntax syntax, const ToolRequest& request);
+
+// Call ids as the syntax's template accepts them back ("call_" + 24 characters; Mistral's
+// templates insist on 9 alphanumerics).
+std::string new_tool_call_id(ToolSyntax syntax);
+
+// The messages and tools as the template should see them: tool-call arguments sent as JSON
+// strings (OpenAI's shape) become objects (templates write them with tojson); for Generic, the
+// tools go into the first system message with the calling convention, assistant calls become
+// <tool_call> text and tool results user messages. `tools` is replaced by what the template
+// gets (null for Generic).
+void adapt_conversation(ToolSyntax syntax, const ToolRequest& request,
+                        nlohmann::ordered_json& messages, nlohmann::json& tools);
+
+}  // namespace jitllm::server

@@ -1,0 +1,83 @@
+// Grammars in the scheduler: a grammar from the first token holds the whole output and ends it
+// when complete; a lazily applied one (tool_choice auto) leaves the output free until its
+// trigger shows, then holds from the trigger on, within the token that brought it.
+#include <gtest/gtest.h>
+
+#include "app/grammar_vocabulary.h"
+#include "constrain/gbnf.h"
+#include "constrain/json_schema.h"
+#include "server/scheduler_fixture.h"
+
+namespace jitllm::server {
+namespace {
+
+std::shared_ptr<constrain::Matcher> matcher(const Tokenizer& tok, const std::string& gbnf) {
+  return std::make_shared<constrain::Matcher>(constrain::parse_gbnf(gbnf),
+                                              app::make_grammar_vocabulary(tok, tok.n_vocab()));
+}
+
+struct Tokens {
+  std::vector<int32_t> ids;
+  std::string text;
+};
+
+// The free greedy output, token by token.
+Tokens free_run(Fixture& f, const std::string& prompt, int n) {
+  auto job = greedy_job(*f.tok, prompt, n);
+  job->logprobs = true;
+  f.sched->submit(job);
+  Tokens out;
+  bool done = false;
+  for (int spins = 0; !done && spins < 600; ++spins)
+    for (JobEvent& ev : job->take(std::chrono::milliseconds(100), done)) {
+      out.text += ev.text;
+      for (const auto& t : ev.tokens) out.ids.push_back(t.id);
+    }
+  return out;
+}
+
+TEST(SchedulerGrammar, AGrammarFromTheStartHoldsAndEndsTheOutput) {
+  Fixture f(2);
+  auto job = greedy_job(*f.tok, "The function returns", 40);
+  job->matcher = matcher(*f.tok, R"(root ::= " [" ("yes" | "no") "]")");
+  f.sched->submit(job);
+  const Result r = wait(*job);
+  EXPECT_TRUE(r.text[0] == " [yes]" || r.text[0] == " [no]") << r.text[0];
+  EXPECT_EQ(r.finish[0], "stop");
+}
+
+TEST(SchedulerGrammar, ALazyGrammarSwitchesOnAtItsTrigger) {
+  Fixture f(2);
+  const std::string prompt = "The function returns";
+  const Tokens free = free_run(f, prompt, 16);
+  ASSERT_GE(free.ids.size(), 8u);
+  // The trigger: the text of a token well into the output, first seen there.
+  size_t k = 3, end = 0;
+  std::string trigger;
+  for (; k < free.ids.size(); ++k) {
+    std::string before;
+    for (size_t i = 0; i < k; ++i) before += f.tok->piece(free.ids[i]);
+    trigger = f.tok->piece(free.ids[k]);
+    end = before.size() + trigger.size();
+    if (trigger.size() >= 2 && (before + trigger).find(trigger) == before.size()) break;
+  }
+  ASSERT_LT(k, free.ids.size()) << "no token of the output makes a trigger";
+  auto job = greedy_job(*f.tok, prompt, 40);
+  job->matcher = matcher(*f.tok, "root ::= " + constrain::gbnf_literal(trigger) + R"( " 1 2 3")");
+  job->grammar_triggers = {trigger};
+  f.sched->submit(job);
+  const Result r = wait(*job);
+  // Free (the same greedy text) up to the trigger, then held, and ended when complete.
+  EXPECT_EQ(r.text[0], free.text.substr(0, end) + " 1 2 3");
+  EXPECT_EQ(r.finish[0], "stop");
+
+  // A trigger that never shows leaves the output free.
+  auto never = greedy_job(*f.tok, prompt, 16);
+  never->matcher = matcher(*f.tok, R"(root ::= "@@" "x")");
+  never->grammar_triggers = {"@@"};
+  f.sched->submit(never);
+  EXPECT_EQ(wait(*never).text[0], free.text);
+}
+
+}  // namespace
+}  // namespace jitllm::server
