@@ -7,14 +7,15 @@ it runs on the GPU machine and the dev box alike.
 
     python3 bench/serve/load.py --url http://127.0.0.1:8080 --clients 1,16,64 --seconds 30 \\
         [--route completions|chat] [--prompt-tokens 128] [--max-tokens 128] [--model NAME] \\
-        [--json OUT.json]
+        [--extra '{"response_format": {"type": "json_object"}}'] [--json OUT.json]
 
 Prompts are about --prompt-tokens words (a word is about a token for llama-like vocabularies; the
 usage the server reports is what counts), different per client so no server shares a prefix
 between clients. Generation is greedy and ignores EOS (jitllmd and llama-server know ignore_eos).
 A request that ends in the window counts the completion tokens its server reports; one that
 crosses the end counts the content chunks that arrived before it (one per token on jitllmd and
-llama-server).
+llama-server). --extra merges its JSON object into every request body (an output constraint,
+sampling options), so one run can be set beside another that differs only there.
 """
 import argparse
 import http.client
@@ -38,6 +39,7 @@ def one_request(args, client, deadline, stats):
             "stream_options": {"include_usage": True}}
     if args.model:
         body["model"] = args.model
+    body.update(args.extra)
     if args.route == "chat":
         path = "/v1/chat/completions"
         body["messages"] = [{"role": "user", "content": prompt_for(client, args.prompt_tokens)}]
@@ -142,13 +144,16 @@ def main():
     ap.add_argument("--prompt-tokens", type=int, default=128)
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--model")
+    ap.add_argument("--extra", type=json.loads, default={},
+                    help="a JSON object merged into every request body")
     ap.add_argument("--json")
     args = ap.parse_args()
     rows = [run(args, int(c)) for c in args.clients.split(",")]
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"url": args.url, "route": args.route, "prompt_tokens": args.prompt_tokens,
-                       "max_tokens": args.max_tokens, "seconds": args.seconds, "rows": rows}, f,
+                       "max_tokens": args.max_tokens, "seconds": args.seconds, "extra": args.extra,
+                       "rows": rows}, f,
                       indent=1)
 
 

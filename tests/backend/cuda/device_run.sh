@@ -11,7 +11,9 @@
 # bench (matvec shapes), profile (per-kernel decode time), decodeab (tg128 per DECODE_ENVS
 # variant), batched (N sessions decoding together: SESSIONS=1,8,32,64), placement (gpuplace:
 # partial offload and two cards), serve (jitllmd under bench/serve/load.py against jitllm batched),
-# moe (an MoE shape's speed beside llama.cpp's, single runs), moeab (the MoE expert paths)
+# moe (an MoE shape's speed beside llama.cpp's, single runs), moeab (the MoE expert paths),
+# constrained (issue 24: free vs json_object-constrained serving, A B B A, and the structured-
+# output and tool-call checks of tests/server_it against jitllmd on the card)
 set -u -o pipefail
 C=${C:-build/cuda-carry}
 OUT=${OUT:-/tmp/out}
@@ -157,6 +159,34 @@ PY
       tail -n 5 $OUT/serve_jitllmd.log
       /tmp/bin/jitllm batched -m /tmp/$shape.gguf -s ${SERVE_CLIENTS:-1,16,64} -p 128 -n 128 --devices cuda 2>&1 |
         grep -E "sessions|rror" | tee -a $OUT/serve.log
+      ;;
+    constrained)  # the cost of constrained output in jitllmd on the card, then its correctness
+      shape=${SERVE_SHAPE:-llama-3.1-8b}
+      [ -f /tmp/$shape.gguf ] || /tmp/bin/jitllm synth /tmp/$shape.gguf --shape $shape --type q4_k_m 2>&1 | tail -n 1
+      /tmp/bin/jitllmd serve -m /tmp/$shape.gguf --devices cuda --parallel 32 --port 18080 \
+        --log-level warn > $OUT/constrained_jitllmd.log 2>&1 &
+      SPID=$!
+      for _ in $(seq 1 1200); do curl -sf localhost:18080/health > /dev/null && break; sleep 0.25; done
+      for c in ${CONSTRAINED_CLIENTS:-1,32}; do
+        for arm in free json json free; do
+          extra='{}'; [ $arm = json ] && extra='{"response_format": {"type": "json_object"}}'
+          echo -n "$arm " | tee -a $OUT/constrained.log
+          python3 bench/serve/load.py --url http://127.0.0.1:18080 --clients $c --seconds ${SERVE_S:-10} \
+            --extra "$extra" 2>&1 | tee -a $OUT/constrained.log
+        done
+      done
+      curl -s localhost:18080/metrics | grep -E "grammar_seconds_(sum|count)|generated_tokens_total" | tee -a $OUT/constrained.log
+      kill $SPID; wait $SPID
+      /tmp/bin/jitllmd serve --devices cuda --port 18081 --log-level warn > $OUT/constrained_demo.log 2>&1 &
+      SPID=$!
+      for _ in $(seq 1 1200); do curl -sf localhost:18081/health > /dev/null && break; sleep 0.25; done
+      if python3 -c "import jsonschema" 2>/dev/null; then
+        python3 tests/server_it/structured_output.py http://127.0.0.1:18081 2>&1 | tail -n 3 | tee -a $OUT/constrained.log
+        python3 tests/server_it/tool_calls.py http://127.0.0.1:18081 2>&1 | tail -n 3 | tee -a $OUT/constrained.log
+      else
+        echo "constrained: python3 jsonschema missing on this machine; correctness checks skipped" | tee -a $OUT/constrained.log
+      fi
+      kill $SPID; wait $SPID
       ;;
     batched)  # cudadecode: N sessions decoding together (total tok/s)
       for shape in llama-3.2-1b llama-3.1-8b; do
