@@ -235,6 +235,32 @@ Connection* Connection::current() { return t_current; }
 
 GuardedHttpServer::GuardedHttpServer(ConnectionLimits limits) : limits_(limits) {
   if (limits_.reading_per_client < 1) limits_.reading_per_client = 1;
+  // httplib's default also sets SO_REUSEPORT, which lets a second server bind the same port and
+  // take half its connections: bind exclusively (SO_REUSEADDR only allows a restart over
+  // TIME_WAIT sockets).
+  set_socket_options([this](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listen_fd_ = sock;
+  });
+}
+
+void GuardedHttpServer::deepen_backlog() {
+  // listen() again on a listening socket sets its backlog (Linux).
+  if (const int fd = listen_fd_; fd >= 0 && ::listen(fd, kListenBacklog) != 0)
+    log(LogLevel::Warn, "could not deepen the listen backlog: {}", std::strerror(errno));
+}
+
+bool GuardedHttpServer::bind_to_port(const std::string& host, int port) {
+  if (!httplib::Server::bind_to_port(host, port)) return false;
+  deepen_backlog();
+  return true;
+}
+
+int GuardedHttpServer::bind_to_any_port(const std::string& host) {
+  const int port = httplib::Server::bind_to_any_port(host);
+  if (port >= 0) deepen_backlog();
+  return port;
 }
 
 size_t GuardedHttpServer::reading_connections() const {
@@ -248,18 +274,21 @@ void GuardedHttpServer::start_reading(Connection& c) {
   std::lock_guard lock(registry_mutex_);
   if (c.reading_) return;
   std::list<Connection*>& list = reading_[c.address_];
-  if (int(list.size()) >= limits_.reading_per_client) {
+  const auto now = Clock::now();
+  if (int(list.size()) >= limits_.reading_per_client &&
+      now - list.front()->reading_since_ >= std::chrono::milliseconds(limits_.slow_after_ms)) {
     // The oldest is the one that has been sending longest: a slow client, not a burst.
     Connection* oldest = list.front();
     list.pop_front();
     oldest->reading_ = false;
     oldest->evicted_ = true;
     ::shutdown(oldest->fd_, SHUT_RDWR);
-    log(LogLevel::Warn, "{}: more than {} connections still sending a request; closed the oldest",
-        c.address_, limits_.reading_per_client);
+    log(LogLevel::Warn, "{}: more than {} connections still sending a request, the oldest for "
+        "over {} ms; closed it", c.address_, limits_.reading_per_client, limits_.slow_after_ms);
   }
   list.push_back(&c);
   c.reading_ = true;
+  c.reading_since_ = now;
 }
 
 void GuardedHttpServer::stop_reading(Connection& c) {

@@ -30,6 +30,9 @@ struct ConnectionLimits {
   int keep_alive_ms = 5'000;       // an idle connection waits this long for its next request
   int requests_per_connection = 100;
   int reading_per_client = 8;      // connections of one address still sending a request
+  // Past the cap, only a connection that has been sending this long is closed: a burst of new
+  // connections (many clients behind one proxy, or a client pool) is not a slow client.
+  int slow_after_ms = 1'000;
   size_t max_request_line = 8192;  // longer: 414
   size_t max_head_bytes = 16384;   // longer request line + headers: 431
 };
@@ -62,6 +65,7 @@ class Connection {
   std::chrono::steady_clock::time_point deadline_{};
   std::atomic<bool> evicted_{false};
   bool reading_ = false;  // registered among its address's connections still sending
+  std::chrono::steady_clock::time_point reading_since_{};
   bool close_ = false;
   bool timed_out_ = false;
 };
@@ -69,6 +73,12 @@ class Connection {
 class GuardedHttpServer : public httplib::Server {
  public:
   explicit GuardedHttpServer(ConnectionLimits limits = {});
+  // httplib's bind, exclusive (no SO_REUSEPORT: a second server on the port is an error), then
+  // listening with a deep backlog: the library listens with 5 (compiled into Debian's build), so
+  // a burst of more new connections than that lost SYNs and waited a second for the retry.
+  bool bind_to_port(const std::string& host, int port);
+  int bind_to_any_port(const std::string& host);
+  static constexpr int kListenBacklog = 1024;
   // Every read in progress returns within one poll slice; idle connections close.
   void begin_stop() { stopping_ = true; }
   const ConnectionLimits& limits() const { return limits_; }
@@ -86,7 +96,10 @@ class GuardedHttpServer : public httplib::Server {
   void start_reading(Connection& c);
   void stop_reading(Connection& c);
 
+  void deepen_backlog();
+
   ConnectionLimits limits_;
+  std::atomic<int> listen_fd_{-1};  // the socket httplib made to listen on
   std::atomic<bool> stopping_{false};
   mutable std::mutex registry_mutex_;
   std::map<std::string, std::list<Connection*>> reading_;  // by address, oldest first

@@ -76,13 +76,6 @@ HttpServer::HttpServer(ServerOptions options, std::vector<ModelOptions> models)
   // What the Keep-Alive header announces; GuardedHttpServer serves that many per connection.
   http_->set_keep_alive_max_count(size_t(options_.connection.requests_per_connection));
   http_->set_payload_max_length(options_.max_body_bytes);  // Content-Length bodies: 413 at once
-  // httplib's default also sets SO_REUSEPORT, which lets a second server bind the same port and
-  // take half its connections: bind exclusively (SO_REUSEADDR only allows a restart over
-  // TIME_WAIT sockets).
-  http_->set_socket_options([](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
   install_routes();
 }
 

@@ -1,7 +1,8 @@
 // GuardedHttpServer on loopback: heads that are not CRLF-clean, obs-fold, over-long request
 // lines and heads are answered at once (no wait for a timeout); slow heads end at their deadline
 // with 408; one address's slow connections past the cap are closed oldest first while its next
-// request is served; a stop ends every slow reader promptly.
+// request is served, and a burst of its new connections is not taken for slow ones; a stop ends
+// every slow reader promptly.
 #include "server/http_connection.h"
 
 #include <gtest/gtest.h>
@@ -103,6 +104,7 @@ TEST(GuardedHttpServer, SlowHeadersEndWith408AtTheirDeadline) {
 TEST(GuardedHttpServer, SlowClientsPastTheCapAreClosedOldestFirst) {
   ConnectionLimits lim;
   lim.reading_per_client = 3;
+  lim.slow_after_ms = 100;
   Running r(lim);
   std::vector<std::unique_ptr<RawClient>> slow;
   for (int i = 0; i < 6; ++i) {
@@ -110,6 +112,7 @@ TEST(GuardedHttpServer, SlowClientsPastTheCapAreClosedOldestFirst) {
     slow.back()->send("GET /ok HTTP/1.1\r\n");  // and never more
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
   // The same address still gets its answer, at once.
   const auto [status, seconds] = exchange(r.port, "GET /ok HTTP/1.1\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(status, 200);
@@ -118,6 +121,31 @@ TEST(GuardedHttpServer, SlowClientsPastTheCapAreClosedOldestFirst) {
   EXPECT_TRUE(slow[0]->closed_within(1000));
   EXPECT_TRUE(slow[1]->closed_within(1000));
   EXPECT_LE(r.server->reading_connections(), size_t(lim.reading_per_client));
+}
+
+// Many connections of one address that are about to send (a client pool, a proxy) are not slow:
+// past the cap, none is closed before it has been sending for slow_after_ms.
+TEST(GuardedHttpServer, ABurstOfConnectionsIsNotMistakenForSlowClients) {
+  ConnectionLimits lim;
+  lim.reading_per_client = 3;
+  Running r(lim);
+  std::vector<std::unique_ptr<RawClient>> burst;
+  for (int i = 0; i < 40; ++i) burst.push_back(std::make_unique<RawClient>(r.port));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  for (auto& c : burst) c->send("GET /ok HTTP/1.1\r\nConnection: close\r\n\r\n");
+  for (size_t i = 0; i < burst.size(); ++i) EXPECT_EQ(status_of(burst[i]->read_all(3000)), 200) << i;
+}
+
+// Forty connects at once all complete at once: the listen backlog holds them (with httplib's
+// backlog of 5, dropped SYNs came back a second later).
+TEST(GuardedHttpServer, ABurstOfConnectsIsAcceptedWithoutRetries) {
+  Running r({});
+  const auto t0 = Clock::now();
+  std::vector<std::unique_ptr<RawClient>> burst;
+  for (int i = 0; i < 40; ++i) burst.push_back(std::make_unique<RawClient>(r.port));
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 0.5);
+  for (auto& c : burst) c->send("GET /ok HTTP/1.1\r\nConnection: close\r\n\r\n");
+  for (auto& c : burst) EXPECT_EQ(status_of(c->read_all(3000)), 200);
 }
 
 TEST(GuardedHttpServer, StopEndsSlowReadersPromptly) {
