@@ -167,15 +167,24 @@ PY
         --log-level warn > $OUT/constrained_jitllmd.log 2>&1 &
       SPID=$!
       for _ in $(seq 1 1200); do curl -sf localhost:18080/health > /dev/null && break; sleep 0.25; done
-      for c in ${CONSTRAINED_CLIENTS:-1,32}; do
-        for arm in free json json free; do
-          extra='{}'; [ $arm = json ] && extra='{"response_format": {"type": "json_object"}}'
+      # Arms interleaved A B C C B A per client count: free text; a JSON string of >= 2000
+      # characters (most tokens allowed, the greedy pick stands); lowercase words (GBNF; few
+      # tokens allowed, a mask every step). Both constrained arms run to max_tokens as free does.
+      for c in ${CONSTRAINED_CLIENTS:-1 32}; do
+        for arm in free string letters letters string free; do
+          case $arm in
+            free) extra='{}' ;;
+            string) extra='{"response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": {"type": "string", "minLength": 2000}}}}' ;;
+            letters) extra='{"grammar": "root ::= [a-z ]+"}' ;;
+          esac
+          before=$(curl -s localhost:18080/metrics | grep -E "^jitllm_grammar_seconds_(sum|count)" | awk '{print $2}' | tr '\n' ' ')
           echo -n "$arm " | tee -a $OUT/constrained.log
           python3 bench/serve/load.py --url http://127.0.0.1:18080 --clients $c --seconds ${SERVE_S:-10} \
             --extra "$extra" 2>&1 | tee -a $OUT/constrained.log
+          after=$(curl -s localhost:18080/metrics | grep -E "^jitllm_grammar_seconds_(sum|count)" | awk '{print $2}' | tr '\n' ' ')
+          python3 -c "import sys; b=[float(x) for x in '${before:-0 0}'.split()] or [0,0]; a=[float(x) for x in '${after:-0 0}'.split()]; n=a[1]-b[1]; print('  grammar per constrained token: %.3f ms over %d tokens' % (1000*(a[0]-b[0])/n, n) if n > 0 else '  no constrained tokens')" | tee -a $OUT/constrained.log
         done
       done
-      curl -s localhost:18080/metrics | grep -E "grammar_seconds_(sum|count)|generated_tokens_total" | tee -a $OUT/constrained.log
       kill $SPID; wait $SPID
       /tmp/bin/jitllmd serve --devices cuda --port 18081 --log-level warn > $OUT/constrained_demo.log 2>&1 &
       SPID=$!
