@@ -94,9 +94,55 @@ size_t SamplerChain::draw(const Candidates& cur) {
   return last_nonzero;  // rounding left target at the very top
 }
 
+std::optional<int32_t> SamplerChain::greedy_direct(std::span<const float> logits,
+                                                   std::span<const uint64_t> allowed) const {
+  const bool penalties = params_.penalty_last_n != 0 &&
+                         (params_.repeat_penalty != 1.0f || params_.presence_penalty != 0.0f ||
+                          params_.frequency_penalty != 0.0f);
+  if (params_.temperature > 0.0f || penalties) return std::nullopt;
+  if (!allowed.empty() && allowed.size() * 64 < size_t(n_vocab_))
+    throw_error("sampling: the token mask covers {} tokens, the vocabulary has {}",
+                allowed.size() * 64, n_vocab_);
+  auto ok = [&](size_t i) { return allowed.empty() || ((allowed[i >> 6] >> (i & 63)) & 1); };
+  // The first best wins ties, as logit_before orders them (the lower id first).
+  float best = -INFINITY;
+  int32_t best_id = -1;
+  for (size_t i = 0; i < size_t(n_vocab_); ++i) {
+    const float x = logits[i];
+    if (std::isnan(x) || x == INFINITY)
+      throw ModelOutputError(fmt::format("sampling: logits[{}] is {}", i, std::isnan(x) ? "NaN" : "+inf"));
+    if (ok(i) && (best_id < 0 || x > best)) {
+      best = x;
+      best_id = int32_t(i);
+    }
+  }
+  if (best_id < 0) throw_error("sampling: the grammar allows no token here");
+  if (!params_.logit_bias.empty()) {
+    // The raw best must be unbiased for every other unbiased token to stay below it; the
+    // biased ones are weighed on the side.
+    if (params_.logit_bias.count(best_id)) return std::nullopt;
+    for (const auto& [token, bias] : params_.logit_bias) {
+      if (!ok(size_t(token))) continue;
+      const float v = logits[size_t(token)] + bias;
+      if (v > best || (v == best && token < best_id)) {
+        best = v;
+        best_id = token;
+      }
+    }
+  }
+  if (best == -INFINITY) throw_error("sampling: every token is banned (logit -inf)");
+  return best_id;
+}
+
 int32_t SamplerChain::sample(std::span<const float> logits, std::span<const uint64_t> allowed) {
   if (logits.size() < size_t(n_vocab_)) {
     throw_error("sampling: got {} logits, expected at least n_vocab = {}", logits.size(), n_vocab_);
+  }
+  // Greedy without penalties needs no candidate list (n_vocab of them copied per token).
+  if (const std::optional<int32_t> best = greedy_direct(logits, allowed)) {
+    probs_.clear();
+    probs_.push_back({*best, 1.0f});
+    return *best;
   }
   cur_.assign(logits.first(size_t(n_vocab_)));
   apply_logit_bias(cur_);

@@ -11,6 +11,7 @@
 #include "sample/sampling_params.h"
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -55,6 +56,10 @@ class SamplerChain {
  private:
   void apply_logit_bias(Candidates& cur) const;
   void apply_mask(Candidates& cur, std::span<const uint64_t> allowed) const;
+  // The greedy pick read straight off the logits, or nullopt where the full chain is needed
+  // (sampling, penalties, a biased token on top).
+  std::optional<int32_t> greedy_direct(std::span<const float> logits,
+                                       std::span<const uint64_t> allowed) const;
   void apply_stage(SamplerStage stage, Candidates& cur);
   size_t draw(const Candidates& cur);
 

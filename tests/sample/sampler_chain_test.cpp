@@ -8,6 +8,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include <cmath>
 #include <map>
 #include <vector>
@@ -281,11 +283,9 @@ TEST(SamplerChain, APaddedHeadPastTheTokenizerIsNeverSampled) {
   EXPECT_THROW(greedy.sample(std::vector<float>(4, 0.0f)), Error);
 }
 
-}  // namespace
-}  // namespace jitllm
-
-namespace jitllm {
-namespace {
+// Greedy without penalties is read straight off the logits; it must pick what the full chain
+// picks (a repeat penalty with nothing accepted yet changes no logit but takes the full chain):
+// ties to the lower id, masks, biases on the best token or beside it, -inf bans.
 
 TEST(SamplerChainMask, OnlyAllowedTokensComeOutGreedyOrDrawn) {
   const std::vector<float> logits = {5.0f, 1.0f, 4.0f, 0.5f, 3.0f};  // argmax 0
@@ -322,6 +322,43 @@ TEST(SamplerChainMask, NothingAllowedOrAShortMaskIsAnError) {
   EXPECT_THROW(chain.sample(logits, short_mask), Error);
   const std::vector<uint64_t> last = {0, uint64_t(1) << 5};  // token 69
   EXPECT_EQ(chain.sample(logits, last), 69);
+}
+
+// Greedy without penalties is read straight off the logits; it must pick what the full chain
+// picks (a repeat penalty with nothing accepted yet changes no logit but takes the full chain):
+// ties to the lower id, masks, biases on the best token or beside it, -inf bans.
+TEST(SamplerChainGreedy, TheDirectPickEqualsTheFullChain) {
+  std::mt19937 rng(11);
+  const int32_t n = 300;
+  for (int trial = 0; trial < 400; ++trial) {
+    std::vector<float> logits(n);
+    for (float& x : logits) x = float(int(rng() % 16)) * 0.5f;  // many ties
+    SamplingParams direct;
+    direct.temperature = 0.0f;
+    for (int b = 0; b < int(rng() % 4); ++b) {
+      const int32_t t = int32_t(rng() % n);
+      direct.logit_bias[t] = (rng() % 5 == 0) ? -INFINITY : float(int(rng() % 9) - 4);
+    }
+    if (trial % 3 == 0) {  // a bias on the raw best
+      const int32_t top = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      direct.logit_bias[top] = -2.0f;
+    }
+    SamplingParams full = direct;
+    full.repeat_penalty = 1.5f;
+    std::vector<uint64_t> mask((n + 63) / 64, 0);
+    for (int32_t t = 0; t < n; ++t)
+      if (rng() % 3) mask[size_t(t) >> 6] |= uint64_t(1) << (t & 63);
+    SamplerChain a(direct, n), b(full, n);
+    EXPECT_EQ(a.sample(logits), b.sample(logits)) << trial;
+    EXPECT_EQ(a.sample(logits, mask), b.sample(logits, mask)) << trial;
+  }
+  SamplingParams p;
+  p.temperature = 0.0f;
+  SamplerChain chain(p, 4);
+  EXPECT_THROW(chain.sample(std::vector<float>{0.0f, NAN, 1.0f, 0.0f}), ModelOutputError);
+  p.logit_bias = {{0, -INFINITY}, {1, -INFINITY}};
+  SamplerChain banned(p, 2);
+  EXPECT_THROW(banned.sample(std::vector<float>{1.0f, 2.0f}), Error);
 }
 
 }  // namespace
