@@ -4,13 +4,13 @@ and function-calling schemas), each answered at temperature 1 with a seed; every
 must end by itself ("stop"), parse, and validate under python3-jsonschema (Draft 2020-12, with
 its format checker). Then json_object mode, the grammar and json_schema fields on
 /v1/completions, a streamed constrained chat, and the refusals (400 naming the parameter).
-Usage: structured_output.py URL"""
+Usage: structured_output.py URL [--record FILE] (schema_check.py: without python3-jsonschema)"""
 import json
 import sys
 import urllib.error
 import urllib.request
 
-import jsonschema
+import schema_check
 
 URL = sys.argv[1]
 
@@ -120,7 +120,6 @@ def post(path, body, expect=200):
 
 
 failures = []
-checker = jsonschema.FormatChecker()
 for i, schema in enumerate(SCHEMAS):
     r = post("/v1/chat/completions", {
         "messages": [{"role": "user", "content": "Answer in JSON."}],
@@ -131,8 +130,7 @@ for i, schema in enumerate(SCHEMAS):
     try:
         if choice["finish_reason"] != "stop":
             raise ValueError(f"finish_reason {choice['finish_reason']}")
-        jsonschema.validate(json.loads(text), schema, cls=jsonschema.Draft202012Validator,
-                            format_checker=checker)
+        schema_check.validate(json.loads(text), schema)
     except Exception as e:  # noqa: BLE001 - every failure is reported with its schema
         failures.append(f"schema {i} {json.dumps(schema)[:120]}: {e}\n    output: {text[:300]!r}")
 if failures:
@@ -173,7 +171,7 @@ with urllib.request.urlopen(req, timeout=300) as resp:
             text += ch[0]["delta"].get("content") or ""
             reason = ch[0].get("finish_reason") or reason
 assert reason == "stop", reason
-jsonschema.validate(json.loads(text), schema)
+schema_check.validate(json.loads(text), schema)
 
 # n > 1: each choice holds on its own.
 r = post("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}], "n": 3, "seed": 4,

@@ -5,13 +5,13 @@ tool_choice required / named / parallel_tool_calls false hold every call to the 
 way, a call and its result go back through the template, auto and none answer, and what is not
 honoured is a 400 naming the parameter. With --unsupported: the template's syntax is not
 parsed, so tools are refused unless tool_choice is none.
-Usage: tool_calls.py URL [--unsupported]"""
+Usage: tool_calls.py URL [--unsupported] [--record FILE] (schema_check.py)"""
 import json
 import sys
 import urllib.error
 import urllib.request
 
-import jsonschema
+import schema_check
 
 URL = sys.argv[1]
 UNSUPPORTED = "--unsupported" in sys.argv
@@ -59,7 +59,7 @@ def check_calls(calls, where, names=None):
         name = c["function"]["name"]
         assert name in SCHEMA and (names is None or name in names), (where, c)
         args = json.loads(c["function"]["arguments"])
-        jsonschema.validate(args, SCHEMA[name])
+        schema_check.validate(args, SCHEMA[name])
     assert len({c["id"] for c in calls}) == len(calls), f"{where}: ids repeat"
 
 
