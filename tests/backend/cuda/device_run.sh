@@ -12,7 +12,7 @@
 # variant), batched (N sessions decoding together: SESSIONS=1,8,32,64), placement (gpuplace:
 # partial offload and two cards), serve (jitllmd under bench/serve/load.py against jitllm batched),
 # moe (an MoE shape's speed beside llama.cpp's, single runs), moeab (the MoE expert paths),
-# constrained (issue 24: free vs json_object-constrained serving, A B B A, and the structured-
+# constrained (issue 24: free vs constrained serving, arms interleaved), schemas (the structured-
 # output and tool-call checks of tests/server_it against jitllmd on the card)
 set -u -o pipefail
 C=${C:-build/cuda-carry}
@@ -170,7 +170,7 @@ PY
       # Arms interleaved A B C C B A per client count: free text; a JSON string of >= 2000
       # characters (most tokens allowed, the greedy pick stands); lowercase words (GBNF; few
       # tokens allowed, a mask every step). Both constrained arms run to max_tokens as free does.
-      for c in ${CONSTRAINED_CLIENTS-1 32}; do
+      for c in ${CONSTRAINED_CLIENTS:-1 32}; do
         for arm in free string letters letters string free; do
           case $arm in
             free) extra='{}' ;;
@@ -186,6 +186,8 @@ PY
         done
       done
       kill $SPID; wait $SPID
+      ;;
+    schemas)  # structured output and tool calls against jitllmd on the card (the bundled model)
       /tmp/bin/jitllmd serve --devices cuda --port 18081 --log-level warn > $OUT/constrained_demo.log 2>&1 &
       SPID=$!
       for _ in $(seq 1 1200); do curl -sf localhost:18081/health > /dev/null && break; sleep 0.25; done
