@@ -87,10 +87,10 @@ std::vector<int32_t> LoadedModel::tokenize_raw_prompt(const std::string& text) c
 }
 
 chat::GuardedPrompt LoadedModel::render_chat_guarded(const nlohmann::ordered_json& messages,
-                                                     const nlohmann::json& tools) const {
+                                                     const nlohmann::ordered_json& tools) const {
   chat::ChatRenderOptions ro;
   ro.merge_system_if_rejected = true;
-  if (!tools.is_null()) ro.extra_globals["tools"] = nlohmann::ordered_json::parse(tools.dump());
+  if (!tools.is_null()) ro.extra_globals["tools"] = tools;
   std::lock_guard lock(text_mutex_);
   try {
     return chat::render_guarded(*template_, messages, ro, guarded_texts_);
@@ -102,12 +102,12 @@ chat::GuardedPrompt LoadedModel::render_chat_guarded(const nlohmann::ordered_jso
 }
 
 std::string LoadedModel::render_chat(const nlohmann::ordered_json& messages,
-                                     const nlohmann::json& tools) const {
+                                     const nlohmann::ordered_json& tools) const {
   return render_chat_guarded(messages, tools).text;
 }
 
 std::vector<int32_t> LoadedModel::tokenize_chat(const nlohmann::ordered_json& messages,
-                                                const nlohmann::json& tools,
+                                                const nlohmann::ordered_json& tools,
                                                 bool parse_special_in_content) const {
   const chat::GuardedPrompt prompt = render_chat_guarded(messages, tools);
   return parse_special_in_content ? tokenize_rendered(prompt.text) : tokenize_rendered(prompt);

@@ -63,14 +63,14 @@ class LoadedModel {
   // a request string spelled a control token (chat/content_guard.h). Throws RequestError (param
   // messages, code template_error) when the template refuses the conversation.
   chat::GuardedPrompt render_chat_guarded(const nlohmann::ordered_json& messages,
-                                          const nlohmann::json& tools) const;
-  std::string render_chat(const nlohmann::ordered_json& messages, const nlohmann::json& tools) const;
+                                          const nlohmann::ordered_json& tools) const;
+  std::string render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools) const;
   // render_chat_guarded, tokenized with special tokens parsed in the template's text only (a
   // "<|im_end|>" typed in a message stays text, as llama-server does), or everywhere with
   // parse_special_in_content (a client that writes raw control tokens on purpose). BOS is not
   // added twice when the template writes it.
   std::vector<int32_t> tokenize_chat(const nlohmann::ordered_json& messages,
-                                     const nlohmann::json& tools,
+                                     const nlohmann::ordered_json& tools,
                                      bool parse_special_in_content = false) const;
   // Text that came out of the template -> ids (special tokens parsed, BOS unless it is there):
   // everywhere for a string, outside the literal spans for a guarded prompt.

@@ -345,7 +345,7 @@ void HttpServer::install_routes() {
       options.grammar_triggers = g.triggers;
       info.tool_syntax = m.tool_syntax();
     }
-    nlohmann::json template_tools = r.tools;
+    nlohmann::ordered_json template_tools = r.tools;
     adapt_conversation(m.tool_syntax(), tools, messages, template_tools);
     auto job = make_job(m, m.tokenize_chat(messages, template_tools, r.parse_special_in_content),
                         options, true, true);

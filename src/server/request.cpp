@@ -285,7 +285,8 @@ ChatRequest parse_chat_request(const json& body, const nlohmann::ordered_json* o
     r.messages.push_back(std::move(message));
   }
   r.tool_request = parse_tool_request(body, ordered);
-  if (const json* tools = field(body, "tools")) r.tools = *tools;
+  if (const json* tools = field(body, "tools"))
+    r.tools = ordered ? (*ordered)["tools"] : nlohmann::ordered_json::parse(tools->dump());
   r.parse_special_in_content = boolean(body, "parse_special_in_content", false);
   r.options = parse_options(body, true, ordered);
   return r;

@@ -67,7 +67,8 @@ struct ChatMessage {
 struct ChatRequest {
   std::string model;
   std::vector<ChatMessage> messages;
-  nlohmann::json tools;  // null when absent: the definitions as sent, for the template
+  nlohmann::ordered_json tools;  // null when absent: the definitions as sent (their key order
+                                 // kept), for the template
   ToolRequest tool_request;  // the same validated, with tool_choice and parallel_tool_calls
   // Control-token texts in message contents and tools become control tokens only when the client
   // asks (a raw prompt it built on purpose); otherwise they are text, and only the template's

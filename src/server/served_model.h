@@ -60,11 +60,11 @@ class ServedModel {
     return model_->tokenize_raw_prompt(text);
   }
   std::vector<int32_t> tokenize_chat(const nlohmann::ordered_json& messages,
-                                     const nlohmann::json& tools,
+                                     const nlohmann::ordered_json& tools,
                                      bool parse_special_in_content = false) const {
     return model_->tokenize_chat(messages, tools, parse_special_in_content);
   }
-  std::string render_chat(const nlohmann::ordered_json& messages, const nlohmann::json& tools) const {
+  std::string render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools) const {
     return model_->render_chat(messages, tools);
   }
   std::vector<int32_t> tokenize_rendered(const std::string& text) const {

@@ -133,7 +133,7 @@ std::string new_tool_call_id(ToolSyntax syntax) {
 }
 
 void adapt_conversation(ToolSyntax syntax, const ToolRequest& request, ojson& messages,
-                        json& tools) {
+                        ojson& tools) {
   for (ojson& m : messages) {
     auto calls = m.find("tool_calls");
     if (calls == m.end() || !calls->is_array()) continue;

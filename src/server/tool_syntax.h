@@ -50,6 +50,6 @@ std::string new_tool_call_id(ToolSyntax syntax);
 // <tool_call> text and tool results user messages. `tools` is replaced by what the template
 // gets (null for Generic).
 void adapt_conversation(ToolSyntax syntax, const ToolRequest& request,
-                        nlohmann::ordered_json& messages, nlohmann::json& tools);
+                        nlohmann::ordered_json& messages, nlohmann::ordered_json& tools);
 
 }  // namespace jitllm::server

@@ -218,7 +218,7 @@ ojson history() {
 
 TEST(AdaptConversation, ArgumentsBecomeObjectsForTemplatesThatKnowTools) {
   ojson messages = history();
-  json tools = json::parse(kTwoTools)["tools"];
+  ojson tools = ojson::parse(kTwoTools)["tools"];
   adapt_conversation(ToolSyntax::Hermes, two_tools(), messages, tools);
   EXPECT_EQ(messages[1]["tool_calls"][0]["function"]["arguments"], ojson::parse(R"({"city": "Oslo"})"));
   EXPECT_EQ(tools.size(), 2u);
@@ -228,7 +228,7 @@ TEST(AdaptConversation, ArgumentsBecomeObjectsForTemplatesThatKnowTools) {
     SCOPED_TRACE(file);
     chat::ChatTemplate t(template_text(file), "<s>", "</s>");
     chat::ChatRenderOptions o;
-    o.extra_globals["tools"] = ojson::parse(tools.dump());
+    o.extra_globals["tools"] = tools;
     const std::string prompt = t.render(messages, o);
     EXPECT_NE(prompt.find("get_weather"), std::string::npos);
     EXPECT_NE(prompt.find("7 C, rain"), std::string::npos);
@@ -239,7 +239,7 @@ TEST(AdaptConversation, ArgumentsBecomeObjectsForTemplatesThatKnowTools) {
 
 TEST(AdaptConversation, GenericWritesToolsCallsAndResultsAsText) {
   ojson messages = history();
-  json tools = json::parse(kTwoTools)["tools"];
+  ojson tools = ojson::parse(kTwoTools)["tools"];
   adapt_conversation(ToolSyntax::Generic, two_tools(), messages, tools);
   EXPECT_TRUE(tools.is_null());
   ASSERT_EQ(messages.size(), 4u);
