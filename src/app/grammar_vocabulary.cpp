@@ -27,7 +27,8 @@ std::vector<int32_t> rendered_control_tokens(const Tokenizer& tokenizer, size_t 
 }
 
 std::shared_ptr<const constrain::Vocabulary> make_grammar_vocabulary(const Tokenizer& tokenizer,
-                                                                     size_t n_tokens) {
+                                                                     size_t n_tokens,
+                                                                     bool tool_markers) {
   n_tokens = std::min(n_tokens, tokenizer.n_vocab());
   std::vector<std::string> bytes(n_tokens);
   std::vector<int32_t> ends;
@@ -40,7 +41,8 @@ std::shared_ptr<const constrain::Vocabulary> make_grammar_vocabulary(const Token
     // special = false: control and unknown tokens render as "" and are never allowed.
     bytes[id] = tokenizer.piece(t, false);
   }
-  for (int32_t id : rendered_control_tokens(tokenizer, n_tokens)) bytes[size_t(id)] = tokenizer.piece(id);
+  if (tool_markers)
+    for (int32_t id : rendered_control_tokens(tokenizer, n_tokens)) bytes[size_t(id)] = tokenizer.piece(id);
   return std::make_shared<const constrain::Vocabulary>(std::move(bytes), std::move(ends));
 }
 

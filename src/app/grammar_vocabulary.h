@@ -1,6 +1,6 @@
 // A model's vocabulary as grammars see it (constrain/vocabulary.h): each token's text as the
-// decoder writes it, control tokens excluded but for the tool-call markers (which a constrained
-// output's decoder writes out), the end-of-generation tokens as the grammar's end.
+// decoder writes it, control tokens excluded (but for the tool-call markers in a vocabulary for
+// tool calls, whose decoder writes them out), the end-of-generation tokens as the grammar's end.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +27,10 @@ std::vector<int32_t> rendered_control_tokens(const Tokenizer& tokenizer, size_t 
 
 // n_tokens: the ids the sampler may choose (a head padded past the tokenizer has fewer tokens
 // than logits). Not thread-safe on the tokenizer: call under the model's text lock.
+// `tool_markers`: the tool-call marker control tokens are text too (grammars that hold tool
+// calls); otherwise no control token is.
 std::shared_ptr<const constrain::Vocabulary> make_grammar_vocabulary(const Tokenizer& tokenizer,
-                                                                     size_t n_tokens);
+                                                                     size_t n_tokens,
+                                                                     bool tool_markers = false);
 
 }  // namespace jitllm::app

@@ -130,20 +130,19 @@ std::string LoadedModel::detokenize(const std::vector<int32_t>& ids) const {
   return tokenizer_->decode(ids);
 }
 
-std::shared_ptr<const constrain::Vocabulary> LoadedModel::grammar_vocabulary() const {
+std::shared_ptr<const constrain::Vocabulary> LoadedModel::grammar_vocabulary(bool tool_markers) const {
   std::lock_guard lock(text_mutex_);
-  if (!grammar_vocabulary_) {
-    const size_t n = std::min<size_t>(tokenizer_->n_vocab(), size_t(engine_->config().n_vocab));
-    grammar_vocabulary_ = make_grammar_vocabulary(*tokenizer_, n);
-    rendered_controls_ = app::rendered_control_tokens(*tokenizer_, n);
-  }
-  return grammar_vocabulary_;
+  const size_t n = std::min<size_t>(tokenizer_->n_vocab(), size_t(engine_->config().n_vocab));
+  auto& vocabulary = grammar_vocabulary_[tool_markers ? 1 : 0];
+  if (!vocabulary) vocabulary = make_grammar_vocabulary(*tokenizer_, n, tool_markers);
+  if (tool_markers && !rendered_controls_) rendered_controls_ = app::rendered_control_tokens(*tokenizer_, n);
+  return vocabulary;
 }
 
 std::vector<int32_t> LoadedModel::rendered_control_tokens() const {
-  grammar_vocabulary();
+  grammar_vocabulary(true);
   std::lock_guard lock(text_mutex_);
-  return rendered_controls_;
+  return *rendered_controls_;
 }
 
 }  // namespace jitllm::app

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -81,7 +82,8 @@ class LoadedModel {
   std::string detokenize(const std::vector<int32_t>& ids) const;
   // The vocabulary grammars are matched against (app/grammar_vocabulary.h), built on first
   // use (~0.1 s for 128k tokens) and shared by every constrained request.
-  std::shared_ptr<const constrain::Vocabulary> grammar_vocabulary() const;
+  // `tool_markers`: the variant where the tool-call marker tokens are text (grammars of calls).
+  std::shared_ptr<const constrain::Vocabulary> grammar_vocabulary(bool tool_markers = false) const;
   // The control tokens a constrained output may hold and its decoder writes as text (the
   // tool-call markers, app/grammar_vocabulary.h).
   std::vector<int32_t> rendered_control_tokens() const;
@@ -94,8 +96,8 @@ class LoadedModel {
   std::vector<std::string> implicit_stops_;
   std::vector<std::string> guarded_texts_;
   mutable std::mutex text_mutex_;  // tokenizer and template calls from several threads
-  mutable std::shared_ptr<const constrain::Vocabulary> grammar_vocabulary_;  // under text_mutex_
-  mutable std::vector<int32_t> rendered_controls_;                           // the same
+  mutable std::shared_ptr<const constrain::Vocabulary> grammar_vocabulary_[2];  // under text_mutex_
+  mutable std::optional<std::vector<int32_t>> rendered_controls_;            // the same
 };
 
 }  // namespace jitllm::app

@@ -275,8 +275,11 @@ void GuardedHttpServer::start_reading(Connection& c) {
   if (c.reading_) return;
   std::list<Connection*>& list = reading_[c.address_];
   const auto now = Clock::now();
-  if (int(list.size()) >= limits_.reading_per_client &&
-      now - list.front()->reading_since_ >= std::chrono::milliseconds(limits_.slow_after_ms)) {
+  // Past the cap, every connection sending for longer than slow_after_ms goes, oldest first; a
+  // burst may hold up to four times the cap until its connections have had that long.
+  while (int(list.size()) >= limits_.reading_per_client &&
+         (now - list.front()->reading_since_ >= std::chrono::milliseconds(limits_.slow_after_ms) ||
+          int(list.size()) >= 4 * limits_.reading_per_client)) {
     // The oldest is the one that has been sending longest: a slow client, not a burst.
     Connection* oldest = list.front();
     list.pop_front();

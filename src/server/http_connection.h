@@ -31,7 +31,8 @@ struct ConnectionLimits {
   int requests_per_connection = 100;
   int reading_per_client = 8;      // connections of one address still sending a request
   // Past the cap, only a connection that has been sending this long is closed: a burst of new
-  // connections (many clients behind one proxy, or a client pool) is not a slow client.
+  // connections (many clients behind one proxy, or a client pool) is not a slow client. A burst
+  // past four times the cap closes the oldest regardless.
   int slow_after_ms = 1'000;
   size_t max_request_line = 8192;  // longer: 414
   size_t max_head_bytes = 16384;   // longer request line + headers: 431

@@ -343,7 +343,10 @@ void HttpServer::install_routes() {
       const ToolGrammar g = tool_call_grammar(m.tool_syntax(), tools);
       options.grammar = grammar_or_400(g.gbnf, "tools");
       options.grammar_triggers = g.triggers;
+      options.tool_calls = true;
       info.tool_syntax = m.tool_syntax();
+      for (const ToolDefinition& t : tools.tools)
+        if (tools.choice != ToolChoice::Named || t.name == tools.named) info.tool_names.push_back(t.name);
     }
     nlohmann::ordered_json template_tools = r.tools;
     adapt_conversation(m.tool_syntax(), tools, messages, template_tools);

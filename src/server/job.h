@@ -17,6 +17,7 @@
 
 #include "constrain/matcher.h"
 #include "sample/sampling_params.h"
+#include "server/grammar_trigger.h"
 #include "server/api_error.h"
 
 namespace jitllm::server {
@@ -56,8 +57,8 @@ struct Job {
   std::shared_ptr<constrain::Matcher> matcher;
   // Empty: the matcher holds from the first token; else from where one of these texts first
   // shows in the output (GenerationOptions::grammar_triggers).
-  std::vector<std::string> grammar_triggers;
-  // Control tokens the decoder writes as text (tool-call markers) when the job is constrained.
+  std::vector<GrammarTrigger> grammar_triggers;
+  // Control tokens the decoder writes as text (tool-call markers) when the grammar holds calls.
   std::vector<int32_t> rendered_control_tokens;
   Clock::time_point arrived = Clock::now();
   // Microseconds from arrival to the first token (-1 until then); set by the scheduler thread.

@@ -90,12 +90,13 @@ std::shared_ptr<Job> make_job(const ServedModel& model, std::vector<int32_t> pro
   job->top_logprobs = o.top_logprobs;
   if (o.grammar) {
     try {
-      job->matcher = std::make_shared<constrain::Matcher>(*o.grammar, model.grammar_vocabulary());
+      job->matcher = std::make_shared<constrain::Matcher>(*o.grammar,
+                                                          model.grammar_vocabulary(o.tool_calls));
     } catch (const Error& e) {
       throw invalid_request("grammar", e.what());
     }
     job->grammar_triggers = o.grammar_triggers;
-    job->rendered_control_tokens = model.rendered_control_tokens();
+    if (o.tool_calls) job->rendered_control_tokens = model.rendered_control_tokens();
   }
   return job;
 }
@@ -133,7 +134,7 @@ json collect(Job& job, const ResponseInfo& info, int n, const std::string& prefi
   if (job.error) throw *job.error;
   if (info.tool_syntax)
     for (ChoiceText& c : choices) {
-      ToolCallParser parser(*info.tool_syntax);
+      ToolCallParser parser(*info.tool_syntax, info.tool_names);
       std::string content = parser.push(c.text, c.tool_calls);
       content += parser.finish(c.tool_calls);
       c.text = std::move(content);
@@ -237,7 +238,7 @@ void start_stream(httplib::Response& res, std::shared_ptr<Job> job, ResponseInfo
   st->started.assign(size_t(st->job->n), false);
   st->include_usage = include_usage;
   if (st->info.tool_syntax)
-    st->parsers.assign(size_t(st->job->n), ToolCallParser(*st->info.tool_syntax));
+    st->parsers.assign(size_t(st->job->n), ToolCallParser(*st->info.tool_syntax, st->info.tool_names));
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
   ++in_flight;

@@ -25,6 +25,7 @@ struct ResponseInfo {
   // Set when the request's tool calls are parsed out of the text (chat, tools given, tool_choice
   // not none): the syntax the model writes them in.
   std::optional<ToolSyntax> tool_syntax;
+  std::vector<std::string> tool_names;  // the functions offered (a call of another is text)
 };
 
 // One choice accumulated over the events of a non-streamed response.

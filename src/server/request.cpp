@@ -284,6 +284,11 @@ ChatRequest parse_chat_request(const json& body, const nlohmann::ordered_json* o
     message.raw["content"] = message.content;
     r.messages.push_back(std::move(message));
   }
+  // The deprecated function-calling fields: refused rather than ignored (send tools).
+  for (const char* legacy : {"functions", "function_call"})
+    if (field(body, legacy))
+      throw invalid_request(legacy, fmt::format("'{}' is not supported; send 'tools' and "
+                                                "'tool_choice'", legacy));
   r.tool_request = parse_tool_request(body, ordered);
   if (const json* tools = field(body, "tools"))
     r.tools = ordered ? (*ordered)["tools"] : nlohmann::ordered_json::parse(tools->dump());

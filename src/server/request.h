@@ -7,6 +7,7 @@
 
 #include "constrain/grammar.h"
 #include "core/json_depth.h"  // json_depth_exceeded_at, checked by parse_json_body
+#include "server/grammar_trigger.h"
 #include "server/tool_request.h"
 
 #include <cstdint>
@@ -44,8 +45,10 @@ struct GenerationOptions {
   // response_format), parsed; null = free text.
   std::shared_ptr<const constrain::Grammar> grammar;
   // Empty: the grammar holds from the first token. Otherwise it switches on where the output
-  // first shows one of these texts (a tool call's start, tool_choice auto).
-  std::vector<std::string> grammar_triggers;
+  // first shows one of these (a tool call's start, tool_choice auto).
+  std::vector<GrammarTrigger> grammar_triggers;
+  // The grammar holds tool calls: the tool-call marker tokens may be chosen and are written.
+  bool tool_calls = false;
 };
 
 struct CompletionRequest {

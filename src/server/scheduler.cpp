@@ -63,6 +63,7 @@ struct Scheduler::Sequence {
   constrain::Matcher::State grammar = 0;  // where the output is in the job's grammar (if any)
   bool grammar_on = true;  // false until a trigger shows (Job::grammar_triggers)
   std::string recent;      // the output's last bytes, searched for a trigger while it is off
+  bool blank_so_far = true;  // the output before `recent` is whitespace (start-only triggers)
   int generated = 0;
   bool done = false;
   Clock::time_point last_token;
@@ -552,13 +553,14 @@ void Scheduler::emit_token(Sequence& seq, Draw draw) {
 
 bool Scheduler::watch_for_trigger(Sequence& seq, int32_t tok) {
   const Job& job = *seq.run->job;
-  seq.recent += tokenizer_.piece(tok);
-  size_t at = std::string::npos, longest = 0;
-  for (const std::string& t : job.grammar_triggers) {
-    at = std::min(at, seq.recent.find(t));
-    longest = std::max(longest, t.size());
-  }
-  if (at != std::string::npos) {
+  // The text as the decoder writes it (the rendered markers, no other control token).
+  const auto& shown = job.rendered_control_tokens;
+  seq.recent += tokenizer_.piece(tok, std::find(shown.begin(), shown.end(), tok) != shown.end());
+  size_t longest = 0;
+  for (const GrammarTrigger& t : job.grammar_triggers) longest = std::max(longest, t.text.size());
+  for (size_t from = 0;;) {
+    const size_t at = find_trigger(seq.recent, from, job.grammar_triggers, seq.blank_so_far);
+    if (at == std::string::npos) break;
     // The grammar holds from the trigger on, the rest of this token's text included.
     const auto state = job.matcher->advance_bytes(job.matcher->start(), std::string_view(seq.recent).substr(at));
     if (state != constrain::Matcher::kDead) {
@@ -567,9 +569,15 @@ bool Scheduler::watch_for_trigger(Sequence& seq, int32_t tok) {
       seq.recent.clear();
       return job.matcher->finished(state);
     }
-    seq.recent.erase(0, at + 1);  // not a call after all: text, searched on
+    // The token brought text past the trigger that no call can have: not a call, text.
+    metrics_.add_counter("grammar_triggers_refused_total");
+    from = at + 1;
   }
-  if (seq.recent.size() >= longest) seq.recent.erase(0, seq.recent.size() - (longest - 1));
+  if (seq.recent.size() >= longest) {
+    const size_t drop = seq.recent.size() - (longest - 1);
+    if (seq.recent.find_first_not_of(" \t\r\n") < drop) seq.blank_so_far = false;
+    seq.recent.erase(0, drop);
+  }
   return false;
 }
 

@@ -71,8 +71,8 @@ class ServedModel {
     return model_->tokenize_rendered(text);
   }
   std::string detokenize(const std::vector<int32_t>& ids) const { return model_->detokenize(ids); }
-  std::shared_ptr<const constrain::Vocabulary> grammar_vocabulary() const {
-    return model_->grammar_vocabulary();
+  std::shared_ptr<const constrain::Vocabulary> grammar_vocabulary(bool tool_markers = false) const {
+    return model_->grammar_vocabulary(tool_markers);
   }
   std::vector<int32_t> rendered_control_tokens() const { return model_->rendered_control_tokens(); }
   std::vector<int32_t> tokenize_text(const std::string& text, bool add_special) const {

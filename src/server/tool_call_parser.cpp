@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <optional>
 
@@ -19,28 +20,12 @@ size_t skip_space(std::string_view s, size_t at) {
   return at;
 }
 
-const std::vector<std::string>& triggers(ToolSyntax syntax) {
-  static const std::vector<std::string> hermes = {"<tool_call>"};
-  static const std::vector<std::string> llama = {"<|python_tag|>", "{\"name\""};
-  static const std::vector<std::string> mistral = {"[TOOL_CALLS]"};
-  static const std::vector<std::string> none;
-  switch (syntax) {
-    case ToolSyntax::Hermes:
-    case ToolSyntax::Generic: return hermes;
-    case ToolSyntax::Llama3: return llama;
-    case ToolSyntax::MistralList:
-    case ToolSyntax::MistralArgs: return mistral;
-    case ToolSyntax::Unsupported: break;
-  }
-  return none;
-}
-
 // Bytes at the end of `s` (from `from`) that could be the start of a trigger.
-size_t partial_trigger(std::string_view s, size_t from, const std::vector<std::string>& ts) {
+size_t partial_trigger(std::string_view s, size_t from, const std::vector<GrammarTrigger>& ts) {
   size_t hold = 0;
-  for (const std::string& t : ts)
-    for (size_t n = std::min(t.size() - 1, s.size() - from); n > hold; --n)
-      if (s.substr(s.size() - n) == std::string_view(t).substr(0, n)) {
+  for (const GrammarTrigger& g : ts)
+    for (size_t n = std::min(g.text.size() - 1, s.size() - from); n > hold; --n)
+      if (s.substr(s.size() - n) == std::string_view(g.text).substr(0, n)) {
         hold = n;
         break;
       }
@@ -169,7 +154,8 @@ size_t json_value_end(std::string_view s) {
   return std::string::npos;
 }
 
-ToolCallParser::ToolCallParser(ToolSyntax syntax) : syntax_(syntax) {}
+ToolCallParser::ToolCallParser(ToolSyntax syntax, std::vector<std::string> names)
+    : syntax_(syntax), names_(std::move(names)) {}
 
 bool ToolCallParser::parse_calls(std::vector<ToolCall>& calls, bool final) {
   while (true) {
@@ -179,6 +165,9 @@ bool ToolCallParser::parse_calls(std::vector<ToolCall>& calls, bool final) {
     const Step st = parse_one(syntax_, text_, at, final, got);
     if (st == Step::Wait) return true;
     if (st == Step::Bad) return false;
+    for (const ToolCall& c : got)
+      if (!names_.empty() && std::find(names_.begin(), names_.end(), c.name) == names_.end())
+        return false;  // not one of the request's functions
     for (ToolCall& c : got) {
       c.id = new_tool_call_id(syntax_);
       calls.push_back(std::move(c));
@@ -188,38 +177,42 @@ bool ToolCallParser::parse_calls(std::vector<ToolCall>& calls, bool final) {
   }
 }
 
-std::string ToolCallParser::push(std::string_view text, std::vector<ToolCall>& calls) {
-  text_ += text;
-  const auto& ts = triggers(syntax_);
-  if (calls_at_ == std::string::npos && !failed_) {
-    for (const std::string& t : ts)
-      calls_at_ = std::min(calls_at_, text_.find(t, shown_));
-    parsed_ = calls_at_;
+std::string ToolCallParser::advance(std::vector<ToolCall>& calls, bool final) {
+  const auto& ts = tool_call_triggers(syntax_);
+  while (true) {
+    if (calls_at_ == std::string::npos) {
+      calls_at_ = find_trigger(text_, search_from_, ts, true);
+      if (calls_at_ == std::string::npos) break;
+      parsed_ = calls_at_;
+    }
+    if (parse_calls(calls, final) || n_calls_ > 0) break;
+    // What follows this trigger is no call: it is content, and the search goes on after it.
+    search_from_ = calls_at_ + 1;
+    calls_at_ = std::string::npos;
   }
   size_t end = text_.size();
-  if (calls_at_ != std::string::npos && !failed_) end = calls_at_;
-  else if (!failed_) end -= partial_trigger(text_, shown_, ts);
+  if (calls_at_ != std::string::npos) end = calls_at_;
+  else if (!final) end -= partial_trigger(text_, std::max(shown_, search_from_), ts);
   // Whitespace before a call is not content; hold it until text follows.
-  while (end > shown_ && space(text_[end - 1])) --end;
-  std::string out = text_.substr(shown_, end - shown_);
-  shown_ = end;
-  if (calls_at_ != std::string::npos && !failed_ && !parse_calls(calls, false) && n_calls_ == 0)
-    failed_ = true;  // what follows the trigger is no call: it is content after all
+  if (!final || calls_at_ != std::string::npos)
+    while (end > shown_ && space(text_[end - 1])) --end;
+  std::string out = end > shown_ ? text_.substr(shown_, end - shown_) : "";
+  shown_ = std::max(shown_, end);
   return out;
 }
 
+std::string ToolCallParser::push(std::string_view text, std::vector<ToolCall>& calls) {
+  text_ += text;
+  return advance(calls, false);
+}
+
 std::string ToolCallParser::finish(std::vector<ToolCall>& calls) {
-  if (calls_at_ != std::string::npos && !failed_ && !parse_calls(calls, true) && n_calls_ == 0)
-    failed_ = true;
-  if (calls_at_ == std::string::npos || failed_) {
-    std::string out = text_.substr(shown_);
-    shown_ = text_.size();
-    return out;
-  }
+  std::string out = advance(calls, true);
+  if (calls_at_ == std::string::npos) return out;
   // Calls were read; text after them that is not one (a call cut short) goes into the content.
-  std::string rest = text_.substr(skip_space(text_, parsed_));
-  parsed_ = text_.size();
-  return rest;
+  out += text_.substr(skip_space(text_, parsed_));
+  parsed_ = shown_ = text_.size();
+  return out;
 }
 
 }  // namespace jitllm::server

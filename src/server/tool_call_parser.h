@@ -20,7 +20,8 @@ struct ToolCall {
 
 class ToolCallParser {
  public:
-  explicit ToolCallParser(ToolSyntax syntax);
+  // `names`: the functions the request offers; a call of any other is not taken for one.
+  ToolCallParser(ToolSyntax syntax, std::vector<std::string> names);
 
   // Feeds more output. Returns the content that can be shown now (text that might begin a call
   // is held back, as is whitespace that might end the content), and appends the calls
@@ -32,16 +33,19 @@ class ToolCallParser {
   size_t n_calls() const { return n_calls_; }
 
  private:
-  // Parses complete calls from calls_at_; returns false if the text there is not a call.
+  // Parses complete calls from parsed_; false when the text there is not a call.
   bool parse_calls(std::vector<ToolCall>& calls, bool final);
+  // Finds and reads calls, then returns the content that can be shown.
+  std::string advance(std::vector<ToolCall>& calls, bool final);
 
   ToolSyntax syntax_;
+  std::vector<std::string> names_;
   std::string text_;             // all output so far
   size_t shown_ = 0;             // content handed out: text_[0, shown_)
   size_t calls_at_ = std::string::npos;  // where the calls begin (a trigger), once seen
   size_t parsed_ = 0;            // calls' text consumed: text_[calls_at_, parsed_)
   size_t n_calls_ = 0;
-  bool failed_ = false;          // the text after the trigger was not a call: it is content
+  size_t search_from_ = 0;       // where the next trigger is looked for
 };
 
 // End of the first JSON value in `s` (after leading whitespace), or npos while it is incomplete.

@@ -62,25 +62,50 @@ const char* tool_syntax_name(ToolSyntax syntax) {
   return "unsupported";
 }
 
+const std::vector<GrammarTrigger>& tool_call_triggers(ToolSyntax syntax) {
+  static const std::vector<GrammarTrigger> hermes = {{"<tool_call>", false}};
+  // Llama 3 writes a bare call as the whole answer: {"name" elsewhere is just JSON.
+  static const std::vector<GrammarTrigger> llama = {{"<|python_tag|>", false}, {"{\"name\"", true}};
+  static const std::vector<GrammarTrigger> mistral = {{"[TOOL_CALLS]", false}};
+  static const std::vector<GrammarTrigger> none;
+  switch (syntax) {
+    case ToolSyntax::Hermes:
+    case ToolSyntax::Generic: return hermes;
+    case ToolSyntax::Llama3: return llama;
+    case ToolSyntax::MistralList:
+    case ToolSyntax::MistralArgs: return mistral;
+    case ToolSyntax::Unsupported: break;
+  }
+  return none;
+}
+
 ToolGrammar tool_call_grammar(ToolSyntax syntax, const ToolRequest& request) {
   if (syntax == ToolSyntax::Unsupported)
     throw invalid_request("tools", "this model's chat template writes tool calls in a syntax "
                                    "this server does not parse");
-  // Between the parts of a call: at most one space or newline (a small model left to the
-  // argument grammar's bounded whitespace spends its tokens there).
-  std::string rules = constrain::json_value_rules() + "sp ::= | \" \" | \"\\n\"\n";
+  // Between the parts of a call: a little whitespace (a small model left to the argument
+  // grammar's bounded whitespace spends its tokens there).
+  std::string rules = constrain::json_value_rules() + "sp ::= [ \\t\\n]{0,4}\n";
   std::vector<std::string> calls;
   for (size_t i = 0; i < request.tools.size(); ++i) {
     const ToolDefinition& tool = request.tools[i];
     if (request.choice == ToolChoice::Named && tool.name != request.named) continue;
     const std::string prefix = fmt::format("tool{}-", i);
-    try {
-      rules += constrain::json_schema_rules(tool.parameters, prefix);
-    } catch (const constrain::SchemaError& e) {
-      const std::string param = fmt::format("tools[{}].function.parameters", i);
-      throw invalid_request(param, fmt::format("'{}': {}", param, e.what()));
+    const std::string param = fmt::format("tools[{}].function.parameters", i);
+    // Arguments are an object: an empty schema means any object, another type is refused.
+    std::string args = prefix + "root";
+    if (tool.parameters.empty()) {
+      args = "json-object";
+    } else {
+      if (auto t = tool.parameters.find("type"); t != tool.parameters.end() && *t != "object")
+        throw invalid_request(param, fmt::format("'{}' must describe an object (the arguments), "
+                                                 "not {}", param, t->dump()));
+      try {
+        rules += constrain::json_schema_rules(tool.parameters, prefix);
+      } catch (const constrain::SchemaError& e) {
+        throw invalid_request(param, fmt::format("'{}': {}", param, e.what()));
+      }
     }
-    const std::string args = prefix + "root";
     if (syntax == ToolSyntax::MistralArgs)
       calls.push_back(constrain::gbnf_literal(tool.name) + " \"[ARGS]\" " + args);
     else
@@ -97,27 +122,24 @@ ToolGrammar tool_call_grammar(ToolSyntax syntax, const ToolRequest& request) {
     case ToolSyntax::Hermes:
     case ToolSyntax::Generic:
       rules += R"(one-call ::= "<tool_call>" sp tool-call sp "</tool_call>")" "\n";
-      rules += several ? "root ::= one-call (sp one-call)*\n" : "root ::= one-call\n";
-      g.triggers = {"<tool_call>"};
+      // Whitespace may follow the last of several calls (the end token comes after it).
+      rules += several ? "root ::= one-call (sp one-call)* sp\n" : "root ::= one-call\n";
       break;
     case ToolSyntax::Llama3:
       // The template allows one call per turn.
       rules += R"(root ::= ("<|python_tag|>")? tool-call)" "\n";
-      g.triggers = {"<|python_tag|>", "{\"name\""};
       break;
     case ToolSyntax::MistralList:
       rules += several ? R"(root ::= "[TOOL_CALLS]" "[" tool-call ("," sp tool-call)* "]")" "\n"
                        : R"(root ::= "[TOOL_CALLS]" "[" tool-call "]")" "\n";
-      g.triggers = {"[TOOL_CALLS]"};
       break;
     case ToolSyntax::MistralArgs:
       rules += R"(one-call ::= "[TOOL_CALLS]" tool-call)" "\n";
       rules += several ? "root ::= one-call+\n" : "root ::= one-call\n";
-      g.triggers = {"[TOOL_CALLS]"};
       break;
     case ToolSyntax::Unsupported: break;
   }
-  if (request.choice != ToolChoice::Auto) g.triggers.clear();
+  if (request.choice == ToolChoice::Auto) g.triggers = tool_call_triggers(syntax);
   g.gbnf = std::move(rules);
   return g;
 }
@@ -134,11 +156,20 @@ std::string new_tool_call_id(ToolSyntax syntax) {
 
 void adapt_conversation(ToolSyntax syntax, const ToolRequest& request, ojson& messages,
                         ojson& tools) {
-  for (ojson& m : messages) {
+  for (size_t i = 0; i < messages.size(); ++i) {
+    ojson& m = messages[i];
     auto calls = m.find("tool_calls");
-    if (calls == m.end() || !calls->is_array()) continue;
-    for (ojson& call : *calls) {
-      if (!call.is_object() || !call.contains("function") || !call["function"].is_object()) continue;
+    if (calls == m.end() || calls->is_null()) continue;
+    const std::string at = fmt::format("messages[{}].tool_calls", i);
+    if (!calls->is_array()) throw invalid_request(at, fmt::format("'{}' must be an array", at));
+    for (size_t j = 0; j < calls->size(); ++j) {
+      ojson& call = (*calls)[j];
+      const bool ok = call.is_object() && call.contains("function") && call["function"].is_object() &&
+                      call["function"].contains("name") && call["function"]["name"].is_string();
+      if (!ok)
+        throw invalid_request(fmt::format("{}[{}]", at, j),
+                              fmt::format("'{}[{}]' must be an object with a function and its "
+                                          "name", at, j));
       ojson& fn = call["function"];
       if (!fn.contains("arguments") || !fn["arguments"].is_string()) continue;
       ojson args = ojson::parse(fn["arguments"].get<std::string>(), nullptr, false);

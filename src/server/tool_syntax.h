@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "server/grammar_trigger.h"
 #include "server/tool_request.h"
 
 namespace jitllm::server {
@@ -34,11 +35,13 @@ struct ToolGrammar {
   std::string gbnf;  // root: the call(s) the request allows
   // Empty: the grammar holds from the first token (required, named). Otherwise (auto) the
   // output is free until one of these texts appears; the grammar then holds from that text on.
-  std::vector<std::string> triggers;
+  std::vector<GrammarTrigger> triggers;
 };
 
 // Throws ApiError 400 naming tools[i].function.parameters when a schema cannot be enforced.
 ToolGrammar tool_call_grammar(ToolSyntax syntax, const ToolRequest& request);
+// The texts that start a call in `syntax` (what auto's grammar and the parser look for).
+const std::vector<GrammarTrigger>& tool_call_triggers(ToolSyntax syntax);
 
 // Call ids as the syntax's template accepts them back ("call_" + 24 characters; Mistral's
 // templates insist on 9 alphanumerics).

@@ -76,7 +76,8 @@ TEST(GrammarVocabularyMarkers, ToolCallMarkersAreTheOnlyControlTokensAllowed) {
   md.set("tokenizer.ggml.token_type", Value::i32_array(types));
   const Tokenizer tok(md);
   EXPECT_EQ(rendered_control_tokens(tok, tok.n_vocab()), std::vector<int32_t>{tag});
-  auto vocab = make_grammar_vocabulary(tok, tok.n_vocab());
+  EXPECT_EQ(make_grammar_vocabulary(tok, tok.n_vocab())->bytes(tag), "");  // not for other grammars
+  auto vocab = make_grammar_vocabulary(tok, tok.n_vocab(), /*tool_markers=*/true);
   EXPECT_EQ(vocab->bytes(tag), "<|python_tag|>");
   EXPECT_EQ(vocab->bytes(other), "");
   Matcher m(constrain::parse_gbnf(R"(root ::= "<|python_tag|>" "x")"), vocab);

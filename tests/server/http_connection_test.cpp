@@ -148,6 +148,25 @@ TEST(GuardedHttpServer, ABurstOfConnectsIsAcceptedWithoutRetries) {
   for (auto& c : burst) EXPECT_EQ(status_of(c->read_all(3000)), 200);
 }
 
+// Slow connections opened all at once are still capped: four times the cap at most while they
+// are young, the cap once they are past slow_after_ms.
+TEST(GuardedHttpServer, ABurstOfSlowConnectionsIsStillCapped) {
+  ConnectionLimits lim;
+  lim.reading_per_client = 1;
+  lim.slow_after_ms = 150;
+  Running r(lim);
+  std::vector<std::unique_ptr<RawClient>> slow;
+  for (int i = 0; i < 6; ++i) {  // fewer than the test server's 8 threads: all are read
+    slow.push_back(std::make_unique<RawClient>(r.port));
+    slow.back()->send("GET /ok HTTP/1.1\r\n");  // and never more
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_LE(r.server->reading_connections(), size_t(4 * lim.reading_per_client));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(exchange(r.port, "GET /ok HTTP/1.1\r\nConnection: close\r\n\r\n").first, 200);
+  EXPECT_LE(r.server->reading_connections(), size_t(lim.reading_per_client));
+}
+
 TEST(GuardedHttpServer, StopEndsSlowReadersPromptly) {
   Running r({});
   std::vector<std::unique_ptr<RawClient>> slow;

@@ -186,6 +186,16 @@ TEST(ChatRequest, CarriesTheToolRequest) {
   EXPECT_EQ(named.tool_request.choice, ToolChoice::Named);
   EXPECT_EQ(named.tool_request.named, "f");
   EXPECT_EQ(named.tools.size(), 1u);  // the definitions as sent, for the template
+  for (const char* legacy : {"functions", "function_call"}) {
+    nlohmann::json b = body(R"("auto")");
+    b[legacy] = nlohmann::json::array();
+    try {
+      parse_chat_request(b);
+      ADD_FAILURE() << "accepted " << legacy;
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.body()["error"]["param"], legacy);
+    }
+  }
   for (const char* refused : {R"({"type":"function","function":{"name":"g"}})", "1", R"("sometimes")"}) {
     try {
       parse_chat_request(body(refused));

@@ -64,7 +64,7 @@ TEST(SchedulerGrammar, ALazyGrammarSwitchesOnAtItsTrigger) {
   ASSERT_LT(k, free.ids.size()) << "no token of the output makes a trigger";
   auto job = greedy_job(*f.tok, prompt, 40);
   job->matcher = matcher(*f.tok, "root ::= " + constrain::gbnf_literal(trigger) + R"( " 1 2 3")");
-  job->grammar_triggers = {trigger};
+  job->grammar_triggers = {{trigger, false}};
   f.sched->submit(job);
   const Result r = wait(*job);
   // Free (the same greedy text) up to the trigger, then held, and ended when complete.
@@ -74,9 +74,31 @@ TEST(SchedulerGrammar, ALazyGrammarSwitchesOnAtItsTrigger) {
   // A trigger that never shows leaves the output free.
   auto never = greedy_job(*f.tok, prompt, 16);
   never->matcher = matcher(*f.tok, R"(root ::= "@@" "x")");
-  never->grammar_triggers = {"@@"};
+  never->grammar_triggers = {{"@@", false}};
   f.sched->submit(never);
   EXPECT_EQ(wait(*never).text[0], free.text);
+
+  // A trigger whose token brings text the grammar refuses stays text (and is counted).
+  std::string before, cut;
+  size_t j = 0;
+  for (; j < free.ids.size(); before += f.tok->piece(free.ids[j]), ++j) {
+    const std::string t = f.tok->piece(free.ids[j]);
+    cut = t.substr(0, t.size() - 1);
+    if (t.size() >= 3 && (before + t).find(cut) == before.size()) break;
+  }
+  ASSERT_LT(j, free.ids.size()) << "no token of the output makes a cut trigger";
+  auto refused = greedy_job(*f.tok, prompt, int(j) + 1);
+  refused->matcher = matcher(*f.tok, "root ::= " + constrain::gbnf_literal(cut) + R"( "\x01")");
+  refused->grammar_triggers = {{cut, false}};
+  f.sched->submit(refused);
+  EXPECT_EQ(wait(*refused).text[0], before + f.tok->piece(free.ids[j]));
+  EXPECT_GE(f.metrics.counter("grammar_triggers_refused_total"), 1.0);
+  // A trigger that only counts at the start does not count later on.
+  auto late = greedy_job(*f.tok, prompt, 16);
+  late->matcher = matcher(*f.tok, "root ::= " + constrain::gbnf_literal(trigger) + R"( " 1 2 3")");
+  late->grammar_triggers = {{trigger, true}};
+  f.sched->submit(late);
+  EXPECT_EQ(wait(*late).text[0], free.text);
 }
 
 }  // namespace

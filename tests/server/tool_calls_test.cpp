@@ -91,6 +91,8 @@ TEST(ToolGrammar, HoldsCallsToTheToolsSchemas) {
   EXPECT_FALSE(grammar_accepts(ToolSyntax::Hermes, any, R"(<tool_call>{"name": "get_weather", "arguments": {"unit": "c"}}</tool_call>)"));
   EXPECT_FALSE(grammar_accepts(ToolSyntax::Hermes, any, R"(<tool_call>{"name": "get_weather", "arguments": {"city": "Oslo", "unit": "k"}}</tool_call>)"));
   EXPECT_FALSE(grammar_accepts(ToolSyntax::Hermes, any, "I would call get_weather"));
+  // Whitespace after the last of several calls (the end token follows); none after a single one.
+  EXPECT_TRUE(grammar_accepts(ToolSyntax::Hermes, any, weather + "\n"));
   // parallel_tool_calls false: one call; a named choice: that function only.
   EXPECT_FALSE(grammar_accepts(ToolSyntax::Hermes, two_tools("\"required\"", false), weather + "\n" + weather));
   const ToolRequest named = two_tools(R"({"type": "function", "function": {"name": "now"}})");
@@ -108,11 +110,18 @@ TEST(ToolGrammar, HoldsCallsToTheToolsSchemas) {
 }
 
 TEST(ToolGrammar, TriggersOnlyForAuto) {
-  EXPECT_EQ(tool_call_grammar(ToolSyntax::Hermes, two_tools("\"auto\"")).triggers,
+  auto texts = [](const std::vector<GrammarTrigger>& ts) {
+    std::vector<std::string> out;
+    for (const auto& t : ts) out.push_back(t.text + (t.at_start ? " (start)" : ""));
+    return out;
+  };
+  EXPECT_EQ(texts(tool_call_grammar(ToolSyntax::Hermes, two_tools("\"auto\"")).triggers),
             std::vector<std::string>{"<tool_call>"});
   EXPECT_TRUE(tool_call_grammar(ToolSyntax::Hermes, two_tools("\"required\"")).triggers.empty());
-  EXPECT_EQ(tool_call_grammar(ToolSyntax::MistralArgs, two_tools()).triggers,
+  EXPECT_EQ(texts(tool_call_grammar(ToolSyntax::MistralArgs, two_tools()).triggers),
             std::vector<std::string>{"[TOOL_CALLS]"});
+  EXPECT_EQ(texts(tool_call_grammar(ToolSyntax::Llama3, two_tools()).triggers),
+            (std::vector<std::string>{"<|python_tag|>", "{\"name\" (start)"}));
 }
 
 TEST(ToolGrammar, RefusesWhatItCannotHold) {
@@ -125,6 +134,13 @@ TEST(ToolGrammar, RefusesWhatItCannotHold) {
     EXPECT_EQ(e.body()["error"]["param"], "tools[0].function.parameters");
   }
   EXPECT_THROW(tool_call_grammar(ToolSyntax::Unsupported, two_tools()), ApiError);
+  // Arguments are an object: a schema of another type is refused, an empty one is any object.
+  EXPECT_THROW(tool_call_grammar(ToolSyntax::Hermes, request_of(R"({"tools": [{"type": "function",
+      "function": {"name": "f", "parameters": {"type": "string"}}}]})")), ApiError);
+  const ToolRequest empty = request_of(R"({"tools": [{"type": "function", "function": {"name": "f",
+      "parameters": {}}}], "tool_choice": "required"})");
+  EXPECT_TRUE(grammar_accepts(ToolSyntax::Hermes, empty, R"(<tool_call>{"name": "f", "arguments": {"x": [1]}}</tool_call>)"));
+  EXPECT_FALSE(grammar_accepts(ToolSyntax::Hermes, empty, R"(<tool_call>{"name": "f", "arguments": 3}</tool_call>)"));
 }
 
 struct Parsed {
@@ -133,7 +149,7 @@ struct Parsed {
 };
 
 Parsed parse(ToolSyntax syntax, const std::string& text, bool byte_by_byte) {
-  ToolCallParser p(syntax);
+  ToolCallParser p(syntax, {"get_weather", "now", "f", "g"});
   Parsed out;
   if (byte_by_byte)
     for (char c : text) out.content += p.push(std::string(1, c), out.calls);
@@ -167,6 +183,16 @@ TEST(ToolCallParser, ReadsEverySyntaxWholeOrByteByByte) {
       {ToolSyntax::Hermes, "a < b \n", "a < b \n", {}},
       // The trigger, then no call: all of it is content.
       {ToolSyntax::Hermes, "<tool_call> not json", "<tool_call> not json", {}},
+      // Not a call, then one: the first is content, the second a call.
+      {ToolSyntax::Hermes, "<tool_call>oops</tool_call> then <tool_call>{\"name\": \"now\", \"arguments\": {}}</tool_call>",
+       "<tool_call>oops</tool_call> then", {{"now", "{}"}}},
+      // A function the request does not offer is no call.
+      {ToolSyntax::Hermes, "<tool_call>{\"name\": \"rm\", \"arguments\": {}}</tool_call>",
+       "<tool_call>{\"name\": \"rm\", \"arguments\": {}}</tool_call>", {}},
+      // Llama's bare call counts only as the whole answer: JSON with a "name" after text is text.
+      {ToolSyntax::Llama3, R"(Here: {"name": "now", "parameters": {}})", R"(Here: {"name": "now", "parameters": {}})", {}},
+      {ToolSyntax::Llama3, R"({"name": "Alice", "age": 3})", R"({"name": "Alice", "age": 3})", {}},
+      {ToolSyntax::Llama3, R"(  {"name": "now", "parameters": {}})", "", {{"now", "{}"}}},
       // A call cut short (max_tokens): its text goes back into the content.
       {ToolSyntax::Hermes, "<tool_call>{\"name\": \"now\", \"arguments\": {}}</tool_call><tool_call>{\"na",
        "<tool_call>{\"na", {{"now", "{}"}}},
@@ -186,14 +212,14 @@ TEST(ToolCallParser, ReadsEverySyntaxWholeOrByteByByte) {
 }
 
 TEST(ToolCallParser, HandsOutEachCallWhenItsTextIsComplete) {
-  ToolCallParser p(ToolSyntax::Hermes);
+  ToolCallParser p(ToolSyntax::Hermes, {"now"});
   std::vector<ToolCall> calls;
   EXPECT_EQ(p.push("Hi <tool", calls), "Hi");  // a possible trigger and the space before it wait
   EXPECT_EQ(p.push("_call>{\"name\": \"now\", \"arguments\": {}}", calls), "");
   EXPECT_TRUE(calls.empty());  // </tool_call> not seen yet
   EXPECT_EQ(p.push("</tool_call>", calls), "");
   ASSERT_EQ(calls.size(), 1u);
-  EXPECT_NE(calls[0].id, new_tool_call_id(ToolSyntax::Hermes));  // ids are fresh
+  EXPECT_EQ(calls[0].id.rfind("call_", 0), 0u);
   EXPECT_EQ(p.finish(calls), "");
   EXPECT_EQ(calls.size(), 1u);
 }
@@ -250,6 +276,16 @@ TEST(AdaptConversation, GenericWritesToolsCallsAndResultsAsText) {
   EXPECT_FALSE(messages[2].contains("tool_calls"));
   EXPECT_EQ(messages[3]["role"], "user");
   EXPECT_EQ(messages[3]["content"], "<tool_response>\n7 C, rain\n</tool_response>");
+  // A malformed call in the history is a 400 naming it.
+  ojson bad = history();
+  bad[1]["tool_calls"][0] = "x";
+  ojson no_tools;
+  try {
+    adapt_conversation(ToolSyntax::Generic, two_tools(), bad, no_tools);
+    ADD_FAILURE() << "a malformed tool call was accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.body()["error"]["param"], "messages[1].tool_calls[0]");
+  }
   // A template that raises on any role but system/user/assistant renders it.
   chat::ChatTemplate t(
       "{% for m in messages %}{% if m.role not in ['system','user','assistant'] %}"
