@@ -15,7 +15,7 @@ namespace jitllm {
 namespace {
 
 constexpr jit::Isa kLevels[] = {jit::Isa::Avx2, jit::Isa::AvxVnni, jit::Isa::Avx512Vnni};
-constexpr const char* kKnown = "jit, jit-avx2, jit-avxvnni, jit-avx512 or reference";
+constexpr const char* kKnown = "jit, jit-avx2, jit-avxvnni, jit-avx512, jit-amx or reference";
 
 // The kernels of kLevels[i], made on first use.
 const CpuKernels& jit_at(size_t i) {
@@ -27,8 +27,18 @@ const CpuKernels& jit_at(size_t i) {
 }
 
 // `what` is the flag or variable with its value, for the error ("--kernels x", "JITLLM_KERNELS=x").
+// AVX-512 with AMX tiles for the prompt GEMMs, made on first use.
+const CpuKernels& jit_amx(const std::string& what) {
+  if (!jit::amx_usable())
+    throw_error("{}: this CPU or kernel does not let the process use AMX tiles (use jit or reference)",
+                what);
+  static const JitKernels kernels(jit::Isa::Avx512Vnni, true);
+  return kernels;
+}
+
 const CpuKernels& by_name(const std::string& name, const std::string& what) {
   if (name == "jit") return jit_kernels();
+  if (name == "jit-amx") return jit_amx(what);
   if (name == "reference" || name == "ref") return reference_kernels();
   for (size_t i = 0; i < std::size(kLevels); ++i)
     if (name == std::string("jit-") + jit::isa_name(kLevels[i])) {
@@ -53,6 +63,7 @@ std::vector<std::string> jit_kernel_names() {
   std::vector<std::string> out;
   for (jit::Isa isa : kLevels)
     if (jit::cpu_supports(isa)) out.push_back(std::string("jit-") + jit::isa_name(isa));
+  if (jit::amx_usable()) out.push_back("jit-amx");
   return out;
 }
 

@@ -32,9 +32,11 @@ size_t JitKernels::KeyHash::operator()(const jit::MatKey& k) const {
   return h;
 }
 
-JitKernels::JitKernels(jit::Isa isa)
-    : isa_(isa), name_(isa_kernel_name(isa)), ref_(reference_kernels()) {
+JitKernels::JitKernels(jit::Isa isa, bool amx)
+    : isa_(isa), amx_(amx), name_(amx ? "jit-amx" : isa_kernel_name(isa)), ref_(reference_kernels()) {
   if (!jit::cpu_supports(isa)) throw_error("jit kernels: this CPU cannot run {}", jit::isa_name(isa));
+  if (amx && (isa != jit::Isa::Avx512Vnni || !jit::amx_usable()))
+    throw_error("jit kernels: AMX tiles need an AMX CPU that lets this process use them, with avx512");
 }
 
 const jit::MatKernel& JitKernels::mat_kernel(const jit::MatKey& key) const {
@@ -54,7 +56,7 @@ std::unique_ptr<PreparedWeights> JitKernels::prepare_weights(QuantType type,
 }
 
 const CpuKernels& jit_kernels() {
-  static const JitKernels kernels(jit::selected_isa());
+  static const JitKernels kernels(jit::selected_isa(), jit::selected_amx());
   return kernels;
 }
 

@@ -15,9 +15,12 @@ namespace jitllm {
 
 class JitKernels final : public CpuKernels {
  public:
-  explicit JitKernels(jit::Isa isa);
+  // amx: prompt GEMMs of the formats jit_amx.h takes run on AMX tiles (needs jit::amx_usable()
+  // and isa Avx512Vnni); everything else runs the `isa` kernels.
+  explicit JitKernels(jit::Isa isa, bool amx = false);
   const char* name() const override { return name_; }
   jit::Isa isa() const { return isa_; }
+  bool amx() const { return amx_; }
 
   void matmul(QuantType type, const uint8_t* weights, int64_t rows, int64_t k, const float* x,
               int64_t n, float* out) const override;
@@ -47,6 +50,7 @@ class JitKernels final : public CpuKernels {
     size_t operator()(const jit::MatKey& k) const;
   };
   jit::Isa isa_;
+  bool amx_;
   const char* name_;
   const CpuKernels& ref_;
   mutable std::mutex mutex_;

@@ -10,6 +10,7 @@
 #include <functional>
 #include <vector>
 
+#include "backend/cpu/jit_amx.h"
 #include "backend/cpu/jit_pack_cache.h"
 #include "backend/cpu/jit_row_split.h"
 #include "backend/cpu/jit_formats.h"
@@ -27,6 +28,8 @@ namespace {
 
 constexpr int64_t kRowChunk = 16;    // rows per kernel call in the GEMM (weights stay in L1)
 constexpr int64_t kTokenBlock = 64;  // tokens per pass over a thread's rows (activations in L2)
+constexpr int64_t kAmxMinTokens = 8;  // fewer tokens: the AVX-512 tiles (a panel's unpacking is
+                                      // paid once per call and needs tokens to spread over)
 
 int pack_family(QuantType t) {
   // K formats share one packing (Q8_K quants + both sum planes); 32-block formats differ in bias.
@@ -63,6 +66,8 @@ void JitKernels::matmul(QuantType type, const uint8_t* weights, int64_t rows, in
   const jit::ActLayout al = jit::act_layout(type, k);
   ThreadPool& pool = ThreadPool::global();
   const uint8_t* act = packed_activation(type, isa_, x, k, n, al, pool);
+  if (amx_ && n >= kAmxMinTokens && jit::amx_supported(type, k))
+    return jit::amx_gemm(type, weights, rows, k, act, n, out, pool);
   const size_t stride = row_bytes(type, k);
   const int64_t out_stride = rows * int64_t(sizeof(float));
 

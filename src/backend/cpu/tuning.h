@@ -8,9 +8,9 @@ namespace jitllm::jit {
 
 struct CpuKnobs {
   tuning::Registry registry{"cpu"};
-  tuning::Choice isa{registry, "JITLLM_ISA", "auto", {"auto", "avx2", "avxvnni", "avx512"},
-                     "instruction set of the generated kernels (auto: the best this CPU has)"};
-  tuning::Choice kernels{registry, "JITLLM_KERNELS", "auto", {"auto", "jit", "jit-avx2", "jit-avxvnni", "jit-avx512", "reference", "ref"},
+  tuning::Choice isa{registry, "JITLLM_ISA", "auto", {"auto", "avx2", "avxvnni", "avx512", "amx"},
+                     "instruction set of the generated kernels (auto: the best this CPU has; amx: AVX-512 with AMX tiles for prompt GEMMs; avx512: without AMX)"};
+  tuning::Choice kernels{registry, "JITLLM_KERNELS", "auto", {"auto", "jit", "jit-avx2", "jit-avxvnni", "jit-avx512", "jit-amx", "reference", "ref"},
                          "CPU kernels of an engine without --kernels (auto: jit when the CPU has AVX2, else reference)"};
   tuning::Flag repack{registry, "JITLLM_REPACK", true,
                       "decode copies of Q8_0/Q4_K/Q6_K weights row-interleaved in huge pages (0: read the file's layout, less memory)"};

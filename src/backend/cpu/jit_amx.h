@@ -1,0 +1,71 @@
+// Prompt GEMMs on Intel AMX tiles (AMX-INT8 `tdpbssd`, emitted with Xbyak) for Q8_0, Q4_0, Q4_K
+// and Q6_K weights, used where the CPU has AMX and the kernel lets every thread use it
+// (jit_cpu_features.h: amx_usable / amx_thread_ready).
+//
+// Activations are the packed ones the AVX kernels read (jit_matmul.h: int8 quants per token, a
+// scale per 32- or 256-block), loaded as tile rows straight from that layout (one token a row).
+// Weights are unpacked 16 rows at a time into a "panel" of int8 tiles in AMX's VNNI order:
+//   block-of-32 formats (Q8_0, Q4_0): per block, the 32 signed values of each row (Q4_0: q - 8)
+//     and the rows' scales d;
+//   K formats (Q4_K, Q6_K): per 256-super-block, each element's integer weight v = scale * q
+//     (Q4_K: sc_j * q; Q6_K: sc_j * (q - 32)) split as v = 64 * hi + lo (hi, lo int8), so one
+//     tile of hi and one of lo per 64 elements give the super-block's integer sum exactly
+//     (Σ a v = 64 Σ a hi + Σ a lo, int32); then the rows' d (and Q4_K's dmin, mins m_j).
+// Every integer sum the reference forms (per 32-block, or per super-block with its scales) is
+// formed exactly; only the float accumulation order differs (as the AVX kernels').
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backend/cpu/jit_matmul.h"
+#include "core/thread_pool.h"
+#include "quant/types.h"
+
+namespace jitllm::jit {
+
+constexpr int kAmxRows = 16;    // weight rows per panel (a tile's 16 int32 columns)
+constexpr int kAmxTokens = 16;  // tokens per tile (a tile's 16 rows)
+
+// Formats and sizes the AMX GEMM takes.
+bool amx_supported(QuantType type, int64_t k);
+
+// Bytes of one 16-row panel of `type` at width k (a multiple of 64).
+size_t amx_panel_bytes(QuantType type, int64_t k);
+// Unpacks rows [0, n_rows) (n_rows <= 16) of a matrix in the file's layout (`stride` bytes per
+// row) into `panel`; rows past n_rows are zero.
+void amx_pack_panel(QuantType type, const uint8_t* w, int64_t stride, int n_rows, int64_t k,
+                    uint8_t* panel);
+
+struct AmxArgs {
+  const uint8_t* panel;  // one packed panel (amx_pack_panel)
+  const uint8_t* act;    // first token's packed activation (act_layout(type, k))
+  float* out;            // out[t * out_stride / 4 + r], r < 16 (rows past row_mask not written)
+  int64_t out_stride;    // bytes between consecutive tokens' outputs
+  int64_t tiles;         // tiles of `tokens` tokens, one after the other
+  const float* sums;     // Q4_K: [token][k / 32] the activation's 32-element sums as floats
+  uint8_t* scratch;      // 2 KiB, 64-byte aligned: the int32 tiles stored for the float work
+  uint32_t row_mask;     // bit r: row r of the panel is written
+};
+using AmxFn = void (*)(const AmxArgs*);
+
+struct AmxKey {
+  QuantType type;
+  int64_t k;
+  int tokens;  // 1..16 tokens per tile
+  bool operator==(const AmxKey&) const = default;
+};
+
+// The kernel for `key`, emitted on first use and kept for the process (thread-safe).
+AmxFn amx_kernel(const AmxKey& key);
+// The machine code of a fresh emission (for the determinism test).
+std::vector<uint8_t> amx_kernel_code(const AmxKey& key);
+
+// out[t * rows + r] = dot(row r, token t) for n tokens whose packed activation is `act`, the
+// rows spread over `pool`. The calling threads must be AMX-ready (amx_thread_ready()).
+void amx_gemm(QuantType type, const uint8_t* w, int64_t rows, int64_t k, const uint8_t* act,
+              int64_t n, float* out, ThreadPool& pool);
+
+}  // namespace jitllm::jit
