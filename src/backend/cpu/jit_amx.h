@@ -38,16 +38,20 @@ size_t amx_panel_bytes(QuantType type, int64_t k);
 // row) into `panel`; rows past n_rows are zero.
 void amx_pack_panel(QuantType type, const uint8_t* w, int64_t stride, int n_rows, int64_t k,
                     uint8_t* panel);
+// The same bytes through plain C++ (the test oracle of the above, which runs AVX-512 code).
+void amx_pack_panel_reference(QuantType type, const uint8_t* w, int64_t stride, int n_rows,
+                              int64_t k, uint8_t* panel);
 
 struct AmxArgs {
-  const uint8_t* panel;  // one packed panel (amx_pack_panel)
+  const uint8_t* panel;  // `panels` packed panels (amx_pack_panel), amx_panel_bytes apart
+  int64_t panels;
   const uint8_t* act;    // first token's packed activation (act_layout(type, k))
-  float* out;            // out[t * out_stride / 4 + r], r < 16 (rows past row_mask not written)
+  float* out;            // out[t * out_stride / 4 + 16 p + r]: token t, panel p, row r
   int64_t out_stride;    // bytes between consecutive tokens' outputs
   int64_t tiles;         // tiles of `tokens` tokens, one after the other
   const float* sums;     // Q4_K: [token][k / 32] the activation's 32-element sums as floats
   uint8_t* scratch;      // 2 KiB, 64-byte aligned: the int32 tiles stored for the float work
-  uint32_t row_mask;     // bit r: row r of the panel is written
+  uint32_t row_mask;     // bit r: row r of every panel is written
 };
 using AmxFn = void (*)(const AmxArgs*);
 
@@ -58,6 +62,8 @@ struct AmxKey {
   bool operator==(const AmxKey&) const = default;
 };
 
+// A call runs, for each token tile, every panel against it (the tile stays in L1/L2 while the
+// panels, packed once per call, stay in L2).
 // The kernel for `key`, emitted on first use and kept for the process (thread-safe).
 AmxFn amx_kernel(const AmxKey& key);
 // The machine code of a fresh emission (for the determinism test).

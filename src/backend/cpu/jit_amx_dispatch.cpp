@@ -1,6 +1,7 @@
-// amx_gemm (jit_amx.h): weight rows split over the pool in 16-row panels; each thread unpacks a
-// panel into its own buffer (L2-resident: 9-36 KiB per 1024 of k) and runs every token tile of
-// the prompt against it, so each weight byte is read from memory once per call.
+// amx_gemm (jit_amx.h): weight rows split over the pool in chunks of 4 16-row panels; each thread
+// unpacks a chunk's panels into its own buffer (L2-resident: 36-140 KiB per 1024 of k) and runs
+// every token tile of the prompt against them, so each weight byte is read from memory once per
+// call and each activation once per chunk.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -13,6 +14,8 @@
 namespace jitllm::jit {
 
 namespace {
+
+constexpr int64_t kChunkRows = 4 * kAmxRows;  // rows a thread packs and runs at a time
 
 // A thread's reusable panel and scratch, grown on demand.
 struct ThreadBuffers {
@@ -53,27 +56,38 @@ void amx_gemm(QuantType type, const uint8_t* w, int64_t rows, int64_t k, const u
   const AmxFn rest_fn = rest ? amx_kernel({type, k, int(rest)}) : nullptr;
   const size_t panel_bytes = amx_panel_bytes(type, k);
   const int64_t sums_row = k / 32;
+  const int64_t out_stride = rows * int64_t(sizeof(float));
 
-  dynamic_rows(pool, rows, row_chunk(rows, pool.size(), 4), [&](int64_t r0, int64_t r1) {
+  // A chunk's panels are packed together and every token tile runs against all of them, so a
+  // tile's activation is read from memory once per chunk (at k = 8192 the prompt's activations
+  // outgrow L2; 4 panels of Q4_K are 1.1 MiB there).
+  dynamic_rows(pool, rows, kChunkRows, [&](int64_t r0, int64_t r1) {
     if (!amx_thread_ready()) throw_error("amx gemm: this thread may not use AMX tiles");
     thread_local ThreadBuffers tb;
-    uint8_t* panel = tb.panel_for(panel_bytes);
-    for (int64_t r = r0; r < r1; r += kAmxRows) {
-      const int nr = int(std::min<int64_t>(kAmxRows, r1 - r));
-      amx_pack_panel(type, w + size_t(r) * stride, int64_t(stride), nr, k, panel);
-      AmxArgs a{panel,     act,     out + r,
-                int64_t(rows * sizeof(float)),    full,
-                sums.empty() ? nullptr : sums.data(), tb.scratch.get(),
-                uint32_t((1u << nr) - 1)};
+    const int64_t n_panels = (r1 - r0 + kAmxRows - 1) / kAmxRows;
+    uint8_t* panels = tb.panel_for(panel_bytes * size_t(n_panels));
+    for (int64_t p = 0; p < n_panels; ++p) {
+      const int64_t r = r0 + p * kAmxRows;
+      amx_pack_panel(type, w + size_t(r) * stride, int64_t(stride),
+                     int(std::min<int64_t>(kAmxRows, r1 - r)), k, panels + size_t(p) * panel_bytes);
+    }
+    // Full panels together; a partial last one with its row mask.
+    const int64_t whole = (r1 - r0) / kAmxRows;
+    const int part = int((r1 - r0) % kAmxRows);
+    auto run = [&](int64_t p0, int64_t np, uint32_t mask) {
+      AmxArgs a{panels + size_t(p0) * panel_bytes, np, act, out + r0 + p0 * kAmxRows,
+                out_stride, full, sums.empty() ? nullptr : sums.data(), tb.scratch.get(), mask};
       if (full) full_fn(&a);
       if (rest) {
         a.act = act + size_t(full * kAmxTokens) * al.bytes;
-        a.out = out + full * kAmxTokens * rows + r;
+        a.out = out + full * kAmxTokens * rows + r0 + p0 * kAmxRows;
         a.tiles = 1;
         if (a.sums) a.sums = sums.data() + full * kAmxTokens * sums_row;
         rest_fn(&a);
       }
-    }
+    };
+    if (whole) run(0, whole, 0xFFFF);
+    if (part) run(whole, 1, (1u << part) - 1);
   });
 }
 

@@ -1,12 +1,13 @@
 // The AMX GEMM kernel emitter (jit_amx.h): one kernel per (format, k, tokens per tile). A call
-// runs `tiles` token tiles against one 16-row panel; per tile it walks k in scale groups (a pair
-// of 32-blocks, or one 256-super-block), forms the groups' int32 sums on the tiles (tdpbssd),
-// stores them to the scratch and applies the scales in AVX-512 into 16 accumulators, one zmm per
-// token (lane r = row r).
+// runs `tiles` token tiles, each against `panels` 16-row panels; per (tile, panel) it walks k in
+// scale groups (a pair of 32-blocks, or one 256-super-block), forms the groups' int32 sums on the
+// tiles (tdpbssd), stores them to the scratch and applies the scales in AVX-512 into 16
+// accumulators, one zmm per token (lane r = row r).
 #include <xbyak/xbyak.h>
 
 #include <cstddef>
 #include <mutex>
+#include <utility>
 #include <unordered_map>
 
 #include "backend/cpu/jit_amx.h"
@@ -34,10 +35,13 @@ class AmxEmitter : public CodeGenerator {
   AmxFn fn() const { return getCode<AmxFn>(); }
 
  private:
-  // buf reuses the argument register once the arguments are read.
-  const Reg64 args = rdi, buf = rdi, astride = rsi, c64 = rcx, panel = r8, ap = r9, out = r10,
-              ostride = r11, tiles = r12, sums = r13, gcnt = r14, gp = r15, gap = rbx, gdp = rbp,
+  // buf reuses the argument register once the arguments are read. The outer loops' state lives
+  // in the stack frame: [rsp] tiles left, [rsp + 8] first panel, [rsp + 16] panel count,
+  // [rsp + 24] the tile's output.
+  const Reg64 args = rdi, buf = rdi, astride = rsi, c64 = rcx, pcur = r8, ap = r9, ocur = r10,
+              ostride = r11, pcnt = r12, sums = r13, gcnt = r14, gp = r15, gap = rbx, gdp = rbp,
               gsp = rdx, op = rax;
+  static constexpr int kFrame = 32, kTiles = 0, kPanel = 8, kPanels = 16, kOut = 24;
   AmxKey key_;
   ActLayout al_;
   Label cfg_;
@@ -49,11 +53,16 @@ class AmxEmitter : public CodeGenerator {
 
   void emit() {
     for (const Reg64& r : {rbx, rbp, r12, r13, r14, r15}) push(r);
-    mov(panel, ptr[args + offsetof(AmxArgs, panel)]);
+    sub(rsp, kFrame);
+    for (auto [from, to] : {std::pair{offsetof(AmxArgs, tiles), kTiles},
+                            {offsetof(AmxArgs, panel), kPanel},
+                            {offsetof(AmxArgs, panels), kPanels},
+                            {offsetof(AmxArgs, out), kOut}}) {
+      mov(rax, ptr[args + from]);
+      mov(ptr[rsp + to], rax);
+    }
     mov(ap, ptr[args + offsetof(AmxArgs, act)]);
-    mov(out, ptr[args + offsetof(AmxArgs, out)]);
     mov(ostride, ptr[args + offsetof(AmxArgs, out_stride)]);
-    mov(tiles, ptr[args + offsetof(AmxArgs, tiles)]);
     mov(sums, ptr[args + offsetof(AmxArgs, sums)]);
     mov(eax, dword[args + offsetof(AmxArgs, row_mask)]);
     kmovw(k1, eax);
@@ -62,10 +71,14 @@ class AmxEmitter : public CodeGenerator {
     mov(c64, 64);
     ldtilecfg(ptr[rip + cfg_]);
 
-    Label tile_loop, group_loop;
+    Label tile_loop, panel_loop, group_loop;
     L(tile_loop);
+    mov(pcur, ptr[rsp + kPanel]);
+    mov(pcnt, ptr[rsp + kPanels]);
+    mov(ocur, ptr[rsp + kOut]);
+    L(panel_loop);
     for (int t = 0; t < T(); ++t) vxorps(Zmm(t), Zmm(t), Zmm(t));
-    mov(gp, panel);
+    mov(gp, pcur);
     mov(gap, ap);
     lea(gdp, ptr[ap + al_.d]);
     mov(gsp, sums);
@@ -88,19 +101,27 @@ class AmxEmitter : public CodeGenerator {
     dec(gcnt);
     jnz(group_loop, T_NEAR);
 
-    mov(op, out);
+    mov(op, ocur);
     for (int t = 0; t < T(); ++t) {
       vmovups(ptr[op] | k1, Zmm(t));
-      add(op, ostride);
+      if (t + 1 < T()) add(op, ostride);
     }
-    mov(out, op);
+    add(pcur, int(amx_panel_bytes(key_.type, key_.k)));
+    add(ocur, kAmxRows * 4);
+    dec(pcnt);
+    jnz(panel_loop, T_NEAR);
+
     add(ap, T() * P());
     add(sums, T() * sums_stride());
-    dec(tiles);
+    mov(rax, ostride);
+    imul(rax, rax, T());
+    add(ptr[rsp + kOut], rax);
+    dec(qword[rsp + kTiles]);
     jnz(tile_loop, T_NEAR);
 
     tilerelease();
     vzeroupper();
+    add(rsp, kFrame);
     for (const Reg64& r : {r15, r14, r13, r12, rbp, rbx}) pop(r);
     ret();
     emit_config();

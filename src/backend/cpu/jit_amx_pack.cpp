@@ -1,6 +1,7 @@
-// Weights of 16 rows unpacked into an AMX panel (jit_amx.h): int8 tiles in VNNI order (element e
-// of row r at byte (e / 4) * 64 + 4 r + e % 4 of its tile), then the rows' float scales. Plain
-// C++: a panel is packed once per GEMM call and then read by every token tile of the prompt.
+// The plain C++ twin of the panel packing (jit_amx.h): weights of 16 rows unpacked into int8 tiles
+// in VNNI order (element e of row r at byte (e / 4) * 64 + 4 r + e % 4 of its tile), then the
+// rows' float scales. The oracle of the AVX-512 packing (jit_amx_pack_avx512.cpp), which the
+// GEMM runs.
 #include <cstring>
 
 #include "backend/cpu/jit_amx.h"
@@ -132,8 +133,8 @@ size_t amx_panel_bytes(QuantType type, int64_t k) {
   return size_t(k / kQK_K) * kquant_sb_bytes(type);
 }
 
-void amx_pack_panel(QuantType type, const uint8_t* w, int64_t stride, int n_rows, int64_t k,
-                    uint8_t* panel) {
+void amx_pack_panel_reference(QuantType type, const uint8_t* w, int64_t stride, int n_rows,
+                              int64_t k, uint8_t* panel) {
   if (!amx_supported(type, k) || n_rows < 1 || n_rows > kAmxRows)
     throw_error("amx panel: {} rows of {} at k={} unsupported", n_rows, quant_name(type), k);
   if (n_rows < kAmxRows) std::memset(panel, 0, amx_panel_bytes(type, k));  // the rows' scales

@@ -133,6 +133,20 @@ TEST(JitAmx, TwoCallsIntoOneBufferOverwrite) {
   }
 }
 
+TEST(JitAmx, PanelPackingEqualsThePlainTwin) {
+  SKIP_WITHOUT_AMX();  // the packing runs AVX-512 code only where AMX is
+  for (QuantType t : kFormats)
+    for (int n_rows : {16, 5, 1}) {
+      const int64_t k = 768;
+      const auto w = jit_test::random_weights(t, n_rows, k, uint32_t(60 + n_rows), false);
+      const size_t bytes = jit::amx_panel_bytes(t, k);
+      std::vector<uint8_t> fast(bytes, 0xAB), ref(bytes, 0xCD);
+      jit::amx_pack_panel(t, w.data(), int64_t(row_bytes(t, k)), n_rows, k, fast.data());
+      jit::amx_pack_panel_reference(t, w.data(), int64_t(row_bytes(t, k)), n_rows, k, ref.data());
+      EXPECT_EQ(fast, ref) << quant_name(t) << " rows=" << n_rows;
+    }
+}
+
 TEST(JitAmx, EmissionIsDeterministic) {
   SKIP_WITHOUT_AMX();
   for (QuantType t : kFormats) {

@@ -1,0 +1,179 @@
+// amx_pack_panel (jit_amx.h) in AVX-512: each row's group decoded 32 elements a vector into a
+// row-major stage (K formats: v = scale * q in int16, split into hi and lo bytes), then every
+// 16 rows x 64 bytes of the stage transposed as a 16 x 16 matrix of dwords into one VNNI tile.
+// Written with intrinsics rather than emitted: it only runs where the AMX GEMM does (AVX-512 is
+// then certain), and its output is checked byte for byte against the plain twin.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "backend/cpu/jit_amx.h"
+#include "backend/cpu/jit_amx_layout.h"
+#include "core/error.h"
+#include "core/fp16.h"
+#include "quant/formats.h"
+#include "quant/ref_kernels.h"
+
+#define JITLLM_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+
+namespace jitllm::jit {
+
+namespace {
+
+using namespace amx_layout;
+
+// 16 rows of 64 bytes (`stride` apart) -> one tile: tile row i = dword i of rows 0..15.
+JITLLM_AVX512 void transpose_tile(const int8_t* stage, int stride, uint8_t* tile) {
+  __m512i r[16], t[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_si512(stage + i * stride);
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  // u[4g + e], lane j: rows 4g..4g+3 at column 4j + e.
+  for (int g = 0; g < 4; ++g) {
+    const __m512i a = t[4 * g], b = t[4 * g + 1], c = t[4 * g + 2], d = t[4 * g + 3];
+    r[4 * g + 0] = _mm512_unpacklo_epi64(a, c);
+    r[4 * g + 1] = _mm512_unpackhi_epi64(a, c);
+    r[4 * g + 2] = _mm512_unpacklo_epi64(b, d);
+    r[4 * g + 3] = _mm512_unpackhi_epi64(b, d);
+  }
+  for (int e = 0; e < 4; ++e) {  // a 4 x 4 transpose of 128-bit lanes per e
+    const __m512i v0 = _mm512_shuffle_i32x4(r[e], r[4 + e], 0x88);
+    const __m512i v1 = _mm512_shuffle_i32x4(r[e], r[4 + e], 0xDD);
+    const __m512i v2 = _mm512_shuffle_i32x4(r[8 + e], r[12 + e], 0x88);
+    const __m512i v3 = _mm512_shuffle_i32x4(r[8 + e], r[12 + e], 0xDD);
+    _mm512_storeu_si512(tile + (0 + e) * 64, _mm512_shuffle_i32x4(v0, v2, 0x88));
+    _mm512_storeu_si512(tile + (4 + e) * 64, _mm512_shuffle_i32x4(v1, v3, 0x88));
+    _mm512_storeu_si512(tile + (8 + e) * 64, _mm512_shuffle_i32x4(v0, v2, 0xDD));
+    _mm512_storeu_si512(tile + (12 + e) * 64, _mm512_shuffle_i32x4(v1, v3, 0xDD));
+  }
+}
+
+// 32 int16 weights -> their hi (v >> 6) and lo (v & 63) bytes.
+JITLLM_AVX512 inline void split_store(__m512i v, int8_t* hi, int8_t* lo) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(hi), _mm512_cvtepi16_epi8(_mm512_srai_epi16(v, 6)));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(lo),
+                      _mm512_cvtepi16_epi8(_mm512_and_si512(v, _mm512_set1_epi16(63))));
+}
+
+JITLLM_AVX512 void q4k_row(const BlockQ4_K& b, int8_t* hi, int8_t* lo, float* mins,
+                           int mins_stride) {
+  const __m512i m4 = _mm512_set1_epi16(0xF);
+  for (int c = 0; c < 4; ++c) {
+    uint8_t sc0, mn0, sc1, mn1;
+    quant_ref::k4_scale_min(2 * c, b.scales, sc0, mn0);
+    quant_ref::k4_scale_min(2 * c + 1, b.scales, sc1, mn1);
+    mins[(2 * c) * mins_stride] = float(mn0);
+    mins[(2 * c + 1) * mins_stride] = float(mn1);
+    const __m512i q = _mm512_cvtepu8_epi16(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * c)));
+    const __m512i v0 = _mm512_mullo_epi16(_mm512_and_si512(q, m4), _mm512_set1_epi16(sc0));
+    const __m512i v1 = _mm512_mullo_epi16(_mm512_srli_epi16(q, 4), _mm512_set1_epi16(sc1));
+    split_store(v0, hi + 64 * c, lo + 64 * c);
+    split_store(v1, hi + 64 * c + 32, lo + 64 * c + 32);
+  }
+}
+
+JITLLM_AVX512 inline __m512i load(const uint8_t* p) {  // 32 bytes -> 32 int16
+  return _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+JITLLM_AVX512 void q6k_row(const BlockQ6_K& b, int8_t* hi, int8_t* lo) {
+  const __m512i m4 = _mm512_set1_epi16(0xF), m3 = _mm512_set1_epi16(3),
+                c32 = _mm512_set1_epi16(32);
+  for (int h = 0; h < 2; ++h) {
+    const __m512i ql0 = load(b.ql + 64 * h), ql1 = load(b.ql + 64 * h + 32),
+                  qh = load(b.qh + 32 * h);
+    const __m512i q[4] = {
+        _mm512_or_si512(_mm512_and_si512(ql0, m4), _mm512_slli_epi16(_mm512_and_si512(qh, m3), 4)),
+        _mm512_or_si512(_mm512_and_si512(ql1, m4),
+                        _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh, 2), m3), 4)),
+        _mm512_or_si512(_mm512_srli_epi16(ql0, 4),
+                        _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh, 4), m3), 4)),
+        _mm512_or_si512(_mm512_srli_epi16(ql1, 4),
+                        _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh, 6), m3), 4))};
+    for (int quarter = 0; quarter < 4; ++quarter) {
+      const int e = 128 * h + 32 * quarter;  // elements e..e+31, scales e/16 and e/16 + 1
+      const __m512i sc = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16(b.scales[e / 16]),
+                                                 _mm512_set1_epi16(b.scales[e / 16 + 1]));
+      split_store(_mm512_mullo_epi16(_mm512_sub_epi16(q[quarter], c32), sc), hi + e, lo + e);
+    }
+  }
+}
+
+JITLLM_AVX512 void pack_block32(QuantType type, const uint8_t* w, int64_t stride, int n_rows,
+                                int64_t k, uint8_t* panel) {
+  alignas(64) int8_t stage[kAmxRows][64] = {};
+  const __m256i m4 = _mm256_set1_epi8(0xF), c8 = _mm256_set1_epi8(8);
+  for (int64_t b = 0; b < k / kQK; b += 2) {  // two blocks: one 16 x 64 transpose
+    uint8_t* tile0 = panel + size_t(b) * kB32Bytes;
+    uint8_t* tile1 = tile0 + kB32Bytes;
+    for (int r = 0; r < n_rows; ++r) {
+      const uint8_t* row = w + size_t(r) * size_t(stride);
+      for (int h = 0; h < 2; ++h) {
+        float* d = reinterpret_cast<float*>((h ? tile1 : tile0) + kB32Tile);
+        if (type == QuantType::Q8_0) {
+          const auto& blk = reinterpret_cast<const BlockQ8_0*>(row)[b + h];
+          std::memcpy(stage[r] + 32 * h, blk.qs, kQK);
+          d[r] = fp16_to_f32(blk.d);
+        } else {
+          const auto& blk = reinterpret_cast<const BlockQ4_0*>(row)[b + h];
+          const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.qs));
+          const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(q),
+                                                       _mm_srli_epi16(q, 4), 1);
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(stage[r] + 32 * h),
+                              _mm256_sub_epi8(_mm256_and_si256(both, m4), c8));
+          d[r] = fp16_to_f32(blk.d);
+        }
+      }
+    }
+    // Columns 0..7 of the transpose are block b's 8 tile rows, 8..15 block b + 1's.
+    alignas(64) uint8_t tile[16 * 64];
+    transpose_tile(&stage[0][0], 64, tile);
+    std::memcpy(tile0, tile, kB32Tile);
+    std::memcpy(tile1, tile + kB32Tile, kB32Tile);
+  }
+}
+
+JITLLM_AVX512 void pack_kquant(QuantType type, const uint8_t* w, int64_t stride, int n_rows,
+                               int64_t k, uint8_t* panel) {
+  const size_t sb_bytes = kquant_sb_bytes(type);
+  alignas(64) int8_t hi[kAmxRows][kQK_K] = {}, lo[kAmxRows][kQK_K] = {};
+  for (int64_t s = 0; s < k / kQK_K; ++s) {
+    uint8_t* sb = panel + size_t(s) * sb_bytes;
+    auto* d = reinterpret_cast<float*>(sb + kKd);
+    for (int r = 0; r < n_rows; ++r) {
+      const uint8_t* row = w + size_t(r) * size_t(stride);
+      if (type == QuantType::Q4_K) {
+        const auto& blk = reinterpret_cast<const BlockQ4_K*>(row)[s];
+        q4k_row(blk, hi[r], lo[r], reinterpret_cast<float*>(sb + kKmins) + r, 16);
+        d[r] = fp16_to_f32(blk.d);
+        reinterpret_cast<float*>(sb + kKdmin)[r] = fp16_to_f32(blk.dmin);
+      } else {
+        const auto& blk = reinterpret_cast<const BlockQ6_K*>(row)[s];
+        q6k_row(blk, hi[r], lo[r]);
+        d[r] = fp16_to_f32(blk.d);
+      }
+    }
+    for (int q = 0; q < 4; ++q) {
+      transpose_tile(&hi[0][64 * q], kQK_K, sb + kKHi + q * kKTile);
+      transpose_tile(&lo[0][64 * q], kQK_K, sb + kKLo + q * kKTile);
+    }
+  }
+}
+
+}  // namespace
+
+void amx_pack_panel(QuantType type, const uint8_t* w, int64_t stride, int n_rows, int64_t k,
+                    uint8_t* panel) {
+  if (!amx_supported(type, k) || n_rows < 1 || n_rows > kAmxRows)
+    throw_error("amx panel: {} rows of {} at k={} unsupported", n_rows, quant_name(type), k);
+  if (n_rows < kAmxRows) std::memset(panel, 0, amx_panel_bytes(type, k));  // the rows' scales
+  if (type == QuantType::Q8_0 || type == QuantType::Q4_0)
+    pack_block32(type, w, stride, n_rows, k, panel);
+  else
+    pack_kquant(type, w, stride, n_rows, k, panel);
+}
+
+}  // namespace jitllm::jit
