@@ -85,7 +85,7 @@ Backends make_backends(const Model& model, const EngineOptions& o) {
   const int n_layer = model.config().n_layer;
   const DeviceList list = parse_devices(o.devices);
   const std::vector<size_t> budgets = parse_vram_budget(o.vram_budget);
-  const CpuKernels& kernels = resolve_cpu_kernels(o.cpu_kernels);
+  const CpuKernels& kernels = resolve_cpu_kernels(o.cpu_kernels, o.batch_invariant);
   b.cpu_kernels_name = kernels.name();
   b.owned.push_back(std::make_unique<CpuOps>(kernels));
   Ops* host = b.owned[0].get();

@@ -52,11 +52,28 @@ const CpuKernels& by_name(const std::string& name, const std::string& what) {
 
 }  // namespace
 
-const CpuKernels& resolve_cpu_kernels(const std::string& name) {
+namespace {
+
+const CpuKernels& chosen(const std::string& name) {
   if (!name.empty()) return by_name(name, "--kernels " + name);
   if (const tuning::Choice& k = jit::knobs().kernels; !k.is("auto"))
     return by_name(k.text(), "JITLLM_KERNELS=" + k.text());
   return jit::cpu_supports(jit::Isa::Avx2) ? jit_kernels() : reference_kernels();
+}
+
+}  // namespace
+
+const CpuKernels& resolve_cpu_kernels(const std::string& name, bool batch_invariant) {
+  const CpuKernels& k = chosen(name);
+  if (!batch_invariant || k.batch_invariant()) return k;
+  const auto* jk = dynamic_cast<const JitKernels*>(&k);
+  const std::string asked = !name.empty() ? name : jit::knobs().kernels.text();
+  if (!jk || asked == "jit-amx")
+    throw_error("kernels {} are not batch-invariant (AMX tiles); deterministic steps need jit, "
+                "jit-avx512 or reference", k.name());
+  for (size_t i = 0; i < std::size(kLevels); ++i)
+    if (kLevels[i] == jk->isa()) return jit_at(i);
+  throw_error("no batch-invariant kernels for {}", k.name());
 }
 
 std::vector<std::string> jit_kernel_names() {

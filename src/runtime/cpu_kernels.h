@@ -6,6 +6,8 @@
 //   "jit"                               generated kernels for the best ISA (or $JITLLM_ISA)
 //   "jit-avx2", "jit-avxvnni", "jit-avx512"  generated kernels for that ISA level (the names the
 //                                       kernels report, e.g. in `jitllm speed`)
+//   "jit-amx"                           jit-avx512 with AMX tiles for prompt GEMMs (what "jit"
+//                                       is where the CPU and kernel allow AMX)
 //   "reference", "ref"                  the portable reference kernels (the tests' oracle)
 #pragma once
 
@@ -17,8 +19,10 @@ namespace jitllm {
 class CpuKernels;
 
 // The process-wide kernels `name` selects. Throws jitllm::Error naming the flag (or the
-// variable) for an unknown name or an ISA level this CPU cannot run.
-const CpuKernels& resolve_cpu_kernels(const std::string& name);
+// variable) for an unknown name or an ISA level this CPU cannot run. With batch_invariant
+// (jitllmd --deterministic), "" and "jit" give the same ISA's kernels without AMX tiles, and an
+// explicit "jit-amx" is refused (CpuKernels::batch_invariant).
+const CpuKernels& resolve_cpu_kernels(const std::string& name, bool batch_invariant = false);
 
 // The "jit-<level>" names this CPU runs, lowest level first (`jitllm verify` checks each).
 std::vector<std::string> jit_kernel_names();

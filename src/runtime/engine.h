@@ -25,6 +25,9 @@ struct EngineOptions {
   // CPU kernels by name (runtime/cpu_kernels.h): "" = $JITLLM_KERNELS, else jit when the CPU has
   // AVX2; "jit", "jit-avx2", "jit-avxvnni", "jit-avx512", "reference". A bad name throws.
   std::string cpu_kernels;
+  // Kernels whose results for a row do not depend on the rest of its step (no AMX tiles; see
+  // resolve_cpu_kernels): set for jitllmd --deterministic.
+  bool batch_invariant = false;
   // Where the model runs (runtime/placement.h): cpu, cuda (every visible card), cuda:N, or a
   // list (cuda:0,cuda:1). Blocks that do not fit on the cards run on the host.
   std::string devices = "cpu";

@@ -22,6 +22,7 @@ ServedModel::ServedModel(ModelOptions options, Metrics& metrics)
   // KV for every parallel sequence at its full context (0: the training context).
   if (options.scheduler.n_ctx > 0) eo.kv_tokens = options.scheduler.n_ctx * options.scheduler.parallel;
   eo.cpu_kernels = options.kernels;
+  eo.batch_invariant = options.scheduler.deterministic;
   eo.warm_sessions = options.scheduler.parallel;  // the running batch's sizes, warmed before ready
   model_ = std::make_unique<app::LoadedModel>(lo);
   if (!model_->has_own_template())

@@ -44,7 +44,7 @@ if JITLLM_CORES=abc JITLLM_ISA=sse2 "$jitllm" info --tuning > "$tmp/bad" 2> "$tm
   fail "bad values accepted"
 fi
 grep -q "JITLLM_CORES: 'abc' is not an integer in 0..4096" "$tmp/err" || fail "error text: $(cat "$tmp/err")"
-grep -q "JITLLM_ISA: 'sse2' is not one of auto, avx2, avxvnni or avx512" "$tmp/err" || fail "error text: $(cat "$tmp/err")"
+grep -q "JITLLM_ISA: 'sse2' is not one of auto, avx2, avxvnni, avx512 or amx" "$tmp/err" || fail "error text: $(cat "$tmp/err")"
 [ "$(wc -l < "$tmp/err")" -eq 1 ] || fail "more than one line: $(cat "$tmp/err")"
 grep -Eq '^  JITLLM_CORES +default 0 +now bad value' "$tmp/bad" || fail "the table does not mark the bad value"
 

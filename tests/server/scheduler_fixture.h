@@ -37,6 +37,7 @@ struct Fixture {
                    bool deterministic = true) {
     EngineOptions o;
     o.kv_page_tokens = 16;
+    o.batch_invariant = deterministic;  // kernels too (no AMX tiles)
     engine = std::make_unique<Engine>(load_model_file(model), o);
     tok = std::make_unique<Tokenizer>(engine->model().file().metadata);
     SchedulerOptions so;

@@ -21,6 +21,7 @@ class JitKernels final : public CpuKernels {
   const char* name() const override { return name_; }
   jit::Isa isa() const { return isa_; }
   bool amx() const { return amx_; }
+  bool batch_invariant() const override { return !amx_; }
 
   void matmul(QuantType type, const uint8_t* weights, int64_t rows, int64_t k, const float* x,
               int64_t n, float* out) const override;

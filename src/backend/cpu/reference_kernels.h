@@ -56,6 +56,11 @@ class CpuKernels {
  public:
   virtual ~CpuKernels() = default;
   virtual const char* name() const = 0;
+  // Whether every (row, token) of a matmul is computed with the same float operations whatever
+  // else the call holds (a prefill tile gives a token what decode gives it alone), so a
+  // sequence's numbers do not depend on its batch mates. The AMX tiles are not: their float order
+  // differs from the decode kernels'.
+  virtual bool batch_invariant() const { return true; }
 
   // A copy of a weight matrix (rows x row_bytes(type, k) GGUF bytes) in a layout this backend's
   // decode kernels read faster, made once per matrix by the owner of the weights and passed back
