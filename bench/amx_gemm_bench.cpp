@@ -1,7 +1,8 @@
 // Prompt GEMM throughput of the AMX tiles (backend/cpu/jit_amx.h) against the AVX-512 kernels on
 // the same machine, at Llama-3.2-1B shapes (2048 x 2048, 8192 x 2048, 2048 x 8192) and 512
-// tokens: effective GMAC/s (rows x k x tokens per second), and the share of an AMX call spent
-// unpacking panels. Global pool (JITLLM_CORES / all CPUs). Skips without usable AMX.
+// tokens: effective GMAC/s (rows x k x tokens per second), the share of an AMX call spent
+// unpacking panels, and 2-16 tokens (sessions together). Global pool (JITLLM_CORES / all CPUs).
+// Skips without usable AMX.
 // Run: bench_amx_gemm [--benchmark_filter=Q4_K]
 #include <benchmark/benchmark.h>
 
@@ -33,9 +34,8 @@ std::vector<uint8_t> weights(Q type, int64_t rows, int64_t k) {
   return w;
 }
 
-void gemm(benchmark::State& state, Q type, bool amx, int64_t rows, int64_t k) {
+void gemm(benchmark::State& state, Q type, bool amx, int64_t rows, int64_t k, int64_t n) {
   if (amx && !jit::amx_usable()) return state.SkipWithError("no usable AMX on this CPU");
-  const int64_t n = 512;
   const JitKernels kernels(jit::Isa::Avx512Vnni, amx);
   const auto w = weights(type, rows, k);
   std::mt19937 rng(8);
@@ -57,8 +57,8 @@ void pack(benchmark::State& state, Q type, int64_t rows, int64_t k) {
   std::vector<uint8_t> panel(jit::amx_panel_bytes(type, k) + 64);
   for (auto _ : state)
     for (int64_t r = 0; r < rows; r += jit::kAmxRows) {
-      jit::amx_pack_panel(type, w.data() + size_t(r) * row_bytes(type, k),
-                          int64_t(row_bytes(type, k)), jit::kAmxRows, k, panel.data());
+      jit::amx_pack_panel({type, k, w.data(), int64_t(row_bytes(type, k))}, r, jit::kAmxRows,
+                          panel.data());
       benchmark::DoNotOptimize(panel.data());
     }
   state.counters["GB/s in"] = benchmark::Counter(double(w.size()) * double(state.iterations()),
@@ -77,13 +77,24 @@ void register_all() {
       for (bool amx : {false, true})
         benchmark::RegisterBenchmark(
             (std::string("Gemm512/") + quant_name(t) + "/" + s.name + (amx ? "/amx" : "/avx512")).c_str(),
-            [=](benchmark::State& st) { gemm(st, t, amx, s.rows, s.k); })
+            [=](benchmark::State& st) { gemm(st, t, amx, s.rows, s.k, 512); })
             ->Unit(benchmark::kMillisecond)
             ->UseRealTime();
       benchmark::RegisterBenchmark((std::string("PackPanels/") + quant_name(t) + "/" + s.name).c_str(),
                                    [=](benchmark::State& st) { pack(st, t, s.rows, s.k); })
           ->Unit(benchmark::kMillisecond);
     }
+  // Few tokens (sessions decoding together): where the AMX tiles, which unpack every panel per
+  // call, start to pay against the AVX-512 tiles.
+  for (Q t : {Q::Q8_0, Q::Q4_K, Q::Q6_K})
+    for (int64_t n : {2, 4, 8, 16})
+      for (bool amx : {false, true})
+        benchmark::RegisterBenchmark(
+            (std::string("GemmFew/") + quant_name(t) + "/2048x2048/n" + std::to_string(n) +
+             (amx ? "/amx" : "/avx512")).c_str(),
+            [=](benchmark::State& st) { gemm(st, t, amx, 2048, 2048, n); })
+            ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime();
 }
 
 }  // namespace

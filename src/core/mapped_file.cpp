@@ -57,4 +57,15 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   return *this;
 }
 
+bool release_resident_pages(const void* p, size_t bytes) {
+#ifndef MADV_PAGEOUT
+  constexpr int MADV_PAGEOUT = 21;  // Linux 5.4; older headers lack the name
+#endif
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) / page * page;
+  if (end <= begin) return true;
+  return madvise(reinterpret_cast<void*>(begin), end - begin, MADV_PAGEOUT) == 0;
+}
+
 }  // namespace jitllm

@@ -30,4 +30,10 @@ class MappedFile {
   size_t size_ = 0;
 };
 
+// Asks the kernel to take back the resident pages wholly inside [p, p + bytes) (madvise
+// MADV_PAGEOUT): a mapped file's pages are read again if touched later, anonymous memory is kept
+// or swapped, never lost, so this is safe on any memory. For weights whose decode copy replaced
+// them (backend/cpu/cpu_ops.cpp): the process then holds one copy. False when the kernel refused.
+bool release_resident_pages(const void* p, size_t bytes);
+
 }  // namespace jitllm

@@ -28,7 +28,7 @@ TensorDumper::TensorDumper() {
 }
 
 void TensorDumper::operator()(Ops& ops, Act x, const char* name, int il) {
-  if (!all_ && !names_.count(name)) return;
+  if (paused_ || (!all_ && !names_.count(name))) return;
   const std::string path =
       dir_ + "/" + name + (il >= 0 ? "." + std::to_string(il) : std::string()) + ".f32";
   std::vector<float> host(size_t(x.rows * x.cols));

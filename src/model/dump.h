@@ -19,12 +19,15 @@ namespace jitllm {
 class TensorDumper {
  public:
   TensorDumper();  // reads JITLLM_DUMP / JITLLM_DUMP_DIR
-  bool enabled() const { return all_ || !names_.empty(); }
+  bool enabled() const { return !paused_ && (all_ || !names_.empty()); }
+  // While paused nothing is written (the engine's warm-up steps are not the caller's).
+  void pause(bool paused) { paused_ = paused; }
   // Writes `x` if `name` is selected; il < 0 for tensors outside the layers.
   void operator()(Ops& ops, Act x, const char* name, int il);
 
  private:
   bool all_ = false;
+  bool paused_ = false;
   std::set<std::string> names_;
   std::string dir_ = ".";
   std::set<std::string> written_;

@@ -38,6 +38,9 @@ class Model {
   // Each part of the graph runs on the backend `route` names for it (a split model: placement).
   void forward(const OpsRoute& route, const Batch& batch, const KvLayout& kv, float* logits,
                int32_t* argmax = nullptr);
+  // Steps run while paused write no JITLLM_DUMP tensors (Engine's warm-up).
+  void pause_dump(bool paused) { dump_.pause(paused); }
+
   // Everything on one backend.
   void forward(Ops& ops, const Batch& batch, const KvLayout& kv, float* logits,
                int32_t* argmax = nullptr) {

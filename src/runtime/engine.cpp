@@ -21,7 +21,7 @@ Engine::Engine(std::shared_ptr<const ModelFile> file, EngineOptions options)
   // model is 33.5 MB per 256 positions).
   host_kv_ = !backends_.cards || backends_.placement.n_layers_on_cards() < config().n_layer;
   if (!host_kv_) pool_.set_page_alloc_bytes(64);
-  if (options_.warm_up && backends_.cards) warm_up();
+  if (options_.warm_up) backends_.cards ? warm_up() : warm_up_host();
 }
 
 void Engine::copy_kv_pages(const KvSeq& from, const KvSeq& to, int64_t pages) {

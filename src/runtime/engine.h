@@ -38,7 +38,8 @@ struct EngineOptions {
                                        // 0 = max_kv_pages' tokens, else the training context
   bool print_placement = true;         // the placement table on stderr at load (cards only)
   // With a card: run warm_up() before the constructor returns, so "ready" means every kernel a
-  // first prompt needs is compiled and every weight is on its card.
+  // first prompt needs is compiled and every weight is on its card. Without: warm_up_host() (the
+  // host's decode copies of the weights made at load).
   bool warm_up = true;
   // warm_up() also steps up to this many sessions together (every count the backend tiles
   // differently), so a server's batched decode compiles nothing after "ready" either (jitllmd
@@ -99,6 +100,10 @@ class Engine {
   // warm_up()'s decode steps of n throwaway sessions together (direct, capture, replay; logits
   // and greedy ids).
   void warm_up_together(int64_t n);
+  // Without cards (the constructor's warm-up): one decode-sized step on a throwaway session, so
+  // the host kernels make their decode copies of the weights at load rather than in the first
+  // token (CpuOps::prepared).
+  void warm_up_host();
   // step() and step_greedy(): writes the logits of the requested rows to `logits` or, with
   // `argmax` set, their greedy tokens there. Returns the number of requested rows.
   size_t run_step(std::span<const StepInput> inputs, std::vector<float>* logits,

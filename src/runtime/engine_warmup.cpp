@@ -20,6 +20,13 @@ namespace {
 // times with logits and kTogetherSteps times greedily (a direct step, the capture, a replay).
 constexpr int kTogetherSteps = 3;
 constexpr int64_t kTogetherCtx = 1 + 2 * kTogetherSteps;
+
+// JITLLM_DUMP writes nothing for the warm-up's throwaway steps.
+struct DumpPause {
+  explicit DumpPause(Model& m) : model(m) { model.pause_dump(true); }
+  ~DumpPause() { model.pause_dump(false); }
+  Model& model;
+};
 }  // namespace
 
 void Engine::warm_up() {
@@ -31,6 +38,7 @@ void Engine::warm_up() {
   constexpr int64_t kPrompt = 16, kTail = 15, kSmall = 7, kDecode = 3;
   const int64_t n_ctx = kPrompt + kTail + kSmall + 2 * kDecode;
   if (config().n_ctx_train > 0 && config().n_ctx_train < n_ctx) return;  // a toy model: nothing to gain
+  const DumpPause no_dumps(*model_);
   auto session = new_session(n_ctx);
   // Any valid ids serve; spread them so the embedding lookup reads several rows.
   std::vector<int32_t> ids(size_t(kPrompt + kTail + kSmall));
@@ -62,6 +70,13 @@ void Engine::warm_up() {
     }
     warm_up_together(c);
   }
+}
+
+void Engine::warm_up_host() {
+  const DumpPause no_dumps(*model_);
+  auto session = new_session(1);
+  const int32_t id = 0;
+  prefill(*session, std::span<const int32_t>(&id, 1), false);
 }
 
 void Engine::warm_up_together(int64_t n) {

@@ -32,7 +32,9 @@ std::vector<float> run(Engine& e) {
 TEST(EngineWarmUp, LeavesThePoolEmptyAndTheOutputsUnchanged) {
   const auto file = load_model_file(oracle_path("models/synth-llama.Q4_K_M.gguf"));
   EngineOptions o;
+  o.warm_up = false;  // not even the host's (decode copies made in the first decode instead)
   Engine cold(file, o);
+  o.warm_up = true;
   o.warm_sessions = 20;  // and every count of sessions together up to 20 (2, 4, 7, 8, 16, 20)
   Engine warm(file, o);
   warm.warm_up();

@@ -11,8 +11,11 @@ jq -e '.answers.q1.type == "noul" and (.answers.q1.p_yes | . >= 0 and . <= 1) an
   (.answers.q2.distribution | add | . > 0.999999 and . < 1.000001)' "$WORK/decide.json" >/dev/null ||
   fail "decide output: $(cat "$WORK/decide.json")"
 start_server D --model "$MODEL" --alias pydoc
+# The same two questions as the CLI, so both run the same steps (kernels need not be
+# batch-invariant: the AMX tiles are not).
 post "$URL_D" /v1/systemone "$(jq -nc --arg s "$STATE" --arg q "$Q" \
-  '{state:$s,questions:{q1:{type:"noul",instructions:$q}}}')"
+  '{state:$s,questions:{q1:{type:"noul",instructions:$q},
+    q2:{type:"choice",instructions:"What does open() return?",choices:["file object","list"]}}}')"
 [ "$STATUS" = 200 ] || fail "systemone: $BODY"
 CLI=$(jq '.answers.q1.p_yes' "$WORK/decide.json")
 HTTP=$(echo "$BODY" | jq '.answers.q1.p_yes')

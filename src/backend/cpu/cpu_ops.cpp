@@ -5,7 +5,9 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/mapped_file.h"
 #include "graph/moe.h"
+#include "quant/quant.h"
 
 namespace jitllm {
 
@@ -28,8 +30,17 @@ void CpuOps::embed(const TensorInfo& table, Act out) {
   for (int32_t id : batch_.tokens)
     if (id < 0 || id >= n_vocab)
       throw_error("token id {} is out of range (vocabulary of {})", id, n_vocab);
-  k_.get_rows(table.type, table.data, table.row_length(), batch_.tokens.data(),
-              int64_t(batch_.tokens.size()), out.data);
+  const int64_t n = int64_t(batch_.tokens.size());
+  if (const PreparedWeights* copy = existing_copy(table)) {
+    // A table that is also a matrix (a tied output head) has a decode copy and may have given
+    // its pages back: its rows come from the copy.
+    rows_.resize(size_t(n) * row_bytes(table.type, table.row_length()));
+    ids_.resize(size_t(n));
+    for (int64_t i = 0; i < n; ++i) ids_[size_t(i)] = int32_t(i);
+    if (k_.rows_from_prepared(*copy, batch_.tokens.data(), n, rows_.data()))
+      return k_.get_rows(table.type, rows_.data(), table.row_length(), ids_.data(), n, out.data);
+  }
+  k_.get_rows(table.type, table.data, table.row_length(), batch_.tokens.data(), n, out.data);
 }
 
 void CpuOps::rms_norm(Act x, const std::vector<float>& w, float eps, Act out) {
@@ -38,10 +49,18 @@ void CpuOps::rms_norm(Act x, const std::vector<float>& w, float eps, Act out) {
 
 const PreparedWeights* CpuOps::prepared(const TensorInfo& w) {
   auto it = prepared_.find(w.data);
-  if (it == prepared_.end())
-    it = prepared_.emplace(w.data, k_.prepare_weights(w.type, w.data, w.rows(), w.row_length()))
-             .first;
+  if (it != prepared_.end()) return it->second.get();
+  it = prepared_.emplace(w.data, k_.prepare_weights(w.type, w.data, w.rows(), w.row_length())).first;
+  // The copy is all the kernels read from now on (decode, prompt steps, the embedding lookup of a
+  // tied table): give the original's pages back, so the process holds one copy of the weights.
+  if (it->second && k_.prefill_reads_prepared(w.type, w.row_length()))
+    release_resident_pages(w.data, size_t(w.rows()) * row_bytes(w.type, w.row_length()));
   return it->second.get();
+}
+
+const PreparedWeights* CpuOps::existing_copy(const TensorInfo& w) const {
+  const auto it = prepared_.find(w.data);
+  return it == prepared_.end() ? nullptr : it->second.get();
 }
 
 void CpuOps::moe_ffn(Act x, const MoeExperts& w, const MoeRouting& r, const MoeScratch& s, Act out) {
@@ -59,6 +78,10 @@ void CpuOps::matmul(const TensorInfo& w, Act x, Act out) {
     const CpuKernels::MatmulTarget t{w.type, w.data, w.rows(), out.data, prepared(w)};
     return k_.matmul_group({&t, 1}, x.cols, x.data, 1);
   }
+  if (const PreparedWeights* copy = existing_copy(w)) {  // prompt steps read it where they can
+    const CpuKernels::MatmulTarget t{w.type, w.data, w.rows(), out.data, copy};
+    return k_.matmul_group({&t, 1}, x.cols, x.data, x.rows);
+  }
   k_.matmul(w.type, w.data, w.rows(), w.row_length(), x.data, x.rows, out.data);
 }
 
@@ -69,7 +92,8 @@ void CpuOps::matmul_group(Act x, std::span<const MatmulOut> outs) {
       throw_error("{}: row length {} does not match the input's {}", o.w->name, o.w->row_length(),
                   x.cols);
     group_.push_back(
-        {o.w->type, o.w->data, o.w->rows(), o.out.data, x.rows == 1 ? prepared(*o.w) : nullptr});
+        {o.w->type, o.w->data, o.w->rows(), o.out.data,
+         x.rows == 1 ? prepared(*o.w) : existing_copy(*o.w)});
   }
   k_.matmul_group(group_, x.cols, x.data, x.rows);
 }

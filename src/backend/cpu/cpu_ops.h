@@ -1,6 +1,8 @@
 // Ops on the host: activations in RAM, kernels from a CpuKernels implementation (the reference
-// kernels or generated ones); the fused ops run as their plain twins (graph/ops.cpp). Owns the scratch arena reused from step to step and the kernels'
-// decode copies of the weights (prepared on first decode use).
+// kernels or generated ones); the fused ops run as their plain twins (graph/ops.cpp). Owns the
+// scratch arena reused from step to step and the kernels' decode copies of the weights (made on a
+// matrix's first decode-sized step, which the engine's warm-up runs at load; prompt steps read a
+// copy too where the kernels can, and the original's pages are then given back).
 #pragma once
 
 #include <memory>
@@ -60,6 +62,9 @@ class CpuOps final : public Ops {
   // original). The weights outlive this object (the engine holds the model file).
   std::unordered_map<const uint8_t*, std::unique_ptr<PreparedWeights>> prepared_;
   const PreparedWeights* prepared(const TensorInfo& w);
+  const PreparedWeights* existing_copy(const TensorInfo& w) const;  // nullptr: none made yet
+  std::vector<uint8_t> rows_;  // embed(): the batch's table rows from a decode copy
+  std::vector<int32_t> ids_;   // 0..n-1 into rows_
   std::unordered_set<const TensorInfo*> experts_prepared_;  // layers (their first gate expert) done
 };
 

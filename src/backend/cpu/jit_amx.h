@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "backend/cpu/jit_matmul.h"
+#include "backend/cpu/jit_repack.h"
 #include "core/thread_pool.h"
 #include "quant/types.h"
 
@@ -32,15 +33,26 @@ constexpr int kAmxTokens = 16;  // tokens per tile (a tile's 16 rows)
 // Formats and sizes the AMX GEMM takes.
 bool amx_supported(QuantType type, int64_t k);
 
+// The weights a GEMM reads: rows in the file's layout (`stride` bytes apart), or the
+// row-interleaved decode copy (jit_repack.h), so prefill and decode can share one copy.
+struct AmxSource {
+  QuantType type;
+  int64_t k;
+  const uint8_t* w = nullptr;  // file layout
+  int64_t stride = 0;
+  const RepackedMatrix* packed = nullptr;  // or the interleaved copy (w unused)
+
+  // Block b of row r in the file's layout: a pointer into w, or assembled in tmp (block_bytes).
+  const uint8_t* block(int64_t r, int64_t b, uint8_t* tmp) const;
+};
+
 // Bytes of one 16-row panel of `type` at width k (a multiple of 64).
 size_t amx_panel_bytes(QuantType type, int64_t k);
-// Unpacks rows [0, n_rows) (n_rows <= 16) of a matrix in the file's layout (`stride` bytes per
-// row) into `panel`; rows past n_rows are zero.
-void amx_pack_panel(QuantType type, const uint8_t* w, int64_t stride, int n_rows, int64_t k,
-                    uint8_t* panel);
+// Unpacks rows [r0, r0 + n_rows) (n_rows <= 16) of `src` into `panel`; rows past n_rows are
+// zero.
+void amx_pack_panel(const AmxSource& src, int64_t r0, int n_rows, uint8_t* panel);
 // The same bytes through plain C++ (the test oracle of the above, which runs AVX-512 code).
-void amx_pack_panel_reference(QuantType type, const uint8_t* w, int64_t stride, int n_rows,
-                              int64_t k, uint8_t* panel);
+void amx_pack_panel_reference(const AmxSource& src, int64_t r0, int n_rows, uint8_t* panel);
 
 struct AmxArgs {
   const uint8_t* panel;  // `panels` packed panels (amx_pack_panel), amx_panel_bytes apart
@@ -69,9 +81,9 @@ AmxFn amx_kernel(const AmxKey& key);
 // The machine code of a fresh emission (for the determinism test).
 std::vector<uint8_t> amx_kernel_code(const AmxKey& key);
 
-// out[t * rows + r] = dot(row r, token t) for n tokens whose packed activation is `act`, the
+// out[t * rows + r] = dot(row r of src, token t) for n tokens whose packed activation is `act`, the
 // rows spread over `pool`. The calling threads must be AMX-ready (amx_thread_ready()).
-void amx_gemm(QuantType type, const uint8_t* w, int64_t rows, int64_t k, const uint8_t* act,
-              int64_t n, float* out, ThreadPool& pool);
+void amx_gemm(const AmxSource& src, int64_t rows, const uint8_t* act, int64_t n, float* out,
+              ThreadPool& pool);
 
 }  // namespace jitllm::jit

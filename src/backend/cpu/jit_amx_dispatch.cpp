@@ -34,11 +34,15 @@ struct ThreadBuffers {
 
 }  // namespace
 
-void amx_gemm(QuantType type, const uint8_t* w, int64_t rows, int64_t k, const uint8_t* act,
-              int64_t n, float* out, ThreadPool& pool) {
+void amx_gemm(const AmxSource& src, int64_t rows, const uint8_t* act, int64_t n, float* out,
+              ThreadPool& pool) {
+  const QuantType type = src.type;
+  const int64_t k = src.k;
   if (!amx_supported(type, k)) throw_error("amx gemm: {} at k={} unsupported", quant_name(type), k);
+  if (src.packed && (src.packed->type != type || src.packed->k != k || src.packed->rows != rows))
+    throw_error("amx gemm: the decode copy is {} x {} {}, the call {} x {} {}", src.packed->rows,
+                src.packed->k, quant_name(src.packed->type), rows, k, quant_name(type));
   const ActLayout al = act_layout(type, k);
-  const size_t stride = row_bytes(type, k);
 
   // Q4_K's mins need the activation's 32-element sums as floats: [n][k / 32].
   std::vector<float> sums;
@@ -68,8 +72,7 @@ void amx_gemm(QuantType type, const uint8_t* w, int64_t rows, int64_t k, const u
     uint8_t* panels = tb.panel_for(panel_bytes * size_t(n_panels));
     for (int64_t p = 0; p < n_panels; ++p) {
       const int64_t r = r0 + p * kAmxRows;
-      amx_pack_panel(type, w + size_t(r) * stride, int64_t(stride),
-                     int(std::min<int64_t>(kAmxRows, r1 - r)), k, panels + size_t(p) * panel_bytes);
+      amx_pack_panel(src, r, int(std::min<int64_t>(kAmxRows, r1 - r)), panels + size_t(p) * panel_bytes);
     }
     // Full panels together; a partial last one with its row mask.
     const int64_t whole = (r1 - r0) / kAmxRows;

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/fp16.h"
 #include "quant/formats.h"
+#include "quant/quant.h"
 #include "quant/ref_kernels.h"
 
 namespace jitllm::jit {
@@ -54,22 +55,22 @@ void to_vnni(const int8_t* stage, int stage_stride, int elems, uint8_t* tile) {
       std::memcpy(tile + i * 64 + r * 4, stage + r * stage_stride + 4 * i, 4);
 }
 
-void pack_block32(QuantType type, const uint8_t* w, int64_t stride, int n_rows, int64_t k,
-                  uint8_t* panel) {
-  const int64_t nb = k / kQK;
+void pack_block32(const AmxSource& src, int64_t r0, int n_rows, uint8_t* panel) {
+  const int64_t nb = src.k / kQK;
   alignas(64) int8_t stage[kAmxRows][kQK] = {};
+  alignas(16) uint8_t tmp[sizeof(BlockQ8_0)];
   for (int64_t b = 0; b < nb; ++b) {
     uint8_t* tile = panel + size_t(b) * kB32Bytes;
     auto* d = reinterpret_cast<float*>(tile + kB32Tile);
     for (int r = 0; r < n_rows; ++r) {
-      const uint8_t* row = w + size_t(r) * size_t(stride);
+      const uint8_t* block = src.block(r0 + r, b, tmp);
       int8_t* q = stage[r];
-      if (type == QuantType::Q8_0) {
-        const auto& blk = reinterpret_cast<const BlockQ8_0*>(row)[b];
+      if (src.type == QuantType::Q8_0) {
+        const auto& blk = *reinterpret_cast<const BlockQ8_0*>(block);
         std::memcpy(q, blk.qs, kQK);
         d[r] = fp16_to_f32(blk.d);
       } else {
-        const auto& blk = reinterpret_cast<const BlockQ4_0*>(row)[b];
+        const auto& blk = *reinterpret_cast<const BlockQ4_0*>(block);
         for (int l = 0; l < kQK / 2; ++l) {
           q[l] = int8_t((blk.qs[l] & 0xF) - 8);
           q[l + kQK / 2] = int8_t((blk.qs[l] >> 4) - 8);
@@ -81,26 +82,26 @@ void pack_block32(QuantType type, const uint8_t* w, int64_t stride, int n_rows, 
   }
 }
 
-void pack_kquant(QuantType type, const uint8_t* w, int64_t stride, int n_rows, int64_t k,
-                 uint8_t* panel) {
-  const int64_t nsb = k / kQK_K;
-  const size_t sb_bytes = kquant_sb_bytes(type);
+void pack_kquant(const AmxSource& src, int64_t r0, int n_rows, uint8_t* panel) {
+  const int64_t nsb = src.k / kQK_K;
+  const size_t sb_bytes = kquant_sb_bytes(src.type);
   alignas(64) int8_t hi[kAmxRows][kQK_K] = {}, lo[kAmxRows][kQK_K] = {};
+  alignas(16) uint8_t tmp[sizeof(BlockQ6_K)];
   for (int64_t s = 0; s < nsb; ++s) {
     uint8_t* sb = panel + size_t(s) * sb_bytes;
     auto* d = reinterpret_cast<float*>(sb + kKd);
     for (int r = 0; r < n_rows; ++r) {
-      const uint8_t* row = w + size_t(r) * size_t(stride);
+      const uint8_t* block = src.block(r0 + r, s, tmp);
       alignas(64) int16_t v[kQK_K];
-      if (type == QuantType::Q4_K) {
-        const auto& blk = reinterpret_cast<const BlockQ4_K*>(row)[s];
+      if (src.type == QuantType::Q4_K) {
+        const auto& blk = *reinterpret_cast<const BlockQ4_K*>(block);
         float mins[8];
         q4k_values(blk, v, mins);
         d[r] = fp16_to_f32(blk.d);
         reinterpret_cast<float*>(sb + kKdmin)[r] = fp16_to_f32(blk.dmin);
         for (int j = 0; j < 8; ++j) reinterpret_cast<float*>(sb + kKmins + 64 * j)[r] = mins[j];
       } else {
-        const auto& blk = reinterpret_cast<const BlockQ6_K*>(row)[s];
+        const auto& blk = *reinterpret_cast<const BlockQ6_K*>(block);
         q6k_values(blk, v);
         d[r] = fp16_to_f32(blk.d);
       }
@@ -133,15 +134,32 @@ size_t amx_panel_bytes(QuantType type, int64_t k) {
   return size_t(k / kQK_K) * kquant_sb_bytes(type);
 }
 
-void amx_pack_panel_reference(QuantType type, const uint8_t* w, int64_t stride, int n_rows,
-                              int64_t k, uint8_t* panel) {
-  if (!amx_supported(type, k) || n_rows < 1 || n_rows > kAmxRows)
-    throw_error("amx panel: {} rows of {} at k={} unsupported", n_rows, quant_name(type), k);
-  if (n_rows < kAmxRows) std::memset(panel, 0, amx_panel_bytes(type, k));  // the rows' scales
-  if (type == QuantType::Q8_0 || type == QuantType::Q4_0)
-    pack_block32(type, w, stride, n_rows, k, panel);
+const uint8_t* AmxSource::block(int64_t r, int64_t b, uint8_t* tmp) const {
+  if (!packed) return w + size_t(r) * size_t(stride) + size_t(b) * quant_traits(type).block_bytes;
+  // The interleaved copy (jit_repack.h): groups of kRepackGroup rows, the tail rows alone.
+  const RepackFields f = repack_fields(type);
+  const int64_t full = packed->rows - packed->rows % kRepackGroup;
+  const int64_t g = r < full ? kRepackGroup : 1;
+  const int64_t first = r < full ? r - r % kRepackGroup : r, i = r - first;
+  const uint8_t* rec = packed->main + size_t(first * packed->main_row_bytes) +
+                       size_t(b * g * (f.hdr + f.body));
+  std::memcpy(tmp + f.hdr_from, rec + i * f.hdr, size_t(f.hdr));
+  std::memcpy(tmp + f.body_from, rec + g * f.hdr + i * f.body, size_t(f.body));
+  if (f.side)
+    std::memcpy(tmp + f.side_from,
+                packed->side + size_t(first * packed->side_row_bytes) + size_t((b * g + i) * f.side),
+                size_t(f.side));
+  return tmp;
+}
+
+void amx_pack_panel_reference(const AmxSource& src, int64_t r0, int n_rows, uint8_t* panel) {
+  if (!amx_supported(src.type, src.k) || n_rows < 1 || n_rows > kAmxRows)
+    throw_error("amx panel: {} rows of {} at k={} unsupported", n_rows, quant_name(src.type), src.k);
+  if (n_rows < kAmxRows) std::memset(panel, 0, amx_panel_bytes(src.type, src.k));  // the scales
+  if (src.type == QuantType::Q8_0 || src.type == QuantType::Q4_0)
+    pack_block32(src, r0, n_rows, panel);
   else
-    pack_kquant(type, w, stride, n_rows, k, panel);
+    pack_kquant(src, r0, n_rows, panel);
 }
 
 }  // namespace jitllm::jit

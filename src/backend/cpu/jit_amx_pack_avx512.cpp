@@ -3,6 +3,9 @@
 // 16 rows x 64 bytes of the stage transposed as a 16 x 16 matrix of dwords into one VNNI tile.
 // Written with intrinsics rather than emitted: it only runs where the AMX GEMM does (AVX-512 is
 // then certain), and its output is checked byte for byte against the plain twin.
+// GCC 12 warns inside its own avx512fintrin.h (the unpack intrinsics' undefined pass-through).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include <cstring>
@@ -102,23 +105,23 @@ JITLLM_AVX512 void q6k_row(const BlockQ6_K& b, int8_t* hi, int8_t* lo) {
   }
 }
 
-JITLLM_AVX512 void pack_block32(QuantType type, const uint8_t* w, int64_t stride, int n_rows,
-                                int64_t k, uint8_t* panel) {
+JITLLM_AVX512 void pack_block32(const AmxSource& src, int64_t r0, int n_rows, uint8_t* panel) {
   alignas(64) int8_t stage[kAmxRows][64] = {};
+  alignas(16) uint8_t tmp[sizeof(BlockQ8_0)];
   const __m256i m4 = _mm256_set1_epi8(0xF), c8 = _mm256_set1_epi8(8);
-  for (int64_t b = 0; b < k / kQK; b += 2) {  // two blocks: one 16 x 64 transpose
+  for (int64_t b = 0; b < src.k / kQK; b += 2) {  // two blocks: one 16 x 64 transpose
     uint8_t* tile0 = panel + size_t(b) * kB32Bytes;
     uint8_t* tile1 = tile0 + kB32Bytes;
     for (int r = 0; r < n_rows; ++r) {
-      const uint8_t* row = w + size_t(r) * size_t(stride);
       for (int h = 0; h < 2; ++h) {
         float* d = reinterpret_cast<float*>((h ? tile1 : tile0) + kB32Tile);
-        if (type == QuantType::Q8_0) {
-          const auto& blk = reinterpret_cast<const BlockQ8_0*>(row)[b + h];
+        const uint8_t* block = src.block(r0 + r, b + h, tmp);
+        if (src.type == QuantType::Q8_0) {
+          const auto& blk = *reinterpret_cast<const BlockQ8_0*>(block);
           std::memcpy(stage[r] + 32 * h, blk.qs, kQK);
           d[r] = fp16_to_f32(blk.d);
         } else {
-          const auto& blk = reinterpret_cast<const BlockQ4_0*>(row)[b + h];
+          const auto& blk = *reinterpret_cast<const BlockQ4_0*>(block);
           const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.qs));
           const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(q),
                                                        _mm_srli_epi16(q, 4), 1);
@@ -136,22 +139,22 @@ JITLLM_AVX512 void pack_block32(QuantType type, const uint8_t* w, int64_t stride
   }
 }
 
-JITLLM_AVX512 void pack_kquant(QuantType type, const uint8_t* w, int64_t stride, int n_rows,
-                               int64_t k, uint8_t* panel) {
-  const size_t sb_bytes = kquant_sb_bytes(type);
+JITLLM_AVX512 void pack_kquant(const AmxSource& src, int64_t r0, int n_rows, uint8_t* panel) {
+  const size_t sb_bytes = kquant_sb_bytes(src.type);
   alignas(64) int8_t hi[kAmxRows][kQK_K] = {}, lo[kAmxRows][kQK_K] = {};
-  for (int64_t s = 0; s < k / kQK_K; ++s) {
+  alignas(16) uint8_t tmp[sizeof(BlockQ6_K)];
+  for (int64_t s = 0; s < src.k / kQK_K; ++s) {
     uint8_t* sb = panel + size_t(s) * sb_bytes;
     auto* d = reinterpret_cast<float*>(sb + kKd);
     for (int r = 0; r < n_rows; ++r) {
-      const uint8_t* row = w + size_t(r) * size_t(stride);
-      if (type == QuantType::Q4_K) {
-        const auto& blk = reinterpret_cast<const BlockQ4_K*>(row)[s];
+      const uint8_t* block = src.block(r0 + r, s, tmp);
+      if (src.type == QuantType::Q4_K) {
+        const auto& blk = *reinterpret_cast<const BlockQ4_K*>(block);
         q4k_row(blk, hi[r], lo[r], reinterpret_cast<float*>(sb + kKmins) + r, 16);
         d[r] = fp16_to_f32(blk.d);
         reinterpret_cast<float*>(sb + kKdmin)[r] = fp16_to_f32(blk.dmin);
       } else {
-        const auto& blk = reinterpret_cast<const BlockQ6_K*>(row)[s];
+        const auto& blk = *reinterpret_cast<const BlockQ6_K*>(block);
         q6k_row(blk, hi[r], lo[r]);
         d[r] = fp16_to_f32(blk.d);
       }
@@ -165,15 +168,14 @@ JITLLM_AVX512 void pack_kquant(QuantType type, const uint8_t* w, int64_t stride,
 
 }  // namespace
 
-void amx_pack_panel(QuantType type, const uint8_t* w, int64_t stride, int n_rows, int64_t k,
-                    uint8_t* panel) {
-  if (!amx_supported(type, k) || n_rows < 1 || n_rows > kAmxRows)
-    throw_error("amx panel: {} rows of {} at k={} unsupported", n_rows, quant_name(type), k);
-  if (n_rows < kAmxRows) std::memset(panel, 0, amx_panel_bytes(type, k));  // the rows' scales
-  if (type == QuantType::Q8_0 || type == QuantType::Q4_0)
-    pack_block32(type, w, stride, n_rows, k, panel);
+void amx_pack_panel(const AmxSource& src, int64_t r0, int n_rows, uint8_t* panel) {
+  if (!amx_supported(src.type, src.k) || n_rows < 1 || n_rows > kAmxRows)
+    throw_error("amx panel: {} rows of {} at k={} unsupported", n_rows, quant_name(src.type), src.k);
+  if (n_rows < kAmxRows) std::memset(panel, 0, amx_panel_bytes(src.type, src.k));  // the scales
+  if (src.type == QuantType::Q8_0 || src.type == QuantType::Q4_0)
+    pack_block32(src, r0, n_rows, panel);
   else
-    pack_kquant(type, w, stride, n_rows, k, panel);
+    pack_kquant(src, r0, n_rows, panel);
 }
 
 }  // namespace jitllm::jit

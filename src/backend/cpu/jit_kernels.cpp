@@ -3,11 +3,13 @@
 // jit_elementwise.cpp (norms, RoPE, SwiGLU, adds, row copies), jit_attention.cpp.
 #include "backend/cpu/jit_kernels.h"
 
+#include "backend/cpu/jit_amx.h"
 #include "backend/cpu/jit_matvec.h"
 #include "backend/cpu/jit_repack.h"
 #include "backend/cpu/tuning.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "quant/quant.h"
 
 namespace jitllm {
 
@@ -53,6 +55,28 @@ std::unique_ptr<PreparedWeights> JitKernels::prepare_weights(QuantType type,
       !jit::matvec_supported(type, isa_, k) || rows <= 0)
     return nullptr;
   return jit::repack_matrix(type, weights, rows, k, &ThreadPool::global());
+}
+
+bool JitKernels::prefill_reads_prepared(QuantType type, int64_t k) const {
+  return amx_ && jit::repack_enabled() && jit::repack_supported(type) &&
+         jit::matvec_supported(type, isa_, k) && jit::amx_supported(type, k);
+}
+
+bool JitKernels::rows_from_prepared(const PreparedWeights& copy, const int32_t* ids, int64_t n,
+                                    uint8_t* dst) const {
+  const auto* m = dynamic_cast<const jit::RepackedMatrix*>(&copy);
+  if (!m) return false;
+  const jit::AmxSource src{m->type, m->k, nullptr, 0, m};
+  const size_t bb = quant_traits(m->type).block_bytes, rb = row_bytes(m->type, m->k);
+  const int64_t nb = m->k / quant_traits(m->type).block_elems;
+  for (int64_t i = 0; i < n; ++i) {
+    if (ids[i] < 0 || ids[i] >= m->rows) throw_error("row {} of a {}-row copy", ids[i], m->rows);
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* at = dst + size_t(i) * rb + size_t(b) * bb;
+      src.block(ids[i], b, at);  // assembled in place: the copy is interleaved
+    }
+  }
+  return true;
 }
 
 const CpuKernels& jit_kernels() {

@@ -28,8 +28,13 @@ namespace {
 
 constexpr int64_t kRowChunk = 16;    // rows per kernel call in the GEMM (weights stay in L1)
 constexpr int64_t kTokenBlock = 64;  // tokens per pass over a thread's rows (activations in L2)
-constexpr int64_t kAmxMinTokens = 8;  // fewer tokens: the AVX-512 tiles (a panel's unpacking is
-                                      // paid once per call and needs tokens to spread over)
+
+// Fewest tokens for the AMX tiles, which unpack every panel once per call: below, the AVX-512
+// tiles are faster (bench_amx_gemm GemmFew, 2048 x 2048 on 2 threads of the AMX Xeon: Q4_K 16
+// tokens 332 us AMX vs 382 AVX-512, 8 tokens 303 vs 192; Q8_0 16 tokens 605 vs 479).
+int64_t amx_min_tokens(QuantType type) {
+  return type == QuantType::Q8_0 || type == QuantType::Q4_0 ? 32 : 16;
+}
 
 int pack_family(QuantType t) {
   // K formats share one packing (Q8_K quants + both sum planes); 32-block formats differ in bias.
@@ -66,8 +71,8 @@ void JitKernels::matmul(QuantType type, const uint8_t* weights, int64_t rows, in
   const jit::ActLayout al = jit::act_layout(type, k);
   ThreadPool& pool = ThreadPool::global();
   const uint8_t* act = packed_activation(type, isa_, x, k, n, al, pool);
-  if (amx_ && n >= kAmxMinTokens && jit::amx_supported(type, k))
-    return jit::amx_gemm(type, weights, rows, k, act, n, out, pool);
+  if (amx_ && n >= amx_min_tokens(type) && jit::amx_supported(type, k))
+    return jit::amx_gemm({type, k, weights, int64_t(row_bytes(type, k))}, rows, act, n, out, pool);
   const size_t stride = row_bytes(type, k);
   const int64_t out_stride = rows * int64_t(sizeof(float));
 
@@ -101,6 +106,33 @@ void JitKernels::matmul(QuantType type, const uint8_t* weights, int64_t rows, in
   });
 }
 
+void JitKernels::gemm_tiles_from_copy(const jit::AmxSource& src, int64_t rows,
+                                      const uint8_t* act, int64_t n, float* out) const {
+  const QuantType type = src.type;
+  const int64_t k = src.k;
+  const jit::ActLayout al = jit::act_layout(type, k);
+  const size_t stride = row_bytes(type, k), bb = quant_traits(type).block_bytes;
+  const int64_t nb = k / quant_traits(type).block_elems;
+  const jit::TileShape ts = jit::gemm_tile(type, isa_, k);
+  std::vector<jit::MatFn> fns(size_t(ts.tokens) + 1);  // fns[T]: kernel for T tokens
+  for (int t = 1; t <= ts.tokens; ++t) fns[size_t(t)] = mat_kernel({type, k, ts.rows, t, isa_}).fn();
+  jit::dynamic_rows(ThreadPool::global(), rows, kRowChunk, [&](int64_t r0, int64_t r1) {
+    thread_local std::vector<uint8_t> chunk;  // [r1 - r0 rows][stride]: the file's layout
+    chunk.resize(size_t(kRowChunk) * stride);
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t b = 0; b < nb; ++b) {
+        uint8_t* dst = chunk.data() + size_t(r - r0) * stride + size_t(b) * bb;
+        if (const uint8_t* p = src.block(r, b, dst); p != dst) std::memcpy(dst, p, bb);
+      }
+    for (int64_t t = 0; t < n; t += ts.tokens) {
+      const int64_t nt = std::min<int64_t>(ts.tokens, n - t);
+      const jit::MatArgs a{chunk.data(), int64_t(stride), r1 - r0, act + size_t(t) * al.bytes,
+                           out + t * rows + r0, rows * int64_t(sizeof(float))};
+      fns[size_t(nt)](&a);
+    }
+  });
+}
+
 void JitKernels::matmul_group(std::span<const MatmulTarget> mats, int64_t k, const float* x,
                               int64_t n) const {
   // Decode: all rows of all matrices in one work list over the pool (jit_matvec.h).
@@ -114,8 +146,25 @@ void JitKernels::matmul_group(std::span<const MatmulTarget> mats, int64_t k, con
                     dynamic_cast<const jit::RepackedMatrix*>(m.prepared)});
     return jit::matvec_group(isa_, ts, k, x, ThreadPool::global());
   }
-  // The packed input is cached per thread, so the matrices after the first reuse it.
-  for (const MatmulTarget& m : mats) matmul(m.type, m.weights, m.rows, k, x, n, m.out);
+  // The packed input is cached per thread, so the matrices after the first reuse it. Where the
+  // kernels read only the decode copy (prefill_reads_prepared: the original's pages may have been
+  // given back), prompt steps read it too: the AMX tiles directly, the AVX-512 tiles through
+  // 16-row chunks put back in the file's layout.
+  for (const MatmulTarget& m : mats) {
+    const auto* copy = dynamic_cast<const jit::RepackedMatrix*>(m.prepared);
+    if (!copy || !prefill_reads_prepared(m.type, k)) {
+      matmul(m.type, m.weights, m.rows, k, x, n, m.out);
+      continue;
+    }
+    ThreadPool& pool = ThreadPool::global();
+    const jit::ActLayout al = jit::act_layout(m.type, k);
+    const uint8_t* act = packed_activation(m.type, isa_, x, k, n, al, pool);
+    const jit::AmxSource src{m.type, k, nullptr, 0, copy};
+    if (n >= amx_min_tokens(m.type))
+      jit::amx_gemm(src, m.rows, act, n, m.out, pool);
+    else
+      gemm_tiles_from_copy(src, m.rows, act, n, m.out);
+  }
 }
 
 }  // namespace jitllm

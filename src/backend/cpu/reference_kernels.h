@@ -71,6 +71,22 @@ class CpuKernels {
     return nullptr;
   }
 
+  // Whether, once a matrix has a decode copy (prepare_weights), every matmul of it with
+  // MatmulTarget::prepared set reads only the copy, so the original's memory is not needed for it.
+  virtual bool prefill_reads_prepared(QuantType type, int64_t k) const {
+    (void)type, (void)k;
+    return false;
+  }
+
+  // Rows ids[0..n) of a matrix put back in the file's layout from its decode copy (n x
+  // row_bytes(type, k) bytes at dst), for readers of single rows such as the embedding lookup;
+  // false when `copy` is not this backend's.
+  virtual bool rows_from_prepared(const PreparedWeights& copy, const int32_t* ids, int64_t n,
+                                  uint8_t* dst) const {
+    (void)copy, (void)ids, (void)n, (void)dst;
+    return false;
+  }
+
   // out[t, r] = dot(weight row r, x[t]) for t < n, r < rows. weights: rows x row_bytes(type, k)
   // bytes in GGUF block layout; x: [n, k] floats; out: [n, rows].
   virtual void matmul(QuantType type, const uint8_t* weights, int64_t rows, int64_t k,

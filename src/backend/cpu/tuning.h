@@ -13,7 +13,7 @@ struct CpuKnobs {
   tuning::Choice kernels{registry, "JITLLM_KERNELS", "auto", {"auto", "jit", "jit-avx2", "jit-avxvnni", "jit-avx512", "jit-amx", "reference", "ref"},
                          "CPU kernels of an engine without --kernels (auto: jit when the CPU has AVX2, else reference)"};
   tuning::Flag repack{registry, "JITLLM_REPACK", true,
-                      "decode copies of Q8_0/Q4_K/Q6_K weights row-interleaved in huge pages (0: read the file's layout, less memory)"};
+                      "decode copies of Q8_0/Q4_K/Q6_K weights row-interleaved in huge pages, made at load (0: read the file's layout; with AMX the copy replaces the file's pages, else it doubles them)"};
 };
 const CpuKnobs& knobs();
 

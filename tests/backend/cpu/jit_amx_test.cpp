@@ -11,6 +11,7 @@
 
 #include "backend/cpu/jit_amx.h"
 #include "backend/cpu/jit_kernels.h"
+#include "backend/cpu/jit_repack.h"
 #include "core/thread_pool.h"
 #include "jit_test_data.h"
 #include "quant/quant.h"
@@ -63,7 +64,8 @@ std::vector<float> amx_direct(QuantType type, const std::vector<uint8_t>& w, int
   std::vector<uint8_t> act(jit::act_layout(type, k).bytes * size_t(n));
   jit::pack_activation(type, jit::Isa::Avx512Vnni, x.data(), k, n, act.data());
   std::vector<float> out(size_t(rows * n), -7.0f);
-  jit::amx_gemm(type, w.data(), rows, k, act.data(), n, out.data(), ThreadPool::global());
+  jit::amx_gemm({type, k, w.data(), int64_t(row_bytes(type, k))}, rows, act.data(), n, out.data(),
+                ThreadPool::global());
   return out;
 }
 
@@ -141,10 +143,57 @@ TEST(JitAmx, PanelPackingEqualsThePlainTwin) {
       const auto w = jit_test::random_weights(t, n_rows, k, uint32_t(60 + n_rows), false);
       const size_t bytes = jit::amx_panel_bytes(t, k);
       std::vector<uint8_t> fast(bytes, 0xAB), ref(bytes, 0xCD);
-      jit::amx_pack_panel(t, w.data(), int64_t(row_bytes(t, k)), n_rows, k, fast.data());
-      jit::amx_pack_panel_reference(t, w.data(), int64_t(row_bytes(t, k)), n_rows, k, ref.data());
+      const jit::AmxSource src{t, k, w.data(), int64_t(row_bytes(t, k))};
+      jit::amx_pack_panel(src, 0, n_rows, fast.data());
+      jit::amx_pack_panel_reference(src, 0, n_rows, ref.data());
       EXPECT_EQ(fast, ref) << quant_name(t) << " rows=" << n_rows;
     }
+}
+
+TEST(JitAmx, PanelsFromTheDecodeCopyEqualPanelsFromTheFile) {
+  SKIP_WITHOUT_AMX();
+  // 37 rows: 9 interleaved groups of 4 and a tail row alone; panels starting inside a group.
+  const int64_t rows = 37, k = 512;
+  for (QuantType t : {QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K}) {
+    const auto w = jit_test::random_weights(t, rows, k, 70, false);
+    const auto copy = jit::repack_matrix(t, w.data(), rows, k);
+    const jit::AmxSource file{t, k, w.data(), int64_t(row_bytes(t, k))};
+    const jit::AmxSource packed{t, k, nullptr, 0, copy.get()};
+    const size_t bytes = jit::amx_panel_bytes(t, k);
+    for (int64_t r0 : {int64_t(0), int64_t(16), int64_t(21), int64_t(32)}) {
+      const int n = int(std::min<int64_t>(16, rows - r0));
+      std::vector<uint8_t> a(bytes), b(bytes), c(bytes);
+      jit::amx_pack_panel(file, r0, n, a.data());
+      jit::amx_pack_panel(packed, r0, n, b.data());
+      jit::amx_pack_panel_reference(packed, r0, n, c.data());
+      EXPECT_EQ(a, b) << quant_name(t) << " r0=" << r0;
+      EXPECT_EQ(a, c) << quant_name(t) << " r0=" << r0;
+    }
+  }
+}
+
+TEST(JitAmx, PromptStepsReadTheDecodeCopy) {
+  SKIP_WITHOUT_AMX();
+  // Through matmul_group with the copy as MatmulTarget::prepared, at token counts that take the
+  // AVX-512 tiles (through chunks put back in the file's layout) and the AMX tiles; the original
+  // is poisoned first, so a read of it would show.
+  const int64_t rows = 300 + 3, k = 1024;
+  for (QuantType t : {QuantType::Q8_0, QuantType::Q4_K, QuantType::Q6_K}) {
+    auto w = jit_test::random_weights(t, rows, k, 80, false);
+    const auto copy = amx_kernels().prepare_weights(t, w.data(), rows, k);
+    ASSERT_NE(copy, nullptr) << quant_name(t);
+    EXPECT_TRUE(amx_kernels().prefill_reads_prepared(t, k)) << quant_name(t);
+    const auto original = w;
+    std::fill(w.begin(), w.end(), uint8_t(0xFF));
+    for (int64_t n : {2, 5, 21, 40}) {
+      const auto x = jit_test::random_activation(n, k, uint32_t(81 + n));
+      std::vector<float> ref(size_t(rows * n)), got(size_t(rows * n));
+      reference_kernels().matmul(t, original.data(), rows, k, x.data(), n, ref.data());
+      const CpuKernels::MatmulTarget target{t, w.data(), rows, got.data(), copy.get()};
+      amx_kernels().matmul_group({&target, 1}, k, x.data(), n);
+      expect_close(ref, got, fmt::format("from the copy {} n={}", quant_name(t), n));
+    }
+  }
 }
 
 TEST(JitAmx, EmissionIsDeterministic) {
