@@ -44,6 +44,25 @@ struct AmxSource {
 
   // Block b of row r in the file's layout: a pointer into w, or assembled in tmp (block_bytes).
   const uint8_t* block(int64_t r, int64_t b, uint8_t* tmp) const;
+  // The same block's fields in place (f = repack_fields(type): header, body, side), without
+  // assembling: each pointer is where the field starts, in either layout. Formats with a
+  // decode-copy layout only (Q8_0, Q4_K, Q6_K).
+  struct Fields {
+    const uint8_t *hdr, *body, *side;
+  };
+  Fields fields(const RepackFields& f, int64_t r, int64_t b) const {
+    if (!packed) {
+      const uint8_t* blk = w + size_t(r) * size_t(stride) + size_t(b) * size_t(f.block_bytes);
+      return {blk + f.hdr_from, blk + f.body_from, blk + f.side_from};
+    }
+    const int64_t full = packed->rows - packed->rows % kRepackGroup;
+    const int64_t g = r < full ? kRepackGroup : 1;
+    const int64_t first = r < full ? r - r % kRepackGroup : r, i = r - first;
+    const uint8_t* rec = packed->main + size_t(first * packed->main_row_bytes) +
+                         size_t(b * g * (f.hdr + f.body));
+    return {rec + i * f.hdr, rec + g * f.hdr + i * f.body,
+            packed->side + size_t(first * packed->side_row_bytes) + size_t((b * g + i) * f.side)};
+  }
 };
 
 // Bytes of one 16-row panel of `type` at width k (a multiple of 64).

@@ -60,17 +60,18 @@ JITLLM_AVX512 inline void split_store(__m512i v, int8_t* hi, int8_t* lo) {
                       _mm512_cvtepi16_epi8(_mm512_and_si512(v, _mm512_set1_epi16(63))));
 }
 
-JITLLM_AVX512 void q4k_row(const BlockQ4_K& b, int8_t* hi, int8_t* lo, float* mins,
-                           int mins_stride) {
+// Q4_K fields: header d, dmin, scales[12]; body qs[128].
+JITLLM_AVX512 void q4k_row(const uint8_t* scales, const uint8_t* qs, int8_t* hi, int8_t* lo,
+                           float* mins, int mins_stride) {
   const __m512i m4 = _mm512_set1_epi16(0xF);
   for (int c = 0; c < 4; ++c) {
     uint8_t sc0, mn0, sc1, mn1;
-    quant_ref::k4_scale_min(2 * c, b.scales, sc0, mn0);
-    quant_ref::k4_scale_min(2 * c + 1, b.scales, sc1, mn1);
+    quant_ref::k4_scale_min(2 * c, scales, sc0, mn0);
+    quant_ref::k4_scale_min(2 * c + 1, scales, sc1, mn1);
     mins[(2 * c) * mins_stride] = float(mn0);
     mins[(2 * c + 1) * mins_stride] = float(mn1);
     const __m512i q = _mm512_cvtepu8_epi16(
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * c)));
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * c)));
     const __m512i v0 = _mm512_mullo_epi16(_mm512_and_si512(q, m4), _mm512_set1_epi16(sc0));
     const __m512i v1 = _mm512_mullo_epi16(_mm512_srli_epi16(q, 4), _mm512_set1_epi16(sc1));
     split_store(v0, hi + 64 * c, lo + 64 * c);
@@ -82,12 +83,14 @@ JITLLM_AVX512 inline __m512i load(const uint8_t* p) {  // 32 bytes -> 32 int16
   return _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
-JITLLM_AVX512 void q6k_row(const BlockQ6_K& b, int8_t* hi, int8_t* lo) {
+// Q6_K fields: body ql[128], qh[64]; header scales[16].
+JITLLM_AVX512 void q6k_row(const uint8_t* ql_qh, const int8_t* scales, int8_t* hi, int8_t* lo) {
+  const uint8_t* ql = ql_qh;
+  const uint8_t* qhs = ql_qh + kQK_K / 2;
   const __m512i m4 = _mm512_set1_epi16(0xF), m3 = _mm512_set1_epi16(3),
                 c32 = _mm512_set1_epi16(32);
   for (int h = 0; h < 2; ++h) {
-    const __m512i ql0 = load(b.ql + 64 * h), ql1 = load(b.ql + 64 * h + 32),
-                  qh = load(b.qh + 32 * h);
+    const __m512i ql0 = load(ql + 64 * h), ql1 = load(ql + 64 * h + 32), qh = load(qhs + 32 * h);
     const __m512i q[4] = {
         _mm512_or_si512(_mm512_and_si512(ql0, m4), _mm512_slli_epi16(_mm512_and_si512(qh, m3), 4)),
         _mm512_or_si512(_mm512_and_si512(ql1, m4),
@@ -98,8 +101,8 @@ JITLLM_AVX512 void q6k_row(const BlockQ6_K& b, int8_t* hi, int8_t* lo) {
                         _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh, 6), m3), 4))};
     for (int quarter = 0; quarter < 4; ++quarter) {
       const int e = 128 * h + 32 * quarter;  // elements e..e+31, scales e/16 and e/16 + 1
-      const __m512i sc = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16(b.scales[e / 16]),
-                                                 _mm512_set1_epi16(b.scales[e / 16 + 1]));
+      const __m512i sc = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16(scales[e / 16]),
+                                                 _mm512_set1_epi16(scales[e / 16 + 1]));
       split_store(_mm512_mullo_epi16(_mm512_sub_epi16(q[quarter], c32), sc), hi + e, lo + e);
     }
   }
@@ -109,19 +112,21 @@ JITLLM_AVX512 void pack_block32(const AmxSource& src, int64_t r0, int n_rows, ui
   alignas(64) int8_t stage[kAmxRows][64] = {};
   alignas(16) uint8_t tmp[sizeof(BlockQ8_0)];
   const __m256i m4 = _mm256_set1_epi8(0xF), c8 = _mm256_set1_epi8(8);
+  const RepackFields rf = src.type == QuantType::Q8_0 ? repack_fields(src.type) : RepackFields{};
   for (int64_t b = 0; b < src.k / kQK; b += 2) {  // two blocks: one 16 x 64 transpose
     uint8_t* tile0 = panel + size_t(b) * kB32Bytes;
     uint8_t* tile1 = tile0 + kB32Bytes;
     for (int r = 0; r < n_rows; ++r) {
       for (int h = 0; h < 2; ++h) {
         float* d = reinterpret_cast<float*>((h ? tile1 : tile0) + kB32Tile);
-        const uint8_t* block = src.block(r0 + r, b + h, tmp);
-        if (src.type == QuantType::Q8_0) {
-          const auto& blk = *reinterpret_cast<const BlockQ8_0*>(block);
-          std::memcpy(stage[r] + 32 * h, blk.qs, kQK);
-          d[r] = fp16_to_f32(blk.d);
+        if (src.type == QuantType::Q8_0) {  // body qs[32], side d
+          const AmxSource::Fields f = src.fields(rf, r0 + r, b + h);
+          std::memcpy(stage[r] + 32 * h, f.body, kQK);
+          uint16_t h16;
+          std::memcpy(&h16, f.side, 2);
+          d[r] = fp16_to_f32(h16);
         } else {
-          const auto& blk = *reinterpret_cast<const BlockQ4_0*>(block);
+          const auto& blk = *reinterpret_cast<const BlockQ4_0*>(src.block(r0 + r, b + h, tmp));
           const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.qs));
           const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(q),
                                                        _mm_srli_epi16(q, 4), 1);
@@ -141,22 +146,23 @@ JITLLM_AVX512 void pack_block32(const AmxSource& src, int64_t r0, int n_rows, ui
 
 JITLLM_AVX512 void pack_kquant(const AmxSource& src, int64_t r0, int n_rows, uint8_t* panel) {
   const size_t sb_bytes = kquant_sb_bytes(src.type);
+  const RepackFields rf = repack_fields(src.type);
   alignas(64) int8_t hi[kAmxRows][kQK_K] = {}, lo[kAmxRows][kQK_K] = {};
-  alignas(16) uint8_t tmp[sizeof(BlockQ6_K)];
   for (int64_t s = 0; s < src.k / kQK_K; ++s) {
     uint8_t* sb = panel + size_t(s) * sb_bytes;
     auto* d = reinterpret_cast<float*>(sb + kKd);
     for (int r = 0; r < n_rows; ++r) {
-      const uint8_t* block = src.block(r0 + r, s, tmp);
-      if (src.type == QuantType::Q4_K) {
-        const auto& blk = *reinterpret_cast<const BlockQ4_K*>(block);
-        q4k_row(blk, hi[r], lo[r], reinterpret_cast<float*>(sb + kKmins) + r, 16);
-        d[r] = fp16_to_f32(blk.d);
-        reinterpret_cast<float*>(sb + kKdmin)[r] = fp16_to_f32(blk.dmin);
-      } else {
-        const auto& blk = *reinterpret_cast<const BlockQ6_K*>(block);
-        q6k_row(blk, hi[r], lo[r]);
-        d[r] = fp16_to_f32(blk.d);
+      const AmxSource::Fields f = src.fields(rf, r0 + r, s);
+      uint16_t dh[2];
+      if (src.type == QuantType::Q4_K) {  // header d, dmin, scales[12]; body qs
+        q4k_row(f.hdr + 4, f.body, hi[r], lo[r], reinterpret_cast<float*>(sb + kKmins) + r, 16);
+        std::memcpy(dh, f.hdr, 4);
+        d[r] = fp16_to_f32(dh[0]);
+        reinterpret_cast<float*>(sb + kKdmin)[r] = fp16_to_f32(dh[1]);
+      } else {  // body ql, qh; header scales; side d
+        q6k_row(f.body, reinterpret_cast<const int8_t*>(f.hdr), hi[r], lo[r]);
+        std::memcpy(dh, f.side, 2);
+        d[r] = fp16_to_f32(dh[0]);
       }
     }
     for (int q = 0; q < 4; ++q) {
