@@ -65,8 +65,7 @@ void amx_gemm(const AmxSource& src, int64_t rows, const uint8_t* act, int64_t n,
   // A chunk's panels are packed together and every token tile runs against all of them, so a
   // tile's activation is read from memory once per chunk (at k = 8192 the prompt's activations
   // outgrow L2; 4 panels of Q4_K are 1.1 MiB there).
-  dynamic_rows(pool, rows, kChunkRows, [&](int64_t r0, int64_t r1) {
-    if (!amx_thread_ready()) throw_error("amx gemm: this thread may not use AMX tiles");
+  auto chunk = [&](int64_t r0, int64_t r1) {
     thread_local ThreadBuffers tb;
     const int64_t n_panels = (r1 - r0 + kAmxRows - 1) / kAmxRows;
     uint8_t* panels = tb.panel_for(panel_bytes * size_t(n_panels));
@@ -91,6 +90,11 @@ void amx_gemm(const AmxSource& src, int64_t rows, const uint8_t* act, int64_t n,
     };
     if (whole) run(0, whole, 0xFFFF);
     if (part) run(whole, 1, (1u << part) - 1);
+  };
+  // dynamic_rows hands a pool of one thread all rows at once: cut them into chunks here too.
+  dynamic_rows(pool, rows, kChunkRows, [&](int64_t r0, int64_t r1) {
+    if (!amx_thread_ready()) throw_error("amx gemm: this thread may not use AMX tiles");
+    for (int64_t r = r0; r < r1; r += kChunkRows) chunk(r, std::min(r1, r + kChunkRows));
   });
 }
 

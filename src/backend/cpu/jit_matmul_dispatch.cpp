@@ -116,7 +116,7 @@ void JitKernels::gemm_tiles_from_copy(const jit::AmxSource& src, int64_t rows,
   const jit::TileShape ts = jit::gemm_tile(type, isa_, k);
   std::vector<jit::MatFn> fns(size_t(ts.tokens) + 1);  // fns[T]: kernel for T tokens
   for (int t = 1; t <= ts.tokens; ++t) fns[size_t(t)] = mat_kernel({type, k, ts.rows, t, isa_}).fn();
-  jit::dynamic_rows(ThreadPool::global(), rows, kRowChunk, [&](int64_t r0, int64_t r1) {
+  auto run = [&](int64_t r0, int64_t r1) {  // r1 - r0 <= kRowChunk
     thread_local std::vector<uint8_t> chunk;  // [r1 - r0 rows][stride]: the file's layout
     chunk.resize(size_t(kRowChunk) * stride);
     for (int64_t r = r0; r < r1; ++r)
@@ -130,6 +130,10 @@ void JitKernels::gemm_tiles_from_copy(const jit::AmxSource& src, int64_t rows,
                            out + t * rows + r0, rows * int64_t(sizeof(float))};
       fns[size_t(nt)](&a);
     }
+  };
+  // A pool of one thread gets all rows in one call: chunks of kRowChunk here too.
+  jit::dynamic_rows(ThreadPool::global(), rows, kRowChunk, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; r += kRowChunk) run(r, std::min(r1, r + kRowChunk));
   });
 }
 
