@@ -13,6 +13,7 @@
 
 #include "backend/cpu/jit_amx.h"
 #include "backend/cpu/jit_kernels.h"
+#include "bench_weights.h"
 #include "quant/quant.h"
 
 namespace jitllm {
@@ -20,19 +21,7 @@ namespace {
 
 using Q = QuantType;
 
-std::vector<uint8_t> weights(Q type, int64_t rows, int64_t k) {
-  std::mt19937 rng(7);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> x(size_t(k) * 64);
-  const size_t rb = row_bytes(type, k);
-  std::vector<uint8_t> w(rb * size_t(rows));
-  for (float& v : x) v = nd(rng);
-  for (int64_t r = 0; r < 64 && r < rows; ++r)
-    quantize_row(type, x.data() + r * k, w.data() + size_t(r) * rb, k);
-  for (int64_t r = 64; r < rows; ++r)
-    std::memcpy(w.data() + size_t(r) * rb, w.data() + size_t(r % 64) * rb, rb);
-  return w;
-}
+using bench::weights;
 
 void gemm(benchmark::State& state, Q type, bool amx, int64_t rows, int64_t k, int64_t n) {
   if (amx && !jit::amx_usable()) return state.SkipWithError("no usable AMX on this CPU");

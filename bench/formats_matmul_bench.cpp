@@ -10,6 +10,7 @@
 
 #include "backend/cpu/jit_kernels.h"
 #include "core/fp16.h"
+#include "bench_weights.h"
 #include "quant/quant.h"
 #include "runtime/cpu_kernels.h"
 
@@ -18,20 +19,7 @@ namespace {
 
 using Q = QuantType;
 
-std::vector<uint8_t> weights(Q type, int64_t rows, int64_t k) {
-  std::mt19937 rng(7);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> x(size_t(k) * 64);
-  const size_t rb = row_bytes(type, k);
-  std::vector<uint8_t> w(rb * size_t(rows));
-  for (float& v : x) v = nd(rng);
-  // 64 distinct quantized rows, repeated (quantizing IQ4_NL rows is slow).
-  for (int64_t r = 0; r < 64 && r < rows; ++r)
-    quantize_row(type, x.data() + r * k, w.data() + size_t(r) * rb, k);
-  for (int64_t r = 64; r < rows; ++r)
-    std::memcpy(w.data() + size_t(r) * rb, w.data() + size_t(r % 64) * rb, rb);
-  return w;
-}
+using bench::weights;
 
 void run(benchmark::State& state, Q type, const CpuKernels& kernels, int64_t rows, int64_t k,
          int64_t n) {

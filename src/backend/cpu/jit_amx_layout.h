@@ -4,6 +4,7 @@
 
 #include <cstddef>
 
+#include "backend/cpu/jit_amx.h"
 #include "quant/types.h"
 
 namespace jitllm::jit::amx_layout {
@@ -21,5 +22,9 @@ constexpr size_t kKHi = 0, kKLo = 4 * kKTile, kKd = 8 * kKTile, kKdmin = kKd + 6
 inline size_t kquant_sb_bytes(QuantType t) {
   return t == QuantType::Q4_K ? kKmins + 8 * 64 : kKd + 64;
 }
+
+// Both packers' first step: refuses what the GEMM does not take, zeroes a partial panel (the
+// missing rows' scales); true for the block-of-32 formats, false for the K formats.
+bool begin_panel(const AmxSource& src, int n_rows, uint8_t* panel);
 
 }  // namespace jitllm::jit::amx_layout

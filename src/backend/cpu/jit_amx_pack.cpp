@@ -152,11 +152,19 @@ const uint8_t* AmxSource::block(int64_t r, int64_t b, uint8_t* tmp) const {
   return tmp;
 }
 
-void amx_pack_panel_reference(const AmxSource& src, int64_t r0, int n_rows, uint8_t* panel) {
+namespace amx_layout {
+
+bool begin_panel(const AmxSource& src, int n_rows, uint8_t* panel) {
   if (!amx_supported(src.type, src.k) || n_rows < 1 || n_rows > kAmxRows)
     throw_error("amx panel: {} rows of {} at k={} unsupported", n_rows, quant_name(src.type), src.k);
-  if (n_rows < kAmxRows) std::memset(panel, 0, amx_panel_bytes(src.type, src.k));  // the scales
-  if (src.type == QuantType::Q8_0 || src.type == QuantType::Q4_0)
+  if (n_rows < kAmxRows) std::memset(panel, 0, amx_panel_bytes(src.type, src.k));
+  return src.type == QuantType::Q8_0 || src.type == QuantType::Q4_0;
+}
+
+}  // namespace amx_layout
+
+void amx_pack_panel_reference(const AmxSource& src, int64_t r0, int n_rows, uint8_t* panel) {
+  if (begin_panel(src, n_rows, panel))
     pack_block32(src, r0, n_rows, panel);
   else
     pack_kquant(src, r0, n_rows, panel);

@@ -13,6 +13,7 @@
 #include "backend/cpu/jit_kernels.h"
 #include "backend/cpu/jit_repack.h"
 #include "core/thread_pool.h"
+#include "jit_test_compare.h"
 #include "jit_test_data.h"
 #include "quant/quant.h"
 
@@ -28,21 +29,7 @@ const QuantType kFormats[] = {QuantType::Q8_0, QuantType::Q4_0, QuantType::Q4_K,
                     "kernel's XTILEDATA permission)";                               \
   }
 
-// Relative to the largest |ref|: the integer sums are exact, only the float order differs.
-void expect_close(const std::vector<float>& ref, const std::vector<float>& got,
-                  const std::string& what) {
-  ASSERT_EQ(ref.size(), got.size());
-  float scale = 0;
-  for (float v : ref) scale = std::max(scale, std::fabs(v));
-  size_t bad = 0;
-  float worst = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    const float diff = std::fabs(ref[i] - got[i]);
-    worst = std::max(worst, diff / std::max(scale, 1e-30f));
-    if (!(diff <= 2e-6f * scale + 2e-6f * std::fabs(ref[i]))) ++bad;
-  }
-  EXPECT_EQ(bad, 0u) << what << ": worst |diff| / max|ref| = " << worst;
-}
+using jit_test::expect_close;
 
 const JitKernels& amx_kernels() {
   static const JitKernels k(jit::Isa::Avx512Vnni, true);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend/cpu/jit_kernels.h"
+#include "jit_test_compare.h"
 #include "jit_test_data.h"
 #include "backend/cpu/jit_kquant_matmul.h"
 #include "core/error.h"
@@ -27,22 +28,7 @@ using jit::Isa;
 
 const QuantType kFormats[] = {QuantType::Q2_K, QuantType::Q3_K, QuantType::Q5_K};
 
-// Same tolerance as the other generated matmuls: the integer sums are exact, only the float
-// accumulation order differs.
-void expect_close(const std::vector<float>& ref, const std::vector<float>& got,
-                  const std::string& what) {
-  ASSERT_EQ(ref.size(), got.size());
-  float scale = 0;
-  for (float v : ref) scale = std::max(scale, std::fabs(v));
-  size_t bad = 0;
-  float worst = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    const float diff = std::fabs(ref[i] - got[i]);
-    worst = std::max(worst, diff / std::max(scale, 1e-30f));
-    if (!(diff <= 2e-6f * scale + 2e-6f * std::fabs(ref[i]))) ++bad;
-  }
-  EXPECT_EQ(bad, 0u) << what << ": worst |diff| / max|ref| = " << worst;
-}
+using jit_test::expect_close;
 
 void check(QuantType type, int64_t rows, int64_t k, int64_t n, bool quantize, uint32_t seed) {
   const auto w = jit_test::random_weights(type, rows, k, seed, quantize);

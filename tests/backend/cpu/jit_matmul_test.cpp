@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend/cpu/jit_kernels.h"
+#include "jit_test_compare.h"
 #include "jit_test_data.h"
 #include "core/error.h"
 #include "core/fp16.h"
@@ -26,20 +27,7 @@ using jit::Isa;
 const QuantType kFormats[] = {QuantType::Q8_0, QuantType::Q4_0, QuantType::Q4_K,
                               QuantType::Q6_K};
 
-void expect_close(const std::vector<float>& ref, const std::vector<float>& got,
-                  const std::string& what) {
-  ASSERT_EQ(ref.size(), got.size());
-  float scale = 0;
-  for (float v : ref) scale = std::max(scale, std::fabs(v));
-  size_t bad = 0;
-  float worst = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    const float diff = std::fabs(ref[i] - got[i]);
-    worst = std::max(worst, diff / std::max(scale, 1e-30f));
-    if (!(diff <= 2e-6f * scale + 2e-6f * std::fabs(ref[i]))) ++bad;
-  }
-  EXPECT_EQ(bad, 0u) << what << ": worst |diff| / max|ref| = " << worst;
-}
+using jit_test::expect_close;
 
 void check(QuantType type, int64_t rows, int64_t k, int64_t n, bool quantize, uint32_t seed) {
   const auto w = jit_test::random_weights(type, rows, k, seed, quantize);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend/cpu/jit_kernels.h"
+#include "jit_test_compare.h"
 #include "jit_test_data.h"
 #include "backend/cpu/jit_matvec.h"
 #include "core/error.h"
@@ -36,20 +37,7 @@ std::vector<Isa> isas(QuantType t, int64_t k) {
   return out;
 }
 
-void expect_close(const std::vector<float>& ref, const std::vector<float>& got,
-                  const std::string& what) {
-  ASSERT_EQ(ref.size(), got.size());
-  float scale = 0;
-  for (float v : ref) scale = std::max(scale, std::fabs(v));
-  size_t bad = 0;
-  float worst = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    const float diff = std::fabs(ref[i] - got[i]);
-    worst = std::max(worst, diff / std::max(scale, 1e-30f));
-    if (!(diff <= 2e-6f * scale + 2e-6f * std::fabs(ref[i]))) ++bad;
-  }
-  EXPECT_EQ(bad, 0u) << what << ": worst |diff| / max|ref| = " << worst;
-}
+using jit_test::expect_close;
 
 // ggml-cpu's AVX2 Q8_0 x Q8_0 dot, float order included (see the file comment).
 float q8_0_ggml_order(const uint8_t* row, const BlockQ8_0* a, int64_t nb) {
