@@ -51,8 +51,9 @@ const PreparedWeights* CpuOps::prepared(const TensorInfo& w) {
   auto it = prepared_.find(w.data);
   if (it != prepared_.end()) return it->second.get();
   it = prepared_.emplace(w.data, k_.prepare_weights(w.type, w.data, w.rows(), w.row_length())).first;
-  // The copy is all the kernels read from now on (decode, prompt steps, the embedding lookup of a
-  // tied table): give the original's pages back, so the process holds one copy of the weights.
+  // The copy is what the kernels read from now on (decode, prompt steps, the embedding lookup of
+  // a tied table): give the original's pages back, so the process holds one copy of the weights.
+  // Steps of a few tokens (sessions decoding together) read the original and fault it back in.
   if (it->second && k_.prefill_reads_prepared(w.type, w.row_length()))
     release_resident_pages(w.data, size_t(w.rows()) * row_bytes(w.type, w.row_length()));
   return it->second.get();

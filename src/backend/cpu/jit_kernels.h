@@ -32,7 +32,8 @@ class JitKernels final : public CpuKernels {
   // kernels run (nullptr for others, or with JITLLM_REPACK=0).
   std::unique_ptr<PreparedWeights> prepare_weights(QuantType type, const uint8_t* weights,
                                                    int64_t rows, int64_t k) const override;
-  // With AMX: Q8_0 / Q4_K / Q6_K prompt GEMMs read the interleaved copy (jit_amx.h AmxSource).
+  // With AMX: Q8_0 / Q4_K / Q6_K decode and prompt steps on the tiles read the interleaved copy
+  // (jit_amx.h AmxSource); steps of 2-15 tokens (31 for Q8_0) read the original.
   bool prefill_reads_prepared(QuantType type, int64_t k) const override;
   bool rows_from_prepared(const PreparedWeights& copy, const int32_t* ids, int64_t n,
                           uint8_t* dst) const override;
@@ -47,11 +48,6 @@ class JitKernels final : public CpuKernels {
   void store_rows(QuantType type, const float* src, int64_t n, int64_t dim,
                   uint8_t* const* dst) const override;
   void attention(const AttentionArgs& args) const override;
-
-  // Prompt GEMM tiles (AVX-512 etc.) over a decode copy, 16 rows at a time put back in the
-  // file's layout (jit_matmul_dispatch.cpp); n: tokens of the packed activation `act`.
-  void gemm_tiles_from_copy(const jit::AmxSource& src, int64_t rows, const uint8_t* act, int64_t n,
-                            float* out) const;
 
   // The kernel for `key`, emitted on first use (thread-safe).
   const jit::MatKernel& mat_kernel(const jit::MatKey& key) const;

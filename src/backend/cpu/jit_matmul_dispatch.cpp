@@ -106,37 +106,6 @@ void JitKernels::matmul(QuantType type, const uint8_t* weights, int64_t rows, in
   });
 }
 
-void JitKernels::gemm_tiles_from_copy(const jit::AmxSource& src, int64_t rows,
-                                      const uint8_t* act, int64_t n, float* out) const {
-  const QuantType type = src.type;
-  const int64_t k = src.k;
-  const jit::ActLayout al = jit::act_layout(type, k);
-  const size_t stride = row_bytes(type, k), bb = quant_traits(type).block_bytes;
-  const int64_t nb = k / quant_traits(type).block_elems;
-  const jit::TileShape ts = jit::gemm_tile(type, isa_, k);
-  std::vector<jit::MatFn> fns(size_t(ts.tokens) + 1);  // fns[T]: kernel for T tokens
-  for (int t = 1; t <= ts.tokens; ++t) fns[size_t(t)] = mat_kernel({type, k, ts.rows, t, isa_}).fn();
-  auto run = [&](int64_t r0, int64_t r1) {  // r1 - r0 <= kRowChunk
-    thread_local std::vector<uint8_t> chunk;  // [r1 - r0 rows][stride]: the file's layout
-    chunk.resize(size_t(kRowChunk) * stride);
-    for (int64_t r = r0; r < r1; ++r)
-      for (int64_t b = 0; b < nb; ++b) {
-        uint8_t* dst = chunk.data() + size_t(r - r0) * stride + size_t(b) * bb;
-        if (const uint8_t* p = src.block(r, b, dst); p != dst) std::memcpy(dst, p, bb);
-      }
-    for (int64_t t = 0; t < n; t += ts.tokens) {
-      const int64_t nt = std::min<int64_t>(ts.tokens, n - t);
-      const jit::MatArgs a{chunk.data(), int64_t(stride), r1 - r0, act + size_t(t) * al.bytes,
-                           out + t * rows + r0, rows * int64_t(sizeof(float))};
-      fns[size_t(nt)](&a);
-    }
-  };
-  // A pool of one thread gets all rows in one call: chunks of kRowChunk here too.
-  jit::dynamic_rows(ThreadPool::global(), rows, kRowChunk, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; r += kRowChunk) run(r, std::min(r1, r + kRowChunk));
-  });
-}
-
 void JitKernels::matmul_group(std::span<const MatmulTarget> mats, int64_t k, const float* x,
                               int64_t n) const {
   // Decode: all rows of all matrices in one work list over the pool (jit_matvec.h).
@@ -150,24 +119,22 @@ void JitKernels::matmul_group(std::span<const MatmulTarget> mats, int64_t k, con
                     dynamic_cast<const jit::RepackedMatrix*>(m.prepared)});
     return jit::matvec_group(isa_, ts, k, x, ThreadPool::global());
   }
-  // The packed input is cached per thread, so the matrices after the first reuse it. Where the
-  // kernels read only the decode copy (prefill_reads_prepared: the original's pages may have been
-  // given back), prompt steps read it too: the AMX tiles directly, the AVX-512 tiles through
-  // 16-row chunks put back in the file's layout.
+  // The packed input is cached per thread, so the matrices after the first reuse it. Prompt
+  // steps on the AMX tiles read the decode copy where there is one (prefill_reads_prepared);
+  // steps of fewer tokens take the AVX-512 tiles over the file's layout, which faults the
+  // original's pages back in if they were given back. (Those tiles over the copy, its rows put
+  // back in the file's layout 16 at a time, lost: 2 / 4 sessions decoding together on the AMX
+  // Xeon 22.9 / 39.9 tok/s against 30.5 / 49.1 over the original.)
   for (const MatmulTarget& m : mats) {
     const auto* copy = dynamic_cast<const jit::RepackedMatrix*>(m.prepared);
-    if (!copy || !prefill_reads_prepared(m.type, k)) {
+    if (!copy || !prefill_reads_prepared(m.type, k) || n < amx_min_tokens(m.type)) {
       matmul(m.type, m.weights, m.rows, k, x, n, m.out);
       continue;
     }
     ThreadPool& pool = ThreadPool::global();
     const jit::ActLayout al = jit::act_layout(m.type, k);
     const uint8_t* act = packed_activation(m.type, isa_, x, k, n, al, pool);
-    const jit::AmxSource src{m.type, k, nullptr, 0, copy};
-    if (n >= amx_min_tokens(m.type))
-      jit::amx_gemm(src, m.rows, act, n, m.out, pool);
-    else
-      gemm_tiles_from_copy(src, m.rows, act, n, m.out);
+    jit::amx_gemm({m.type, k, nullptr, 0, copy}, m.rows, act, n, m.out, pool);
   }
 }
 

@@ -71,8 +71,9 @@ class CpuKernels {
     return nullptr;
   }
 
-  // Whether, once a matrix has a decode copy (prepare_weights), every matmul of it with
-  // MatmulTarget::prepared set reads only the copy, so the original's memory is not needed for it.
+  // Whether, once a matrix has a decode copy (prepare_weights), decode and prompt steps of it
+  // with MatmulTarget::prepared set read the copy, so the original's pages can be given back
+  // (steps the copy does not serve may read, and so fault in, the original again).
   virtual bool prefill_reads_prepared(QuantType type, int64_t k) const {
     (void)type, (void)k;
     return false;
