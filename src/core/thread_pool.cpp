@@ -103,7 +103,11 @@ void ThreadPool::worker_loop(int index) {
     }
     if (stopping_.load()) return;
     seen = g;
-    (*job_)(index, n_threads_);
+    try {
+      (*job_)(index, n_threads_);
+    } catch (...) {
+      keep_error(std::current_exception());
+    }
     pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
@@ -140,7 +144,11 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
     generation_.fetch_add(1, std::memory_order_release);
   }
   if (sleepers_.load() > 0) start_cv_.notify_all();
-  fn(0, n_threads_);
+  try {
+    fn(0, n_threads_);
+  } catch (...) {
+    keep_error(std::current_exception());  // the helpers still run the job: wait for them
+  }
   if (pending_.load(std::memory_order_acquire) != 0) {
     const auto until = std::chrono::steady_clock::now() + kCallerSpinTime;
     bool yielding = false;
@@ -154,6 +162,16 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
     }
   }
   job_ = nullptr;
+  if (error_) {
+    std::exception_ptr e;
+    std::swap(e, error_);
+    std::rethrow_exception(e);
+  }
+}
+
+void ThreadPool::keep_error(std::exception_ptr e) {
+  std::lock_guard lock(error_mutex_);
+  if (!error_) error_ = std::move(e);
 }
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain,

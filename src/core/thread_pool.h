@@ -12,6 +12,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -30,7 +31,8 @@ class ThreadPool {
   int size() const { return n_threads_; }
 
   // Calls fn(thread_index, n_threads) once on every thread of the pool and returns when all are
-  // done. Not reentrant: fn must not call run() on the same pool.
+  // done. Not reentrant: fn must not call run() on the same pool. An exception thrown by fn on
+  // any thread is rethrown here once every thread has finished (the first one, if several).
   void run(const std::function<void(int thread_index, int n_threads)>& fn);
 
   // Splits [0, n) into contiguous chunks (multiples of `grain`, except the last) and calls
@@ -51,6 +53,7 @@ class ThreadPool {
 
  private:
   void worker_loop(int index);
+  void keep_error(std::exception_ptr e);
   void pin_caller();
 
   int n_threads_ = 1;
@@ -66,6 +69,8 @@ class ThreadPool {
   alignas(64) std::atomic<int> sleepers_{0};
   std::atomic<bool> stopping_{false};
   alignas(64) std::atomic<int64_t> next_chunk_{0};  // parallel_for's shared chunk counter
+  std::mutex error_mutex_;
+  std::exception_ptr error_;  // the job's first exception, rethrown by run()
 };
 
 }  // namespace jitllm

@@ -1,4 +1,5 @@
-// ThreadPool: every index covered once, grain-aligned chunks, repeated runs, chunks taken
+// ThreadPool: every index covered once, grain-aligned chunks, repeated runs, exceptions brought
+// back to the caller, chunks taken
 // dynamically (a stalled helper does not hold up the rest), and pinning: one CPU per thread,
 // the caller included, or all threads floating when there are more threads than CPUs.
 #include "core/thread_pool.h"
@@ -11,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <set>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -48,6 +50,25 @@ TEST(ThreadPool, RunCallsEveryThreadRepeatedly) {
     });
     ASSERT_EQ(mask.load(), 0xf);
   }
+}
+
+// A job that throws on a helper or on the caller: run() returns only once every thread is done
+// and rethrows it there (it would otherwise end the process in std::terminate); the pool stays
+// usable.
+TEST(ThreadPool, AnExceptionOnAnyThreadIsRethrownByRun) {
+  ThreadPool pool(4);
+  for (int thrower : {0, 2}) {
+    std::atomic<int> finished{0};
+    EXPECT_THROW(pool.run([&](int t, int) {
+      if (t == thrower) throw std::runtime_error("job failed");
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      ++finished;
+    }), std::runtime_error);
+    EXPECT_EQ(finished.load(), 3) << "thrower " << thrower;
+  }
+  std::atomic<int> calls{0};
+  pool.run([&](int, int) { ++calls; });
+  EXPECT_EQ(calls.load(), 4);
 }
 
 // Helper 1 stalls in its first chunk (as if preempted); the caller takes the remaining chunks
