@@ -26,16 +26,7 @@ using bench::weights;
 void gemm(benchmark::State& state, Q type, bool amx, int64_t rows, int64_t k, int64_t n) {
   if (amx && !jit::amx_usable()) return state.SkipWithError("no usable AMX on this CPU");
   const JitKernels kernels(jit::Isa::Avx512Vnni, amx);
-  const auto w = weights(type, rows, k);
-  std::mt19937 rng(8);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> x(size_t(n * k)), out(size_t(n * rows));
-  for (float& v : x) v = nd(rng);
-  for (auto _ : state) {
-    x[0] += 1e-3f;  // a new activation each call (no packed-activation cache hit)
-    kernels.matmul(type, w.data(), rows, k, x.data(), n, out.data());
-    benchmark::DoNotOptimize(out.data());
-  }
+  bench::time_matmul(state, kernels, type, rows, k, n);
   state.counters["GMAC/s"] = benchmark::Counter(double(rows * k * n) * double(state.iterations()) * 1e-9,
                                                 benchmark::Counter::kIsRate);
 }

@@ -23,18 +23,9 @@ using bench::weights;
 
 void run(benchmark::State& state, Q type, const CpuKernels& kernels, int64_t rows, int64_t k,
          int64_t n) {
-  const auto w = weights(type, rows, k);
-  std::mt19937 rng(8);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> x(size_t(n * k)), out(size_t(n * rows));
-  for (float& v : x) v = nd(rng);
-  for (auto _ : state) {
-    x[0] += 1e-3f;  // a new activation each call (no packed-activation cache hit)
-    kernels.matmul(type, w.data(), rows, k, x.data(), n, out.data());
-    benchmark::DoNotOptimize(out.data());
-  }
+  const size_t w_bytes = bench::time_matmul(state, kernels, type, rows, k, n);
   if (n == 1)
-    state.counters["GB/s"] = benchmark::Counter(double(w.size()) * double(state.iterations()),
+    state.counters["GB/s"] = benchmark::Counter(double(w_bytes) * double(state.iterations()),
                                                 benchmark::Counter::kIsRate);
   else
     state.counters["GFLOP/s"] = benchmark::Counter(

@@ -15,6 +15,7 @@
 
 #include "backend/cpu/jit_formats.h"
 #include "backend/cpu/jit_kernels.h"
+#include "jit_test_compare.h"
 #include "jit_test_data.h"
 #include "core/error.h"
 #include "core/fp16.h"
@@ -46,16 +47,7 @@ void expect_match(Q type, const std::vector<float>& ref, const std::vector<float
                        << got[first];
     return;
   }
-  float scale = 0;
-  for (float v : ref) scale = std::max(scale, std::fabs(v));
-  size_t bad = 0;
-  float worst = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    const float diff = std::fabs(ref[i] - got[i]);
-    worst = std::max(worst, diff / std::max(scale, 1e-30f));
-    if (!(diff <= 2e-6f * scale + 2e-6f * std::fabs(ref[i]))) ++bad;
-  }
-  EXPECT_EQ(bad, 0u) << what << ": worst |diff| / max|ref| = " << worst;
+  jit_test::expect_close(ref, got, what);
 }
 
 void check(Q type, int64_t rows, int64_t k, int64_t n, bool quantize, uint32_t seed,
