@@ -32,6 +32,7 @@ const CpuKernels& jit_amx(const std::string& what) {
   if (!jit::amx_usable())
     throw_error("{}: this CPU or kernel does not let the process use AMX tiles (use jit or reference)",
                 what);
+  if (jit::selected_amx()) return jit_kernels();  // the same kernels (and kernel cache) as "jit"
   static const JitKernels kernels(jit::Isa::Avx512Vnni, true);
   return kernels;
 }

@@ -31,9 +31,10 @@ void CpuOps::embed(const TensorInfo& table, Act out) {
     if (id < 0 || id >= n_vocab)
       throw_error("token id {} is out of range (vocabulary of {})", id, n_vocab);
   const int64_t n = int64_t(batch_.tokens.size());
-  if (const PreparedWeights* copy = existing_copy(table)) {
-    // A table that is also a matrix (a tied output head) has a decode copy and may have given
-    // its pages back: its rows come from the copy.
+  const PreparedWeights* copy = existing_copy(table);
+  if (copy && k_.prefill_reads_prepared(table.type, table.row_length())) {
+    // A table that is also a matrix (a tied output head) whose pages were given back for its
+    // decode copy (prepared()): its rows come from the copy.
     rows_.resize(size_t(n) * row_bytes(table.type, table.row_length()));
     ids_.resize(size_t(n));
     for (int64_t i = 0; i < n; ++i) ids_[size_t(i)] = int32_t(i);
