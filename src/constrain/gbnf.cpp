@@ -16,6 +16,10 @@ bool is_name_char(char c) {
          c == '-';
 }
 
+// Deeper than any grammar written by hand or converted from a schema (JSON bodies nest at most
+// 128 deep), shallow enough for a thread's stack.
+constexpr int kMaxGroupDepth = 1024;
+
 class Parser {
  public:
   explicit Parser(std::string_view text) : s_(text) {}
@@ -268,10 +272,15 @@ class Parser {
         ++pos_;
         push_class({{0, 0x10FFFF}}, seq);
       } else if (c == '(') {
+        // Groups are parsed recursively: a bound keeps a hostile grammar off the stack's end.
+        if (group_depth_ == kMaxGroupDepth)
+          fail(fmt::format("groups nest more than {} deep", kMaxGroupDepth));
         ++pos_;
         skip_space(true);
         const uint32_t group = b_.fresh_rule(rule);
+        ++group_depth_;
         b_.define(group, parse_alternatives(rule, true));
+        --group_depth_;
         skip_space(true);
         if (peek() != ')') fail("expected ')'");
         ++pos_;
@@ -317,6 +326,7 @@ class Parser {
   size_t pos_ = 0;
   GrammarBuilder b_;
   std::map<std::string, uint32_t> class_rules_;
+  int group_depth_ = 0;  // open '(' around the current position
 };
 
 }  // namespace

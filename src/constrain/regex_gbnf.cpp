@@ -29,6 +29,8 @@ std::string class_char(uint32_t cp) {
   return cp < 0x10000 ? fmt::format("\\u{:04X}", cp) : fmt::format("\\U{:08X}", cp);
 }
 
+constexpr int kMaxGroupDepth = 1024;  // as the GBNF parser's (gbnf.cpp)
+
 class RegexParser {
  public:
   RegexParser(const std::string& p, const std::string& where) : p_(p), where_(where) {}
@@ -237,12 +239,17 @@ class RegexParser {
   std::string atom() {
     const char c = peek();
     if (c == '(') {
+      // Groups are parsed recursively: a bound keeps a hostile pattern off the stack's end.
+      if (group_depth_ == kMaxGroupDepth)
+        fail(fmt::format("groups nest more than {} deep", kMaxGroupDepth));
       ++i_;
       if (peek() == '?') {
         if (i_ + 1 < end_ && p_[i_ + 1] == ':') i_ += 2;
         else fail("lookaround and named groups are not supported");
       }
+      ++group_depth_;
       std::string inner = alternation();
+      --group_depth_;
       if (peek() != ')') fail("unterminated '('");
       ++i_;
       return "(" + inner + ")";
@@ -268,6 +275,7 @@ class RegexParser {
   const std::string& p_;
   const std::string& where_;
   size_t i_ = 0, end_ = 0;
+  int group_depth_ = 0;  // open '(' around the current position
 };
 
 }  // namespace

@@ -124,6 +124,24 @@ TEST(Gbnf, ErrorsNameTheLineAndTheRule) {
   EXPECT_NE(message("root ::= * \"a\"").find("follows nothing"), std::string::npos);
 }
 
+// Groups nest by recursion in the parser: 50,000 of them (a 100 KB request body) overflowed the
+// stack of the thread that parsed them (SIGSEGV in jitllmd); past the bound they are an error.
+TEST(Gbnf, DeeplyNestedGroupsAreAnErrorNotACrash) {
+  auto nested = [](int depth) {
+    return "root ::= " + std::string(size_t(depth), '(') + "\"a\"" + std::string(size_t(depth), ')');
+  };
+  EXPECT_NO_THROW(parse_gbnf(nested(1024)));
+  for (int depth : {1025, 50000}) {
+    try {
+      parse_gbnf(nested(depth));
+      ADD_FAILURE() << depth << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("groups nest more than 1024 deep"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(Gbnf, AmbiguityAndStateCountAreBounded) {
   // Each 'a' may start any of 13 nested optional groups: the stack sets stay bounded (dedup),
   // and the matcher answers for a long input.

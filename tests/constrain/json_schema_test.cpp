@@ -134,6 +134,21 @@ TEST(JsonSchema, JsonObjectModeIsAnyObject) {
   }
 }
 
+// A pattern's groups nest by recursion in the regex parser: deep ones are refused by keyword, as
+// the GBNF parser refuses deep groups, instead of running off the thread's stack.
+TEST(JsonSchema, DeeplyNestedPatternGroupsAreRefused) {
+  ojson schema = {{"type", "string"}, {"pattern", std::string(50000, '(') + "a" + std::string(50000, ')')}};
+  try {
+    json_schema_to_gbnf(schema);
+    ADD_FAILURE() << "accepted";
+  } catch (const SchemaError& e) {
+    EXPECT_EQ(e.keyword(), "pattern") << e.what();
+    EXPECT_NE(std::string(e.what()).find("nest more than 1024 deep"), std::string::npos) << e.what();
+  }
+  schema["pattern"] = std::string(200, '(') + "a" + std::string(200, ')');
+  EXPECT_NO_THROW(json_schema_to_gbnf(schema));
+}
+
 TEST(JsonSchema, UnsupportedKeywordsAreRefusedByName) {
   const std::vector<std::pair<const char*, const char*>> refused = {
       {R"({"type": "array", "uniqueItems": true})", "uniqueItems"},

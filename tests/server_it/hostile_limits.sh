@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The reliability sweep's ways to take jitllmd down or starve it, each kept fixed (issue 18):
-# deep JSON on the chat route, chunked and gzip bodies past --max-body, /metrics label injection,
+# deep JSON on the chat route and in grammars, chunked and gzip bodies past --max-body, /metrics label injection,
 # n past --parallel, a non-streaming client that leaves, slow clients holding the HTTP threads,
 # SIGTERM with slow sockets open, a second server on a taken port, an unknown flag.
 # Usage: hostile_limits.sh JITLLMD
@@ -19,6 +19,11 @@ STATUS=$(curl -s -o "$WORK/deep.out" -w '%{http_code}' --max-time 10 --data-bina
 printf '{"messages":[{"role":"user","content":"hi"}],"tools":%s}' "$DEEP" >"$WORK/deep_tools.json"
 STATUS=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 --data-binary @"$WORK/deep_tools.json" "$U$CC")
 [ "$STATUS" = 400 ] || fail "deep tools: $STATUS"
+# ... and in a grammar, whose groups the GBNF parser reads by recursion (it crashed at 50,000).
+python3 -c "import json; d = 30000; print(json.dumps({'prompt': 'x', 'max_tokens': 1,
+  'grammar': 'root ::= ' + '(' * d + '\"a\"' + ')' * d}))" >"$WORK/deep_gbnf.json"
+STATUS=$(curl -s -o "$WORK/deep_gbnf.out" -w '%{http_code}' --max-time 10 --data-binary @"$WORK/deep_gbnf.json" "$U/v1/completions")
+[ "$STATUS" = 400 ] && grep -q "nest more than" "$WORK/deep_gbnf.out" || fail "deep grammar: $STATUS $(head -c 300 "$WORK/deep_gbnf.out")"
 
 # 5. Bodies are counted as decoded: chunked and gzip past --max-body get 413, quickly.
 head -c 1000000 /dev/zero | tr '\0' 'a' >"$WORK/big.txt"
