@@ -479,12 +479,13 @@ class Emitter : public CodeGenerator {
 
   // Software prefetch `lines` cache lines per row, kPrefetch bytes ahead of the current block;
   // packed kernels read one stream: every line of the group's record, kPackedPrefetch bytes ahead
-  // (and the side plane as far ahead in blocks).
+  // (and the side plane as far ahead in blocks), into L2 (prefetcht1): the L2's miss queue keeps
+  // more lines in flight from DRAM than the L1's fill buffers do (prefetcht0).
   void prefetch_rows(int R, int lines) {
     if (key_.packed) {
       const int rec = g_ * (f_.hdr + f_.body);
-      for (int l = 0; l < (rec + 63) / 64; ++l) prefetcht0(ptr[wp + kPackedPrefetch + 64 * l]);
-      if (f_.side) prefetcht0(ptr[sp + kPackedPrefetch / rec * g_ * f_.side]);
+      for (int l = 0; l < (rec + 63) / 64; ++l) prefetcht1(ptr[wp + kPackedPrefetch + 64 * l]);
+      if (f_.side) prefetcht1(ptr[sp + kPackedPrefetch / rec * g_ * f_.side]);
       return;
     }
     for (int r = 0; r < R; ++r)
