@@ -47,21 +47,36 @@ Grammar GrammarBuilder::finish(const std::string& root_name) {
   for (size_t r = 0; r < n; ++r)
     if (!defined_[r]) throw_error("grammar: rule '{}' is used but never defined", g_.names[r]);
 
-  // Which rules can match the empty string (a fixpoint over the alternatives).
+  // Which rules can match the empty string: a worklist over the alternatives, linear in the
+  // grammar's size (passes until nothing changes were quadratic: a chain of 60,000 rules, 1 MB,
+  // held a thread for 13 s). An alternative is nullable once every element in it is a reference
+  // to a nullable rule; `waiting[alt]` counts the references still unknown.
   std::vector<bool> nullable(n, false);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t r = 0; r < n; ++r) {
-      if (nullable[r]) continue;
-      for (const Sequence& seq : bodies_[r]) {
-        bool all = true;
-        for (uint32_t e : seq) all = all && is_rule_ref(e) && nullable[rule_of(e)];
-        if (all) {
-          nullable[r] = changed = true;
-          break;
-        }
+  std::vector<uint32_t> owner, waiting;                   // per alternative
+  std::vector<std::vector<uint32_t>> used_in(n);          // per rule: alternatives naming it
+  std::vector<uint32_t> ready;                            // rules found nullable, to propagate
+  for (size_t r = 0; r < n; ++r)
+    for (const Sequence& seq : bodies_[r]) {
+      const auto alt = uint32_t(owner.size());
+      owner.push_back(uint32_t(r));
+      bool terminal = false;
+      for (uint32_t e : seq) terminal = terminal || !is_rule_ref(e);
+      waiting.push_back(terminal ? 1u : uint32_t(seq.size()));  // a terminal never goes away
+      if (terminal) continue;
+      for (uint32_t e : seq) used_in[rule_of(e)].push_back(alt);
+      if (seq.empty() && !nullable[r]) {
+        nullable[r] = true;
+        ready.push_back(uint32_t(r));
       }
     }
+  while (!ready.empty()) {
+    const uint32_t r = ready.back();
+    ready.pop_back();
+    for (uint32_t alt : used_in[r])
+      if (--waiting[alt] == 0 && !nullable[owner[alt]]) {
+        nullable[owner[alt]] = true;
+        ready.push_back(owner[alt]);
+      }
   }
   // Left recursion: a rule reaching itself through references at the start of an alternative
   // (after nullable ones). Depth-first search over those edges, colouring rules on the path.

@@ -29,11 +29,27 @@ Matcher::Matcher(Grammar grammar, std::shared_ptr<const Vocabulary> vocabulary)
 
 Matcher::~Matcher() = default;
 
+namespace {
+
+[[noreturn]] void too_deep() {
+  throw GrammarLimitError(fmt::format("grammar: rules nest more than {} deep", kMaxExpandDepth));
+}
+
+}  // namespace
+
 void Matcher::expand(Stack s, std::vector<Stack>& out, int depth) const {
-  if (depth > kMaxExpandDepth) throw_error("grammar: rules nest more than {} deep", kMaxExpandDepth);
+  if (depth > kMaxExpandDepth) too_deep();
+  // Every path ends in one pushed stack, so bounding the pushes bounds the work.
+  auto push = [&](Stack&& done) {
+    if (out.size() == kMaxExpanded)
+      throw GrammarLimitError(fmt::format(
+          "grammar: more than {} ways to continue at once (the grammar is too ambiguous)",
+          kMaxExpanded));
+    out.push_back(std::move(done));
+  };
   for (;;) {
     if (s.empty()) {
-      out.push_back(std::move(s));
+      push(std::move(s));
       return;
     }
     const uint32_t pos = s.back();
@@ -43,7 +59,7 @@ void Matcher::expand(Stack s, std::vector<Stack>& out, int depth) const {
       continue;
     }
     if (!is_rule_ref(e)) {
-      out.push_back(std::move(s));
+      push(std::move(s));
       return;
     }
     // A reference: return past it (or nowhere, when it ends the alternative), then enter
@@ -58,7 +74,7 @@ void Matcher::expand(Stack s, std::vector<Stack>& out, int depth) const {
     }
     s.push_back(alts.back());
     ++depth;
-    if (depth > kMaxExpandDepth) throw_error("grammar: rules nest more than {} deep", kMaxExpandDepth);
+    if (depth > kMaxExpandDepth) too_deep();
   }
 }
 
@@ -67,8 +83,8 @@ Matcher::State Matcher::intern(std::vector<Stack> stacks) {
   stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
   if (stacks.empty()) return kDead;
   if (stacks.size() > kMaxStacks)
-    throw_error("grammar: more than {} ways to continue at once (the grammar is too ambiguous)",
-                kMaxStacks);
+    throw GrammarLimitError(fmt::format(
+        "grammar: more than {} ways to continue at once (the grammar is too ambiguous)", kMaxStacks));
   std::string key;
   for (const Stack& s : stacks) {
     const uint32_t n = uint32_t(s.size());
@@ -78,8 +94,8 @@ Matcher::State Matcher::intern(std::vector<Stack> stacks) {
   auto [it, added] = index_.try_emplace(std::move(key), State(states_.size()));
   if (!added) return it->second;
   if (states_.size() >= kMaxStates)
-    throw_error("grammar: more than {} matcher states (the grammar or its nesting is too large)",
-                kMaxStates);
+    throw GrammarLimitError(fmt::format(
+        "grammar: more than {} matcher states (the grammar or its nesting is too large)", kMaxStates));
   auto st = std::make_unique<DfaState>();
   st->accepting = stacks.front().empty();  // sorted: the empty stack comes first
   st->stacks = std::move(stacks);

@@ -26,8 +26,17 @@
 
 #include "constrain/grammar.h"
 #include "constrain/vocabulary.h"
+#include "core/error.h"
 
 namespace jitllm::constrain {
+
+// A grammar that parsed but is too large or too ambiguous to match within the matcher's bounds.
+// It can surface while generating (states are built as the output reaches them): front ends
+// answer it as the request's fault (HTTP 400 on `grammar`), not as a server fault.
+class GrammarLimitError : public Error {
+ public:
+  explicit GrammarLimitError(const std::string& message) : Error(message) {}
+};
 
 class Matcher {
  public:
@@ -35,6 +44,9 @@ class Matcher {
   static constexpr State kDead = -1;
   static constexpr size_t kMaxStates = 1 << 16;
   static constexpr size_t kMaxStacks = 4096;  // per state (ambiguous grammars multiply them)
+  // Stacks one expansion may produce before duplicates are removed: `a ::= "" | ""` used n times
+  // doubles them n times, so the bound is checked while expanding, not after.
+  static constexpr size_t kMaxExpanded = 16 * kMaxStacks;
 
   Matcher(Grammar grammar, std::shared_ptr<const Vocabulary> vocabulary);
   ~Matcher();

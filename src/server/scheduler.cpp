@@ -30,6 +30,9 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
 // status; the model's unusable output and everything unexpected are the server's (500).
 ApiError error_of(const std::exception& e) {
   if (const auto* api = dynamic_cast<const ApiError*>(&e)) return *api;
+  // A grammar past the matcher's bounds at a state the output reached only now: the request's.
+  if (dynamic_cast<const constrain::GrammarLimitError*>(&e))
+    return ApiError(400, "invalid_request_error", e.what(), "grammar");
   if (dynamic_cast<const ModelOutputError*>(&e))
     return ApiError(500, "server_error",
                     fmt::format("the model's output is not usable ({}); this request was stopped",
