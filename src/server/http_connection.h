@@ -6,7 +6,9 @@
 //     answered at once and the connection closed;
 //   - the body must arrive within its own deadline; every read wakes up when the server stops;
 //   - each client address may have only so many connections still sending a request: one more
-//     evicts that address's oldest, so a slowloris client cannot hold every HTTP thread;
+//     evicts that address's oldest, so a slowloris client cannot hold every HTTP thread; and all
+//     addresses together as many as leave two threads free (silent connections from many
+//     addresses, idle keep-alive ones included), the longest-waiting evicted first;
 //   - the handler can ask whether its client is still there (non-streaming requests cancel).
 // A socket is owned by exactly one HTTP thread; other threads only shut it down (eviction) while
 // holding the registry lock, which is also taken before the owner closes it.
@@ -34,6 +36,11 @@ struct ConnectionLimits {
   // connections (many clients behind one proxy, or a client pool) is not a slow client. A burst
   // past four times the cap closes the oldest regardless.
   int slow_after_ms = 1'000;
+  // Connections of all addresses still sending a request or idle between requests, each holding
+  // an HTTP thread: one more closes the longest-waiting of them whatever its age, so a flood of
+  // silent connections (from one address or many) cannot hold every thread and some are always
+  // left for requests that arrive whole. 0: no cap (HttpServer sets its thread count - 2).
+  int reading_total = 0;
   size_t max_request_line = 8192;  // longer: 414
   size_t max_head_bytes = 16384;   // longer request line + headers: 431
 };
@@ -82,6 +89,7 @@ class GuardedHttpServer : public httplib::Server {
   static constexpr int kListenBacklog = 1024;
   // Every read in progress returns within one poll slice; idle connections close.
   void begin_stop() { stopping_ = true; }
+  void cap_reading_total(int n) { limits_.reading_total = n; }
   const ConnectionLimits& limits() const { return limits_; }
   // Connections still sending a request, over every address (for tests and /metrics).
   size_t reading_connections() const;
@@ -104,6 +112,8 @@ class GuardedHttpServer : public httplib::Server {
   std::atomic<bool> stopping_{false};
   mutable std::mutex registry_mutex_;
   std::map<std::string, std::list<Connection*>> reading_;  // by address, oldest first
+  size_t n_reading_ = 0;                                   // over every address
+  void evict(std::list<Connection*>& list, const char* why);  // its oldest; registry lock held
 };
 
 }  // namespace jitllm::server

@@ -73,6 +73,8 @@ HttpServer::HttpServer(ServerOptions options, std::vector<ModelOptions> models)
   for (const auto& m : model_options_) max_parallel = std::max(max_parallel, m.scheduler.parallel);
   const int threads = options_.http_threads > 0 ? options_.http_threads : 2 * max_parallel + 8;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
+  // Two threads always left for requests that arrive whole (see ConnectionLimits::reading_total).
+  if (options_.connection.reading_total == 0) http_->cap_reading_total(std::max(1, threads - 2));
   // What the Keep-Alive header announces; GuardedHttpServer serves that many per connection.
   http_->set_keep_alive_max_count(size_t(options_.connection.requests_per_connection));
   http_->set_payload_max_length(options_.max_body_bytes);  // Content-Length bodies: 413 at once
@@ -263,6 +265,15 @@ void HttpServer::install_routes() {
       send_error(res, ApiError(401, "invalid_request_error",
                                "missing or incorrect API key (send 'Authorization: Bearer KEY')",
                                "", "invalid_api_key"));
+      return handled();
+    }
+    // The routes read JSON bodies; httplib would hand a multipart body to a reader set up for
+    // one plain body (a 500, bad_function_call).
+    if (req.is_multipart_form_data()) {
+      send_error(res, ApiError(415, "invalid_request_error",
+                               "multipart/form-data bodies are not accepted; send JSON "
+                               "(Content-Type: application/json)",
+                               "", "unsupported_media_type"));
       return handled();
     }
     if (draining_ && req.method == "POST") {

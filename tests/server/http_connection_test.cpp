@@ -123,6 +123,31 @@ TEST(GuardedHttpServer, SlowClientsPastTheCapAreClosedOldestFirst) {
   EXPECT_LE(r.server->reading_connections(), size_t(lim.reading_per_client));
 }
 
+// Silent connections (a connect and nothing more) and idle keep-alive ones, more than the server
+// has threads: past reading_total the longest-waiting goes whatever its age or address, so a
+// request that arrives whole is still answered at once (all 8 test threads were held for the
+// header timeout before).
+TEST(GuardedHttpServer, SilentAndIdleConnectionsCannotHoldEveryThread) {
+  ConnectionLimits lim;
+  lim.reading_per_client = 100;  // the per-address cap is not what frees them
+  lim.reading_total = 6;         // the test server's 8 threads - 2
+  lim.header_timeout_ms = 30'000;
+  lim.keep_alive_ms = 30'000;
+  Running r(lim);
+  std::vector<std::unique_ptr<RawClient>> held;
+  for (int i = 0; i < 4; ++i) {  // idle after one request
+    held.push_back(std::make_unique<RawClient>(r.port));
+    held.back()->send("GET /ok HTTP/1.1\r\n\r\n");
+  }
+  for (int i = 0; i < 12; ++i) held.push_back(std::make_unique<RawClient>(r.port));  // silent
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto [status, seconds] = exchange(r.port, "GET /ok HTTP/1.1\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(status, 200);
+  EXPECT_LT(seconds, 2.0);
+  EXPECT_LE(r.server->reading_connections(), size_t(lim.reading_total));
+  EXPECT_TRUE(held[0]->closed_within(1000)) << "the longest-waiting (idle) connection stays";
+}
+
 // Many connections of one address that are about to send (a client pool, a proxy) are not slow:
 // past the cap, none is closed before it has been sending for slow_after_ms.
 TEST(GuardedHttpServer, ABurstOfConnectionsIsNotMistakenForSlowClients) {

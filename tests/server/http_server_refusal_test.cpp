@@ -92,6 +92,32 @@ TEST(HttpServerRefusal, PreflightWithABodyDoesNotAnswerTheBody) {
   EXPECT_EQ(out.find("\"object\":\"list\""), std::string::npos) << out;
 }
 
+// One Range header of many ranges made httplib copy the response once per range (a 60 KB POST
+// answered with 171 MB); a multipart body reached a reader set up for plain bodies (a 500,
+// bad_function_call). Both are refused before routing, on every route.
+TEST(HttpServerRefusal, RangesAndMultipartBodiesAreRefused) {
+  set_log_threshold(LogLevel::Error);
+  HttpServer server(ServerOptions{}, {});
+  std::string ranges = "Range: bytes=0-";
+  for (int i = 0; i < 1023; ++i) ranges += ",0-";
+  for (const char* path : {"/metrics", "/v1/models"}) {
+    const std::string out = talk(server, std::string("GET ") + path + " HTTP/1.1\r\nHost: x\r\n" + ranges + "\r\n\r\n");
+    EXPECT_EQ(out.rfind("HTTP/1.1 416", 0), 0u) << out.substr(0, 300);
+    EXPECT_LT(out.size(), size_t(4096)) << path;
+  }
+  const std::string body = R"({"prompt": "x"})";
+  std::string out = talk(server, "POST /tokenize HTTP/1.1\r\nHost: x\r\nRange: bytes=0-1\r\n"
+                                 "Content-Type: application/json\r\nContent-Length: " +
+                                 std::to_string(body.size()) + "\r\n\r\n" + body);
+  EXPECT_EQ(out.rfind("HTTP/1.1 416", 0), 0u) << out;
+  const std::string form = "--b\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nb\r\n--b--\r\n";
+  out = talk(server, "POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+                     "Content-Type: multipart/form-data; boundary=b\r\nContent-Length: " +
+                     std::to_string(form.size()) + "\r\n\r\n" + form);
+  EXPECT_EQ(out.rfind("HTTP/1.1 415", 0), 0u) << out;
+  EXPECT_NE(out.find("multipart/form-data bodies are not accepted"), std::string::npos) << out;
+}
+
 TEST(HttpServerRefusal, AcceptedRequestsStillShareTheConnection) {
   set_log_threshold(LogLevel::Error);
   HttpServer server(keyed(), {});
