@@ -130,10 +130,85 @@ std::map<int32_t, float> parse_logit_bias(const json& body) {
   return bias;
 }
 
+// Fields clients send (OpenAI's API, llama-server's) whose behaviour is not implemented: a value
+// that changes nothing passes, any other is refused by name, so no request gets a 200 that
+// silently dropped what it asked for. `chat`: which route's list.
+void refuse_unhonoured(const json& body, bool chat) {
+  using Fine = bool (*)(const json&);
+  static const Fine null_or_false = [](const json& v) { return v.is_null() || v == false; };
+  static const Fine null_or_zero = [](const json& v) { return v.is_null() || v == 0 || v == false; };
+  static const Fine null_or_empty = [](const json& v) {
+    return v.is_null() || (v.is_string() && v.get<std::string>().empty());
+  };
+  static const Fine never = [](const json&) { return false; };
+  struct Field {
+    const char* name;
+    Fine fine;
+    const char* instead;
+  };
+  static const Field common[] = {
+      {"mirostat", null_or_zero, "use temperature, top_k, top_p or min_p"},
+      {"mirostat_tau", never, "use temperature, top_k, top_p or min_p"},
+      {"mirostat_eta", never, "use temperature, top_k, top_p or min_p"},
+      {"samplers", never, "the sampler order is fixed"},
+      {"dry_multiplier", null_or_zero, "use repeat_penalty or frequency_penalty"},
+      {"dry_base", never, "use repeat_penalty or frequency_penalty"},
+      {"dry_allowed_length", never, "use repeat_penalty or frequency_penalty"},
+      {"dry_penalty_last_n", never, "use repeat_penalty or frequency_penalty"},
+      {"dry_sequence_breakers", never, "use repeat_penalty or frequency_penalty"},
+      {"xtc_probability", null_or_zero, "use top_p or min_p"},
+      {"xtc_threshold", never, "use top_p or min_p"},
+      {"top_n_sigma", never, "use top_k, top_p or min_p"},
+      {"dynatemp_range", null_or_zero, "use temperature"},
+      {"dynatemp_exponent", never, "use temperature"},
+      {"tfs_z", never, "use top_p or min_p"},
+      {"n_probs", null_or_zero, "use logprobs"},
+      {"store", null_or_false, "nothing is stored"},
+      {"prediction", [](const json& v) { return v.is_null(); }, "no predicted outputs"},
+  };
+  static const Field completions[] = {
+      {"suffix", null_or_empty, "fill-in-the-middle is not supported"},
+      {"best_of", [](const json& v) { return v.is_null() || v == 1; }, "use n"},
+      {"top_logprobs", never, "on /v1/completions 'logprobs' is the number of alternatives"},
+      {"max_completion_tokens", never, "on /v1/completions send max_tokens"},
+      {"messages", never, "send messages to /v1/chat/completions"},
+      {"tools", never, "send tools to /v1/chat/completions"},
+      {"tool_choice", never, "send tool_choice to /v1/chat/completions"},
+  };
+  static const Field chats[] = {
+      {"echo", null_or_false, "echo is a /v1/completions field"},
+      {"suffix", never, "fill-in-the-middle is not supported"},
+      {"best_of", [](const json& v) { return v.is_null() || v == 1; }, "use n"},
+      {"modalities",
+       [](const json& v) { return v.is_null() || v == json::array({"text"}); },
+       "this server answers in text only"},
+      {"audio", [](const json& v) { return v.is_null(); }, "this server answers in text only"},
+      {"reasoning_effort", [](const json& v) { return v.is_null(); },
+       "reasoning effort is not adjustable here"},
+      {"web_search_options", [](const json& v) { return v.is_null(); }, "no web search"},
+  };
+  auto check = [&](const Field& f) {
+    const json* v = field(body, f.name);
+    if (v && !f.fine(*v))
+      throw invalid_request(f.name, fmt::format("'{}' is not supported by this server ({})",
+                                                f.name, f.instead));
+  };
+  for (const Field& f : common) check(f);
+  if (chat)
+    for (const Field& f : chats) check(f);
+  else
+    for (const Field& f : completions) check(f);
+}
+
 GenerationOptions parse_options(const json& body, bool chat, const nlohmann::ordered_json* ordered) {
   GenerationOptions o;
   const int64_t max_int = std::numeric_limits<int32_t>::max();
+  refuse_unhonoured(body, chat);
+  // n_predict: llama-server's name for max_tokens (-1: no limit but the context).
+  if (field(body, "n_predict") && field(body, "max_tokens"))
+    throw invalid_request("n_predict", "give 'max_tokens' or 'n_predict', not both");
   o.max_tokens = int(integer_in(body, "max_tokens", -1, 0, max_int));
+  if (field(body, "n_predict")) o.max_tokens = int(integer_in(body, "n_predict", -1, -1, max_int));
   if (chat) o.max_tokens = int(integer_in(body, "max_completion_tokens", o.max_tokens, 0, max_int));
   o.temperature = number_in(body, "temperature", 1.0, 0.0, 2.0);
   o.top_p = number_in(body, "top_p", 1.0, 0.0, 1.0);
@@ -256,6 +331,9 @@ CompletionRequest parse_completion_request(const json& body, const nlohmann::ord
   }
   r.echo = boolean(body, "echo", false);
   r.options = parse_options(body, false, ordered);
+  if (r.echo && r.options.logprobs)
+    throw invalid_request("echo", "'echo' with 'logprobs' (the prompt tokens' log probabilities) "
+                                  "is not supported; send them apart");
   return r;
 }
 
@@ -279,6 +357,8 @@ ChatRequest parse_chat_request(const json& body, const nlohmann::ordered_json* o
         message.role != "tool" && message.role != "developer")
       throw invalid_request(fmt::format("messages[{}].role", i),
                             fmt::format("unknown role '{}'", message.role));
+    if (const json* name = field(m, "name"); name && !name->is_string())
+      throw type_error(fmt::format("messages[{}].name", i), "a string", *name);
     message.content = message_content(m, i);
     message.raw = m;
     message.raw["content"] = message.content;

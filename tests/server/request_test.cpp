@@ -37,7 +37,7 @@ TEST(CompletionRequest, ParsesEveryOption) {
     "top_k": 40, "min_p": 0.05, "seed": 42, "stop": ["\n", "END"], "presence_penalty": 0.1,
     "frequency_penalty": -0.2, "repeat_penalty": 1.1, "logit_bias": {"13": -100, "7": 2.5},
     "logprobs": 3, "n": 2, "stream": true, "stream_options": {"include_usage": true},
-    "ignore_eos": true, "echo": true})"));
+    "ignore_eos": true})"));
   EXPECT_EQ(r.model, "m");
   EXPECT_EQ(*r.prompt_text, "Hello");
   EXPECT_EQ(r.options.max_tokens, 7);
@@ -50,7 +50,8 @@ TEST(CompletionRequest, ParsesEveryOption) {
   EXPECT_TRUE(r.options.logprobs);
   EXPECT_EQ(r.options.top_logprobs, 3);
   EXPECT_EQ(r.options.n, 2);
-  EXPECT_TRUE(r.options.stream && r.options.include_usage && r.options.ignore_eos && r.echo);
+  EXPECT_TRUE(r.options.stream && r.options.include_usage && r.options.ignore_eos);
+  EXPECT_TRUE(parse_completion_request(json::parse(R"({"prompt": "Hello", "echo": true})")).echo);
 }
 
 TEST(CompletionRequest, DefaultsAndNullsMeanUnset) {
@@ -94,6 +95,41 @@ TEST(CompletionRequest, RejectsBadValues) {
   expect_rejected(p, R"({"prompt": "x", "n": 0})", "n", "between");
   expect_rejected(p, R"({"prompt": "x", "stream": "yes"})", "stream", "a boolean");
   expect_rejected(p, R"([1, 2])", "", "JSON object");
+}
+
+// What the server does not do is refused by name, never answered 200 without it; values that
+// ask for nothing pass. n_predict (llama-server's max_tokens) is honoured.
+TEST(CompletionRequest, UnhonouredFieldsAreRefusedByName) {
+  auto p = [](const json& b) { return parse_completion_request(b); };
+  for (const char* f : {R"("suffix": "end")", R"("best_of": 3)", R"("top_logprobs": 2)",
+                        R"("n_probs": 3)", R"("mirostat": 2)", R"("samplers": ["top_k"])",
+                        R"("dry_multiplier": 0.8)", R"("max_completion_tokens": 5)",
+                        R"("messages": [])", R"("store": true)", R"("xtc_probability": 0.5)"}) {
+    const std::string body = std::string(R"({"prompt": "x", )") + f + "}";
+    const std::string name = json::parse("{" + std::string(f) + "}").begin().key();
+    expect_rejected(p, body, name, "not supported by this server");
+  }
+  for (const char* f : {R"("suffix": "")", R"("best_of": 1)", R"("mirostat": 0)", R"("store": false)",
+                        R"("n_probs": 0)", R"("suffix": null)"})
+    EXPECT_NO_THROW(p(parse_json_body(std::string(R"({"prompt": "x", )") + f + "}"))) << f;
+  EXPECT_EQ(p(parse_json_body(R"({"prompt": "x", "n_predict": 3})")).options.max_tokens, 3);
+  EXPECT_EQ(p(parse_json_body(R"({"prompt": "x", "n_predict": -1})")).options.max_tokens, -1);
+  expect_rejected(p, R"({"prompt": "x", "n_predict": 3, "max_tokens": 3})", "n_predict", "not both");
+  expect_rejected(p, R"({"prompt": "x", "echo": true, "logprobs": 2})", "echo", "not supported");
+}
+
+TEST(ChatRequest, UnhonouredFieldsAreRefusedByName) {
+  auto p = [](const json& b) { return parse_chat_request(b); };
+  const std::string head = R"({"messages": [{"role": "user", "content": "hi"}], )";
+  for (const char* f : {R"("echo": true)", R"("modalities": ["text", "audio"])",
+                        R"("audio": {"voice": "alloy"})", R"("reasoning_effort": "high")",
+                        R"("prediction": {"type": "content", "content": "x"})"}) {
+    const std::string name = json::parse("{" + std::string(f) + "}").begin().key();
+    expect_rejected(p, head + f + "}", name, "not supported by this server");
+  }
+  EXPECT_NO_THROW(p(parse_json_body(head + R"("modalities": ["text"], "echo": false})")));
+  expect_rejected(p, R"({"messages": [{"role": "user", "content": "hi", "name": 5}]})",
+                  "messages[0].name", "a string");
 }
 
 TEST(ChatRequest, ParsesMessagesAndContentParts) {
