@@ -25,6 +25,29 @@ python3 -c "import json; d = 30000; print(json.dumps({'prompt': 'x', 'max_tokens
 STATUS=$(curl -s -o "$WORK/deep_gbnf.out" -w '%{http_code}' --max-time 10 --data-binary @"$WORK/deep_gbnf.json" "$U/v1/completions")
 [ "$STATUS" = 400 ] && grep -q "nest more than" "$WORK/deep_gbnf.out" || fail "deep grammar: $STATUS $(head -c 300 "$WORK/deep_gbnf.out")"
 
+# ... a grammar that is exponentially ambiguous (2^30 ways after "x"): a quick 400, nothing held.
+python3 -c "import json; print(json.dumps({'prompt': 'x', 'max_tokens': 3,
+  'grammar': 'root ::= \"x\"' + ' a' * 30 + ' \"y\"\na ::= \"\" | \"\"'}))" >"$WORK/ambiguous.json"
+START=$(date +%s%N)
+STATUS=$(curl -s -o "$WORK/ambiguous.out" -w '%{http_code}' --max-time 60 --data-binary @"$WORK/ambiguous.json" "$U/v1/completions")
+ELAPSED_MS=$(( ($(date +%s%N) - START) / 1000000 ))
+[ "$STATUS" = 400 ] && grep -q "too ambiguous" "$WORK/ambiguous.out" || fail "ambiguous grammar: $STATUS $(head -c 300 "$WORK/ambiguous.out")"
+[ "$ELAPSED_MS" -lt 5000 ] || fail "the ambiguous grammar took $ELAPSED_MS ms"
+
+# Range headers (one response copied per range) and multipart bodies are refused before routing.
+RANGES="Range: bytes=0-$(printf ',0-%.0s' $(seq 1 1023))"
+STATUS=$(curl -s -o "$WORK/range.out" -w '%{http_code}' --max-time 10 -H "$RANGES" \
+  -d '{"content": "a few words"}' "$U/tokenize")
+[ "$STATUS" = 416 ] && [ "$(stat -c %s "$WORK/range.out")" -lt 4096 ] || fail "ranges: $STATUS"
+STATUS=$(curl -s -o "$WORK/multipart.out" -w '%{http_code}' --max-time 10 -F a=b "$U/v1/completions")
+[ "$STATUS" = 415 ] || fail "multipart body: $STATUS $(head -c 200 "$WORK/multipart.out")"
+
+# Fields the server does not honour are refused by name; llama-server's n_predict is honoured.
+post "$U" /v1/completions '{"prompt": "x", "suffix": "y"}'
+[ "$STATUS" = 400 ] && echo "$BODY" | jq -e '.error.param == "suffix"' >/dev/null || fail "suffix: $STATUS $BODY"
+post "$U" /v1/completions '{"prompt": "x", "n_predict": 3, "ignore_eos": true}'
+[ "$STATUS" = 200 ] && echo "$BODY" | jq -e '.usage.completion_tokens == 3' >/dev/null || fail "n_predict: $STATUS $BODY"
+
 # 5. Bodies are counted as decoded: chunked and gzip past --max-body get 413, quickly.
 head -c 1000000 /dev/zero | tr '\0' 'a' >"$WORK/big.txt"
 START=$(date +%s%N)
@@ -75,6 +98,28 @@ for i in 1 2 3; do
   [ "$STATUS" = 200 ] || fail "/health behind slow clients: $STATUS"
   sleep 0.5
 done
+# ... and connections that send nothing, from 24 loopback addresses (each under its address's
+# cap), more than the server's 12 HTTP threads: /health still answers at once (it waited out the
+# 2 s header timeout behind them before).
+python3 - "${U##*:}" <<'PY' || fail "/health behind silent connections from many addresses"
+import http.client, socket, sys, time
+port = int(sys.argv[1])
+held = []
+for i in range(24):
+    s = socket.socket()
+    s.bind((f"127.0.0.{2 + i}", 0))
+    s.connect(("127.0.0.1", port))
+    held.append(s)
+time.sleep(0.3)
+for _ in range(3):
+    t = time.time()
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    c.request("GET", "/health")
+    status = c.getresponse().status
+    took = time.time() - t
+    if status != 200 or took > 1.0:
+        sys.exit(f"/health: {status} after {took:.2f} s")
+PY
 # SIGTERM with slow sockets open: gone within the drain timeout (nothing is in flight).
 kill -TERM "$PID_H"
 START=$(date +%s)

@@ -26,6 +26,7 @@ expect_load_failure() {
 }
 expect_load_failure missing.gguf --model "$WORK/missing.gguf"
 expect_load_failure bogus --model "$MODEL" --kernels bogus
+expect_load_failure missing.jinja --model "$MODEL" --chat-template "$WORK/missing.jinja"
 if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
   expect_load_failure cuda --model "$MODEL" --devices cuda
 fi
@@ -34,8 +35,10 @@ fi
 mkdir "$WORK/dir"
 ln -s "$MODEL" "$WORK/dir/good.gguf"
 head -c 100000 "$MODEL" >"$WORK/dir/broken.gguf"
+ln -s loop.gguf "$WORK/dir/loop.gguf"  # a link to itself: its status call fails (the server exited 1)
 start_server T --models-dir "$WORK/dir"
 IDS=$(curl -s --max-time 10 "$URL_T/v1/models" | jq -c '[.data[].id]')
 [ "$IDS" = '["good"]' ] || fail "models with a broken file: $IDS"
 grep -q "broken.gguf: skipped" "$WORK/T.log" || fail "the skipped file is not logged"
+grep -q "skipping .*loop.gguf" "$WORK/T.log" || fail "the link loop is not logged as skipped"
 echo "models_dir: 3 models served, failed loads exit 1, a broken file in --models-dir is skipped"

@@ -115,7 +115,15 @@ std::vector<ModelOptions> models_of(const Args& a) {
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(a.models_dir, ec)) {
     const std::string ext = e.path().extension().string();
-    if (e.is_regular_file() && (ext == ".gguf" || ext == ".jlm")) files.push_back(e.path());
+    if (ext != ".gguf" && ext != ".jlm") continue;
+    // A link loop or a dangling link fails the status call: that entry is skipped, not the server.
+    std::error_code entry_ec;
+    if (e.is_regular_file(entry_ec)) {
+      files.push_back(e.path());
+    } else {
+      jitllm::log(jitllm::LogLevel::Warn, "--models-dir: skipping {}: {}", e.path().string(),
+                  entry_ec ? entry_ec.message() : std::string("not a regular file"));
+    }
   }
   if (ec) jitllm::throw_error("--models-dir {}: {}", a.models_dir, ec.message());
   std::sort(files.begin(), files.end());
