@@ -377,6 +377,13 @@ void GuardedHttpServer::serve(Connection& c) {
     const std::string_view head = strm.head(head_bytes);
     if (head.find("\r\n ") != head.npos || head.find("\r\n\t") != head.npos)
       return refuse(400, "the request head has a folded header line (obs-fold)");
+    // Control characters other than HTAB have no place in a head (RFC 9110 field values); a NUL
+    // would cut the value short for any C string reader downstream.
+    if (std::any_of(head.begin(), head.end(), [](char ch) {
+          const auto u = uint8_t(ch);
+          return (u < 0x20 && ch != '\t' && ch != '\r' && ch != '\n') || u == 0x7F;
+        }))
+      return refuse(400, "the request head has a control character (NUL, ...)");
     // httplib answers a Range header with those byte ranges of the response, each a copy (one
     // header of 1,024 ranges turned a 60 KB POST into a 171 MB answer), even of an error. No
     // route serves files a client would resume: ranges are refused here, before httplib.

@@ -77,6 +77,9 @@ TEST(GuardedHttpServer, BadHeadsAreRefusedAtOnce) {
       {"GET /" + std::string(9000, 'a') + " HTTP/1.1\r\n\r\n", 414},
       {"GET /" + std::string(9000, 'a'), 414},  // no line end yet: refused without waiting
       {"GET /ok HTTP/1.1\r\nX: " + std::string(20000, 'b') + "\r\n\r\n", 431},
+      {std::string("GET /ok HTTP/1.1\r\nX: a\0b\r\n\r\n", 28), 400},  // NUL in a value
+      {"GET /ok HTTP/1.1\r\nX: a\x01b\r\n\r\n", 400},                    // another control
+      {"GET /ok HTTP/1.1\r\nRange: bytes=0-1\r\n\r\n", 416},             // ranges: not served
   };
   for (const auto& c : cases) {
     const auto [status, seconds] = exchange(r.port, c.head);

@@ -81,12 +81,29 @@ exec 3<&-
 curl -s --max-time 120 -d '{"prompt":"The class","max_tokens":120,"ignore_eos":true,"temperature":0}' \
   "$URL_K$C" -H 'Authorization: Bearer s3cret' >"$WORK/inflight.json" &
 CURL=$!
+# More of them, so the drain lasts long enough to be seen from outside (one took ~0.1 s).
+EXTRA=()
+for i in 1 2 3 4 5 6 7 8; do
+  curl -s -o /dev/null --max-time 120 -d '{"prompt":"A list","max_tokens":120,"ignore_eos":true}' \
+    "$URL_K$C" -H 'Authorization: Bearer s3cret' &
+  EXTRA+=($!)
+done
 for i in $(seq 1 100); do
-  [ "$(metric "$URL_K" 'sessions_active{model="pydoc-llama.Q8_0"}')" = 1 ] && break
+  [ "$(metric "$URL_K" 'sessions_active{model="pydoc-llama.Q8_0"}')" -ge 1 ] 2>/dev/null && break
   sleep 0.05
 done
+# /health, open without the key, tells nothing of the machine (no paths; item 14).
+HEALTH=$(curl -s --max-time 5 "$URL_K/health")
+[ "$HEALTH" = '{"status":"ok"}' ] || fail "/health says more than its status: $HEALTH"
 kill -TERM "$PID_K"
+# Draining is not ready (item 18): load balancers take the server out while the request finishes.
+for i in $(seq 1 200); do  # the signal is handled asynchronously
+  HEALTH_STATUS=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$URL_K/health" || true)
+  [ "$HEALTH_STATUS" = 503 ] && break
+done
+[ "$HEALTH_STATUS" = 503 ] || fail "/health while draining: $HEALTH_STATUS"
 wait "$CURL" || fail "in-flight request failed during drain"
+for p in "${EXTRA[@]}"; do wait "$p" || fail "an in-flight request failed during drain"; done
 jq -e '.usage.completion_tokens == 120' "$WORK/inflight.json" >/dev/null ||
   fail "drained request incomplete: $(cat "$WORK/inflight.json")"
 RC=0
