@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -124,6 +125,33 @@ TEST(GuardedHttpServer, SlowClientsPastTheCapAreClosedOldestFirst) {
   EXPECT_TRUE(slow[0]->closed_within(1000));
   EXPECT_TRUE(slow[1]->closed_within(1000));
   EXPECT_LE(r.server->reading_connections(), size_t(lim.reading_per_client));
+}
+
+// No exception a handler or a streamed body throws, std::exception or not, leaves its HTTP
+// thread: the connection ends or gets a 500, and the server answers the next request (issue 18
+// item 4: nothing reaches std::terminate).
+TEST(GuardedHttpServer, ThrowsInHandlersAndStreamsEndTheRequestNotTheServer) {
+  Running r({});
+  r.server->Get("/throw-int", [](const httplib::Request&, httplib::Response&) { throw 42; });
+  r.server->Get("/throw-error", [](const httplib::Request&, httplib::Response&) {
+    throw std::runtime_error("injected handler fault");
+  });
+  for (const bool standard : {false, true})
+    r.server->Get(standard ? "/stream-error" : "/stream-int",
+                  [standard](const httplib::Request&, httplib::Response& res) {
+                    res.set_chunked_content_provider("text/plain", [standard](size_t, httplib::DataSink&) -> bool {
+                      if (standard) throw std::runtime_error("injected stream fault");
+                      throw 42;
+                    });
+                  });
+  for (const char* path : {"/throw-int", "/throw-error", "/stream-int", "/stream-error"}) {
+    const std::string request = std::string("GET ") + path + " HTTP/1.1\r\nConnection: close\r\n\r\n";
+    const auto [status, seconds] = exchange(r.port, request);
+    EXPECT_TRUE(status == 500 || status == 200 || status == 0) << path << ": " << status;
+    EXPECT_LT(seconds, 2.0) << path;
+    EXPECT_EQ(exchange(r.port, "GET /ok HTTP/1.1\r\nConnection: close\r\n\r\n").first, 200)
+        << "after " << path;
+  }
 }
 
 // Silent connections (a connect and nothing more) and idle keep-alive ones, more than the server
