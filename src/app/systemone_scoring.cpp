@@ -160,46 +160,66 @@ bool SystemOneEvaluation::step() {
     res_.tokens_run += end - pos;
     return true;
   }
-  if (next_question_ < plan_.questions.size()) score_question(plan_.questions[next_question_++]);
-  return next_question_ < plan_.questions.size();
+  // One candidate per piece: a question of 32 multi-token answers was one piece of 33 prefills,
+  // and the sequences generating beside it waited seconds for their next step.
+  if (open_.q) {
+    score_candidate();
+    if (open_.next_candidate == open_.q->candidates.size()) close_question();
+  } else if (next_question_ < plan_.questions.size()) {
+    open_question(plan_.questions[next_question_++]);
+  }
+  return open_.q || next_question_ < plan_.questions.size();
 }
 
-void SystemOneEvaluation::score_question(const QuestionPlan& q) {
+size_t SystemOneEvaluation::scored_tokens() const {
   const size_t n_vocab = size_t(engine_.config().n_vocab);  // logits per row
-  const size_t n_tokens = plan_.n_tokens > 0 ? std::min(plan_.n_tokens, n_vocab) : n_vocab;
+  return plan_.n_tokens > 0 ? std::min(plan_.n_tokens, n_vocab) : n_vocab;
+}
+
+void SystemOneEvaluation::open_question(const QuestionPlan& q) {
   size_t p = std::numeric_limits<size_t>::max();
   for (const Candidate& c : q.candidates)
     p = std::min({p, common_len(q.candidates[0].tokens, c.tokens), c.tokens.size() - 1});
   if (p == 0) throw_error("systemone: a candidate answer has no context");
   // Logits at position p-1 predict every candidate's first answer token.
   const size_t start = std::min(shared_, p - 1);
-  auto qs = fork_session(engine_, *base_, int64_t(start));
+  open_.session = fork_session(engine_, *base_, int64_t(start));
   const std::span<const int32_t> ctx(q.candidates[0].tokens.data() + start, p - start);
-  const std::vector<float> logits = engine_.prefill(*qs, ctx, false);
+  const std::vector<float> logits = engine_.prefill(*open_.session, ctx, false);
   res_.tokens_run += int64_t(ctx.size());
-  const std::vector<float> first_lp = log_softmax(std::span<const float>(logits).first(n_tokens));
-
+  open_.first_lp = log_softmax(std::span<const float>(logits).first(scored_tokens()));
   size_t n_labels = 0;
   for (const Candidate& c : q.candidates) n_labels = std::max(n_labels, c.label + 1);
-  std::vector<std::vector<double>> per_label(n_labels);
-  for (const Candidate& c : q.candidates) {
-    const std::span<const int32_t> ans(c.tokens.data() + p, c.tokens.size() - p);
-    double lp = first_lp[size_t(ans[0])];
-    if (ans.size() > 1) {
-      auto f = fork_session(engine_, *qs);
-      const std::vector<float> rows = engine_.prefill(*f, ans.first(ans.size() - 1), true);
-      res_.tokens_run += int64_t(ans.size() - 1);
-      for (size_t j = 1; j < ans.size(); ++j)
-        lp += logprobs(std::span<const float>(rows.data() + (j - 1) * n_vocab, n_tokens), ans[j]);
-    }
-    per_label[c.label].push_back(lp);
+  open_.per_label.assign(n_labels, {});
+  open_.p = p;
+  open_.next_candidate = 0;
+  open_.q = &q;
+}
+
+void SystemOneEvaluation::score_candidate() {
+  const size_t n_vocab = size_t(engine_.config().n_vocab);
+  const Candidate& c = open_.q->candidates[open_.next_candidate++];
+  const std::span<const int32_t> ans(c.tokens.data() + open_.p, c.tokens.size() - open_.p);
+  double lp = open_.first_lp[size_t(ans[0])];
+  if (ans.size() > 1) {
+    auto f = fork_session(engine_, *open_.session);
+    const std::vector<float> rows = engine_.prefill(*f, ans.first(ans.size() - 1), true);
+    res_.tokens_run += int64_t(ans.size() - 1);
+    for (size_t j = 1; j < ans.size(); ++j)
+      lp += logprobs(std::span<const float>(rows.data() + (j - 1) * n_vocab, scored_tokens()), ans[j]);
   }
+  open_.per_label[c.label].push_back(lp);
+}
+
+void SystemOneEvaluation::close_question() {
+  const size_t n_labels = open_.per_label.size();
   std::vector<double> label_lp(n_labels);
-  for (size_t l = 0; l < n_labels; ++l) label_lp[l] = log_sum_exp(per_label[l]);
+  for (size_t l = 0; l < n_labels; ++l) label_lp[l] = log_sum_exp(open_.per_label[l]);
   const double total = log_sum_exp(label_lp);
   std::vector<double> probs(n_labels);
   for (size_t l = 0; l < n_labels; ++l) probs[l] = std::exp(label_lp[l] - total);
   res_.label_probs.push_back(std::move(probs));
+  open_ = OpenQuestion{};
 }
 
 SystemOneResult SystemOneEvaluation::finish() {

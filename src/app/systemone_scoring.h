@@ -65,13 +65,26 @@ class SystemOneEvaluation {
   SystemOneEvaluation(const SystemOnePlan& plan, Engine& engine, SessionCache* cache,
                       int64_t n_ctx, int64_t chunk = kSystemOneChunk);
   ~SystemOneEvaluation();
-  // Runs the next piece; false once everything has run.
+  // Runs the next piece (a chunk of the state, a question's own context, or one candidate
+  // answer); false once everything has run.
   bool step();
   // The answers (after step() returned false); the state's session goes to the cache.
   SystemOneResult finish();
 
  private:
-  void score_question(const QuestionPlan& q);
+  // The question being scored, one piece at a time.
+  struct OpenQuestion {
+    const QuestionPlan* q = nullptr;
+    size_t p = 0;                          // tokens every candidate shares (their common prefix)
+    std::unique_ptr<Session> session;      // the state + the question's context
+    std::vector<float> first_lp;           // [n_tokens] log-probabilities of the first answer token
+    std::vector<std::vector<double>> per_label;  // candidates' log-probabilities by label
+    size_t next_candidate = 0;
+  };
+  void open_question(const QuestionPlan& q);
+  size_t scored_tokens() const;  // logits per row that count (the plan's vocabulary)
+  void score_candidate();
+  void close_question();
 
   const SystemOnePlan& plan_;
   Engine& engine_;
@@ -81,6 +94,7 @@ class SystemOneEvaluation {
   std::span<const int32_t> state_;
   std::unique_ptr<Session> base_;
   size_t next_question_ = 0;
+  OpenQuestion open_;
   SystemOneResult res_;
 };
 

@@ -114,6 +114,25 @@ TEST(SystemOne, ForkedEvaluationEqualsScratchComputation) {
   EXPECT_TRUE(resp["answers"]["sure"]["expected"].is_number());
 }
 
+// The pieces a server runs between other sequences' steps are small: the state's chunks, then per
+// question its own context and one piece per candidate answer (a whole question was one piece:
+// 32 candidates held generation 3.5 s), with the same answers as all at once.
+TEST(SystemOne, EachCandidateIsItsOwnPiece) {
+  const test::SystemOneCase c = test::pydoc_systemone_case();
+  const SystemOneResult whole = evaluate_systemone(c.plan, *c.engine, nullptr, 512, /*chunk=*/8);
+  SystemOneEvaluation eval(c.plan, *c.engine, nullptr, 512, /*chunk=*/8);
+  size_t pieces = 1;
+  while (eval.step()) ++pieces;
+  const SystemOneResult stepped = eval.finish();
+  size_t question_pieces = 0;
+  for (const auto& q : c.plan.questions) question_pieces += 1 + q.candidates.size();
+  EXPECT_GT(pieces, question_pieces);                       // the state's chunks come first
+  EXPECT_LE(pieces, question_pieces + c.plan.questions[0].candidates[0].tokens.size() / 8 + 1);
+  ASSERT_EQ(stepped.label_probs.size(), whole.label_probs.size());
+  for (size_t q = 0; q < whole.label_probs.size(); ++q)
+    EXPECT_EQ(stepped.label_probs[q], whole.label_probs[q]) << "question " << q;
+}
+
 TEST(SystemOne, StateLongerThanTheContextIsRefused) {
   EngineOptions o;
   o.cpu_kernels = "reference";
