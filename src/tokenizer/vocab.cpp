@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "tokenizer/algorithms.h"
 #include "tokenizer/pretokenizer.h"
 
@@ -216,7 +217,10 @@ Vocab load_vocab(const Metadata& md) {
     const std::string key = std::string("tokenizer.ggml.") + name;
     if (!md.has(key)) continue;
     const int64_t value = md.get_i64(key);
-    if (value >= 0 && size_t(value) < n) *id = TokenId(value);
+    if (value >= 0 && size_t(value) < n)
+      *id = TokenId(value);
+    else  // said, since an end token that never comes means output that runs to max_tokens
+      log(LogLevel::Warn, "{} is {}, past the {} tokens: ignored", key, value, n);
   }
   v.add_bos = md.get_bool_or("tokenizer.ggml.add_bos_token", v.add_bos);
   v.add_eos = md.get_bool_or("tokenizer.ggml.add_eos_token", v.add_eos);
