@@ -31,6 +31,13 @@ Matcher::~Matcher() = default;
 
 namespace {
 
+[[noreturn]] void too_large() {
+  throw GrammarLimitError(
+      "grammar: its matcher states grew past their memory budget (the grammar nests as deep as "
+      "the output goes with many alternatives at each level); simplify the grammar or shorten "
+      "max_tokens");
+}
+
 [[noreturn]] void too_deep() {
   throw GrammarLimitError(fmt::format("grammar: rules nest more than {} deep", kMaxExpandDepth));
 }
@@ -39,12 +46,16 @@ namespace {
 
 void Matcher::expand(Stack s, std::vector<Stack>& out, int depth) const {
   if (depth > kMaxExpandDepth) too_deep();
-  // Every path ends in one pushed stack, so bounding the pushes bounds the work.
+  // Every path ends in one pushed stack, so bounding the pushes bounds the work; their entries
+  // bound the memory (deep stacks times many of them).
   auto push = [&](Stack&& done) {
     if (out.size() == kMaxExpanded)
       throw GrammarLimitError(fmt::format(
           "grammar: more than {} ways to continue at once (the grammar is too ambiguous)",
           kMaxExpanded));
+    if (out.empty()) expanded_entries_ = 0;
+    expanded_entries_ += done.size();
+    if (expanded_entries_ > kMaxExpandedEntries) too_large();
     out.push_back(std::move(done));
   };
   for (;;) {
@@ -96,6 +107,13 @@ Matcher::State Matcher::intern(std::vector<Stack> stacks) {
   if (states_.size() >= kMaxStates)
     throw GrammarLimitError(fmt::format(
         "grammar: more than {} matcher states (the grammar or its nesting is too large)", kMaxStates));
+  size_t entries = 0;
+  for (const Stack& st : stacks) entries += st.size();
+  if (stack_entries_ + entries > kMaxStackEntries) {
+    index_.erase(it);
+    too_large();
+  }
+  stack_entries_ += entries;
   auto st = std::make_unique<DfaState>();
   st->accepting = stacks.front().empty();  // sorted: the empty stack comes first
   st->stacks = std::move(stacks);

@@ -47,6 +47,13 @@ class Matcher {
   // Stacks one expansion may produce before duplicates are removed: `a ::= "" | ""` used n times
   // doubles them n times, so the bound is checked while expanding, not after.
   static constexpr size_t kMaxExpanded = 16 * kMaxStacks;
+  // Stack entries (rule positions) over all states, and over one expansion: a grammar that nests
+  // as deep as the output goes while offering many alternatives at each level makes states whose
+  // stacks grow with every token, and memory with the square of the output (4,000 alternatives
+  // nested 20 deep held 2.7 GB). 2M entries (16 MB with the index's copy) is far above any JSON
+  // Schema or hand-written grammar seen.
+  static constexpr size_t kMaxStackEntries = size_t(1) << 21;
+  static constexpr size_t kMaxExpandedEntries = size_t(1) << 20;
 
   Matcher(Grammar grammar, std::shared_ptr<const Vocabulary> vocabulary);
   ~Matcher();
@@ -83,6 +90,8 @@ class Matcher {
   std::mutex mutex_;
   std::vector<std::unique_ptr<DfaState>> states_;
   std::unordered_map<std::string, State> index_;  // stacks serialized -> state
+  size_t stack_entries_ = 0;  // over states_ (see kMaxStackEntries)
+  mutable size_t expanded_entries_ = 0;  // in the `out` of the expansion running (lock held)
   std::deque<State> masked_;  // states holding a cached mask, oldest first
   std::vector<State> walk_;  // [max token length + 1] states along the trie path
 };

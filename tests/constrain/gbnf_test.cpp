@@ -162,6 +162,24 @@ TEST(Gbnf, ExponentialAmbiguityIsRefusedWhileExpanding) {
   }
 }
 
+// A rule that nests as deep as the output goes, with many alternatives at each level: every state
+// holds thousands of stacks as deep as the output so far, so memory grew with its square (4,000
+// alternatives, 20 levels: 2.7 GB). The matcher's states have a memory budget; past it, the
+// request's grammar is refused.
+TEST(Gbnf, StatesThatGrowWithTheOutputHaveAMemoryBudget) {
+  std::string z = "z ::= \"a\"";
+  for (int i = 1; i < 4000; ++i) z += " | \"a\"";
+  const std::string text = "root ::= e\ne ::= \"-\" e \"x\" | z\n" + z;
+  Matcher m(parse_gbnf(text), small_vocab());
+  try {
+    Matcher::State s = m.start();
+    for (int i = 0; i < 2000 && s != Matcher::kDead; ++i) s = m.advance_bytes(s, "-");
+    ADD_FAILURE() << "2000 levels of nesting were matched";
+  } catch (const GrammarLimitError& e) {
+    EXPECT_NE(std::string(e.what()).find("memory budget"), std::string::npos) << e.what();
+  }
+}
+
 // Which rules match the empty string is found in time linear in the grammar: a chain of 200,000
 // rules took minutes with the passes-until-no-change it replaced (60,000: 13 s).
 TEST(Gbnf, NullableRulesAreFoundInLinearTime) {
