@@ -165,6 +165,14 @@ void refuse_unhonoured(const json& body, bool chat) {
       {"n_probs", null_or_zero, "use logprobs"},
       {"store", null_or_false, "nothing is stored"},
       {"prediction", [](const json& v) { return v.is_null(); }, "no predicted outputs"},
+      // llama-server's own
+      {"t_max_predict_ms", null_or_zero, "use max_tokens"},
+      {"n_keep", null_or_zero, "the context is never shifted; a prompt that does not fit is refused"},
+      {"min_keep", null_or_zero, "use top_k, top_p or min_p"},
+      {"id_slot", [](const json& v) { return v.is_null() || v == -1; }, "slots are assigned here"},
+      {"grammar_lazy", null_or_false, "tools switch grammars on lazily by themselves"},
+      {"cache_prompt", [](const json& v) { return v.is_null() || v == true; },
+       "prompt prefixes are always reused"},
   };
   static const Field completions[] = {
       {"suffix", null_or_empty, "fill-in-the-middle is not supported"},
@@ -209,6 +217,9 @@ GenerationOptions parse_options(const json& body, bool chat, const nlohmann::ord
     throw invalid_request("n_predict", "give 'max_tokens' or 'n_predict', not both");
   o.max_tokens = int(integer_in(body, "max_tokens", -1, 0, max_int));
   if (field(body, "n_predict")) o.max_tokens = int(integer_in(body, "n_predict", -1, -1, max_int));
+  if (chat && field(body, "max_completion_tokens") && (field(body, "max_tokens") || field(body, "n_predict")))
+    throw invalid_request("max_completion_tokens",
+                          "give 'max_completion_tokens' or 'max_tokens', not both");
   if (chat) o.max_tokens = int(integer_in(body, "max_completion_tokens", o.max_tokens, 0, max_int));
   o.temperature = number_in(body, "temperature", 1.0, 0.0, 2.0);
   o.top_p = number_in(body, "top_p", 1.0, 0.0, 1.0);
@@ -221,7 +232,12 @@ GenerationOptions parse_options(const json& body, bool chat, const nlohmann::ord
   // It divides positive logits: 0 has no meaning (1 disables it).
   if (o.repeat_penalty <= 0.0)
     throw invalid_request("repeat_penalty", "'repeat_penalty' must be greater than 0 (1 disables it)");
+  // penalty_last_n: llama-server's name for repeat_last_n.
+  if (field(body, "penalty_last_n") && field(body, "repeat_last_n"))
+    throw invalid_request("penalty_last_n", "give 'repeat_last_n' or 'penalty_last_n', not both");
   o.repeat_last_n = int(integer_in(body, "repeat_last_n", 64, 0, max_int));
+  if (field(body, "penalty_last_n"))
+    o.repeat_last_n = int(integer_in(body, "penalty_last_n", 64, 0, max_int));
   if (field(body, "seed")) o.seed = uint64_t(integer_in(body, "seed", 0, INT64_MIN, INT64_MAX));
   o.logit_bias = parse_logit_bias(body);
   o.stop = parse_stop(body);

@@ -116,6 +116,14 @@ TEST(CompletionRequest, UnhonouredFieldsAreRefusedByName) {
   EXPECT_EQ(p(parse_json_body(R"({"prompt": "x", "n_predict": -1})")).options.max_tokens, -1);
   expect_rejected(p, R"({"prompt": "x", "n_predict": 3, "max_tokens": 3})", "n_predict", "not both");
   expect_rejected(p, R"({"prompt": "x", "echo": true, "logprobs": 2})", "echo", "not supported");
+  for (const char* f : {R"("t_max_predict_ms": 500)", R"("n_keep": 8)", R"("min_keep": 2)",
+                        R"("id_slot": 1)", R"("grammar_lazy": true)", R"("cache_prompt": false)"}) {
+    const std::string name = json::parse("{" + std::string(f) + "}").begin().key();
+    expect_rejected(p, std::string(R"({"prompt": "x", )") + f + "}", name, "not supported by this server");
+  }
+  EXPECT_NO_THROW(p(parse_json_body(R"({"prompt": "x", "cache_prompt": true, "id_slot": -1, "n_keep": 0})")));
+  EXPECT_EQ(p(parse_json_body(R"({"prompt": "x", "penalty_last_n": 7})")).options.repeat_last_n, 7);
+  expect_rejected(p, R"({"prompt": "x", "penalty_last_n": 7, "repeat_last_n": 7})", "penalty_last_n", "not both");
 }
 
 TEST(ChatRequest, UnhonouredFieldsAreRefusedByName) {
@@ -128,6 +136,9 @@ TEST(ChatRequest, UnhonouredFieldsAreRefusedByName) {
     expect_rejected(p, head + f + "}", name, "not supported by this server");
   }
   EXPECT_NO_THROW(p(parse_json_body(head + R"("modalities": ["text"], "echo": false})")));
+  expect_rejected(p, head + R"("max_tokens": 5, "max_completion_tokens": 9})", "max_completion_tokens",
+                  "not both");
+  EXPECT_EQ(p(parse_json_body(head + R"("max_completion_tokens": 9})")).options.max_tokens, 9);
   expect_rejected(p, R"({"messages": [{"role": "user", "content": "hi", "name": 5}]})",
                   "messages[0].name", "a string");
 }
