@@ -24,6 +24,7 @@ Matcher::Matcher(Grammar grammar, std::shared_ptr<const Vocabulary> vocabulary)
   walk_.resize(vocab_->max_depth() + 1);
   std::vector<Stack> start;
   for (uint32_t alt : g_.alts[g_.root]) expand(Stack{alt}, start, 0);
+  expanded_seen_ = {};
   intern(std::move(start));
 }
 
@@ -44,16 +45,26 @@ namespace {
 
 }  // namespace
 
+size_t Matcher::StackHash::operator()(const std::vector<uint32_t>& s) const noexcept {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the entries
+  for (uint32_t e : s) h = (h ^ e) * 1099511628211ull;
+  return size_t(h);
+}
+
 void Matcher::expand(Stack s, std::vector<Stack>& out, int depth) const {
   if (depth > kMaxExpandDepth) too_deep();
   // Every path ends in one pushed stack, so bounding the pushes bounds the work; their entries
   // bound the memory (deep stacks times many of them).
   auto push = [&](Stack&& done) {
-    if (out.size() == kMaxExpanded)
+    if (out.empty()) {  // the first push of this expansion
+      expanded_tries_ = expanded_entries_ = 0;
+      expanded_seen_.clear();
+    }
+    if (++expanded_tries_ > kMaxExpanded)
       throw GrammarLimitError(fmt::format(
           "grammar: more than {} ways to continue at once (the grammar is too ambiguous)",
           kMaxExpanded));
-    if (out.empty()) expanded_entries_ = 0;
+    if (!expanded_seen_.insert(done).second) return;
     expanded_entries_ += done.size();
     if (expanded_entries_ > kMaxExpandedEntries) too_large();
     out.push_back(std::move(done));
@@ -135,6 +146,7 @@ Matcher::State Matcher::step(State s, uint8_t byte) {
     t.back() = pos + 1;
     expand(std::move(t), out, 0);
   }
+  expanded_seen_ = {};  // its copies are not kept between expansions
   const State next = intern(std::move(out));
   states_[size_t(s)]->next[byte] = next;  // states_ may have grown: index again
   return next;

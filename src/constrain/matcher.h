@@ -22,6 +22,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "constrain/grammar.h"
@@ -44,16 +45,16 @@ class Matcher {
   static constexpr State kDead = -1;
   static constexpr size_t kMaxStates = 1 << 16;
   static constexpr size_t kMaxStacks = 4096;  // per state (ambiguous grammars multiply them)
-  // Stacks one expansion may produce before duplicates are removed: `a ::= "" | ""` used n times
-  // doubles them n times, so the bound is checked while expanding, not after.
-  static constexpr size_t kMaxExpanded = 16 * kMaxStacks;
+  // Stacks one expansion may try (duplicates are dropped as they come, but each is work):
+  // `a ::= "" | ""` used n times doubles them n times, so the bound is checked while expanding.
+  static constexpr size_t kMaxExpanded = 4 * kMaxStacks;
   // Stack entries (rule positions) over all states, and over one expansion: a grammar that nests
   // as deep as the output goes while offering many alternatives at each level makes states whose
   // stacks grow with every token, and memory with the square of the output (4,000 alternatives
   // nested 20 deep held 2.7 GB). 2M entries (16 MB with the index's copy) is far above any JSON
   // Schema or hand-written grammar seen.
   static constexpr size_t kMaxStackEntries = size_t(1) << 21;
-  static constexpr size_t kMaxExpandedEntries = size_t(1) << 20;
+  static constexpr size_t kMaxExpandedEntries = size_t(1) << 19;
 
   Matcher(Grammar grammar, std::shared_ptr<const Vocabulary> vocabulary);
   ~Matcher();
@@ -91,7 +92,13 @@ class Matcher {
   std::vector<std::unique_ptr<DfaState>> states_;
   std::unordered_map<std::string, State> index_;  // stacks serialized -> state
   size_t stack_entries_ = 0;  // over states_ (see kMaxStackEntries)
-  mutable size_t expanded_entries_ = 0;  // in the `out` of the expansion running (lock held)
+  // The expansion running (lock held): pushes tried, entries kept, the distinct stacks kept (so
+  // duplicates, which ambiguous grammars make by the thousand, are neither kept nor sorted).
+  struct StackHash {
+    size_t operator()(const std::vector<uint32_t>& s) const noexcept;
+  };
+  mutable size_t expanded_tries_ = 0, expanded_entries_ = 0;
+  mutable std::unordered_set<std::vector<uint32_t>, StackHash> expanded_seen_;
   std::deque<State> masked_;  // states holding a cached mask, oldest first
   std::vector<State> walk_;  // [max token length + 1] states along the trie path
 };

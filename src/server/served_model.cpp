@@ -27,7 +27,7 @@ ServedModel::ServedModel(ModelOptions options, Metrics& metrics)
   model_ = std::make_unique<app::LoadedModel>(lo);
   if (!model_->has_own_template())
     log(LogLevel::Warn, "{}: the model has no chat template; /v1/chat/completions uses a "
-        "ChatML-like default (pass -chat-template FILE to choose one)", id_);
+        "ChatML-like default (pass --chat-template FILE to choose one)", id_);
   tool_syntax_ = detect_tool_syntax(model_->chat_template_source());
   log(LogLevel::Info, "{}: tool calls in the {} syntax", id_, tool_syntax_name(tool_syntax_));
   options.scheduler.model_id = id_;
