@@ -141,6 +141,7 @@ void refuse_unhonoured(const json& body, bool chat) {
     return v.is_null() || (v.is_string() && v.get<std::string>().empty());
   };
   static const Fine never = [](const json&) { return false; };
+  static const Fine absent = [](const json& v) { return v.is_null(); };
   struct Field {
     const char* name;
     Fine fine;
@@ -164,7 +165,8 @@ void refuse_unhonoured(const json& body, bool chat) {
       {"tfs_z", never, "use top_p or min_p"},
       {"n_probs", null_or_zero, "use logprobs"},
       {"store", null_or_false, "nothing is stored"},
-      {"prediction", [](const json& v) { return v.is_null(); }, "no predicted outputs"},
+      {"prediction", absent, "no predicted outputs"},
+      {"best_of", [](const json& v) { return v.is_null() || v == 1; }, "use n"},
       // llama-server's own
       {"t_max_predict_ms", null_or_zero, "use max_tokens"},
       {"n_keep", null_or_zero, "the context is never shifted; a prompt that does not fit is refused"},
@@ -176,7 +178,6 @@ void refuse_unhonoured(const json& body, bool chat) {
   };
   static const Field completions[] = {
       {"suffix", null_or_empty, "fill-in-the-middle is not supported"},
-      {"best_of", [](const json& v) { return v.is_null() || v == 1; }, "use n"},
       {"top_logprobs", never, "on /v1/completions 'logprobs' is the number of alternatives"},
       {"max_completion_tokens", never, "on /v1/completions send max_tokens"},
       {"messages", never, "send messages to /v1/chat/completions"},
@@ -186,14 +187,12 @@ void refuse_unhonoured(const json& body, bool chat) {
   static const Field chats[] = {
       {"echo", null_or_false, "echo is a /v1/completions field"},
       {"suffix", never, "fill-in-the-middle is not supported"},
-      {"best_of", [](const json& v) { return v.is_null() || v == 1; }, "use n"},
       {"modalities",
        [](const json& v) { return v.is_null() || v == json::array({"text"}); },
        "this server answers in text only"},
-      {"audio", [](const json& v) { return v.is_null(); }, "this server answers in text only"},
-      {"reasoning_effort", [](const json& v) { return v.is_null(); },
-       "reasoning effort is not adjustable here"},
-      {"web_search_options", [](const json& v) { return v.is_null(); }, "no web search"},
+      {"audio", absent, "this server answers in text only"},
+      {"reasoning_effort", absent, "reasoning effort is not adjustable here"},
+      {"web_search_options", absent, "no web search"},
   };
   auto check = [&](const Field& f) {
     const json* v = field(body, f.name);

@@ -171,23 +171,17 @@ TEST(JitAmx, PromptStepsReadTheDecodeCopy) {
     ASSERT_NE(copy, nullptr) << quant_name(t);
     EXPECT_TRUE(amx_kernels().prefill_reads_prepared(t, k)) << quant_name(t);
     const auto original = w;
-    for (int64_t n : {2, 5}) {
+    auto check = [&](int64_t n, const char* what) {
       const auto x = jit_test::random_activation(n, k, uint32_t(81 + n));
       std::vector<float> ref(size_t(rows * n)), got(size_t(rows * n));
       reference_kernels().matmul(t, original.data(), rows, k, x.data(), n, ref.data());
       const CpuKernels::MatmulTarget target{t, w.data(), rows, got.data(), copy.get()};
       amx_kernels().matmul_group({&target, 1}, k, x.data(), n);
-      expect_close(ref, got, fmt::format("few tokens {} n={}", quant_name(t), n));
-    }
+      expect_close(ref, got, fmt::format("{} {} n={}", what, quant_name(t), n));
+    };
+    for (int64_t n : {2, 5}) check(n, "few tokens");
     std::fill(w.begin(), w.end(), uint8_t(0xFF));
-    for (int64_t n : {40, 67}) {
-      const auto x = jit_test::random_activation(n, k, uint32_t(81 + n));
-      std::vector<float> ref(size_t(rows * n)), got(size_t(rows * n));
-      reference_kernels().matmul(t, original.data(), rows, k, x.data(), n, ref.data());
-      const CpuKernels::MatmulTarget target{t, w.data(), rows, got.data(), copy.get()};
-      amx_kernels().matmul_group({&target, 1}, k, x.data(), n);
-      expect_close(ref, got, fmt::format("from the copy {} n={}", quant_name(t), n));
-    }
+    for (int64_t n : {40, 67}) check(n, "from the copy");
   }
 }
 
