@@ -108,9 +108,15 @@ std::string LoadedModel::render_chat(const nlohmann::ordered_json& messages,
 
 std::vector<int32_t> LoadedModel::tokenize_chat(const nlohmann::ordered_json& messages,
                                                 const nlohmann::ordered_json& tools,
-                                                bool parse_special_in_content) const {
-  const chat::GuardedPrompt prompt = render_chat_guarded(messages, tools);
-  return parse_special_in_content ? tokenize_rendered(prompt.text) : tokenize_rendered(prompt);
+                                                bool parse_special_in_content,
+                                                const std::string& continuation) const {
+  chat::GuardedPrompt prompt = render_chat_guarded(messages, tools);
+  if (parse_special_in_content) prompt.literal_spans.clear();
+  if (!continuation.empty()) {
+    prompt.literal_spans.emplace_back(prompt.text.size(), prompt.text.size() + continuation.size());
+    prompt.text += continuation;
+  }
+  return tokenize_rendered(prompt);
 }
 
 std::vector<int32_t> LoadedModel::tokenize_rendered(const std::string& text) const {

@@ -69,10 +69,12 @@ class LoadedModel {
   // render_chat_guarded, tokenized with special tokens parsed in the template's text only (a
   // "<|im_end|>" typed in a message stays text, as llama-server does), or everywhere with
   // parse_special_in_content (a client that writes raw control tokens on purpose). BOS is not
-  // added twice when the template writes it.
+  // added twice when the template writes it. `continuation`: the start of the answer, put
+  // after the generation prompt as text (never control tokens) for the model to continue.
   std::vector<int32_t> tokenize_chat(const nlohmann::ordered_json& messages,
                                      const nlohmann::ordered_json& tools,
-                                     bool parse_special_in_content = false) const;
+                                     bool parse_special_in_content = false,
+                                     const std::string& continuation = "") const;
   // Text that came out of the template -> ids (special tokens parsed, BOS unless it is there):
   // everywhere for a string, outside the literal spans for a guarded prompt.
   std::vector<int32_t> tokenize_rendered(const std::string& text) const;

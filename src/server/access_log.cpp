@@ -14,7 +14,8 @@ thread_local AccessRecord t_record;
 const char* const kRoutes[] = {"/v1/completions", "/v1/chat/completions", "/v1/systemone",
                                "/v1/models",      "/tokenize",            "/detokenize",
                                "/props",          "/slots",               "/health",
-                               "/metrics"};
+                               "/metrics",        "/v1/messages",
+                               "/v1/messages/count_tokens"};
 
 }  // namespace
 

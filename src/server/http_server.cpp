@@ -21,13 +21,14 @@
 #include "core/log_event.h"
 #include "core/version.h"
 #include "server/access_log.h"
+#include "server/anthropic_format.h"
 #include "server/api_error.h"
+#include "server/chat_job.h"
 #include "server/http_reply.h"
 #include "server/job_response.h"
 #include "server/openai_format.h"
 #include "server/output_constraint.h"
 #include "server/request.h"
-#include "server/tool_syntax.h"
 
 namespace jitllm::server {
 
@@ -61,6 +62,12 @@ const char* status_text(int status) {
     case 503: return "the server is not ready";
     default: return "request failed";
   }
+}
+
+// An error in the shape of the API the path belongs to.
+void send_error_for(const std::string& path, httplib::Response& res, const ApiError& e) {
+  if (is_anthropic_path(path)) return send_json(res, e.status(), anthropic_error_body(e));
+  send_error(res, e);
 }
 
 }  // namespace
@@ -186,26 +193,28 @@ std::string HttpServer::read_body(const httplib::Request& req,
   return body;
 }
 
-void HttpServer::answer(httplib::Response& res, const std::function<void()>& body) {
+void HttpServer::answer(httplib::Response& res, const std::function<void()>& body,
+                        const std::string& path) {
   ++requests_in_flight_;
   try {
     body();
   } catch (const ApiError& e) {
-    send_error(res, e);
+    send_error_for(path, res, e);
   } catch (const app::RequestError& e) {
-    send_error(res, api_error(e));
+    send_error_for(path, res, api_error(e));
   } catch (const ModelOutputError& e) {
     // The request was fine; the model's numbers were not.
-    send_error(res, ApiError(500, "server_error",
-                             fmt::format("the model's output is not usable: {}", e.what()), "",
-                             "model_output_invalid"));
+    send_error_for(path, res,
+                   ApiError(500, "server_error",
+                            fmt::format("the model's output is not usable: {}", e.what()), "",
+                            "model_output_invalid"));
   } catch (const Error& e) {
     // Errors from the tokenizer/template/engine about this request's content.
-    send_error(res, ApiError(400, "invalid_request_error", e.what()));
+    send_error_for(path, res, ApiError(400, "invalid_request_error", e.what()));
   } catch (const std::exception& e) {
-    send_error(res, ApiError(500, "server_error", e.what()));
+    send_error_for(path, res, ApiError(500, "server_error", e.what()));
   } catch (...) {
-    send_error(res, ApiError(500, "server_error", "internal error"));
+    send_error_for(path, res, ApiError(500, "server_error", "internal error"));
   }
   --requests_in_flight_;
 }
@@ -218,7 +227,7 @@ void HttpServer::post_route(const char* path, PostHandler body) {
       const std::string text = read_body(req, reader);
       body_bytes = text.size();
       body(req, text, res);
-    });
+    }, req.path);
     // A large request leaves large free blocks in the malloc arenas: give them back.
     if (body_bytes > (size_t(256) << 10)) malloc_trim(0);
   });
@@ -260,39 +269,42 @@ void HttpServer::install_routes() {
     // Before authentication: a browser's preflight carries no credentials.
     if (apply_cors(req, res)) return handled();
     const bool open = req.path == "/health" || req.path == "/metrics";
+    // The key as OpenAI's clients send it, or as Anthropic's do (x-api-key).
     if (!options_.api_key.empty() && !open &&
-        req.get_header_value("Authorization") != "Bearer " + options_.api_key) {
-      send_error(res, ApiError(401, "invalid_request_error",
-                               "missing or incorrect API key (send 'Authorization: Bearer KEY')",
-                               "", "invalid_api_key"));
+        req.get_header_value("Authorization") != "Bearer " + options_.api_key &&
+        req.get_header_value("x-api-key") != options_.api_key) {
+      send_error_for(req.path, res,
+                     ApiError(401, "invalid_request_error",
+                              "missing or incorrect API key (send 'Authorization: Bearer KEY' "
+                              "or 'x-api-key: KEY')",
+                              "", "invalid_api_key"));
       return handled();
     }
     // The routes read JSON bodies; httplib would hand a multipart body to a reader set up for
     // one plain body (a 500, bad_function_call).
     if (req.is_multipart_form_data()) {
-      send_error(res, ApiError(415, "invalid_request_error",
+      send_error_for(req.path, res, ApiError(415, "invalid_request_error",
                                "multipart/form-data bodies are not accepted; send JSON "
                                "(Content-Type: application/json)",
                                "", "unsupported_media_type"));
       return handled();
     }
     if (draining_ && req.method == "POST") {
-      send_error(res, ApiError(503, "server_error", "the server is shutting down", "",
-                               "shutting_down"));
+      send_error_for(req.path, res, ApiError(503, "server_error", "the server is shutting down",
+                                             "", "shutting_down"));
       return handled();
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
 
-  s.set_error_handler([this](const httplib::Request&, httplib::Response& res) {
+  s.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (res.status >= 400) metrics_.add_counter("requests_failed_total");
     if (!res.body.empty()) return;
     const char* type = res.status >= 500 ? "server_error" : "invalid_request_error";
-    send_json(res, res.status,
-              ApiError(res.status, type, status_text(res.status)).body());
+    send_error_for(req.path, res, ApiError(res.status, type, status_text(res.status)));
   });
 
-  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+  s.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
     std::string what = "internal error";
     try {
       std::rethrow_exception(ep);
@@ -300,7 +312,7 @@ void HttpServer::install_routes() {
       what = e.what();
     } catch (...) {
     }
-    send_error(res, ApiError(500, "server_error", what));
+    send_error_for(req.path, res, ApiError(500, "server_error", what));
   });
 
   auto post = [this](const char* path, auto body) {
@@ -309,6 +321,7 @@ void HttpServer::install_routes() {
   };
 
   install_utility_routes();
+  install_anthropic_routes();
 
   post("/v1/completions", [this](const httplib::Request&, const std::string& text,
                                  httplib::Response& res) {
@@ -339,30 +352,8 @@ void HttpServer::install_routes() {
     const auto ordered = ordered_twin(body, text);
     const ChatRequest r = parse_chat_request(body, ordered ? &*ordered : nullptr);
     ServedModel& m = model_for(r.model);
-    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-    for (const ChatMessage& msg : r.messages)
-      messages.push_back(nlohmann::ordered_json::parse(msg.raw.dump()));
     ResponseInfo info{random_id("chatcmpl-"), unix_now(), m.id(), true, r.options.logprobs};
-    GenerationOptions options = r.options;
-    const ToolRequest& tools = r.tool_request;
-    if (tools.calls_expected()) {
-      // The calls are held to the tools' schemas: from the first token (required, named) or
-      // from where the model starts one (auto).
-      if (options.grammar)
-        throw invalid_request("tools", "a grammar or response_format together with tools that "
-                                       "may be called is not supported (send tool_choice \"none\")");
-      const ToolGrammar g = tool_call_grammar(m.tool_syntax(), tools);
-      options.grammar = grammar_or_400(g.gbnf, "tools");
-      options.grammar_triggers = g.triggers;
-      options.tool_calls = true;
-      info.tool_syntax = m.tool_syntax();
-      for (const ToolDefinition& t : tools.tools)
-        if (tools.choice != ToolChoice::Named || t.name == tools.named) info.tool_names.push_back(t.name);
-    }
-    nlohmann::ordered_json template_tools = r.tools;
-    adapt_conversation(m.tool_syntax(), tools, messages, template_tools);
-    auto job = make_job(m, m.tokenize_chat(messages, template_tools, r.parse_special_in_content),
-                        options, true, true);
+    auto job = make_chat_job(m, r, info);
     m.scheduler().submit(job);
     if (r.options.stream)
       return start_stream(res, job, info, r.options.include_usage, requests_in_flight_);

@@ -62,14 +62,18 @@ class HttpServer {
   void install_routes();
   // /tokenize, /detokenize, /props, /slots, /health, /metrics, /v1/models (utility_routes.cpp).
   void install_utility_routes();
+  // /v1/messages and /v1/messages/count_tokens: Anthropic's Messages API (anthropic_routes.cpp).
+  void install_anthropic_routes();
   // CORS preflight and headers; true when the request was answered (a preflight).
   bool apply_cors(const httplib::Request& req, httplib::Response& res) const;
   // Reads the body of a POST (counting decoded bytes, so chunked and gzip bodies meet the same
   // limit); throws ApiError 413 / 408 / 400.
   std::string read_body(const httplib::Request& req, const httplib::ContentReader& reader);
-  // Runs a route's body, answering its exceptions in OpenAI's error shape (ApiError as it is,
-  // ModelOutputError 500, other jitllm::Error 400, anything else 500); counts it in flight.
-  void answer(httplib::Response& res, const std::function<void()>& body);
+  // Runs a route's body, answering its exceptions in the error shape of `path`'s API (OpenAI's,
+  // or Anthropic's on /v1/messages): ApiError as it is, ModelOutputError 500, other
+  // jitllm::Error 400, anything else 500; counts it in flight.
+  void answer(httplib::Response& res, const std::function<void()>& body,
+              const std::string& path = "");
   // A POST route: the body read under the limits (read_body), then `body`, through answer().
   using PostHandler =
       std::function<void(const httplib::Request&, const std::string& body, httplib::Response&)>;

@@ -37,6 +37,9 @@ struct JobEvent {
   std::string text;
   std::vector<TokenLogprobInfo> tokens;  // when logprobs were asked for
   std::optional<std::string> finish_reason;  // "stop" | "length" once the choice is done
+  // The stop string that ended the choice (finish_reason "stop"), the request's or an implicit
+  // one; none when the model's end token or a finished grammar ended it.
+  std::optional<std::string> stop_sequence;
 };
 
 struct Usage {

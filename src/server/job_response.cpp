@@ -101,10 +101,6 @@ std::shared_ptr<Job> make_job(const ServedModel& model, std::vector<int32_t> pro
   return job;
 }
 
-// Waits for a job to finish (no streaming), collecting its choices.
-namespace {
-
-// What the access line tells of a generation: its id, tokens and time to first token.
 void record_usage(const Job& job, const ResponseInfo& info) {
   AccessRecord& r = current_access();
   r.id = info.id;
@@ -113,9 +109,7 @@ void record_usage(const Job& job, const ResponseInfo& info) {
   if (const int64_t us = job.first_token_us; us >= 0) r.ttft_ms = double(us) / 1000.0;
 }
 
-}  // namespace
-
-json collect(Job& job, const ResponseInfo& info, int n, const std::string& prefix) {
+std::vector<ChoiceText> collect_choices(Job& job, const ResponseInfo& info, int n) {
   std::vector<ChoiceText> choices(static_cast<size_t>(n));
   Connection* client = Connection::current();
   bool done = false;
@@ -128,6 +122,7 @@ json collect(Job& job, const ResponseInfo& info, int n, const std::string& prefi
       c.text += ev.text;
       for (auto& t : ev.tokens) c.tokens.push_back(std::move(t));
       if (ev.finish_reason) c.finish_reason = *ev.finish_reason;
+      if (ev.stop_sequence) c.stop_sequence = ev.stop_sequence;
     }
   }
   record_usage(job, info);
@@ -140,6 +135,11 @@ json collect(Job& job, const ResponseInfo& info, int n, const std::string& prefi
       c.text = std::move(content);
       if (!c.tool_calls.empty() && c.finish_reason == "stop") c.finish_reason = "tool_calls";
     }
+  return choices;
+}
+
+json collect(Job& job, const ResponseInfo& info, int n, const std::string& prefix) {
+  const std::vector<ChoiceText> choices = collect_choices(job, info, n);
   return full_response(info, choices, job.usage, prefix);
 }
 

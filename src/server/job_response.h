@@ -29,9 +29,15 @@ class ServedModel;
 std::shared_ptr<Job> make_job(const ServedModel& model, std::vector<int32_t> prompt,
                               const GenerationOptions& options, bool chat, bool add_implicit_stops);
 
-// Waits for the job to finish and returns its response body; throws the job's ApiError. Polls
-// the calling HTTP thread's connection meanwhile and cancels the job when the client left.
+// Waits for the job to finish and returns its n choices, tool calls parsed out of their text
+// when info.tool_syntax is set; throws the job's ApiError. Polls the calling HTTP thread's
+// connection meanwhile and cancels the job when the client left.
+std::vector<ChoiceText> collect_choices(Job& job, const ResponseInfo& info, int n);
+// collect_choices as an OpenAI response body.
 nlohmann::json collect(Job& job, const ResponseInfo& info, int n, const std::string& prefix);
+
+// What the access line tells of a generation: its id, tokens and time to first token.
+void record_usage(const Job& job, const ResponseInfo& info);
 
 // Answers with an SSE stream of the job's chunks; `in_flight` counts it until the stream ends.
 void start_stream(httplib::Response& res, std::shared_ptr<Job> job, ResponseInfo info,

@@ -34,6 +34,7 @@ struct ChoiceText {
   std::string finish_reason;
   std::vector<TokenLogprobInfo> tokens;
   std::vector<ToolCall> tool_calls;  // content is null when there are calls and no text
+  std::optional<std::string> stop_sequence;  // JobEvent::stop_sequence of the last event
 };
 
 nlohmann::json usage_json(const Usage& usage);

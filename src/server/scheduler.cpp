@@ -534,6 +534,7 @@ void Scheduler::emit_token(Sequence& seq, Draw draw) {
   ev.text = seq.stop->push(seq.decoder->push(tok));
   if (seq.stop->stopped()) {
     ev.finish_reason = "stop";
+    ev.stop_sequence = seq.stop->matched_stop();
     seq.done = true;
     job.push(std::move(ev));
     return;
@@ -544,7 +545,8 @@ void Scheduler::emit_token(Sequence& seq, Draw draw) {
     // A grammar that cannot go on ends the output as the end token would.
     std::string tail = seq.stop->push(seq.decoder->finish());
     ev.finish_reason = seq.stop->stopped() || grammar_done ? "stop" : "length";
-    if (!seq.stop->stopped()) tail += seq.stop->flush();
+    if (seq.stop->stopped()) ev.stop_sequence = seq.stop->matched_stop();
+    else tail += seq.stop->flush();
     ev.text += tail;
     seq.done = true;
     job.push(std::move(ev));
@@ -591,6 +593,7 @@ void Scheduler::finish_sequence(Sequence& seq, const char* reason, std::string t
   if (!seq.stop->stopped()) rest += seq.stop->flush();
   ev.text = tail + rest;
   ev.finish_reason = reason;
+  if (seq.stop->stopped()) ev.stop_sequence = seq.stop->matched_stop();
   seq.done = true;
   seq.run->job->push(std::move(ev));
 }

@@ -61,8 +61,9 @@ class ServedModel {
   }
   std::vector<int32_t> tokenize_chat(const nlohmann::ordered_json& messages,
                                      const nlohmann::ordered_json& tools,
-                                     bool parse_special_in_content = false) const {
-    return model_->tokenize_chat(messages, tools, parse_special_in_content);
+                                     bool parse_special_in_content = false,
+                                     const std::string& continuation = "") const {
+    return model_->tokenize_chat(messages, tools, parse_special_in_content, continuation);
   }
   std::string render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools) const {
     return model_->render_chat(messages, tools);

@@ -73,7 +73,10 @@ bool HttpServer::apply_cors(const httplib::Request& req, httplib::Response& res)
   res.set_header("Allow", "GET, POST, OPTIONS");
   if (ok) {
     res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-    res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+    // Anthropic's browser clients send their key and version in headers of their own.
+    res.set_header("Access-Control-Allow-Headers",
+                   "Authorization, Content-Type, X-Api-Key, Anthropic-Version, Anthropic-Beta, "
+                   "Anthropic-Dangerous-Direct-Browser-Access");
     res.set_header("Access-Control-Max-Age", "600");
   }
   return true;
