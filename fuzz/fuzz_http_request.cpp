@@ -4,7 +4,8 @@
 // validate their JSON and answer 503), or as a JSON body straight into the request parsers.
 // The first byte picks:
 //   bit 0 clear: HTTP; bit 1 set: the server wants 'Authorization: Bearer k3y';
-//   bit 0 set:   JSON: parse_json_body, then parse_completion_request, parse_chat_request and
+//   bit 0 set:   JSON: parse_json_body, then parse_completion_request, parse_chat_request,
+//                parse_anthropic_request (messages and count_tokens) and
 //                parse_systemone_request, each refusing with ApiError / jitllm::Error only.
 // Findings: a crash or sanitizer report, another exception type, a 500 (nothing the client sends
 // is an internal error), a response that does not start "HTTP/1.1 ", and any response after a
@@ -27,6 +28,7 @@
 #include "app/systemone.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "server/anthropic_format.h"
 #include "server/api_error.h"
 #include "server/http_server.h"
 #include "server/request.h"
@@ -107,6 +109,14 @@ void parse_json(const std::string& text) {
     // The chat route hands each message to the template as it was sent.
     for (const auto& m : r.messages) (void)nlohmann::ordered_json::parse(m.raw.dump());
   } catch (const jitllm::server::ApiError&) {
+  }
+  for (const bool count_tokens : {false, true}) {
+    try {
+      const jitllm::server::AnthropicRequest r =
+          jitllm::server::parse_anthropic_request(body, nullptr, count_tokens);
+      for (const auto& m : r.chat.messages) (void)nlohmann::ordered_json::parse(m.raw.dump());
+    } catch (const jitllm::server::ApiError&) {
+    }
   }
   try {
     (void)jitllm::app::parse_systemone_request(body);
