@@ -531,7 +531,7 @@ const char* anthropic_error_type(int status) {
   }
 }
 
-json anthropic_error_body(const ApiError& e) {
+ojson anthropic_error_body(const ApiError& e) {
   return {{"type", "error"},
           {"error", {{"type", anthropic_error_type(e.status())}, {"message", e.what()}}}};
 }
@@ -552,24 +552,24 @@ std::string anthropic_tool_use_id(const std::string& call_id) {
 
 namespace {
 
-json tool_use_block(const ToolCall& call) {
-  json input = json::parse(call.arguments, nullptr, false);
-  if (!input.is_object()) input = json::object();  // the parser hands out objects only
+ojson tool_use_block(const ToolCall& call) {
+  ojson input = ojson::parse(call.arguments, nullptr, false);
+  if (!input.is_object()) input = ojson::object();  // the parser hands out objects only
   return {{"type", "tool_use"},
           {"id", anthropic_tool_use_id(call.id)},
           {"name", call.name},
           {"input", std::move(input)}};
 }
 
-json stop_sequence_json(const char* reason, const ChoiceText& c) {
-  return std::string_view(reason) == "stop_sequence" ? json(*c.stop_sequence) : json(nullptr);
+ojson stop_sequence_json(const char* reason, const ChoiceText& c) {
+  return std::string_view(reason) == "stop_sequence" ? ojson(*c.stop_sequence) : ojson(nullptr);
 }
 
 }  // namespace
 
-json anthropic_message(const ResponseInfo& info, const ChoiceText& c, const Usage& usage,
-                       const AnthropicEnding& ending) {
-  json content = json::array();
+ojson anthropic_message(const ResponseInfo& info, const ChoiceText& c, const Usage& usage,
+                        const AnthropicEnding& ending) {
+  ojson content = ojson::array();
   if (!c.text.empty()) content.push_back({{"type", "text"}, {"text", c.text}});
   for (const ToolCall& call : c.tool_calls) content.push_back(tool_use_block(call));
   const char* reason = anthropic_stop_reason(c, ending);
@@ -584,9 +584,9 @@ json anthropic_message(const ResponseInfo& info, const ChoiceText& c, const Usag
            {{"input_tokens", usage.prompt_tokens}, {"output_tokens", usage.completion_tokens}}}};
 }
 
-std::string anthropic_sse(const char* event, const json& data) {
+std::string anthropic_sse(const char* event, const ojson& data) {
   return fmt::format("event: {}\ndata: {}\n\n", event,
-                     data.dump(-1, ' ', false, json::error_handler_t::replace));
+                     data.dump(-1, ' ', false, ojson::error_handler_t::replace));
 }
 
 AnthropicStream::AnthropicStream(ResponseInfo info, AnthropicEnding ending, int64_t input_tokens)
@@ -595,14 +595,14 @@ AnthropicStream::AnthropicStream(ResponseInfo info, AnthropicEnding ending, int6
 }
 
 std::string AnthropicStream::start() {
-  const json message = {{"id", info_.id},
-                        {"type", "message"},
-                        {"role", "assistant"},
-                        {"model", info_.model},
-                        {"content", json::array()},
-                        {"stop_reason", nullptr},
-                        {"stop_sequence", nullptr},
-                        {"usage", {{"input_tokens", input_tokens_}, {"output_tokens", 0}}}};
+  const ojson message = {{"id", info_.id},
+                         {"type", "message"},
+                         {"role", "assistant"},
+                         {"model", info_.model},
+                         {"content", ojson::array()},
+                         {"stop_reason", nullptr},
+                         {"stop_sequence", nullptr},
+                         {"usage", {{"input_tokens", input_tokens_}, {"output_tokens", 0}}}};
   return anthropic_sse("message_start", {{"type", "message_start"}, {"message", message}}) +
          anthropic_sse("ping", {{"type", "ping"}});
 }
@@ -634,9 +634,9 @@ std::string AnthropicStream::close_block() {
 
 std::string AnthropicStream::tool_use(const ToolCall& call) {
   std::string out = close_block();
-  json block = tool_use_block(call);
+  ojson block = tool_use_block(call);
   const std::string input = block["input"].dump();
-  block["input"] = json::object();  // the input comes as deltas, as Anthropic streams it
+  block["input"] = ojson::object();  // the input comes as deltas, as Anthropic streams it
   const int index = next_index_++;
   out +=
       anthropic_sse("content_block_start",
@@ -670,7 +670,8 @@ std::string AnthropicStream::finish(const Usage& usage) {
       "message_delta",
       {{"type", "message_delta"},
        {"delta", {{"stop_reason", reason}, {"stop_sequence", stop_sequence_json(reason, so_far_)}}},
-       {"usage", {{"output_tokens", usage.completion_tokens}}}});
+       {"usage",
+        {{"input_tokens", usage.prompt_tokens}, {"output_tokens", usage.completion_tokens}}}});
   return out + anthropic_sse("message_stop", {{"type", "message_stop"}});
 }
 

@@ -2,8 +2,9 @@
 // request is validated and translated into a ChatRequest (OpenAI-shaped messages, tools and a
 // ToolRequest, GenerationOptions) plus the text of a final assistant turn to continue; what the
 // job produced comes back as a "message" body or as the named SSE events of a stream. Errors
-// have Anthropic's shape: {"type": "error", "error": {"type", "message"}}. Pure functions and
-// one event translator; no I/O, no engine.
+// have Anthropic's shape: {"type": "error", "error": {"type", "message"}}. Bodies keep
+// Anthropic's key order (ordered_json). Pure functions and one event translator; no I/O, no
+// engine.
 //
 // Honoured: model, max_tokens, system (string or text blocks), messages (user / assistant;
 // text, tool_use and tool_result blocks; consecutive turns of one role merged), stop_sequences,
@@ -47,7 +48,7 @@ bool is_anthropic_path(std::string_view path);
 // authentication_error, 404 not_found_error, 413 request_too_large, 503 overloaded_error, other
 // 5xx api_error, ...).
 const char* anthropic_error_type(int status);
-nlohmann::json anthropic_error_body(const ApiError& error);
+nlohmann::ordered_json anthropic_error_body(const ApiError& error);
 
 // What a message's stop_reason is told from besides the choice.
 struct AnthropicEnding {
@@ -68,11 +69,11 @@ std::string anthropic_tool_use_id(const std::string& call_id);
 // The whole response: {"id", "type": "message", "role": "assistant", "model", "content": [text
 // and tool_use blocks], "stop_reason", "stop_sequence", "usage": {"input_tokens",
 // "output_tokens"}}.
-nlohmann::json anthropic_message(const ResponseInfo& info, const ChoiceText& choice,
-                                 const Usage& usage, const AnthropicEnding& ending);
+nlohmann::ordered_json anthropic_message(const ResponseInfo& info, const ChoiceText& choice,
+                                         const Usage& usage, const AnthropicEnding& ending);
 
 // "event: NAME\ndata: JSON\n\n"
-std::string anthropic_sse(const char* event, const nlohmann::json& data);
+std::string anthropic_sse(const char* event, const nlohmann::ordered_json& data);
 
 // The events of one streamed message, from the job's events of choice 0:
 //   message_start, ping, (content_block_start, content_block_delta*, content_block_stop)*,

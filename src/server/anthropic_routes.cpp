@@ -150,7 +150,9 @@ void HttpServer::install_anthropic_routes() {
     if (a.chat.options.stream)
       return start_message_stream(res, job, info, ending, requests_in_flight_);
     const std::vector<ChoiceText> choices = collect_choices(*job, info, 1);
-    send_json(res, 200, anthropic_message(info, choices.at(0), job->usage, ending));
+    res.set_content(anthropic_message(info, choices.at(0), job->usage, ending)
+                        .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                    "application/json");
   });
 
   // {"input_tokens": N}: the prompt /v1/messages would run for the same body.

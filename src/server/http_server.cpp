@@ -66,7 +66,13 @@ const char* status_text(int status) {
 
 // An error in the shape of the API the path belongs to.
 void send_error_for(const std::string& path, httplib::Response& res, const ApiError& e) {
-  if (is_anthropic_path(path)) return send_json(res, e.status(), anthropic_error_body(e));
+  if (is_anthropic_path(path)) {
+    res.status = e.status();
+    res.set_content(
+        anthropic_error_body(e).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+        "application/json");
+    return;
+  }
   send_error(res, e);
 }
 

@@ -37,7 +37,8 @@ void expect_refused(const std::string& body, const std::string& param, const std
     EXPECT_EQ(e.body()["error"]["param"], param) << body << " -> " << e.what();
     EXPECT_NE(std::string(e.what()).find(text), std::string::npos)
         << "message '" << e.what() << "' lacks '" << text << "'";
-    const json a = anthropic_error_body(e);
+    const nlohmann::ordered_json a = anthropic_error_body(e);
+    EXPECT_EQ(a.begin().key(), "type");  // Anthropic's key order
     EXPECT_EQ(a["type"], "error");
     EXPECT_EQ(a["error"]["type"], "invalid_request_error");
   }
@@ -252,18 +253,19 @@ TEST(AnthropicMessage, RendersTextAndToolUseBlocks) {
   ResponseInfo info = info_for("msg_1");
   ChoiceText c = choice("Let me look.", "tool_calls");
   c.tool_calls.push_back({"call_XYZ", "get_weather", R"({"city":"Oslo"})"});
-  const json m = anthropic_message(info, c, Usage{12, 7, 0}, {});
-  EXPECT_EQ(m, json::parse(R"({"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
-    "content": [{"type": "text", "text": "Let me look."},
-                {"type": "tool_use", "id": "toolu_XYZ", "name": "get_weather", "input": {"city": "Oslo"}}],
-    "stop_reason": "tool_use", "stop_sequence": null,
-    "usage": {"input_tokens": 12, "output_tokens": 7}})"));
-  const json s = anthropic_message(info, choice("x", "stop", "END"), Usage{1, 2, 0},
-                                   AnthropicEnding{{"END"}, false});
+  // In Anthropic's key order.
+  EXPECT_EQ(anthropic_message(info, c, Usage{12, 7, 0}, {}).dump(),
+            R"({"id":"msg_1","type":"message","role":"assistant","model":"m",)"
+            R"("content":[{"type":"text","text":"Let me look."},)"
+            R"({"type":"tool_use","id":"toolu_XYZ","name":"get_weather","input":{"city":"Oslo"}}],)"
+            R"("stop_reason":"tool_use","stop_sequence":null,)"
+            R"("usage":{"input_tokens":12,"output_tokens":7}})");
+  const nlohmann::ordered_json s = anthropic_message(
+      info, choice("x", "stop", "END"), Usage{1, 2, 0}, AnthropicEnding{{"END"}, false});
   EXPECT_EQ(s["stop_reason"], "stop_sequence");
   EXPECT_EQ(s["stop_sequence"], "END");
   // Nothing written: no empty text block.
-  EXPECT_EQ(anthropic_message(info, choice("", "stop"), Usage{}, {})["content"], json::array());
+  EXPECT_EQ(anthropic_message(info, choice("", "stop"), Usage{}, {})["content"].dump(), "[]");
 }
 
 // SSE text -> (event, data) pairs; each event's name must equal its data's type.
@@ -327,7 +329,7 @@ TEST(AnthropicStream, TextEventsInOrder) {
   EXPECT_EQ(events[5].second["index"], 0);
   EXPECT_EQ(events[6].second["delta"],
             json({{"stop_reason", "stop_sequence"}, {"stop_sequence", "END"}}));
-  EXPECT_EQ(events[6].second["usage"]["output_tokens"], 3);
+  EXPECT_EQ(events[6].second["usage"], json({{"input_tokens", 9}, {"output_tokens", 3}}));
 }
 
 TEST(AnthropicStream, ToolCallsBecomeToolUseBlocksAfterTheText) {
