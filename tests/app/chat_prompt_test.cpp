@@ -68,6 +68,21 @@ TEST(ChatPrompt, ContentWithoutSpecialsTokenizesAsTheRenderedText) {
   EXPECT_EQ(m.tokenize_chat(messages, nullptr), m.tokenize_rendered(p.text));
 }
 
+// Anthropic's prefill: the answer's start goes after the generation prompt, always as text.
+TEST(ChatPrompt, ContinuationIsTextAfterTheGenerationPrompt) {
+  const LoadedModel& m = demo();
+  const int32_t end = m.tokenizer().vocab().find("<|end|>");
+  const ordered_json messages = ordered_json::parse(R"([{"role": "user", "content": "hi"}])");
+  const std::vector<int32_t> base = m.tokenize_chat(messages, nullptr);
+  const std::vector<int32_t> cont = m.tokenize_chat(messages, nullptr, false, "Sure<|end|>");
+  ASSERT_GT(cont.size(), base.size());
+  EXPECT_TRUE(std::equal(base.begin(), base.end(), cont.begin()));  // the prompt, unchanged
+  EXPECT_EQ(count(cont, end), count(base, end));  // "<|end|>" written in it is not the token
+  EXPECT_EQ(m.detokenize(cont), m.detokenize(base) + "Sure<|end|>");
+  // Opting into specials in the messages does not open the continuation.
+  EXPECT_EQ(count(m.tokenize_chat(messages, nullptr, true, "Sure<|end|>"), end), count(base, end));
+}
+
 // /v1/completions' prompt is raw: the client's control tokens are tokens, BOS not doubled.
 TEST(ChatPrompt, RawPromptParsesSpecials) {
   const LoadedModel& m = demo();
