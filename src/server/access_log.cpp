@@ -4,6 +4,7 @@
 #include <httplib.h>
 
 #include "core/log_event.h"
+#include "server/webui_assets.h"
 
 namespace jitllm::server {
 
@@ -21,6 +22,7 @@ const char* const kRoutes[] = {"/v1/completions", "/v1/chat/completions", "/v1/s
 const char* route_label(const std::string& path) {
   for (const char* r : kRoutes)
     if (path == r) return r;
+  if (find_webui_asset(path)) return "webui";  // the page and its files, one label
   return "other";
 }
 

@@ -28,6 +28,7 @@
 #include "server/output_constraint.h"
 #include "server/request.h"
 #include "server/tool_syntax.h"
+#include "server/webui_assets.h"
 
 namespace jitllm::server {
 
@@ -259,7 +260,9 @@ void HttpServer::install_routes() {
     };
     // Before authentication: a browser's preflight carries no credentials.
     if (apply_cors(req, res)) return handled();
-    const bool open = req.path == "/health" || req.path == "/metrics";
+    // The web chat's page loads without the key: it asks the user for it.
+    const bool page = (req.method == "GET" || req.method == "HEAD") && find_webui_asset(req.path);
+    const bool open = req.path == "/health" || req.path == "/metrics" || page;
     if (!options_.api_key.empty() && !open &&
         req.get_header_value("Authorization") != "Bearer " + options_.api_key) {
       send_error(res, ApiError(401, "invalid_request_error",
@@ -309,6 +312,7 @@ void HttpServer::install_routes() {
   };
 
   install_utility_routes();
+  install_webui_routes();
 
   post("/v1/completions", [this](const httplib::Request&, const std::string& text,
                                  httplib::Response& res) {
