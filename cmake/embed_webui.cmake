@@ -5,6 +5,8 @@
 #   cmake -DDIR=<folder> -DOUT=<file> -P cmake/embed_webui.cmake
 cmake_minimum_required(VERSION 3.25)
 file(GLOB files RELATIVE "${DIR}" "${DIR}/*")
+# An editor's swap and backup files are not the page's.
+list(FILTER files EXCLUDE REGEX "^\\.|~$")
 list(SORT files)
 if(NOT "index.html" IN_LIST files)
   message(FATAL_ERROR "embed_webui: ${DIR} has no index.html (the page served at /)")
