@@ -224,7 +224,8 @@ async function takeScreenshot(browser, path) {
   await context.close();
 }
 
-const browser = await chromium.launch({ executablePath, headless: true });
+// A container's small /dev/shm would crash the renderer: shared memory goes to /tmp instead.
+const browser = await chromium.launch({ executablePath, headless: true, args: ['--disable-dev-shm-usage'] });
 try {
   log(`chromium ${browser.version()}`);
   await chat(browser);
