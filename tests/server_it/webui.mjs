@@ -142,6 +142,27 @@ async function chat(browser) {
   const error = await page.locator(`${lastAnswer} >> .error`).textContent();
   check(/^Server error 400: .*max_tokens/.test(error), `error shown: '${error}'`);
   log(`error shown: ${error}`);
+  // An error event inside a 200 stream (what the server sends when the model's output turns
+  // NaN) and a stream cut without [DONE]: played by the browser's network layer, since the
+  // demo model gives neither.
+  await setSetting(page, 'max_tokens', '16');
+  const streams = [
+    ['data: {"choices":[{"index":0,"delta":{"content":"Half an"}}]}\n\n' +
+     'data: {"error":{"message":"the model\'s output is not usable: logits are NaN","code":"model_output_invalid"}}\n\n' +
+     'data: [DONE]\n\n', /^Server error in the stream: the model's output is not usable: logits are NaN$/],
+    ['data: {"choices":[{"index":0,"delta":{"content":"Half an"}}]}\n\n',
+     /^Server error in the stream: it ended without \[DONE\]/],
+  ];
+  for (const [body, shown] of streams) {
+    await page.route('**/v1/chat/completions', (route) =>
+      route.fulfill({ status: 200, contentType: 'text/event-stream', body }));
+    await sendAndWait(page, 'A stream that fails');
+    await page.unroute('**/v1/chat/completions');
+    const partial = await page.locator(`${lastAnswer} >> .content`).textContent();
+    const streamError = await page.locator(`${lastAnswer} >> .error`).textContent();
+    check(partial === 'Half an' && shown.test(streamError), `stream error: '${partial}' / '${streamError}'`);
+  }
+  log('errors inside a stream shown after the text that came');
 
   // 6. Model text is text: the renderer alone, then a stored conversation through the page.
   const unit = await page.evaluate(async () => {

@@ -71,9 +71,9 @@ export async function* streamChat(body, apiKey, signal) {
       if (data === '') continue;
       if (data === '[DONE]') return;
       const chunk = JSON.parse(data);
-      if (chunk.error) throw new ApiError(chunk.error.message || 'stream error', 200, chunk.error.code);
+      if (chunk.error) throw new ApiError(`in the stream: ${chunk.error.message}`, 200, chunk.error.code);
       yield chunk;
     }
   }
-  throw new ApiError('the stream ended without [DONE] (the server closed the connection)', 0, null);
+  throw new ApiError('in the stream: it ended without [DONE] (the connection closed)', 200, null);
 }
