@@ -1,7 +1,8 @@
 // The web chat in headless chromium (playwright-core), against a jitllmd that requires an API
 // key: the key asked for and kept, the model picker, a streamed answer with tokens/s, a stop that
 // the server sees (its cancelled-sessions counter), conversations kept over a reload, rename and
-// delete, a server error shown in the chat, and model text rendered as text (no HTML from it).
+// delete, server errors shown in the chat (a 400, errors inside a stream), and model text
+// rendered as text (no HTML from it).
 // Usage: node webui.mjs URL API_KEY CHROMIUM [SCREENSHOT.png]   (run by webui.sh)
 import { chromium } from 'playwright-core';
 
