@@ -20,9 +20,9 @@ const char* const kRoutes[] = {"/v1/completions", "/v1/chat/completions", "/v1/s
 }  // namespace
 
 const char* route_label(const std::string& path) {
+  if (find_webui_asset(path)) return "webui";  // the page and its files, one label
   for (const char* r : kRoutes)
     if (path == r) return r;
-  if (find_webui_asset(path)) return "webui";  // the page and its files, one label
   return "other";
 }
 

@@ -28,7 +28,6 @@
 #include "server/output_constraint.h"
 #include "server/request.h"
 #include "server/tool_syntax.h"
-#include "server/webui_assets.h"
 
 namespace jitllm::server {
 
@@ -260,9 +259,10 @@ void HttpServer::install_routes() {
     };
     // Before authentication: a browser's preflight carries no credentials.
     if (apply_cors(req, res)) return handled();
-    // The web chat's page loads without the key: it asks the user for it.
-    const bool page = (req.method == "GET" || req.method == "HEAD") && find_webui_asset(req.path);
-    const bool open = req.path == "/health" || req.path == "/metrics" || page;
+    // The web chat's page loads without the key (it asks the user for it); nothing below
+    // concerns a GET of a static file.
+    if (is_webui_request(req)) return httplib::Server::HandlerResponse::Unhandled;
+    const bool open = req.path == "/health" || req.path == "/metrics";
     if (!options_.api_key.empty() && !open &&
         req.get_header_value("Authorization") != "Bearer " + options_.api_key) {
       send_error(res, ApiError(401, "invalid_request_error",
@@ -312,7 +312,6 @@ void HttpServer::install_routes() {
   };
 
   install_utility_routes();
-  install_webui_routes();
 
   post("/v1/completions", [this](const httplib::Request&, const std::string& text,
                                  httplib::Response& res) {
@@ -385,6 +384,8 @@ void HttpServer::install_routes() {
     }
     send_json(res, 200, app::systemone_response(r, result, m.id()));
   });
+
+  install_webui_routes();
 }
 
 int HttpServer::run() {

@@ -46,6 +46,10 @@ void send_asset(const httplib::Request& req, httplib::Response& res, const Webui
 
 }  // namespace
 
+bool HttpServer::is_webui_request(const httplib::Request& req) {
+  return (req.method == "GET" || req.method == "HEAD") && find_webui_asset(req.path) != nullptr;
+}
+
 void HttpServer::install_webui_routes() {
   GuardedHttpServer& s = *http_;
   s.Get("/", [](const httplib::Request& req, httplib::Response& res) {
