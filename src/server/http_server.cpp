@@ -259,6 +259,9 @@ void HttpServer::install_routes() {
     };
     // Before authentication: a browser's preflight carries no credentials.
     if (apply_cors(req, res)) return handled();
+    // The web chat's page loads without the key (it asks the user for it); nothing below
+    // concerns a GET of a static file.
+    if (is_webui_request(req)) return httplib::Server::HandlerResponse::Unhandled;
     const bool open = req.path == "/health" || req.path == "/metrics";
     if (!options_.api_key.empty() && !open &&
         req.get_header_value("Authorization") != "Bearer " + options_.api_key) {
@@ -381,6 +384,8 @@ void HttpServer::install_routes() {
     }
     send_json(res, 200, app::systemone_response(r, result, m.id()));
   });
+
+  install_webui_routes();
 }
 
 int HttpServer::run() {
