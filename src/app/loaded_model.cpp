@@ -5,11 +5,10 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "app/grammar_vocabulary.h"
 #include "app/request_error.h"
+#include "app/template_choice.h"
 #include "chat/chat_template.h"
 #include "chat/interpreter.h"
 #include "core/error.h"
@@ -24,14 +23,6 @@ const char* const kDefaultChatTemplate =
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
 namespace {
-
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_error("{}: cannot read the chat template file", path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string token_text(const Tokenizer& tok, int32_t id) {
   return id >= 0 && size_t(id) < tok.n_vocab() ? tok.piece(id) : std::string();
@@ -56,9 +47,10 @@ LoadedModel::LoadedModel(const LoadOptions& options) {
                 tokenizer_->n_vocab(), engine_->config().n_vocab);
   const std::string bos = token_text(*tokenizer_, tokenizer_->vocab().bos);
   const std::string eos = token_text(*tokenizer_, tokenizer_->vocab().eos);
-  if (!options.chat_template_file.empty()) {
-    template_ = std::make_unique<chat::ChatTemplate>(read_text_file(options.chat_template_file),
-                                                     bos, eos);
+  if (!options.chat_template.empty()) {
+    const TemplateChoice choice = choose_chat_template(options.chat_template);
+    template_ = std::make_unique<chat::ChatTemplate>(choice.source, bos, eos);
+    if (!choice.end_of_turn.empty()) implicit_stops_.push_back(choice.end_of_turn);
   } else if (md.has("tokenizer.chat_template")) {
     template_ = std::make_unique<chat::ChatTemplate>(chat::ChatTemplate::from_metadata(md));
   } else {
@@ -72,9 +64,10 @@ LoadedModel::~LoadedModel() = default;
 
 const std::string& LoadedModel::chat_template_source() const { return template_->source(); }
 
-std::vector<int32_t> LoadedModel::tokenize_text(const std::string& text, bool add_special) const {
+std::vector<int32_t> LoadedModel::tokenize_text(const std::string& text, bool add_special,
+                                                bool parse_special) const {
   std::lock_guard lock(text_mutex_);
-  return tokenizer_->encode(text, add_special);
+  return tokenizer_->encode(text, add_special, parse_special);
 }
 
 std::vector<int32_t> LoadedModel::tokenize_prompt(const std::string& text) const {

@@ -25,7 +25,7 @@ namespace jitllm::app {
 
 struct LoadOptions {
   std::string path;                // .gguf, .jlm or HF folder ("" = the bundled default model)
-  std::string chat_template_file;  // overrides the model's template
+  std::string chat_template;       // a file or a built-in name: overrides the model's template
   EngineOptions engine;            // kernels, devices, KV, warm-up (runtime/engine.h)
 };
 
@@ -56,7 +56,9 @@ class LoadedModel {
   // special-token texts in it are text.
   std::vector<int32_t> tokenize_prompt(const std::string& text) const;
   // Text -> ids, with the vocabulary's BOS/EOS only when add_special (jitllmd's /tokenize).
-  std::vector<int32_t> tokenize_text(const std::string& text, bool add_special) const;
+  // parse_special: control-token texts in it become their ids (llama-server's /tokenize flag).
+  std::vector<int32_t> tokenize_text(const std::string& text, bool add_special,
+                                     bool parse_special = false) const;
   // A raw prompt the client wrote itself (/v1/completions): special-token texts become their
   // tokens, as llama-server does; BOS as tokenize_rendered (not twice).
   std::vector<int32_t> tokenize_raw_prompt(const std::string& text) const;

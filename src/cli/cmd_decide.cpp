@@ -62,7 +62,7 @@ int run_decide(const DecideArgs& a) {
       app::parse_systemone_request({{"state", state}, {"questions", questions}});
   app::LoadOptions lo;
   lo.path = a.model;
-  lo.chat_template_file = a.chat_template;
+  lo.chat_template = a.chat_template;
   lo.engine.cpu_kernels = a.kernels;
   lo.engine.devices = a.devices;
   lo.engine.vram_budget = a.vram_budget;
@@ -87,7 +87,7 @@ const RegisterCommand reg{Command{
       app.add_option("--noul", a->noul, "A yes/no question (repeatable)");
       app.add_option("--choice", a->choice, "'QUESTION|label1,label2,...' (repeatable)");
       app.add_option("--score", a->score, "A question scored on levels 1..5 (repeatable)");
-      app.add_option("--chat-template", a->chat_template, "Jinja chat template file");
+      app.add_option("--chat-template", a->chat_template, "chat template: a Jinja file or a built-in name (chatml, qwen, llama3, gemma, mistral, phi3)");
       app.add_option("-t,--threads", a->threads, "Threads (default: all cores)");
       app.add_option("--kernels", a->kernels, "CPU kernels: jit or reference");
       add_device_flags(app, a->devices, a->vram_budget, a->gpu_layers);

@@ -22,20 +22,24 @@ ConvertResult convert_to_jlm(const std::string& input, const std::string& output
 
 ConvertResult convert_source_to_jlm(const ConvertSource& source, const std::string& output,
                                     const ConvertOptions& options) {
-  const bool hf = source.format == "hf";
+  const ConvertTarget& target = options.target;
+  const std::vector<TensorChoice> choices = plan_tensor_types(source, target);
   std::vector<JlmTensorSpec> specs;
   specs.reserve(source.tensors.size());
-  for (const SourceTensor& t : source.tensors)
-    specs.push_back({t.name, choose_tensor_type(t.name, t.shape, t.type, options.type, hf), t.shape});
+  for (size_t i = 0; i < source.tensors.size(); ++i)
+    specs.push_back({source.tensors[i].name, choices[i].type, source.tensors[i].shape});
 
   Metadata metadata = source.metadata;
-  if (options.type) {
-    const int32_t ftype = llama_file_type(*options.type);
+  if (target.type) {
+    const int32_t ftype =
+        target.preset ? preset_file_type(*target.preset) : llama_file_type(*target.type);
     if (ftype >= 0) metadata.set("general.file_type", Value::u32(uint32_t(ftype)));
   }
   Metadata provenance = source.provenance;
   provenance.set("convert.type",
-                 Value::string(options.type ? quant_name(*options.type) : "keep"));
+                 Value::string(target.preset ? preset_name(*target.preset)
+                               : target.type  ? quant_name(*target.type)
+                                              : "keep"));
   provenance.set("convert.tool", Value::string("jitllm convert"));
 
   JlmWriter writer(output, metadata, provenance, specs);
@@ -48,7 +52,12 @@ ConvertResult convert_source_to_jlm(const ConvertSource& source, const std::stri
 
   ConvertProgress progress;
   progress.count = specs.size();
-  for (const JlmTensor& t : writer.tensors()) progress.bytes_total += t.bytes();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const JlmTensor& t = writer.tensors()[i];
+    progress.bytes_total += t.bytes();
+    result.plan.push_back({specs[i].name, source.tensors[i].type, specs[i].type, choices[i].reason,
+                           t.bytes()});
+  }
 
   std::vector<uint8_t> scratch;    // source bytes when load() must transform them
   std::vector<uint8_t> converted;  // output bytes when the format changes

@@ -9,7 +9,9 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "convert/quant_mix.h"
 #include "convert/source.h"
 #include "io/jlm_format.h"
 #include "quant/types.h"
@@ -25,7 +27,7 @@ struct ConvertProgress {
 };
 
 struct ConvertOptions {
-  std::optional<QuantType> type;  // nullopt = keep the source's formats
+  ConvertTarget target;  // default: keep the source's formats
   SourceOptions source;
   std::function<void(const ConvertProgress&)> progress;  // called after each tensor
   const std::atomic<bool>* cancel = nullptr;             // checked before each tensor
@@ -40,6 +42,13 @@ struct ConvertResult {
   uint64_t source_bytes = 0;
   uint64_t output_bytes = 0;
   size_t requantized = 0;  // tensors whose format changed
+  struct Tensor {
+    std::string name;
+    QuantType from = QuantType::F32, to = QuantType::F32;
+    std::string reason;  // why `to` is not the target's base format ("" when it is)
+    uint64_t bytes = 0;  // in the output
+  };
+  std::vector<Tensor> plan;  // every tensor, in the source's order
 };
 
 ConvertResult convert_to_jlm(const std::string& input, const std::string& output,

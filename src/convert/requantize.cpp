@@ -1,58 +1,13 @@
-// Format choice and byte conversion for the converter (see requantize.h).
+// Byte conversion between formats for the converter (see requantize.h).
 #include "convert/requantize.h"
 
 #include <algorithm>
-#include <cctype>
 
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "quant/quant.h"
 
 namespace jitllm {
-namespace {
-
-bool is_weight_format(QuantType t) {
-  const QuantTraits& q = quant_traits(t);
-  // Activation-only formats and integer types are not weight formats.
-  return q.supported && t != QuantType::Q8_1 && t != QuantType::Q8_K && t != QuantType::I8 &&
-         t != QuantType::I16 && t != QuantType::I32 && t != QuantType::I64 && t != QuantType::F64;
-}
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-bool is_float(QuantType t) { return t == QuantType::F32 || t == QuantType::F16 || t == QuantType::BF16; }
-
-}  // namespace
-
-std::optional<QuantType> parse_target_type(const std::string& name) {
-  std::string lower(name);
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (lower == "keep") return std::nullopt;
-  const auto t = quant_from_name(name);
-  if (!t || !is_weight_format(*t))
-    throw_error("--type {}: not a weight format jitllm can write (use keep, f32, f16, bf16, q8_0, "
-                "q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl or mxfp4)",
-                name);
-  return t;
-}
-
-QuantType choose_tensor_type(const std::string& name, const std::vector<int64_t>& shape,
-                             QuantType source, std::optional<QuantType> target,
-                             bool source_is_float_checkpoint) {
-  const bool keep_f32 = shape.size() <= 1 || ends_with(name, "_norm.weight") ||
-                        name.find("ffn_gate_inp.") != std::string::npos ||
-                        name.starts_with("position_embd.") || name.starts_with("token_types.");
-  if (!target) {
-    if (source_is_float_checkpoint && shape.size() <= 1 && is_float(source)) return QuantType::F32;
-    return source;
-  }
-  if (keep_f32) return is_float(source) ? QuantType::F32 : source;
-  const QuantTraits& q = quant_traits(*target);
-  if (shape.empty() || shape[0] % q.block_elems != 0) return QuantType::F16;
-  return *target;
-}
 
 void convert_tensor_data(QuantType from, QuantType to, const uint8_t* src, int64_t row_length,
                          int64_t rows, std::vector<uint8_t>& dst, ThreadPool* pool) {

@@ -1,12 +1,8 @@
-// Which format each tensor gets in the .jlm, and the conversion of its bytes. Rules (as llama.cpp's
-// converters): 1-D tensors, norms, the MoE router and position/type embeddings stay F32; other
-// tensors get the requested format, or F16 when their rows do not divide into its blocks; without
-// a requested format a GGUF's types are kept as they are, and an HF tensor keeps its float type.
+// The conversion of a tensor's bytes from one format to another (which format each tensor gets:
+// quant_mix.h).
 #pragma once
 
 #include <cstdint>
-#include <optional>
-#include <string>
 #include <vector>
 
 #include "quant/types.h"
@@ -14,16 +10,6 @@
 namespace jitllm {
 
 class ThreadPool;
-
-// Parses the --type argument: "keep" -> nullopt; a weight format name ("q8_0", "f16", "bf16",
-// "f32", "q4_K", ...) -> it. Throws naming the value and listing the accepted names.
-std::optional<QuantType> parse_target_type(const std::string& name);
-
-// Format of tensor `name` ([shape], stored as `source`) in the output.
-// `source_is_float_checkpoint`: an HF checkpoint, whose 1-D tensors become F32 even when kept.
-QuantType choose_tensor_type(const std::string& name, const std::vector<int64_t>& shape,
-                             QuantType source, std::optional<QuantType> target,
-                             bool source_is_float_checkpoint);
 
 // Converts a [rows, row_length] tensor from `from` to `to` row by row (dequantize to f32, then
 // the reference quantize_row, which matches llama-quantize without an importance matrix).

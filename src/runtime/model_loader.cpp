@@ -17,6 +17,7 @@
 #include <fstream>
 
 #include "convert/convert.h"
+#include "core/cache_dir.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "io/hf_folder.h"
@@ -39,14 +40,15 @@ struct Fnv64 {
 };
 
 std::string cache_dir() {
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
-    return std::string(xdg) + "/jitllm";
-  if (const char* home = std::getenv("HOME"); home && *home)
-    return std::string(home) + "/.cache/jitllm";
-  throw_error("cannot place the model cache: neither XDG_CACHE_HOME nor HOME is set");
+  const std::string dir = jitllm_cache_dir();
+  if (dir.empty()) throw_error("cannot place the model cache: neither XDG_CACHE_HOME nor HOME is set");
+  return dir;
 }
 
-uint64_t folder_key(const fs::path& dir) {
+}  // namespace
+
+uint64_t hf_folder_key(const std::string& folder) {
+  const fs::path dir(folder);
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(dir))
     if (e.is_regular_file()) files.push_back(e.path());
@@ -64,6 +66,8 @@ uint64_t folder_key(const fs::path& dir) {
   }
   return h.h;
 }
+
+namespace {
 
 void import_hf_tokenizer(const HfFolder& folder, Metadata& metadata) {
   const Metadata tokenizer = hf_tokenizer_metadata(folder.dir());
@@ -91,7 +95,7 @@ ModelFile cached_conversion(const fs::path& dir) {
   std::string stem = folder.filename().string();
   if (stem.empty()) stem = folder.parent_path().filename().string();
   const std::string out =
-      fmt::format("{}/{}-{:016x}.jlm", cache_dir(), stem, folder_key(folder));
+      fmt::format("{}/{}-{:016x}.jlm", cache_dir(), stem, hf_folder_key(folder.string()));
   const ModelFileOptions verified{.verify_checksums = true};
   std::error_code ec;
   if (fs::exists(out, ec)) {

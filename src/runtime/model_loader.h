@@ -10,6 +10,10 @@
 
 namespace jitllm {
 
+// The key of an HF folder's cached conversion (<folder>-<key as 16 hex digits>.jlm in the cache):
+// a 64-bit FNV-1a hash over every file's name, size, mtime and first 64 KiB.
+uint64_t hf_folder_key(const std::string& folder);
+
 // The default model's path (may not exist yet).
 std::string default_model_path();
 

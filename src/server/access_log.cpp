@@ -4,6 +4,7 @@
 #include <httplib.h>
 
 #include "core/log_event.h"
+#include "server/webui_assets.h"
 
 namespace jitllm::server {
 
@@ -20,6 +21,7 @@ const char* const kRoutes[] = {"/v1/completions", "/v1/chat/completions", "/v1/s
 }  // namespace
 
 const char* route_label(const std::string& path) {
+  if (find_webui_asset(path)) return "webui";  // the page and its files, one label
   for (const char* r : kRoutes)
     if (path == r) return r;
   return "other";

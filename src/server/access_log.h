@@ -22,8 +22,8 @@ struct AccessRecord {
   double ttft_ms = -1;
 };
 
-// The label of a path for logs and /metrics: one of the routes that exist, else "other" (paths
-// are the client's text).
+// The label of a path for logs and /metrics: one of the routes that exist, "webui" for the web
+// chat's files, else "other" (paths are the client's text).
 const char* route_label(const std::string& path);
 
 // Starts the calling thread's record for a new request.

@@ -274,6 +274,9 @@ void HttpServer::install_routes() {
     };
     // Before authentication: a browser's preflight carries no credentials.
     if (apply_cors(req, res)) return handled();
+    // The web chat's page loads without the key (it asks the user for it); nothing below
+    // concerns a GET of a static file.
+    if (is_webui_request(req)) return httplib::Server::HandlerResponse::Unhandled;
     const bool open = req.path == "/health" || req.path == "/metrics";
     // The key as OpenAI's clients send it, or as Anthropic's do (x-api-key).
     if (!options_.api_key.empty() && !open &&
@@ -378,6 +381,8 @@ void HttpServer::install_routes() {
     }
     send_json(res, 200, app::systemone_response(r, result, m.id()));
   });
+
+  install_webui_routes();
 }
 
 int HttpServer::run() {

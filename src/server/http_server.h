@@ -59,6 +59,10 @@ class HttpServer {
  private:
   enum class State { Loading, Ok, Error };
   void load_models();
+  // GET / and the web chat's files (webui_routes.cpp); a GET or HEAD of one of them is a web chat
+  // request, open without the API key.
+  void install_webui_routes();
+  static bool is_webui_request(const httplib::Request& req);
   void install_routes();
   // /tokenize, /detokenize, /props, /slots, /health, /metrics, /v1/models (utility_routes.cpp).
   void install_utility_routes();

@@ -14,7 +14,7 @@ ServedModel::ServedModel(ModelOptions options, Metrics& metrics)
     : id_(options.id.empty() ? app::model_name_of(options.path) : options.id), path_(options.path) {
   app::LoadOptions lo;
   lo.path = options.path;
-  lo.chat_template_file = options.chat_template_file;
+  lo.chat_template = options.chat_template;
   EngineOptions& eo = lo.engine;
   eo.devices = options.devices;
   eo.vram_budget = options.vram_budget;

@@ -22,7 +22,7 @@ namespace jitllm::server {
 struct ModelOptions {
   std::string path;                // .gguf, .jlm or HF folder ("" = the bundled default model)
   std::string id;                  // name clients use ("" = the file's stem)
-  std::string chat_template_file;  // overrides the model's template
+  std::string chat_template;  // overrides the model's template
   std::string kernels;             // -kernels: EngineOptions::cpu_kernels ("" = the fastest)
   std::string devices = "cpu";     // cpu, cuda, cuda:N or a list (EngineOptions::devices)
   std::string vram_budget;         // per-card cap, e.g. "6G" (EngineOptions::vram_budget)
@@ -76,8 +76,9 @@ class ServedModel {
     return model_->grammar_vocabulary(tool_markers);
   }
   std::vector<int32_t> rendered_control_tokens() const { return model_->rendered_control_tokens(); }
-  std::vector<int32_t> tokenize_text(const std::string& text, bool add_special) const {
-    return model_->tokenize_text(text, add_special);
+  std::vector<int32_t> tokenize_text(const std::string& text, bool add_special,
+                                     bool parse_special = false) const {
+    return model_->tokenize_text(text, add_special, parse_special);
   }
 
   // Answers System One questions (app/systemone_scoring.h): tokenized on the calling thread,

@@ -116,17 +116,22 @@ void HttpServer::install_utility_routes() {
     send_json(res, 200, {{"object", "list"}, {"data", data}});
   }));
 
-  // {"content": "text", "add_special": false, "with_pieces": false} -> {"tokens": [...]}; with
-  // pieces each token is {"id", "piece"}.
+  // {"content": "text", "add_special": false, "parse_special": false, "with_pieces": false} ->
+  // {"tokens": [...]}; with pieces each token is {"id", "piece"}. Other fields are refused.
   post_route("/tokenize", [this](const httplib::Request&, const std::string& text,
                                  httplib::Response& res) {
     const json body = object_body(text);
+    for (const auto& [key, value] : body.items())
+      if (key != "model" && key != "content" && key != "add_special" && key != "parse_special" &&
+          key != "with_pieces")
+        throw invalid_request(key, fmt::format("/tokenize does not take '{}'", key));
     ServedModel& m = model_for(model_field(body));
     auto content = body.find("content");
     if (content == body.end() || !content->is_string())
       throw invalid_request("content", "'content' must be a string");
     const std::vector<int32_t> ids =
-        m.tokenize_text(content->get<std::string>(), bool_field(body, "add_special", false));
+        m.tokenize_text(content->get<std::string>(), bool_field(body, "add_special", false),
+                        bool_field(body, "parse_special", false));
     json tokens = json::array();
     const bool pieces = bool_field(body, "with_pieces", false);
     for (int32_t id : ids) {

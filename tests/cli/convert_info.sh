@@ -71,6 +71,18 @@ fi
 grep -q -- "--type q9" "$tmp/type.err" || fail "type message: $(cat "$tmp/type.err")"
 [ ! -e "$tmp/x.jlm" ] && ! compgen -G "$tmp/x.jlm.tmp*" > /dev/null || fail "output left after a failed convert"
 
+# 7. A preset: llama-quantize's mix, and a summary line per format that says why.
+"$jitllm" convert --type Q4_K_M "$oracle/models/synth-llama.F32.gguf" "$tmp/q4km.jlm" > "$tmp/q4km.out"
+grep -q "^  q6_K  *3 tensors .*output head in the Q4_K_M mix (1)" "$tmp/q4km.out" ||
+  fail "Q4_K_M summary: $(cat "$tmp/q4km.out")"
+grep -q "^  f32  *5 tensors .*not quantized: norm (5)" "$tmp/q4km.out" || fail "norms: $(cat "$tmp/q4km.out")"
+# 8. An output not named .jlm is refused before anything is written.
+if "$jitllm" convert "$oracle/models/synth-llama.F32.gguf" "$tmp/x.gguf" 2> "$tmp/ext.err"; then
+  fail "a .gguf output name was accepted"
+fi
+grep -q "name the output \*.jlm" "$tmp/ext.err" || fail "extension message: $(cat "$tmp/ext.err")"
+[ ! -e "$tmp/x.gguf" ] || fail "x.gguf written"
+
 # Two converts to one output at once: both succeed and the file they leave is whole.
 "$jitllm" convert --quiet --type q8_0 "$oracle/models/synth-llama.F32.gguf" "$tmp/both.jlm" & a=$!
 "$jitllm" convert --quiet "$oracle/models/synth-llama.F32.gguf" "$tmp/both.jlm" & b=$!

@@ -134,7 +134,7 @@ TEST(Convert, HfPydocLlamaToF16AndQ8_0EqualsLlamaCpp) {
     SCOPED_TRACE(type);
     ConvertOptions options;
     options.source.skip_hf_tokenizer = true;
-    options.type = parse_target_type(type);
+    options.target = parse_convert_target(type);
     const std::string out = dir.file(std::string(type) + ".jlm");
     convert_to_jlm(oracle_path("pydoc-llama/hf"), out, options);
     const ModelFile gguf =
@@ -145,33 +145,37 @@ TEST(Convert, HfPydocLlamaToF16AndQ8_0EqualsLlamaCpp) {
   }
 }
 
-TEST(Convert, RequantizedF32FixtureEqualsLlamaQuantize) {
+// Every preset llama-quantize made a fixture with, from the same F32 original: the same format
+// for every tensor (its per-tensor mix) and, without an importance matrix, the same bytes.
+TEST(Convert, PresetsFromTheF32FixtureEqualLlamaQuantize) {
   TempDir dir;
   const std::string f32 = oracle_path("models/synth-llama.F32.gguf");
-  for (const char* type : {"F16", "BF16", "Q8_0", "Q4_0"}) {
+  for (const char* type : {"F16", "BF16", "Q8_0", "Q6_K", "Q5_K_M", "Q5_1", "Q5_0", "Q4_K_M",
+                           "Q4_1", "Q4_0", "IQ4_NL", "Q3_K_M", "Q2_K", "MXFP4_MOE"}) {
     SCOPED_TRACE(type);
     ConvertOptions options;
-    options.type = parse_target_type(type);
+    options.target = parse_convert_target(type);
     const std::string out = dir.file(std::string(type) + ".jlm");
     const ConvertResult r = convert_to_jlm(f32, out, options);
     EXPECT_EQ(r.requantized, 2u + 2u * 7u);  // every matrix; the 5 norms stay F32
     const ModelFile ref =
         open_model_file(oracle_path(std::string("models/synth-llama.") + type + ".gguf"));
     const ModelFile jlm = open_model_file(out);
-    size_t compared = 0;
+    ASSERT_EQ(jlm.tensors.size(), ref.tensors.size());
     for (const TensorInfo& t : jlm.tensors) {
       const TensorInfo& e = ref.get(t.name);
-      if (t.shape.size() == 1) {
-        EXPECT_EQ(t.type, QuantType::F32) << t.name;
-      }
-      if (e.type != t.type) continue;  // llama-quantize's mixes (Q6_K output for Q4_0)
+      ASSERT_EQ(quant_name(t.type), std::string(quant_name(e.type))) << t.name;
       ASSERT_EQ(t.bytes, e.bytes) << t.name;
       EXPECT_EQ(0, std::memcmp(t.data, e.data, t.bytes)) << t.name << " differs";
-      ++compared;
     }
-    EXPECT_GE(compared, 20u);
     EXPECT_EQ(jlm.metadata.get_i64("general.file_type"), ref.metadata.get_i64("general.file_type"));
   }
+  // --pure: every matrix in the format, the head included (llama-quantize --pure).
+  ConvertOptions pure;
+  pure.target = parse_convert_target("q4_0", /*pure=*/true);
+  const ConvertResult r = convert_to_jlm(f32, dir.file("pure.jlm"), pure);
+  for (const ConvertResult::Tensor& t : r.plan)
+    EXPECT_EQ(t.to, t.name.ends_with("norm.weight") ? QuantType::F32 : QuantType::Q4_0) << t.name;
 }
 
 // A MoE-shaped GGUF written here: 2 blocks, 4 experts stacked as llama.cpp stores them.
@@ -249,7 +253,7 @@ TEST(Convert, MoeGgufGetsOneGroupPerExpertAndReadsBackEqual) {
   convert_to_jlm(out, again);
   expect_same_tensors(open_model_file(gguf), open_model_file(again));
   ConvertOptions q8;
-  q8.type = QuantType::Q8_0;
+  q8.target = parse_convert_target("q8_0", /*pure=*/true);
   const std::string quant = dir.file("q8.jlm");
   convert_to_jlm(out, quant, q8);
   const ModelFile q = open_model_file(quant);
@@ -347,7 +351,7 @@ TEST(Convert, ConcurrentConvertsToOneOutputEachLeaveAValidFile) {
   const std::string gguf = oracle_path("models/synth-llama.Q8_0.gguf");
   const std::string out = dir.file("x.jlm");
   ConvertOptions outer;
-  outer.type = QuantType::F16;  // a different layout from the inner convert's
+  outer.target = parse_convert_target("f16");  // a different layout from the inner convert's
   bool inner_ran = false;
   outer.after_tensor = [&](size_t index) {
     if (index != 2) return;
@@ -407,7 +411,9 @@ TEST(Convert, BadInputsGiveClearErrors) {
   const std::string arch = error_of([&] { convert_to_jlm((dir.path / "hf").string(), dir.file("o.jlm"), options); });
   EXPECT_NE(arch.find("GPT2LMHeadModel"), std::string::npos) << arch;
   EXPECT_NE(arch.find("LlamaForCausalLM"), std::string::npos) << arch;
-  EXPECT_NE(error_of([] { parse_target_type("q9_9"); }).find("--type q9_9"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_convert_target("q9_9"); }).find("--type q9_9"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_convert_target("Q4_K_M", true); }).find("--pure takes a plain"),
+            std::string::npos);
   // Converting a file onto itself is refused before anything is written.
   const std::string self = dir.file("self.jlm");
   convert_to_jlm(oracle_path("models/synth-llama.Q4_0.gguf"), self);
@@ -415,7 +421,7 @@ TEST(Convert, BadInputsGiveClearErrors) {
   EXPECT_NE(error_of([&] { convert_to_jlm(self, self); }).find("the output is the input"),
             std::string::npos);
   EXPECT_EQ(fs::file_size(self), size);
-  EXPECT_EQ(parse_target_type("keep"), std::nullopt);
+  EXPECT_EQ(parse_convert_target("keep").type, std::nullopt);
 }
 
 }  // namespace

@@ -69,4 +69,20 @@ sleep 0.2
 grep -q -- '-load is deprecated: use --load' "$WORK/J.log" || fail "no deprecation note"
 grep '^{' "$WORK/J.log" | jq -e -s 'map(select(.msg == "request" and .route == "/v1/completions" and .status == 200
   and .completion_tokens == 2)) | length == 1' >/dev/null || fail "JSON access line: $(grep request "$WORK/J.log")"
+# --chat-template by built-in name: /props shows it, and a chat is rendered with it (the prompt's
+# tokens are those of the Llama 3 format, counted by /tokenize).
+start_server T -m "$MODEL" -np 1 --chat-template llama3
+curl -s --max-time 5 "$URL_T/props" | jq -e '.chat_template | startswith("{{- bos_token -}}") and contains("<|eot_id|>")' \
+  >/dev/null || fail "props of --chat-template llama3"
+post "$URL_T" /v1/chat/completions '{"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}'
+[ "$STATUS" = 200 ] || fail "chat with --chat-template llama3: $BODY"
+PROMPT_TOKENS=$(jq -e '.usage.prompt_tokens' <<< "$BODY")
+TEXT=$(jq -n '"<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"')
+post "$URL_T" /tokenize "{\"content\": $TEXT, \"add_special\": true, \"parse_special\": true}"
+[ "$STATUS" = 200 ] || fail "tokenize: $BODY"
+[ "$PROMPT_TOKENS" = "$(jq '.tokens | length' <<< "$BODY")" ] ||
+  fail "llama3 template prompt: $PROMPT_TOKENS tokens, the format has $(jq '.tokens | length' <<< "$BODY")"
+expect_error "$URL_T" /tokenize '{"content": "x", "with_pices": true}' 400 '.param == "with_pices"'
+if "$JITLLMD" serve -m "$MODEL" --chat-template nosuch --port 0 2> "$WORK/tmpl.err"; then fail "unknown template name served"; fi
+grep -q "not a built-in template" "$WORK/tmpl.err" || fail "template error: $(cat "$WORK/tmpl.err")"
 echo "surface: all checks passed"

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/cache_dir.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/temp_file.h"
@@ -39,9 +40,8 @@ bool read_file(const std::string& path, std::vector<char>* out) {
 }  // namespace
 
 std::string Compiler::default_cache_dir() {
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/jitllm/cuda";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/jitllm/cuda";
-  return {};
+  const std::string base = jitllm_cache_dir();
+  return base.empty() ? base : base + "/cuda";
 }
 
 Compiler::Compiler(const Device& device, std::string cache_dir)

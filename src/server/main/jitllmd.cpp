@@ -48,8 +48,9 @@ void add_serve_options(CLI::App& app, Args& a) {
   app.add_option("--models-dir,--models", a.models_dir,
                  "also serve every .gguf / .jlm in DIR (named by file stem; files that do not "
                  "load are skipped)");
-  app.add_option("--chat-template", mo.chat_template_file,
-                 "Jinja chat template file for --model (default: the model's; ChatML-like if none)");
+  app.add_option("--chat-template", mo.chat_template,
+                 "chat template for --model: a Jinja file or a built-in name (chatml, qwen, llama3, gemma, "
+                 "mistral, phi3; default: the model's, ChatML-like if none)");
   app.add_option("--devices", mo.devices,
                  "cpu (default), cuda (every card), cuda:N or a list (cuda:0,cuda:1); layers that "
                  "do not fit on the cards run on the host");
@@ -133,7 +134,7 @@ std::vector<ModelOptions> models_of(const Args& a) {
     ModelOptions m = a.model;
     m.path = f;
     m.id.clear();
-    m.chat_template_file.clear();
+    m.chat_template.clear();
     m.skip_if_unloadable = true;
     models.push_back(m);
   }
