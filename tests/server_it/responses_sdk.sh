@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# /v1/responses on the bundled demo model: the SSE wire format checked raw (every event named,
+# its name == its data's type, no [DONE]), then responses_sdk.mjs drives the official OpenAI
+# Node SDK. Skipped (exit 77) when Node or the SDK is not installed (scripts/setup-deps).
+# Usage: responses_sdk.sh JITLLMD
+source "$(dirname "$0")/lib.bash" "$@"
+command -v node >/dev/null || { echo "SKIP: node is not installed"; exit 77; }
+[ -f "$HERE/node_modules/openai/package.json" ] ||
+  { echo "SKIP: run 'npm ci --prefix tests/server_it' (scripts/setup-deps does)"; exit 77; }
+start_server R --parallel 4
+curl -sN --max-time 60 -H 'Content-Type: application/json' "$URL_R/v1/responses" \
+  -d '{"input": "Hello", "max_output_tokens": 8, "stream": true}' >"$WORK/sse.txt" ||
+  fail "streamed /v1/responses"
+head -1 "$WORK/sse.txt" | grep -qx 'event: response.created' || fail "first event: $(head -3 "$WORK/sse.txt")"
+grep -q '^data: \[DONE\]' "$WORK/sse.txt" && fail "a Responses stream has no [DONE]"
+# Each event: an 'event:' line, a 'data:' line whose type is that name, a blank line.
+awk '/^event: / { name = substr($0, 8); n++; next }
+     /^data: / { if (index($0, "{\"type\":\"" name "\"") != 7) { print "mismatch: " name " / " $0; bad = 1 }; next }
+     /^$/ { next }
+     { print "stray line: " $0; bad = 1 }
+     END { if (n < 8 || bad) exit 1 }' "$WORK/sse.txt" || fail "SSE wire format: $(cat "$WORK/sse.txt")"
+tail -2 "$WORK/sse.txt" | grep -q '^data: {"type":"response.\(completed\|incomplete\)"' ||
+  fail "last event: $(tail -2 "$WORK/sse.txt")"
+timeout 120 node "$HERE/responses_sdk.mjs" "$URL_R" || fail "responses SDK checks"
+echo "responses_sdk: ok"
