@@ -400,8 +400,10 @@ ApiError responses_error(const ApiError& e, const std::vector<std::string>& mess
   const json body = e.body()["error"];
   const std::string param = body["param"].is_string() ? body["param"].get<std::string>() : "";
   const std::string renamed = responses_param(param, message_origin);
-  if (renamed == param) return e;
   std::string message = e.what();
+  // The chat route's words for what is text.format here.
+  if (renamed == param && message.find("response_format") == std::string::npos) return e;
+  replace_all(message, "response_format", "text.format");
   replace_all(message, "'" + param + "'", "'" + renamed + "'");
   if (param == "max_tokens" || param == "max_completion_tokens") replace_all(message, param, renamed);
   return ApiError(e.status(), body["type"].get<std::string>(), message, renamed,

@@ -232,6 +232,24 @@ TEST(ResponsesRequest, ChatParserRefusalsCarryTheResponsesNames) {
   EXPECT_EQ(refusal(R"({"input": "x", "stream": "yes"})").second, "stream");
 }
 
+TEST(ResponsesRequest, JobRefusalsAreRenamed) {
+  const std::vector<std::string> origin = {"instructions", "input[0]", "input[2]"};
+  auto renamed = [&](const std::string& param, const std::string& message) {
+    const ApiError e = responses_error(ApiError(400, "invalid_request_error", message, param, "c"), origin);
+    return std::pair{e.body()["error"]["param"].get<std::string>(), std::string(e.what())};
+  };
+  EXPECT_EQ(renamed("messages", "the prompt is too long").first, "input");
+  EXPECT_EQ(renamed("messages[2].content", "x").first, "input[2].content");
+  EXPECT_EQ(renamed("messages[0].content", "x").first, "instructions");
+  EXPECT_EQ(renamed("max_tokens", "the prompt has 9 tokens and max_tokens asks for 600 more"),
+            (std::pair<std::string, std::string>{
+                "max_output_tokens", "the prompt has 9 tokens and max_output_tokens asks for 600 more"}));
+  EXPECT_EQ(renamed("tools", "a grammar or response_format together with tools").second,
+            "a grammar or text.format together with tools");
+  const ApiError plain = responses_error(ApiError(400, "invalid_request_error", "m", "seed"), origin);
+  EXPECT_EQ(plain.body()["error"]["param"], "seed");
+}
+
 // The events of an SSE text: (type, data).
 std::vector<std::pair<std::string, ojson>> events_of(const std::string& sse) {
   std::vector<std::pair<std::string, ojson>> out;

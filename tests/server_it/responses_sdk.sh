@@ -22,4 +22,25 @@ awk '/^event: / { name = substr($0, 8); n++; next }
 tail -2 "$WORK/sse.txt" | grep -q '^data: {"type":"response.\(completed\|incomplete\)"' ||
   fail "last event: $(tail -2 "$WORK/sse.txt")"
 timeout 120 node "$HERE/responses_sdk.mjs" "$URL_R" || fail "responses SDK checks"
+
+U=$URL_R
+expect_error "$U" /v1/responses '{"input": "x",,}' 400 '.message | test("not valid JSON")'
+expect_error "$U" /v1/responses '[{"input": "x"}]' 400
+expect_error "$U" /v1/responses '{"input": "x", "truncation": "auto"}' 400 '.param == "truncation"'
+expect_error "$U" /v1/responses '{"input": "x", "bogus": 1}' 400 '.code == "unknown_parameter"'
+expect_error "$U" /v1/responses '{"model": "nope", "input": "x"}' 404 '.code == "model_not_found"'
+[ "$(metric "$U" 'requests_total{endpoint="/v1/responses"}')" -ge 20 ] || fail "requests not counted"
+
+# A client that goes away mid-stream: its session is freed at the next step.
+CANCELLED=$(metric "$U" sessions_cancelled_total)
+curl -sN --max-time 60 -H 'Content-Type: application/json' "$U/v1/responses" \
+  -d '{"input": "Hello", "max_output_tokens": 400, "ignore_eos": true, "stream": true}' |
+  head -n 12 >/dev/null || true
+for i in $(seq 1 100); do
+  [ "$(metric "$U" sessions_cancelled_total)" -gt "$CANCELLED" ] &&
+    [ "$(metric "$U" 'sessions_active{model="default"}')" = 0 ] && break
+  sleep 0.1
+done
+[ "$(metric "$U" sessions_cancelled_total)" -gt "$CANCELLED" ] || fail "disconnect not seen"
+[ "$(metric "$U" 'sessions_active{model="default"}')" = 0 ] || fail "session of a gone client still active"
 echo "responses_sdk: ok"
