@@ -23,6 +23,14 @@ size_t incomplete_utf8_tail(std::string_view s) {
   return 0;
 }
 
+// Log probabilities not yet sent, moved into the message's list (for a delta event).
+ojson take_pending(ojson& pending, ojson& sent) {
+  ojson out = ojson::array();
+  out.swap(pending);
+  for (const ojson& lp : out) sent.push_back(lp);
+  return out;
+}
+
 }  // namespace
 
 std::string new_responses_id(const char* prefix) {
@@ -64,7 +72,11 @@ ojson ResponseWriter::response() const {
              {"incomplete_details", incomplete_details_},
              {"model", model_},
              {"output", output_}};
-  if (open_message_ >= 0) r["output"][size_t(open_message_)]["content"][0]["text"] = message_text_;
+  if (open_message_ >= 0) {
+    ojson& part = r["output"][size_t(open_message_)]["content"][0];
+    part["logprobs"] = message_logprobs_;
+    part["text"] = message_text_;
+  }
   for (const auto& [key, value] : echo_.items()) r[key] = value;
   r["usage"] = usage_;
   return r;
@@ -86,7 +98,10 @@ std::string ResponseWriter::open_message() {
                      {"content", ojson::array()}});
   std::string out = event("response.output_item.added",
                           {{"output_index", open_message_}, {"item", output_.back()}});
-  const ojson part = {{"type", "output_text"}, {"annotations", ojson::array()}, {"text", ""}};
+  const ojson part = {{"type", "output_text"},
+                      {"annotations", ojson::array()},
+                      {"logprobs", ojson::array()},
+                      {"text", ""}};
   output_.back()["content"].push_back(part);
   return out + event("response.content_part.added", {{"item_id", item_id},
                                                       {"output_index", open_message_},
@@ -94,7 +109,8 @@ std::string ResponseWriter::open_message() {
                                                       {"part", part}});
 }
 
-std::string ResponseWriter::text(std::string_view delta) {
+std::string ResponseWriter::text(std::string_view delta, const ojson& logprobs) {
+  for (const ojson& lp : logprobs) pending_logprobs_.push_back(lp);
   std::string s = utf8_tail_;
   s += delta;
   const size_t keep = incomplete_utf8_tail(s);
@@ -108,7 +124,8 @@ std::string ResponseWriter::text(std::string_view delta) {
                                                      {"output_index", open_message_},
                                                      {"content_index", 0},
                                                      {"delta", s},
-                                                     {"logprobs", ojson::array()}});
+                                                     {"logprobs", take_pending(pending_logprobs_,
+                                                                               message_logprobs_)}});
 }
 
 std::string ResponseWriter::close_message(const char* status) {
@@ -119,21 +136,24 @@ std::string ResponseWriter::close_message(const char* status) {
   if (!utf8_tail_.empty()) {
     // The output ended inside a character: its bytes go out as they are (replaced in JSON).
     message_text_ += utf8_tail_;
-    out += event("response.output_text.delta", {{"item_id", item_id},
-                                                 {"output_index", open_message_},
-                                                 {"content_index", 0},
-                                                 {"delta", utf8_tail_},
-                                                 {"logprobs", ojson::array()}});
+    out += event("response.output_text.delta",
+                 {{"item_id", item_id},
+                  {"output_index", open_message_},
+                  {"content_index", 0},
+                  {"delta", utf8_tail_},
+                  {"logprobs", take_pending(pending_logprobs_, message_logprobs_)}});
     utf8_tail_.clear();
   }
+  take_pending(pending_logprobs_, message_logprobs_);  // tokens whose text was held back
   ojson& item = output_[at];
   item["status"] = status;
+  item["content"][0]["logprobs"] = message_logprobs_;
   item["content"][0]["text"] = message_text_;
   out += event("response.output_text.done", {{"item_id", item_id},
                                              {"output_index", open_message_},
                                              {"content_index", 0},
                                              {"text", message_text_},
-                                             {"logprobs", ojson::array()}});
+                                             {"logprobs", message_logprobs_}});
   out += event("response.content_part.done", {{"item_id", item_id},
                                               {"output_index", open_message_},
                                               {"content_index", 0},
@@ -141,6 +161,7 @@ std::string ResponseWriter::close_message(const char* status) {
   out += event("response.output_item.done", {{"output_index", open_message_}, {"item", item}});
   open_message_ = -1;
   message_text_.clear();
+  message_logprobs_ = ojson::array();
   return out;
 }
 

@@ -40,8 +40,10 @@ class ResponseWriter {
   // The events that open a stream.
   std::string begin();
   // Content text: opens a message item when none is open. A UTF-8 character cut between two
-  // calls waits for its end, so every delta is whole characters.
-  std::string text(std::string_view delta);
+  // calls waits for its end, so every delta is whole characters. `logprobs`: its tokens' log
+  // probabilities ({token, logprob, bytes, top_logprobs}), sent with the next delta.
+  std::string text(std::string_view delta,
+                   const nlohmann::ordered_json& logprobs = nlohmann::ordered_json::array());
   // Complete tool calls, each a function_call item (an open message is closed first).
   std::string calls(const std::vector<ToolCall>& calls);
   // The output ended ("stop", "tool_calls" or "length"): closes what is open, then
@@ -68,6 +70,8 @@ class ResponseWriter {
   // The message item being written (an index into output_), -1 when none is open.
   int open_message_ = -1;
   std::string message_text_;  // its text so far
+  nlohmann::ordered_json message_logprobs_ = nlohmann::ordered_json::array();  // sent so far
+  nlohmann::ordered_json pending_logprobs_ = nlohmann::ordered_json::array();  // not yet sent
   std::string utf8_tail_;     // the start of a character whose last bytes have not come yet
 };
 

@@ -58,7 +58,7 @@ const char* const kPassThrough[] = {
 // Fields read here.
 const char* const kOwn[] = {"input", "instructions", "max_output_tokens", "tools", "tool_choice",
                             "text", "metadata", "user", "safety_identifier", "prompt_cache_key",
-                            "stream_options"};
+                            "stream_options", "include", "top_logprobs"};
 
 // Fields of OpenAI's API that this server does not honour: their no-op values pass, any other
 // is refused by name.
@@ -76,13 +76,9 @@ const Unhonoured kUnhonoured[] = {
     {"store", null_or_false, "responses are not stored (send false or leave it out)"},
     {"background", null_or_false, "responses are answered while the request waits"},
     {"prompt", absent, "there are no stored prompts"},
-    {"include", [](const ojson& v) { return v.is_null() || (v.is_array() && v.empty()); },
-     "no extra output (logprobs, sources, encrypted reasoning) is produced"},
     {"reasoning", absent, "reasoning is not configurable here"},
     {"truncation", [](const ojson& v) { return v.is_null() || v == "disabled"; },
      "the input is never truncated; an input that does not fit is refused"},
-    {"top_logprobs", [](const ojson& v) { return v.is_null() || v == 0; },
-     "log probabilities are returned on /v1/chat/completions only"},
     {"max_tool_calls", absent, "use parallel_tool_calls: false for one call"},
     {"service_tier", [](const ojson& v) { return v.is_null() || v == "auto" || v == "default"; },
      "there is one service tier"},
@@ -266,6 +262,29 @@ void add_text_config(const ojson& text, ojson& chat, ojson& echo) {
   echo["text"] = {{"format", *format}};
 }
 
+// include: the output's log probabilities are the one extra that exists here; top_logprobs
+// alone asks for them too.
+void add_logprobs(const ojson& body, ojson& chat, ojson& echo) {
+  if (const ojson* include = present(body, "include")) {
+    if (!include->is_array()) throw type_error("include", "an array", *include);
+    for (size_t j = 0; j < include->size(); ++j) {
+      const ojson& what = (*include)[j];
+      const std::string at = fmt::format("include[{}]", j);
+      if (!what.is_string()) throw type_error(at, "a string", what);
+      if (what != "message.output_text.logprobs")
+        throw refuse(at, fmt::format("'{}' (message.output_text.logprobs is the one output "
+                                     "that can be included)", what.get<std::string>()));
+      chat["logprobs"] = true;
+    }
+  }
+  echo["top_logprobs"] = 0;
+  if (const ojson* top = present(body, "top_logprobs")) {
+    chat["top_logprobs"] = *top;  // its range is checked by the chat parser
+    if (top->is_number() && top->get<double>() > 0) chat["logprobs"] = true;
+    echo["top_logprobs"] = *top;
+  }
+}
+
 void check_informational(const ojson& body) {
   if (const ojson* m = present(body, "metadata")) {
     if (!m->is_object()) throw type_error("metadata", "an object", *m);
@@ -342,6 +361,7 @@ ResponsesRequest parse_responses_request(const ojson& body) {
     chat["tool_choice"] = chat_tool_choice(*choice);
     echo["tool_choice"] = *choice;
   }
+  add_logprobs(body, chat, echo);
   echo["top_p"] = given_or("top_p", 1.0);
   echo["truncation"] = "disabled";
   echo["user"] = given_or("user", nullptr);

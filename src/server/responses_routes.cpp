@@ -40,7 +40,10 @@ ojson whole_response(Job& job, const ResponseInfo& info, ResponseWriter& writer)
   const json chat = collect(job, info, 1, "");
   const json& choice = chat.at("choices").at(0);
   const json& message = choice.at("message");
-  if (message.at("content").is_string()) writer.text(message["content"].get<std::string>());
+  ojson logprobs = ojson::array();
+  if (const json& lp = choice.at("logprobs"); lp.is_object())
+    logprobs = ojson::parse(lp.at("content").dump());
+  if (message.at("content").is_string()) writer.text(message["content"].get<std::string>(), logprobs);
   std::vector<ToolCall> calls;
   if (auto it = message.find("tool_calls"); it != message.end())
     for (const json& c : *it)
@@ -78,7 +81,10 @@ bool provide_events(ResponsesStream& st, httplib::DataSink& sink) {
         text = st.parser->push(text, calls);
         if (ev.finish_reason) text += st.parser->finish(calls);
       }
-      out += st.writer.text(text);
+      ojson logprobs = ojson::array();
+      if (st.info.logprobs && !ev.tokens.empty())
+        logprobs = ojson::parse(logprobs_json(true, ev.tokens).at("content").dump());
+      out += st.writer.text(text, logprobs);
       out += st.writer.calls(calls);
       if (ev.finish_reason) st.finish_reason = *ev.finish_reason;
     }
@@ -142,6 +148,7 @@ void HttpServer::install_responses_routes() {
     info.created = unix_now();
     info.model = m.id();
     info.chat = true;
+    info.logprobs = r.chat.options.logprobs;
     std::shared_ptr<Job> job;
     try {
       job = make_chat_job(m, r.chat, info);

@@ -104,6 +104,18 @@ TEST(ResponsesRequest, ACallWithoutTextIsItsOwnTurn) {
   EXPECT_EQ(r.chat.messages[3].raw["tool_calls"][0]["id"], "c2");
 }
 
+TEST(ResponsesRequest, LogprobsAreIncludedOnRequest) {
+  EXPECT_FALSE(parse(R"({"input": "x"})").chat.options.logprobs);
+  ResponsesRequest r = parse(R"({"input": "x", "include": ["message.output_text.logprobs"]})");
+  EXPECT_TRUE(r.chat.options.logprobs);
+  EXPECT_EQ(r.chat.options.top_logprobs, 0);
+  r = parse(R"({"input": "x", "top_logprobs": 3})");
+  EXPECT_TRUE(r.chat.options.logprobs);
+  EXPECT_EQ(r.chat.options.top_logprobs, 3);
+  EXPECT_EQ(r.echo["top_logprobs"], 3);
+  EXPECT_EQ(refusal(R"({"input": "x", "include": "message.output_text.logprobs"})").second, "include");
+}
+
 TEST(ResponsesRequest, FlatFunctionToolsAndToolChoice) {
   const ResponsesRequest r = parse(R"({"input": "x", "parallel_tool_calls": false,
       "tools": [{"type": "function", "name": "add", "description": "Adds.",
@@ -146,10 +158,10 @@ TEST(ResponsesRequest, UnhonouredFieldsAreRefusedByName) {
       {R"({"input": "x", "background": true})", "background"},
       {R"({"input": "x", "conversation": "conv_1"})", "conversation"},
       {R"({"input": "x", "prompt": {"id": "pmpt_1"}})", "prompt"},
-      {R"({"input": "x", "include": ["message.output_text.logprobs"]})", "include"},
+      {R"({"input": "x", "include": ["file_search_call.results"]})", "include[0]"},
       {R"({"input": "x", "reasoning": {"effort": "low"}})", "reasoning"},
       {R"({"input": "x", "truncation": "auto"})", "truncation"},
-      {R"({"input": "x", "top_logprobs": 2})", "top_logprobs"},
+      {R"({"input": "x", "top_logprobs": 21})", "top_logprobs"},
       {R"({"input": "x", "max_tool_calls": 1})", "max_tool_calls"},
       {R"({"input": "x", "service_tier": "flex"})", "service_tier"},
       {R"({"input": "x", "tools": [{"type": "web_search"}]})", "tools[0].type"},
@@ -311,7 +323,7 @@ TEST(ResponseWriter, TextStreamsInOrderAndEndsAsTheWholeResponse) {
   EXPECT_EQ(msg["status"], "completed");
   EXPECT_EQ(msg["id"].get<std::string>().rfind("msg_", 0), 0u);
   EXPECT_EQ(msg["content"][0], (ojson{{"type", "output_text"}, {"annotations", ojson::array()},
-                                      {"text", "Hello"}}));
+                                      {"logprobs", ojson::array()}, {"text", "Hello"}}));
   EXPECT_EQ(events[2].second["item"]["id"], msg["id"]);
   EXPECT_EQ(events[4].second["item_id"], msg["id"]);
   EXPECT_EQ(final["usage"], (ojson{{"input_tokens", 7},
@@ -397,6 +409,29 @@ TEST(ResponseWriter, DeltasAreWholeCharacters) {
     if (type == "response.output_text.delta") joined += data["delta"].get<std::string>();
   EXPECT_EQ(joined, "a" + euro + "b");
   EXPECT_EQ(w.response()["output"][0]["content"][0]["text"], "a" + euro + "b");
+}
+
+TEST(ResponseWriter, LogprobsGoWithTheirDeltas) {
+  ResponseWriter w = writer();
+  w.begin();
+  auto lp = [](const std::string& token) {
+    return ojson::array({{{"token", token}, {"logprob", -0.5}, {"top_logprobs", ojson::array()}}});
+  };
+  std::string sse = w.text("a", lp("a"));
+  sse += w.text("\xE2", lp("1"));  // half a character: its token waits with it
+  sse += w.text("\x82\xAC", lp("2"));
+  sse += w.finish("stop", Usage{});
+  std::vector<ojson> delta_logprobs;
+  ojson done;
+  for (const auto& [type, data] : events_of(sse)) {
+    if (type == "response.output_text.delta") delta_logprobs.push_back(data["logprobs"]);
+    if (type == "response.output_text.done") done = data["logprobs"];
+  }
+  ASSERT_EQ(delta_logprobs.size(), 2u);
+  EXPECT_EQ(delta_logprobs[0], lp("a"));
+  EXPECT_EQ(delta_logprobs[1].size(), 2u);
+  EXPECT_EQ(done.size(), 3u);
+  EXPECT_EQ(w.response()["output"][0]["content"][0]["logprobs"], done);
 }
 
 TEST(ResponseWriter, AFailureIsAnErrorEventThenFailed) {

@@ -75,6 +75,23 @@ const convChat = await client.chat.completions.create({
 assert.equal(conv.output_text, convChat.choices[0].message.content, 'items == chat messages');
 assert.equal(conv.usage.input_tokens, convChat.usage.prompt_tokens);
 
+// Log probabilities on request: the chat route's for the same answer, streamed with the deltas.
+const lpBody = { model, input: question, max_output_tokens: 8, temperature: 0, top_logprobs: 2,
+  include: ['message.output_text.logprobs'] };
+const withLp = await client.responses.create(lpBody);
+const lps = withLp.output[0].content[0].logprobs;
+const chatLp = await client.chat.completions.create({
+  model, messages: [{ role: 'user', content: question }], max_tokens: 8, temperature: 0, logprobs: true, top_logprobs: 2,
+});
+assert.ok(lps.length > 0);
+assert.deepEqual(lps, chatLp.choices[0].logprobs.content);
+assert.equal(lps.map((t) => t.token).join(''), withLp.output_text);
+lps.forEach((t) => assert.equal(t.top_logprobs.length, 2));
+const lpStream = await client.responses.create({ ...lpBody, stream: true });
+const streamedLps = [];
+for await (const e of lpStream) if (e.type === 'response.output_text.delta') streamedLps.push(...e.logprobs);
+assert.deepEqual(streamedLps, lps);
+
 // Streamed with the SDK's helper: the events in order, numbered, joined deltas == the text.
 function checkEvents(events, final) {
   assert.equal(events[0].type, 'response.created');
