@@ -58,7 +58,7 @@ const char* const kPassThrough[] = {
 // Fields read here.
 const char* const kOwn[] = {"input", "instructions", "max_output_tokens", "tools", "tool_choice",
                             "text", "metadata", "user", "safety_identifier", "prompt_cache_key",
-                            "stream_options", "include", "top_logprobs"};
+                            "stream_options", "include", "top_logprobs", "truncation"};
 
 // Fields of OpenAI's API that this server does not honour: their no-op values pass, any other
 // is refused by name.
@@ -77,8 +77,6 @@ const Unhonoured kUnhonoured[] = {
     {"background", null_or_false, "responses are answered while the request waits"},
     {"prompt", absent, "there are no stored prompts"},
     {"reasoning", absent, "reasoning is not configurable here"},
-    {"truncation", [](const ojson& v) { return v.is_null() || v == "disabled"; },
-     "the input is never truncated; an input that does not fit is refused"},
     {"max_tool_calls", absent, "use parallel_tool_calls: false for one call"},
     {"service_tier", [](const ojson& v) { return v.is_null() || v == "auto" || v == "default"; },
      "there is one service tier"},
@@ -364,6 +362,12 @@ ResponsesRequest parse_responses_request(const ojson& body) {
   add_logprobs(body, chat, echo);
   echo["top_p"] = given_or("top_p", 1.0);
   echo["truncation"] = "disabled";
+  if (const ojson* t = present(body, "truncation")) {
+    if (*t != "auto" && *t != "disabled")
+      throw invalid_request("truncation", "'truncation' must be \"auto\" or \"disabled\"");
+    r.truncate = *t == "auto";
+    echo["truncation"] = *t;
+  }
   echo["user"] = given_or("user", nullptr);
 
   const json plain = json::parse(chat.dump());
@@ -373,6 +377,25 @@ ResponsesRequest parse_responses_request(const ojson& body) {
     throw responses_error(e, r.message_origin);
   }
   r.stream = r.chat.options.stream;
+  return r;
+}
+
+std::vector<size_t> truncation_starts(const std::vector<ChatMessage>& messages) {
+  size_t first = 0;
+  while (first < messages.size() && messages[first].role == "system") ++first;
+  std::vector<size_t> starts;
+  for (size_t i = first + 1; i < messages.size(); ++i)
+    if (messages[i].role == "user") starts.push_back(i);
+  return starts;
+}
+
+ResponsesRequest truncated(const ResponsesRequest& request, size_t start) {
+  ResponsesRequest r = request;
+  size_t first = 0;
+  while (first < r.chat.messages.size() && r.chat.messages[first].role == "system") ++first;
+  if (start <= first || start >= r.chat.messages.size()) return r;
+  r.chat.messages.erase(r.chat.messages.begin() + long(first), r.chat.messages.begin() + long(start));
+  r.message_origin.erase(r.message_origin.begin() + long(first), r.message_origin.begin() + long(start));
   return r;
 }
 

@@ -16,6 +16,7 @@
 #include "server/job_response.h"
 #include "server/responses_format.h"
 #include "server/responses_request.h"
+#include "server/served_model.h"
 
 namespace jitllm::server {
 
@@ -135,6 +136,46 @@ void start_responses_stream(httplib::Response& res, std::shared_ptr<Job> job, Re
       });
 }
 
+bool context_exceeded(const ApiError& e) {
+  return e.body()["error"]["code"] == "context_length_exceeded";
+}
+
+// The request's Job; with truncation "auto", a conversation too long for the context (prompt
+// and max_output_tokens) loses as few of its oldest turns as make it fit, found by bisection
+// (fewer turns never make a longer prompt), so a long history costs O(log turns) renderings.
+std::shared_ptr<Job> make_responses_job(ServedModel& m, const ResponsesRequest& r, ResponseInfo& info) {
+  const ResponseInfo base = info;
+  // The Job of `q`, or null (its refusal in `refused`) when it does not fit and may be cut.
+  auto attempt = [&](const ResponsesRequest& q, std::optional<ApiError>& refused) {
+    info = base;  // make_chat_job records the tools' parsing in it
+    try {
+      return make_chat_job(m, q.chat, info);
+    } catch (const ApiError& e) {
+      if (!r.truncate || !context_exceeded(e)) throw responses_error(e, q.message_origin);
+      refused = responses_error(e, q.message_origin);
+      return std::shared_ptr<Job>();
+    }
+  };
+  std::optional<ApiError> refused;
+  if (auto job = attempt(r, refused)) return job;
+  // Candidates: the conversation from starts[j] on; the last (its final turn alone) must fit.
+  const std::vector<size_t> starts = truncation_starts(r.chat.messages);
+  if (starts.empty()) throw *refused;
+  std::shared_ptr<Job> best = attempt(truncated(r, starts.back()), refused);
+  if (!best) throw *refused;
+  size_t lo = 0, hi = starts.size() - 1;  // from starts[hi] on fits; the answer is in [lo, hi]
+  while (lo < hi) {
+    const size_t mid = (lo + hi) / 2;
+    if (auto job = attempt(truncated(r, starts[mid]), refused)) {
+      best = std::move(job);
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return best;  // (what make_chat_job put in `info` depends on the tools only, not the turns)
+}
+
 }  // namespace
 
 void HttpServer::install_responses_routes() {
@@ -149,12 +190,7 @@ void HttpServer::install_responses_routes() {
     info.model = m.id();
     info.chat = true;
     info.logprobs = r.chat.options.logprobs;
-    std::shared_ptr<Job> job;
-    try {
-      job = make_chat_job(m, r.chat, info);
-    } catch (const ApiError& e) {
-      throw responses_error(e, r.message_origin);
-    }
+    std::shared_ptr<Job> job = make_responses_job(m, r, info);
     ResponseWriter writer(info.id, info.created, m.id(), r.echo);
     m.scheduler().submit(job);
     if (r.stream)

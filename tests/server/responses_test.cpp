@@ -116,6 +116,33 @@ TEST(ResponsesRequest, LogprobsAreIncludedOnRequest) {
   EXPECT_EQ(refusal(R"({"input": "x", "include": "message.output_text.logprobs"})").second, "include");
 }
 
+TEST(ResponsesRequest, TruncationDropsWholeOldestTurns) {
+  const ResponsesRequest r = parse(R"({"instructions": "S", "truncation": "auto", "input": [
+      {"role": "system", "content": "S2"},
+      {"role": "user", "content": "u1"},
+      {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
+      {"type": "function_call_output", "call_id": "c", "output": "r"},
+      {"role": "assistant", "content": "a1"},
+      {"role": "user", "content": "u2"},
+      {"role": "assistant", "content": "a2"},
+      {"role": "user", "content": "u3"}]})");
+  EXPECT_TRUE(r.truncate);
+  EXPECT_EQ(r.echo["truncation"], "auto");
+  EXPECT_FALSE(parse(R"({"input": "x"})").truncate);
+  // [S, S2, u1, call, result, a1, u2, a2, u3]: the conversation may start at u2 or u3.
+  const std::vector<size_t> starts = truncation_starts(r.chat.messages);
+  EXPECT_EQ(starts, (std::vector<size_t>{6, 8}));
+  const ResponsesRequest t = truncated(r, starts[0]);
+  std::vector<std::string> kept;
+  for (const ChatMessage& m : t.chat.messages) kept.push_back(m.content);
+  EXPECT_EQ(kept, (std::vector<std::string>{"S", "S2", "u2", "a2", "u3"}));
+  EXPECT_EQ(t.message_origin,
+            (std::vector<std::string>{"instructions", "input[0]", "input[5]", "input[6]", "input[7]"}));
+  EXPECT_EQ(truncated(r, starts[1]).chat.messages.size(), 3u);
+  // One user turn: nothing can go.
+  EXPECT_TRUE(truncation_starts(parse(R"({"input": "x", "instructions": "S"})").chat.messages).empty());
+}
+
 TEST(ResponsesRequest, FlatFunctionToolsAndToolChoice) {
   const ResponsesRequest r = parse(R"({"input": "x", "parallel_tool_calls": false,
       "tools": [{"type": "function", "name": "add", "description": "Adds.",
@@ -160,7 +187,6 @@ TEST(ResponsesRequest, UnhonouredFieldsAreRefusedByName) {
       {R"({"input": "x", "prompt": {"id": "pmpt_1"}})", "prompt"},
       {R"({"input": "x", "include": ["file_search_call.results"]})", "include[0]"},
       {R"({"input": "x", "reasoning": {"effort": "low"}})", "reasoning"},
-      {R"({"input": "x", "truncation": "auto"})", "truncation"},
       {R"({"input": "x", "top_logprobs": 21})", "top_logprobs"},
       {R"({"input": "x", "max_tool_calls": 1})", "max_tool_calls"},
       {R"({"input": "x", "service_tier": "flex"})", "service_tier"},
@@ -213,6 +239,7 @@ TEST(ResponsesRequest, MalformedInputNamesTheItem) {
                      {"type": "function_call_output", "call_id": "nope", "output": "1"}]})",
        "input[1].call_id"},
       {R"({"input": "x", "instructions": 5})", "instructions"},
+      {R"({"input": "x", "truncation": "middle"})", "truncation"},
       {R"({"input": "x", "metadata": {"k": 1}})", "metadata"},
       {R"({"input": "x", "text": {"format": {"type": "yaml"}}})", "text.format.type"},
       {R"({"input": "x", "text": {"format": {"type": "json_schema", "name": "n"}}})", "text.format.schema"},
@@ -400,7 +427,7 @@ TEST(ResponseWriter, DeltasAreWholeCharacters) {
   ResponseWriter w = writer();
   w.begin();
   const std::string euro = "\xE2\x82\xAC";  // one character, three bytes
-  std::string sse = w.text("a" + euro.substr(0, 1));
+  std::string sse = w.text(std::string("a") + euro[0]);
   sse += w.text(euro.substr(1, 1));
   sse += w.text(euro.substr(2) + "b");
   sse += w.finish("stop", Usage{});

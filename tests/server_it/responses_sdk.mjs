@@ -10,7 +10,8 @@ import { zodTextFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
 
 const client = new OpenAI({ baseURL: process.argv[2] + '/v1', apiKey: 'unused', maxRetries: 0, timeout: 60_000 });
-const model = (await client.models.list()).data[0].id;
+const [served] = (await client.models.list()).data;
+const model = served.id;
 
 function checkUsage(r) {
   assert.ok(r.usage.input_tokens > 0, 'input tokens');
@@ -194,6 +195,30 @@ const colour = await client.responses.create({
 });
 assert.ok(['red', 'blue'].includes(JSON.parse(colour.output_text).colour), colour.output_text);
 assert.equal(colour.text.format.name, 'c');
+
+// truncation: a conversation longer than the context is refused as it is; with "auto" it loses
+// the fewest oldest turns that make it fit (the chat route's answer from that turn on, and one
+// turn more would not fit).
+const para = (i) => `Turn ${i}: ` + 'the module provides functions for working with files and directories. '.repeat(5);
+const long = [];
+for (let i = 0; i < 6; i++) long.push({ role: 'user', content: para(i) }, { role: 'assistant', content: para(i) });
+long.push({ role: 'user', content: 'What is a file?' });
+await assert.rejects(client.responses.create({ model, input: long, max_output_tokens: 16 }),
+  (e) => e instanceof OpenAI.BadRequestError && e.code === 'context_length_exceeded' && e.param === 'input');
+const kept = await client.responses.create({ model, input: long, max_output_tokens: 16, temperature: 0, truncation: 'auto' });
+assert.equal(kept.truncation, 'auto');
+assert.ok(kept.usage.input_tokens + 16 <= served.context_length, JSON.stringify(kept.usage));
+const fromTurn = async (k) => client.chat.completions.create({
+  model, messages: long.slice(2 * k), max_tokens: 16, temperature: 0 }).catch((e) => {
+  assert.ok(e instanceof OpenAI.BadRequestError, String(e));
+  return null;
+});
+let turn = 1;
+while (turn < 6 && (await fromTurn(turn))?.usage.prompt_tokens !== kept.usage.input_tokens) turn++;
+assert.ok(turn < 6, 'the kept conversation starts at a user turn');
+console.log(`truncation: ${turn} of 6 turns dropped, ${kept.usage.input_tokens} input tokens`);
+assert.equal((await fromTurn(turn)).choices[0].message.content, kept.output_text);
+assert.equal(await fromTurn(turn - 1), null, 'one turn more would not fit');
 
 // Refusals: what is not honoured is a 400 naming the field; stored responses do not exist.
 async function refused(body, param) {

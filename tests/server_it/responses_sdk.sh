@@ -26,7 +26,7 @@ timeout 120 node "$HERE/responses_sdk.mjs" "$URL_R" || fail "responses SDK check
 U=$URL_R
 expect_error "$U" /v1/responses '{"input": "x",,}' 400 '.message | test("not valid JSON")'
 expect_error "$U" /v1/responses '[{"input": "x"}]' 400
-expect_error "$U" /v1/responses '{"input": "x", "truncation": "auto"}' 400 '.param == "truncation"'
+expect_error "$U" /v1/responses '{"input": "x", "truncation": "middle"}' 400 '.param == "truncation"'
 expect_error "$U" /v1/responses '{"input": "x", "bogus": 1}' 400 '.code == "unknown_parameter"'
 expect_error "$U" /v1/responses '{"model": "nope", "input": "x"}' 404 '.code == "model_not_found"'
 [ "$(metric "$U" 'requests_total{endpoint="/v1/responses"}')" -ge 20 ] || fail "requests not counted"
