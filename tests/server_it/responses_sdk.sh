@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # /v1/responses on the bundled demo model: the SSE wire format checked raw (every event named,
 # its name == its data's type, no [DONE]), then responses_sdk.mjs drives the official OpenAI
-# Node SDK. Skipped (exit 77) when Node or the SDK is not installed (scripts/setup-deps).
+# Node SDK; raw bad bodies, a client leaving mid-stream, and a generation that fails (a NaN
+# embedding row, edit_hf.py) ending a stream with error + response.failed. Skipped (exit 77)
+# when Node or the SDK is not installed (scripts/setup-deps).
 # Usage: responses_sdk.sh JITLLMD
 source "$(dirname "$0")/lib.bash" "$@"
 command -v node >/dev/null || { echo "SKIP: node is not installed"; exit 77; }
@@ -43,4 +45,20 @@ for i in $(seq 1 100); do
 done
 [ "$(metric "$U" sessions_cancelled_total)" -gt "$CANCELLED" ] || fail "disconnect not seen"
 [ "$(metric "$U" 'sessions_active{model="default"}')" = 0 ] || fail "session of a gone client still active"
+
+# A generation that fails: token 1859 (the word-final "a" of "extra") has a NaN embedding row.
+export XDG_CACHE_HOME=$WORK/cache  # the edited folder is converted into it
+python3 "$HERE/edit_hf.py" "$SHARED/oracle/pydoc-llama/hf" "$WORK/nan" nan 1859
+start_server N --model "$WORK/nan" --alias nan
+expect_error "$URL_N" /v1/responses '{"input": "extra", "max_output_tokens": 4}' 500 \
+  '.code == "model_output_invalid"'
+curl -sN --max-time 60 -H 'Content-Type: application/json' "$URL_N/v1/responses" \
+  -d '{"input": "extra", "max_output_tokens": 4, "stream": true}' >"$WORK/failed.txt" || fail "failed stream"
+grep -A1 -x 'event: error' "$WORK/failed.txt" | grep -q '"code":"model_output_invalid"' ||
+  fail "no error event: $(cat "$WORK/failed.txt")"
+tail -2 "$WORK/failed.txt" | sed -n 's/^data: //p' | jq -e '.type == "response.failed" and
+  .response.status == "failed" and .response.error.code == "model_output_invalid"' >/dev/null ||
+  fail "not ended by response.failed: $(cat "$WORK/failed.txt")"
+post "$URL_N" /v1/responses '{"input": "hello", "max_output_tokens": 4}'
+[ "$STATUS" = 200 ] || fail "after the failed generation: $STATUS $BODY"
 echo "responses_sdk: ok"
