@@ -4,8 +4,9 @@
 // validate their JSON and answer 503), or as a JSON body straight into the request parsers.
 // The first byte picks:
 //   bit 0 clear: HTTP; bit 1 set: the server wants 'Authorization: Bearer k3y';
-//   bit 0 set:   JSON: parse_json_body, then parse_completion_request, parse_chat_request and
-//                parse_systemone_request, each refusing with ApiError / jitllm::Error only.
+//   bit 0 set:   JSON: parse_json_body, then parse_completion_request, parse_chat_request,
+//                parse_responses_request (and its truncations) and parse_systemone_request,
+//                each refusing with ApiError / jitllm::Error only.
 // Findings: a crash or sanitizer report, another exception type, a 500 (nothing the client sends
 // is an internal error), a response that does not start "HTTP/1.1 ", and any response after a
 // request refused before routing (its body was not read: the rest is no request of its own).
@@ -30,6 +31,7 @@
 #include "server/api_error.h"
 #include "server/http_server.h"
 #include "server/request.h"
+#include "server/responses_request.h"
 
 namespace {
 
@@ -106,6 +108,13 @@ void parse_json(const std::string& text) {
     const jitllm::server::ChatRequest r = jitllm::server::parse_chat_request(body);
     // The chat route hands each message to the template as it was sent.
     for (const auto& m : r.messages) (void)nlohmann::ordered_json::parse(m.raw.dump());
+  } catch (const jitllm::server::ApiError&) {
+  }
+  try {
+    const auto r = jitllm::server::parse_responses_request(nlohmann::ordered_json::parse(text));
+    for (const auto& m : r.chat.messages) (void)nlohmann::ordered_json::parse(m.raw.dump());
+    for (size_t start : jitllm::server::truncation_starts(r.chat.messages))
+      (void)jitllm::server::truncated(r, start);
   } catch (const jitllm::server::ApiError&) {
   }
   try {

@@ -342,35 +342,15 @@ void HttpServer::install_routes() {
     const auto ordered = ordered_twin(body, text);
     const ChatRequest r = parse_chat_request(body, ordered ? &*ordered : nullptr);
     ServedModel& m = model_for(r.model);
-    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-    for (const ChatMessage& msg : r.messages)
-      messages.push_back(nlohmann::ordered_json::parse(msg.raw.dump()));
     ResponseInfo info{random_id("chatcmpl-"), unix_now(), m.id(), true, r.options.logprobs};
-    GenerationOptions options = r.options;
-    const ToolRequest& tools = r.tool_request;
-    if (tools.calls_expected()) {
-      // The calls are held to the tools' schemas: from the first token (required, named) or
-      // from where the model starts one (auto).
-      if (options.grammar)
-        throw invalid_request("tools", "a grammar or response_format together with tools that "
-                                       "may be called is not supported (send tool_choice \"none\")");
-      const ToolGrammar g = tool_call_grammar(m.tool_syntax(), tools);
-      options.grammar = grammar_or_400(g.gbnf, "tools");
-      options.grammar_triggers = g.triggers;
-      options.tool_calls = true;
-      info.tool_syntax = m.tool_syntax();
-      for (const ToolDefinition& t : tools.tools)
-        if (tools.choice != ToolChoice::Named || t.name == tools.named) info.tool_names.push_back(t.name);
-    }
-    nlohmann::ordered_json template_tools = r.tools;
-    adapt_conversation(m.tool_syntax(), tools, messages, template_tools);
-    auto job = make_job(m, m.tokenize_chat(messages, template_tools, r.parse_special_in_content),
-                        options, true, true);
+    auto job = make_chat_job(m, r, info);
     m.scheduler().submit(job);
     if (r.options.stream)
       return start_stream(res, job, info, r.options.include_usage, requests_in_flight_);
     send_json(res, 200, collect(*job, info, job->n, ""));
   });
+
+  install_responses_routes();
 
   post("/v1/systemone", [this](const httplib::Request&, const std::string& text,
                                httplib::Response& res) {

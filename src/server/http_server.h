@@ -66,6 +66,8 @@ class HttpServer {
   void install_routes();
   // /tokenize, /detokenize, /props, /slots, /health, /metrics, /v1/models (utility_routes.cpp).
   void install_utility_routes();
+  // POST /v1/responses and the stored-response routes it implies (responses_routes.cpp).
+  void install_responses_routes();
   // CORS preflight and headers; true when the request was answered (a preflight).
   bool apply_cors(const httplib::Request& req, httplib::Response& res) const;
   // Reads the body of a POST (counting decoded bytes, so chunked and gzip bodies meet the same

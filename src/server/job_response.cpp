@@ -14,7 +14,9 @@
 #include "server/access_log.h"
 #include "server/api_error.h"
 #include "server/http_connection.h"
+#include "server/output_constraint.h"
 #include "server/served_model.h"
+#include "server/tool_syntax.h"
 #include "tokenizer/tokenizer.h"
 
 namespace jitllm::server {
@@ -101,8 +103,31 @@ std::shared_ptr<Job> make_job(const ServedModel& model, std::vector<int32_t> pro
   return job;
 }
 
-// Waits for a job to finish (no streaming), collecting its choices.
-namespace {
+std::shared_ptr<Job> make_chat_job(ServedModel& m, const ChatRequest& r, ResponseInfo& info) {
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  for (const ChatMessage& msg : r.messages)
+    messages.push_back(nlohmann::ordered_json::parse(msg.raw.dump()));
+  GenerationOptions options = r.options;
+  const ToolRequest& tools = r.tool_request;
+  if (tools.calls_expected()) {
+    // The calls are held to the tools' schemas: from the first token (required, named) or
+    // from where the model starts one (auto).
+    if (options.grammar)
+      throw invalid_request("tools", "a grammar or response_format together with tools that "
+                                     "may be called is not supported (send tool_choice \"none\")");
+    const ToolGrammar g = tool_call_grammar(m.tool_syntax(), tools);
+    options.grammar = grammar_or_400(g.gbnf, "tools");
+    options.grammar_triggers = g.triggers;
+    options.tool_calls = true;
+    info.tool_syntax = m.tool_syntax();
+    for (const ToolDefinition& t : tools.tools)
+      if (tools.choice != ToolChoice::Named || t.name == tools.named) info.tool_names.push_back(t.name);
+  }
+  nlohmann::ordered_json template_tools = r.tools;
+  adapt_conversation(m.tool_syntax(), tools, messages, template_tools);
+  return make_job(m, m.tokenize_chat(messages, template_tools, r.parse_special_in_content),
+                  options, true, true);
+}
 
 // What the access line tells of a generation: its id, tokens and time to first token.
 void record_usage(const Job& job, const ResponseInfo& info) {
@@ -113,7 +138,7 @@ void record_usage(const Job& job, const ResponseInfo& info) {
   if (const int64_t us = job.first_token_us; us >= 0) r.ttft_ms = double(us) / 1000.0;
 }
 
-}  // namespace
+// Waits for a job to finish (no streaming), collecting its choices.
 
 json collect(Job& job, const ResponseInfo& info, int n, const std::string& prefix) {
   std::vector<ChoiceText> choices(static_cast<size_t>(n));

@@ -29,6 +29,13 @@ class ServedModel;
 std::shared_ptr<Job> make_job(const ServedModel& model, std::vector<int32_t> prompt,
                               const GenerationOptions& options, bool chat, bool add_implicit_stops);
 
+// A chat request's Job: its messages through the model's template, its tools' grammar (calls
+// held to the argument schemas) and the parsing of calls recorded in `info`.
+std::shared_ptr<Job> make_chat_job(ServedModel& model, const ChatRequest& request, ResponseInfo& info);
+
+// The access line's id, tokens and time to first token, once a job is done.
+void record_usage(const Job& job, const ResponseInfo& info);
+
 // Waits for the job to finish and returns its response body; throws the job's ApiError. Polls
 // the calling HTTP thread's connection meanwhile and cancels the job when the client left.
 nlohmann::json collect(Job& job, const ResponseInfo& info, int n, const std::string& prefix);
