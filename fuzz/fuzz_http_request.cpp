@@ -5,8 +5,9 @@
 // The first byte picks:
 //   bit 0 clear: HTTP; bit 1 set: the server wants 'Authorization: Bearer k3y';
 //   bit 0 set:   JSON: parse_json_body, then parse_completion_request, parse_chat_request,
-//                parse_anthropic_request (messages and count_tokens) and
-//                parse_systemone_request, each refusing with ApiError / jitllm::Error only.
+//                parse_anthropic_request (messages and count_tokens), parse_responses_request
+//                (and its truncations) and parse_systemone_request, each refusing with
+//                ApiError / jitllm::Error only.
 // Findings: a crash or sanitizer report, another exception type, a 500 (nothing the client sends
 // is an internal error), a response that does not start "HTTP/1.1 ", and any response after a
 // request refused before routing (its body was not read: the rest is no request of its own).
@@ -32,6 +33,7 @@
 #include "server/api_error.h"
 #include "server/http_server.h"
 #include "server/request.h"
+#include "server/responses_request.h"
 
 namespace {
 
@@ -117,6 +119,13 @@ void parse_json(const std::string& text) {
       for (const auto& m : r.chat.messages) (void)nlohmann::ordered_json::parse(m.raw.dump());
     } catch (const jitllm::server::ApiError&) {
     }
+  }
+  try {
+    const auto r = jitllm::server::parse_responses_request(nlohmann::ordered_json::parse(text));
+    for (const auto& m : r.chat.messages) (void)nlohmann::ordered_json::parse(m.raw.dump());
+    for (size_t start : jitllm::server::truncation_starts(r.chat.messages))
+      (void)jitllm::server::truncated(r, start);
+  } catch (const jitllm::server::ApiError&) {
   }
   try {
     (void)jitllm::app::parse_systemone_request(body);

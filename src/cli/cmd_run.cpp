@@ -14,6 +14,7 @@
 #include "cli/line_reader.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "runtime/attention_flags.h"
 #include "runtime/engine.h"
 #include "runtime/model_loader.h"
 #include "sample/sampler_chain.h"
@@ -33,6 +34,7 @@ struct RunArgs {
   bool chat = false, print_ids = false;
   SamplingParams sampling;
   uint32_t seed = SamplingParams::kRandomSeed;
+  AttentionFlags attention;
 };
 
 int run_run(RunArgs args) {
@@ -58,6 +60,8 @@ int run_run(RunArgs args) {
   options.vram_budget = args.vram_budget;
   options.gpu_layers = args.gpu_layers;
   options.kv_tokens = args.n_ctx;  // 0: the training context, as the session
+  options.kv_type = kv_cache_type(args.attention.cache_type_k, args.attention.cache_type_v);
+  check_flash_attn(args.attention.flash_attn);
   Engine engine(load_model_file(args.model), options);
   const Tokenizer tok(engine.model().file().metadata);
   if (int64_t(tok.n_vocab()) > engine.config().n_vocab)
@@ -108,11 +112,12 @@ const RegisterCommand reg{Command{
       app.add_option("--top-p", a->sampling.top_p, "Top-p (>= 1 off; default 0.95)");
       app.add_option("--min-p", a->sampling.min_p, "Min-p (<= 0 off; default 0.05)");
       app.add_option("--repeat-penalty", a->sampling.repeat_penalty, "Repeat penalty (1 = off)");
-      app.add_option("--seed", a->seed, "Sampling seed (default: random, printed)");
+      app.add_option("-s,--seed", a->seed, "Sampling seed (default: random, printed)");
       app.add_option("-c,--ctx-size", a->n_ctx, "Context size (default: the model's)");
       app.add_option("-t,--threads", a->threads, "Threads (default: all cores)");
       app.add_option("--kernels", a->kernels, "CPU kernels: jit or reference");
       add_device_flags(app, a->devices, a->vram_budget, a->gpu_layers);
+      add_attention_flags(app, a->attention);
       app.add_flag("--chat", a->chat, "Interactive chat with the model's template (/help in it)");
       app.add_option("--system", a->system, "System message for --chat");
       app.add_option("--chat-template", a->chat_template,

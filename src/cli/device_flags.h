@@ -20,4 +20,17 @@ inline void add_device_flags(CLI::App& app, std::string& devices, std::string& v
                  "at most this many layers on the cards, the first ones (-ngl; default: all that fit)");
 }
 
+// llama.cpp's -fa / -ctk / -ctv (runtime/attention_flags.h says what jitllm takes).
+struct AttentionFlags {
+  std::string flash_attn = "auto", cache_type_k = "f16", cache_type_v = "f16";
+};
+
+inline void add_attention_flags(CLI::App& app, AttentionFlags& flags) {
+  app.add_option("--flash-attn", flags.flash_attn,
+                 "-fa: on or auto (jitllm's attention is always fused); off is refused")
+      ->expected(0, 1);
+  app.add_option("--cache-type-k", flags.cache_type_k, "-ctk: KV cache type, f16 (default) or f32");
+  app.add_option("--cache-type-v", flags.cache_type_v, "-ctv: the same as -ctk (K and V share one type)");
+}
+
 }  // namespace jitllm::cli

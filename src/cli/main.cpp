@@ -49,7 +49,10 @@ int main(int argc, char** argv) {
   }
   // llama.cpp's multi-letter short flags, which CLI11 would read as clusters ("-ngl" as -n gl).
   const jitllm::FlagSpelling spelled =
-      jitllm::respell_flags(argc, argv, {{"ngl", "gpu-layers"}, {"np", "parallel"}}, {});
+      jitllm::respell_flags(argc, argv,
+                            {{"ngl", "gpu-layers"}, {"np", "parallel"}, {"fa", "flash-attn"},
+                             {"ctk", "cache-type-k"}, {"ctv", "cache-type-v"}},
+                            {});
   std::vector<const char*> args;
   for (const std::string& a : spelled.args) args.push_back(a.c_str());
   try {

@@ -16,7 +16,7 @@ const char* const kRoutes[] = {"/v1/completions", "/v1/chat/completions", "/v1/s
                                "/v1/models",      "/tokenize",            "/detokenize",
                                "/props",          "/slots",               "/health",
                                "/metrics",        "/v1/messages",
-                               "/v1/messages/count_tokens"};
+                               "/v1/messages/count_tokens", "/v1/responses"};
 
 }  // namespace
 
@@ -24,6 +24,7 @@ const char* route_label(const std::string& path) {
   if (find_webui_asset(path)) return "webui";  // the page and its files, one label
   for (const char* r : kRoutes)
     if (path == r) return r;
+  if (path.rfind("/v1/responses/", 0) == 0) return "/v1/responses/{id}";
   return "other";
 }
 

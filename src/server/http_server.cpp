@@ -369,6 +369,8 @@ void HttpServer::install_routes() {
     send_json(res, 200, collect(*job, info, job->n, ""));
   });
 
+  install_responses_routes();
+
   post("/v1/systemone", [this](const httplib::Request&, const std::string& text,
                                httplib::Response& res) {
     const app::SystemOneRequest r = app::parse_systemone_request(parse_json_body(text));

@@ -68,6 +68,8 @@ class HttpServer {
   void install_utility_routes();
   // /v1/messages and /v1/messages/count_tokens: Anthropic's Messages API (anthropic_routes.cpp).
   void install_anthropic_routes();
+  // POST /v1/responses and the stored-response routes it implies (responses_routes.cpp).
+  void install_responses_routes();
   // CORS preflight and headers; true when the request was answered (a preflight).
   bool apply_cors(const httplib::Request& req, httplib::Response& res) const;
   // Reads the body of a POST (counting decoded bytes, so chunked and gzip bodies meet the same

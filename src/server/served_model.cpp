@@ -4,6 +4,7 @@
 
 #include "app/systemone_scoring.h"
 #include "core/log.h"
+#include "runtime/attention_flags.h"
 #include "server/api_error.h"
 #include "server/http_connection.h"
 #include "tokenizer/tokenizer.h"
@@ -19,6 +20,8 @@ ServedModel::ServedModel(ModelOptions options, Metrics& metrics)
   eo.devices = options.devices;
   eo.vram_budget = options.vram_budget;
   eo.gpu_layers = options.gpu_layers;
+  eo.kv_type = kv_cache_type(options.cache_type_k, options.cache_type_v);
+  check_flash_attn(options.flash_attn);
   // KV for every parallel sequence at its full context (0: the training context).
   if (options.scheduler.n_ctx > 0) eo.kv_tokens = options.scheduler.n_ctx * options.scheduler.parallel;
   eo.cpu_kernels = options.kernels;

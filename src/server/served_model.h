@@ -22,11 +22,13 @@ namespace jitllm::server {
 struct ModelOptions {
   std::string path;                // .gguf, .jlm or HF folder ("" = the bundled default model)
   std::string id;                  // name clients use ("" = the file's stem)
-  std::string chat_template;  // overrides the model's template
+  std::string chat_template;       // a file or a built-in name: overrides the model's template
   std::string kernels;             // -kernels: EngineOptions::cpu_kernels ("" = the fastest)
   std::string devices = "cpu";     // cpu, cuda, cuda:N or a list (EngineOptions::devices)
   std::string vram_budget;         // per-card cap, e.g. "6G" (EngineOptions::vram_budget)
   int gpu_layers = -1;             // at most this many layers on cards (EngineOptions::gpu_layers)
+  // llama.cpp's -fa / -ctk / -ctv (runtime/attention_flags.h).
+  std::string flash_attn = "auto", cache_type_k = "f16", cache_type_v = "f16";
   SchedulerOptions scheduler;
   // Found in a -models folder: a file that does not load is skipped (logged), not fatal.
   bool skip_if_unloadable = false;

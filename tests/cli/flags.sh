@@ -13,5 +13,17 @@ OUT=$("$JITLLM" rn -p x 2>&1); RC=$?
 [ "$RC" = 2 ] && echo "$OUT" | grep -q "did you mean run" || fail "mistyped command: $RC $OUT"
 OUT=$("$JITLLM" run --n-predcit 3 -p x 2>&1); RC=$?
 [ "$RC" = 2 ] && echo "$OUT" | grep -q "did you mean --n-predict" || fail "mistyped flag: $RC $OUT"
+# llama.cpp's attention flags: -fa (with or without a value), -ctk/-ctv, -s; what jitllm cannot
+# do is refused with a message (exit 1), not accepted and ignored.
+for f in "-fa" "-fa on" "--flash-attn auto" "-ctk f32 -ctv f32" "-ctk f16" "-s 7 --temp 1"; do
+  OUT=$("$JITLLM" run $f -n 2 -p "A list is" 2>&1); RC=$?
+  [ "$RC" = 0 ] || fail "$f: $RC $OUT"
+done
+OUT=$("$JITLLM" run -s 7 --temp 1 -n 2 -p "A list is" 2>&1)
+echo "$OUT" | grep -q "^seed: 7$" || fail "-s is not the seed: $OUT"
+for f in "-fa off:no unfused one" "-ctk q8_0:quantized KV cache is not supported" "-ctk f32:one type"; do
+  OUT=$("$JITLLM" run ${f%%:*} -n 2 -p x 2>&1); RC=$?
+  [ "$RC" = 1 ] && echo "$OUT" | grep -q "${f#*:}" || fail "${f%%:*}: $RC $OUT"
+done
 set -e
 echo "flags: all checks passed"

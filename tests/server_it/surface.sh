@@ -85,4 +85,8 @@ post "$URL_T" /tokenize "{\"content\": $TEXT, \"add_special\": true, \"parse_spe
 expect_error "$URL_T" /tokenize '{"content": "x", "with_pices": true}' 400 '.param == "with_pices"'
 if "$JITLLMD" serve -m "$MODEL" --chat-template nosuch --port 0 2> "$WORK/tmpl.err"; then fail "unknown template name served"; fi
 grep -q "not a built-in template" "$WORK/tmpl.err" || fail "template error: $(cat "$WORK/tmpl.err")"
+# llama-server's -fa / -ctk spellings: what jitllm cannot do is refused at start, not ignored.
+if "$JITLLMD" serve -m "$MODEL" -ctk q8_0 -ctv q8_0 --port 0 2> "$WORK/ctk.err"; then fail "-ctk q8_0 served"; fi
+grep -q "quantized KV cache is not supported" "$WORK/ctk.err" || fail "-ctk message: $(cat "$WORK/ctk.err")"
+start_server F -m "$MODEL" -np 1 -fa on -ctk f32 -ctv f32
 echo "surface: all checks passed"

@@ -58,6 +58,11 @@ void add_serve_options(CLI::App& app, Args& a) {
   app.add_option("--n-gpu-layers,--gpu-layers", mo.gpu_layers,
                  "at most N layers on the cards, the first ones (-ngl; default: all that fit)")
       ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--flash-attn", mo.flash_attn,
+                 "-fa: on or auto (jitllm's attention is always fused); off is refused")
+      ->expected(0, 1);
+  app.add_option("--cache-type-k", mo.cache_type_k, "-ctk: KV cache type, f16 (default) or f32");
+  app.add_option("--cache-type-v", mo.cache_type_v, "-ctv: the same as -ctk (K and V share one type)");
   app.add_option("--host", so.host, "address to bind (default 127.0.0.1)");
   app.add_option("--port", so.port, "port (default 8080; 0: any free port, see --port-file)")
       ->check(CLI::Range(0, 65535));
@@ -206,7 +211,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   const jitllm::FlagSpelling spelled = jitllm::respell_flags(
-      argc, argv, {{"ngl", "n-gpu-layers"}, {"np", "parallel"}}, long_names(*serve_cmd));
+      argc, argv,
+      {{"ngl", "n-gpu-layers"}, {"np", "parallel"}, {"fa", "flash-attn"}, {"ctk", "cache-type-k"},
+       {"ctv", "cache-type-v"}},
+      long_names(*serve_cmd));
   std::vector<const char*> args;
   for (const std::string& s : spelled.args) args.push_back(s.c_str());
   try {
