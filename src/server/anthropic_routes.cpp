@@ -13,6 +13,7 @@
 #include "server/chat_job.h"
 #include "server/http_reply.h"
 #include "server/http_server.h"
+#include "server/event_stream.h"
 #include "server/job_response.h"
 #include "server/served_model.h"
 
@@ -105,25 +106,7 @@ void start_message_stream(httplib::Response& res, std::shared_ptr<Job> job, Resp
   const int64_t input_tokens = int64_t(job->prompt.size());
   auto st = std::make_shared<MessageStreamState>(MessageStreamState{
       std::move(job), info, AnthropicStream(info, std::move(ending), input_tokens)});
-  res.status = 200;
-  res.set_header("Cache-Control", "no-cache");
-  ++in_flight;
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [st](size_t, httplib::DataSink& sink) {
-        // httplib runs the provider outside its handler's try: nothing may escape from here.
-        try {
-          return provide_events(*st, sink);
-        } catch (const std::exception& e) {
-          log(LogLevel::Error, "stream {} failed: {}", st->info.id, e.what());
-          st->job->cancelled = true;
-          return false;
-        }
-      },
-      [st, &in_flight](bool success) {
-        if (!success || !st->ended) st->job->cancelled = true;
-        --in_flight;
-      });
+  start_event_stream<MessageStreamState>(res, st, provide_events, in_flight);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "sample/sampling_params.h"
 #include "server/access_log.h"
 #include "server/api_error.h"
+#include "server/event_stream.h"
 #include "server/http_connection.h"
 #include "server/served_model.h"
 #include "tokenizer/tokenizer.h"
@@ -239,25 +240,7 @@ void start_stream(httplib::Response& res, std::shared_ptr<Job> job, ResponseInfo
   st->include_usage = include_usage;
   if (st->info.tool_syntax)
     st->parsers.assign(size_t(st->job->n), ToolCallParser(*st->info.tool_syntax, st->info.tool_names));
-  res.status = 200;
-  res.set_header("Cache-Control", "no-cache");
-  ++in_flight;
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [st](size_t, httplib::DataSink& sink) {
-        // httplib runs the provider outside its handler's try: nothing may escape from here.
-        try {
-          return provide_chunk(*st, sink);
-        } catch (const std::exception& e) {
-          log(LogLevel::Error, "stream {} failed: {}", st->info.id, e.what());
-          st->job->cancelled = true;
-          return false;
-        }
-      },
-      [st, &in_flight](bool success) {
-        if (!success || !st->ended) st->job->cancelled = true;
-        --in_flight;
-      });
+  start_event_stream<StreamState>(res, st, provide_chunk, in_flight);
 }
 
 }  // namespace jitllm::server

@@ -14,6 +14,7 @@
 #include "server/chat_job.h"
 #include "server/http_reply.h"
 #include "server/http_server.h"
+#include "server/event_stream.h"
 #include "server/job_response.h"
 #include "server/responses_format.h"
 #include "server/responses_request.h"
@@ -116,25 +117,7 @@ void start_responses_stream(httplib::Response& res, std::shared_ptr<Job> job, Re
   auto st = std::make_shared<ResponsesStream>(ResponsesStream{std::move(job), std::move(info),
                                                               std::move(writer), std::nullopt});
   if (st->info.tool_syntax) st->parser.emplace(*st->info.tool_syntax, st->info.tool_names);
-  res.status = 200;
-  res.set_header("Cache-Control", "no-cache");
-  ++in_flight;
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [st](size_t, httplib::DataSink& sink) {
-        // httplib runs the provider outside its handler's try: nothing may escape from here.
-        try {
-          return provide_events(*st, sink);
-        } catch (const std::exception& e) {
-          log(LogLevel::Error, "stream {} failed: {}", st->info.id, e.what());
-          st->job->cancelled = true;
-          return false;
-        }
-      },
-      [st, &in_flight](bool success) {
-        if (!success || !st->ended) st->job->cancelled = true;
-        --in_flight;
-      });
+  start_event_stream<ResponsesStream>(res, st, provide_events, in_flight);
 }
 
 bool context_exceeded(const ApiError& e) {
