@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -30,7 +32,8 @@ constexpr const char* kHelp =
     "  /clear         start the conversation over (the system message stays)\n"
     "  /save FILE     write the conversation as JSON (an array of {role, content})\n"
     "  /load FILE     continue a saved conversation\n"
-    "  A line ending in '\\' continues on the next one; Ctrl-C stops an answer.\n"
+    "  A line ending in '\\' continues on the next one; Ctrl-C stops an answer or drops the\n"
+    "  line being typed (it never leaves the chat: Ctrl-D does).\n"
     "  To send text that begins with '/', begin it with '//'.\n";
 
 // The template, its end-of-turn stop ids, and a note when it is not the model's own.
@@ -64,6 +67,12 @@ Template choose_template(const ChatOptions& options, const Engine& engine, const
 }
 
 ordered_json read_conversation(const std::string& path) {
+  // A saved conversation is small: a device or a huge file is not read into memory.
+  constexpr uintmax_t kMaxBytes = uintmax_t(64) << 20;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) throw_error("{}: cannot read (not a file)", path);
+  if (std::filesystem::file_size(path, ec) > kMaxBytes)
+    throw_error("{}: larger than {} MiB; not a saved conversation", path, kMaxBytes >> 20);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw_error("{}: cannot read", path);
   std::stringstream text;
@@ -83,9 +92,23 @@ ordered_json read_conversation(const std::string& path) {
   return j;
 }
 
+// Written beside `path` and renamed over it: a failed write leaves an earlier save whole.
 void write_conversation(const std::string& path, const ordered_json& messages) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out || !(out << messages.dump(2) << "\n")) throw_error("{}: cannot write", path);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out || !(out << messages.dump(2) << "\n") || !out.flush()) {
+      std::error_code ec;
+      std::filesystem::remove(tmp, ec);
+      throw_error("{}: cannot write", path);
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw_error("{}: cannot write: {}", path, ec.message());
+  }
 }
 
 // The first turn after the system message: its user message and what followed it up to the next
@@ -132,7 +155,12 @@ int run_chat(const ChatOptions& options, Engine& engine, Session& session, const
     if (!input.interactive()) fmt::print("\n");
     g_interrupt = false;
     const std::optional<std::string> line = input.read("> ");
-    if (!line || (g_interrupt && line->empty())) break;  // Ctrl-D (or Ctrl-C at the prompt)
+    if (!line && g_interrupt) {  // Ctrl-C at the prompt: the line is dropped, the chat stays
+      std::cin.clear();
+      fmt::print("\n");
+      continue;
+    }
+    if (!line) break;  // Ctrl-D: end of input
     std::string text = *line;
     if (text.empty()) continue;
     if (text[0] == '/' && text.rfind("//", 0) != 0) {
@@ -152,7 +180,18 @@ int run_chat(const ChatOptions& options, Engine& engine, Session& session, const
           fmt::print(stderr, "[{} messages saved to {}]\n", messages.size(), arg);
         } else if (command == "/load") {
           if (arg.empty()) throw_error("/load needs a file name");
-          messages = read_conversation(arg);
+          ordered_json loaded = read_conversation(arg);
+          // The model's template must take it, with the next user turn added as the chat will:
+          // one that refuses it (roles out of order) leaves the conversation as it was.
+          ordered_json probe = loaded;
+          probe.push_back({{"role", "user"}, {"content", "."}});
+          try {
+            chat::render_guarded(t.tmpl, probe, {}, guarded);
+          } catch (const std::exception& e) {
+            throw_error("{}: the chat template refuses this conversation ({}); nothing loaded", arg,
+                        e.what());
+          }
+          messages = std::move(loaded);
           if (messages.empty() && !options.system.empty()) reset();
           fmt::print(stderr, "[{} messages loaded from {}]\n", messages.size(), arg);
         } else {
@@ -165,31 +204,32 @@ int run_chat(const ChatOptions& options, Engine& engine, Session& session, const
     }
     if (text.rfind("//", 0) == 0) text.erase(0, 1);
     messages.push_back({{"role", "user"}, {"content", text}});
-    std::vector<int32_t> ids = render();
-    size_t dropped = 0;
-    while (int64_t(ids.size()) + answer_room > n_ctx) {
-      const size_t n = drop_oldest_turn(messages);
-      if (n == 0) break;
-      dropped += n;
-      ids = render();
-    }
-    if (dropped)
-      fmt::print(stderr, "[the context ({} tokens) was full: dropped the oldest {} messages]\n",
-                 n_ctx, dropped);
-    if (int64_t(ids.size()) >= n_ctx) {
-      fmt::print(stderr, "[this message makes a prompt of {} tokens; the context holds {} (-c): "
-                 "not sent]\n", ids.size(), n_ctx);
-      messages.erase(messages.end() - 1);
-      continue;
-    }
     try {
+      std::vector<int32_t> ids = render();
+      size_t dropped = 0;
+      while (int64_t(ids.size()) + answer_room > n_ctx) {
+        const size_t n = drop_oldest_turn(messages);
+        if (n == 0) break;
+        dropped += n;
+        ids = render();
+      }
+      if (dropped)
+        fmt::print(stderr, "[the context ({} tokens) was full: dropped the oldest {} messages]\n",
+                   n_ctx, dropped);
+      if (int64_t(ids.size()) >= n_ctx) {
+        fmt::print(stderr, "[this message makes a prompt of {} tokens; the context holds {} (-c): "
+                   "not sent]\n", ids.size(), n_ctx);
+        messages.erase(messages.end() - 1);
+        continue;
+      }
       const std::vector<int32_t> answer =
           generate(engine, session, tok, sampler, ids, options.n_predict, stats, t.stop_ids);
       if (g_interrupt) fmt::print(stderr, "\n[stopped]");
       fmt::print("\n");
       messages.push_back({{"role", "assistant"}, {"content", tok.decode(answer)}});
-    } catch (const Error& e) {
-      // A failed turn is reported and taken back; the conversation goes on.
+    } catch (const std::exception& e) {
+      // A failed turn (the template refuses the conversation, the engine fails) is reported and
+      // taken back; the conversation goes on.
       fmt::print(stderr, "\n[{}]\n", e.what());
       messages.erase(messages.end() - 1);
       session.clear();

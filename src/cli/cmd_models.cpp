@@ -20,6 +20,7 @@ const char* state_code(CachedModel::State state) {
     case CachedModel::State::Stale: return "stale";
     case CachedModel::State::SourceGone: return "source_gone";
     case CachedModel::State::Unreadable: return "unreadable";
+    case CachedModel::State::Unknown: return "unknown";
   }
   return "?";
 }
@@ -83,7 +84,7 @@ const RegisterCommand kCache{Command{
       CLI::App* clean = app.add_subcommand("clean", "remove cached conversions and kernels");
       app.require_subcommand(1);
       clean->add_flag("--stale", a->options.stale_only,
-                      "only conversions whose source changed or is gone (and dead temporaries)");
+                      "only conversions whose source changed or is gone, damaged ones, and temporaries idle for a day");
       clean->add_flag("--models", a->only_models, "only converted models");
       clean->add_flag("--kernels", a->only_kernels, "only the CUDA kernel cache");
       clean->add_flag("--dry-run,-n", a->options.dry_run, "say what would go; remove nothing");

@@ -118,7 +118,11 @@ struct ModelShape {
   bool tied_embeddings = true;  // no output.weight
   int64_t n_attention_wv = 0;
   int64_t n_gqa() const { return n_head_kv > 0 ? n_head / n_head_kv : 0; }
-  bool is_70b() const { return arch == "llama" && n_layer == 80 && n_head != n_head_kv; }
+  // llama.cpp's LLM_TYPE_70B, the one model size its rules look at: an 80-layer llama with GQA
+  // (Llama 2/3 70B), an 80-layer qwen2 (Qwen2/2.5-72B).
+  bool is_70b() const {
+    return n_layer == 80 && ((arch == "llama" && n_head != n_head_kv) || arch == "qwen2");
+  }
 };
 
 struct Walk {
@@ -225,7 +229,10 @@ int32_t preset_file_type(QuantPreset preset) { return info(preset).file_type; }
 ConvertTarget parse_convert_target(const std::string& name, bool pure) {
   ConvertTarget target;
   target.name = name;
-  if (upper(name) == "KEEP") return target;
+  if (upper(name) == "KEEP") {
+    if (pure) throw_error("--pure with --type keep: --pure takes a plain format to put everywhere");
+    return target;
+  }
   if (!pure)
     for (const PresetInfo& p : kPresets)
       if (upper(name) == p.name) {
@@ -240,9 +247,9 @@ ConvertTarget parse_convert_target(const std::string& name, bool pure) {
   }
   std::string presets;
   for (const PresetInfo& p : kPresets) presets += std::string(presets.empty() ? "" : ", ") + p.name;
-  throw_error("--type {}: not a format jitllm can write: use keep, a llama-quantize preset ({}) "
-              "or a plain format (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, "
-              "q5_K, q6_K, iq4_nl, mxfp4){}",
+  throw_error("--type {}: not a format jitllm can write: use keep, a llama-quantize preset, any "
+              "case ({}; its per-tensor mix), or a plain format (f32, f16, bf16, q3_K, q4_K, q5_K, "
+              "mxfp4, or a preset's name with --pure: every matrix in it){}",
               name, presets, pure ? "; --pure takes a plain format" : "");
 }
 

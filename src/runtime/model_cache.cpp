@@ -1,6 +1,8 @@
 // The cache's contents and their removal (see model_cache.h).
 #include "runtime/model_cache.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -28,6 +30,12 @@ CachedModel describe(const fs::path& file, const std::string& key_hex) {
   std::error_code ec;
   m.bytes = fs::file_size(file, ec);
   m.modified_s = unix_seconds(fs::last_write_time(file, ec));
+  // Damage is only called damage when the file itself can be read: a permission or a process
+  // out of file handles says nothing about it.
+  if (::access(m.path.c_str(), R_OK) != 0) {
+    m.state = CachedModel::State::Unknown;
+    return m;
+  }
   try {
     const JlmFile jlm = JlmFile::open(m.path);
     m.source = jlm.source().get_string_or("source.path", "");
@@ -37,7 +45,7 @@ CachedModel describe(const fs::path& file, const std::string& key_hex) {
     m.state = CachedModel::State::Unreadable;
     return m;
   }
-  if (m.source.empty() || !fs::is_directory(m.source, ec)) {
+  if (m.source.empty() || (!fs::exists(m.source, ec) && !ec)) {
     m.state = CachedModel::State::SourceGone;
     return m;
   }
@@ -45,7 +53,7 @@ CachedModel describe(const fs::path& file, const std::string& key_hex) {
   try {
     key = hf_folder_key(m.source);
   } catch (const std::exception&) {
-    m.state = CachedModel::State::SourceGone;  // there, but not readable as a folder now
+    m.state = CachedModel::State::Unknown;  // there, but not readable now
     return m;
   }
   char hex[17];
@@ -62,6 +70,7 @@ const char* cached_model_state_name(CachedModel::State state) {
     case CachedModel::State::Stale: return "stale (source changed)";
     case CachedModel::State::SourceGone: return "source gone";
     case CachedModel::State::Unreadable: return "unreadable";
+    case CachedModel::State::Unknown: return "not checkable now";
   }
   return "?";
 }
@@ -99,6 +108,7 @@ CacheContents list_cache() {
 
 CleanResult clean_cache(const CleanOptions& options) {
   const CacheContents c = list_cache();
+  if (c.dir.empty()) throw_error("no cache directory: neither XDG_CACHE_HOME nor HOME is set");
   CleanResult r;
   auto remove = [&](const std::string& path, uint64_t bytes, bool directory) {
     if (!options.dry_run) {
@@ -112,9 +122,12 @@ CleanResult clean_cache(const CleanOptions& options) {
   };
   if (options.models) {
     for (const CachedModel& m : c.models)
-      if (!options.stale_only || m.state != CachedModel::State::Current) remove(m.path, m.bytes, false);
-    // A conversion writing now keeps its temporary fresh: only those idle for 10 minutes go.
-    const auto idle = fs::file_time_type::clock::now() - std::chrono::minutes(10);
+      if (!options.stale_only ||
+          (m.state != CachedModel::State::Current && m.state != CachedModel::State::Unknown))
+        remove(m.path, m.bytes, false);
+    // A conversion writing now keeps its temporary fresh: only those idle for a day go (the
+    // loader's rule).
+    const auto idle = fs::file_time_type::clock::now() - std::chrono::hours(24);
     for (const std::string& t : c.temporaries) {
       std::error_code ec;
       if (fs::last_write_time(t, ec) < idle && !ec) remove(t, fs::file_size(t, ec), false);

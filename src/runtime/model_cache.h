@@ -16,6 +16,7 @@ struct CachedModel {
     Stale,       // the source changed since: the loader converts again, this file is unused
     SourceGone,  // the source folder is not there any more
     Unreadable,  // not a .jlm that opens (damaged): the loader would convert again
+    Unknown,     // could not be checked now (no permission, too many files open): kept by --stale
   };
   std::string path;  // the .jlm in the cache
   uint64_t bytes = 0;
@@ -31,7 +32,7 @@ struct CacheContents {
   std::vector<CachedModel> models;  // by path
   uint64_t kernel_files = 0, kernel_bytes = 0;       // under cuda/
   std::vector<std::string> temporaries;              // *.jlm.tmp.*: conversions writing, or dead
-  // (clean removes those idle for 10 minutes)
+  // (clean removes those idle for a day, as the loader does)
   uint64_t temporary_bytes = 0;
 };
 
@@ -48,7 +49,8 @@ struct CleanResult {
   uint64_t bytes = 0;
 };
 
-// Removes what `options` selects; a file it cannot remove is an error naming it.
+// Removes what `options` selects; a file it cannot remove, or no cache directory (neither
+// XDG_CACHE_HOME nor HOME set), is an error naming it.
 CleanResult clean_cache(const CleanOptions& options);
 
 }  // namespace jitllm

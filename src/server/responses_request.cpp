@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <initializer_list>
 #include <set>
 
 namespace jitllm::server {
@@ -97,6 +99,16 @@ void check_fields(const ojson& body) {
                      "unknown_parameter");
 }
 
+// An object of the request with a key outside `keys`: refused by name, as OpenAI does (a key we
+// would drop is a key we would not honour).
+void only_keys(const ojson& o, const std::string& at, std::initializer_list<const char*> keys) {
+  for (const auto& [key, value] : o.items())
+    if (std::find_if(keys.begin(), keys.end(), [&](const char* k) { return key == k; }) == keys.end())
+      throw ApiError(400, "invalid_request_error",
+                     fmt::format("unknown parameter '{}.{}'", at, key), at + "." + key,
+                     "unknown_parameter");
+}
+
 // The text of a message's content: a string, or text parts (input_text, output_text).
 std::string content_text(const ojson& content, const std::string& at) {
   if (content.is_string()) return content.get<std::string>();
@@ -108,6 +120,9 @@ std::string content_text(const ojson& content, const std::string& at) {
     if (!part.is_object()) throw type_error(part_at, "an object", part);
     const std::string type = string_at(part, "type", part_at, true);
     if (type == "input_text" || type == "output_text") {
+      // An output_text part of an earlier response comes back with what the server wrote in it.
+      if (type == "input_text") only_keys(part, part_at, {"type", "text"});
+      else only_keys(part, part_at, {"type", "text", "annotations", "logprobs"});
       text += string_at(part, "text", part_at, true);
     } else if (type == "input_image" || type == "input_file" || type == "input_audio") {
       throw invalid_request(part_at + ".type", fmt::format("'{}' parts are not supported: this "
@@ -138,7 +153,9 @@ void add_input(const ojson& input, ojson& messages, std::vector<std::string>& or
     if (!item.is_object()) throw type_error(at, "an object", item);
     // A message may leave out its type ({"role", "content"}, OpenAI's easy input message).
     const std::string type = present(item, "type") ? string_at(item, "type", at, true) : "message";
+    // Items of an earlier response's output come back with their id and status.
     if (type == "message") {
+      only_keys(item, at, {"type", "role", "content", "id", "status"});
       std::string role = string_at(item, "role", at, true);
       if (role != "user" && role != "assistant" && role != "system" && role != "developer")
         throw invalid_request(at + ".role", fmt::format("unknown role '{}' (user, assistant, "
@@ -151,6 +168,7 @@ void add_input(const ojson& input, ojson& messages, std::vector<std::string>& or
       origin.push_back(at);
       last_is_call_turn = role == "assistant";
     } else if (type == "function_call") {
+      only_keys(item, at, {"type", "call_id", "name", "arguments", "id", "status"});
       const std::string call_id = string_at(item, "call_id", at, true);
       ojson call = {{"id", call_id},
                     {"type", "function"},
@@ -168,6 +186,7 @@ void add_input(const ojson& input, ojson& messages, std::vector<std::string>& or
         last_is_call_turn = true;
       }
     } else if (type == "function_call_output") {
+      only_keys(item, at, {"type", "call_id", "output", "id", "status"});
       const std::string call_id = string_at(item, "call_id", at, true);
       if (!call_ids.count(call_id))
         throw invalid_request(at + ".call_id",
@@ -203,6 +222,7 @@ void add_tools(const ojson& tools, ojson& chat, ojson& echo) {
       throw refuse(at + ".type", fmt::format("'{}' tools (only function tools run here; built-in "
                                              "tools such as web_search, file_search, "
                                              "code_interpreter or computer_use do not)", type));
+    only_keys(t, at, {"type", "name", "description", "parameters", "strict"});
     ojson fn = ojson::object();
     for (const char* key : {"name", "description", "parameters", "strict"})
       if (const ojson* v = present(t, key)) fn[key] = *v;
@@ -222,8 +242,10 @@ ojson chat_tool_choice(const ojson& choice) {
   if (choice.is_string()) return choice;  // none | auto | required, checked by the chat parser
   if (!choice.is_object()) throw type_error("tool_choice", "a string or an object", choice);
   const std::string type = string_at(choice, "type", "tool_choice", true);
-  if (type == "function")
+  if (type == "function") {
+    only_keys(choice, "tool_choice", {"type", "name"});
     return {{"type", "function"}, {"function", {{"name", string_at(choice, "name", "tool_choice", true)}}}};
+  }
   if (type == "allowed_tools")
     throw refuse("tool_choice", "allowed_tools (list the allowed functions in 'tools')");
   throw refuse("tool_choice", fmt::format("'{}' (only function tools run here)", type));
@@ -243,9 +265,12 @@ void add_text_config(const ojson& text, ojson& chat, ojson& echo) {
   if (!format->is_object()) throw type_error("text.format", "an object", *format);
   const std::string type = string_at(*format, "type", "text.format", true);
   if (type == "text") {
+    only_keys(*format, "text.format", {"type"});
   } else if (type == "json_object") {
+    only_keys(*format, "text.format", {"type"});
     chat["response_format"] = {{"type", "json_object"}};
   } else if (type == "json_schema") {
+    only_keys(*format, "text.format", {"type", "name", "description", "schema", "strict"});
     ojson js = ojson::object();
     js["name"] = string_at(*format, "name", "text.format", false);
     string_at(*format, "description", "text.format", false);

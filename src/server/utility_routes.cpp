@@ -116,8 +116,9 @@ void HttpServer::install_utility_routes() {
     send_json(res, 200, {{"object", "list"}, {"data", data}});
   }));
 
-  // {"content": "text", "add_special": false, "parse_special": false, "with_pieces": false} ->
+  // {"content": "text", "add_special": false, "parse_special": true, "with_pieces": false} ->
   // {"tokens": [...]}; with pieces each token is {"id", "piece"}. Other fields are refused.
+  // The defaults are llama-server's (control-token texts become their ids unless told not to).
   post_route("/tokenize", [this](const httplib::Request&, const std::string& text,
                                  httplib::Response& res) {
     const json body = object_body(text);
@@ -131,7 +132,7 @@ void HttpServer::install_utility_routes() {
       throw invalid_request("content", "'content' must be a string");
     const std::vector<int32_t> ids =
         m.tokenize_text(content->get<std::string>(), bool_field(body, "add_special", false),
-                        bool_field(body, "parse_special", false));
+                        bool_field(body, "parse_special", true));
     json tokens = json::array();
     const bool pieces = bool_field(body, "with_pieces", false);
     for (int32_t id : ids) {

@@ -13,27 +13,50 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 export XDG_CACHE_HOME="$TMP/cache" XDG_STATE_HOME="$TMP/state"
 chat() { timeout 120 "$JITLLM" run --chat -m "$DEMO" --temp 0 -t 2 "$@"; }
 
-# 1. Commands, turns dropped as the 96-token context fills, save and load.
+# 1. Commands, turns dropped as the 96-token context fills, save and load. Greedy answers on the
+# demo model run past 24 tokens, so each is cut at -n 24 and the speed line counts 24 per
+# answer: four answers, none for the commands or after /bye.
 printf '%s\n' /help "Hello there, how are you?" "Tell me about the python list type." \
   "/save $TMP/conv.json" "And dictionaries, and sets?" /nope "/load $TMP/conv.json" \
-  "/load $TMP/missing.json" "What about tuples?" /bye "after bye" |
+  "/load $TMP/missing.json" "What about tuples?" "/save $TMP/after-load.json" /bye \
+  "/save $TMP/after-bye.json" |
   chat -c 96 -n 24 > "$TMP/1.out" 2> "$TMP/1.err" || fail "chat exited $?: $(cat "$TMP/1.err")"
 grep -q "/save FILE" "$TMP/1.err" || fail "/help: $(cat "$TMP/1.err")"
 grep -q "\[4 messages saved to $TMP/conv.json\]" "$TMP/1.err" || fail "/save: $(cat "$TMP/1.err")"
 grep -q "dropped the oldest 2 messages" "$TMP/1.err" || fail "no turn dropped: $(cat "$TMP/1.err")"
 grep -q "\[unknown command /nope" "$TMP/1.err" || fail "unknown command: $(cat "$TMP/1.err")"
 grep -q "\[4 messages loaded from" "$TMP/1.err" || fail "/load: $(cat "$TMP/1.err")"
-grep -q "missing.json: cannot read\]" "$TMP/1.err" || fail "/load of a missing file"
-python3 - "$TMP/conv.json" <<'PY'
+grep -q "missing.json: cannot read" "$TMP/1.err" || fail "/load of a missing file"
+grep -q "generation: 96 tokens" "$TMP/1.err" || fail "not four answers of 24 tokens: $(cat "$TMP/1.err")"
+[ ! -e "$TMP/after-bye.json" ] || fail "a line after /bye was read"
+python3 - "$TMP/conv.json" "$TMP/after-load.json" <<'PY'
 import json, sys
 m = json.load(open(sys.argv[1]))
 assert [x["role"] for x in m] == ["user", "assistant", "user", "assistant"], m
 assert m[0]["content"] == "Hello there, how are you?" and m[1]["content"], m
+# After /load the conversation is the loaded one (its oldest turn dropped again to fit 96
+# tokens) and the next turn continues it.
+after = json.load(open(sys.argv[2]))
+assert len(after) >= 4 and after[:-2] == m[len(m) - len(after) + 2:], after
+assert [x["role"] for x in after[-2:]] == ["user", "assistant"] and after[-2]["content"] == "What about tuples?", after
 PY
-# Five answers (the two before /save, one after, one after /load), none for the commands or
-# the line after /bye; the speed line counts five prompts' generations.
-[ "$(grep -c . "$TMP/1.out")" -ge 4 ] || fail "answers: $(cat "$TMP/1.out")"
-grep -q "generation: " "$TMP/1.err" || fail "no speed line"
+
+# 1b. A conversation the model's template refuses is not loaded (a template that wants roles to
+# alternate, and a saved conversation ending on a user turn); the chat goes on as it was.
+cat > "$TMP/alt.jinja" <<'JINJA'
+{% for m in messages %}{% if (m['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('roles must alternate') }}{% endif %}{{ '<|' + m['role'] + '|>\n' + m['content'] + '<|end|>\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% endif %}
+JINJA
+echo '[{"role": "user", "content": "a"}]' > "$TMP/user-last.json"
+printf '%s\n' "first" "/load $TMP/user-last.json" "second" "/save $TMP/alt.json" |
+  chat -c 256 -n 4 --chat-template "$TMP/alt.jinja" > /dev/null 2> "$TMP/1b.err" ||
+  fail "chat died on a refused /load: $(cat "$TMP/1b.err")"
+grep -q "the chat template refuses this conversation (.*roles must alternate.*); nothing loaded" "$TMP/1b.err" ||
+  fail "refused /load: $(cat "$TMP/1b.err")"
+python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); assert [x["content"] for x in m if x["role"]=="user"] == ["first", "second"], m' \
+  "$TMP/alt.json" || fail "conversation after a refused /load"
+# A device or a huge file is not read.
+printf '%s\n' "/load /dev/zero" | chat -n 1 > /dev/null 2> "$TMP/1c.err" || fail "/load /dev/zero"
+grep -q "/dev/zero: cannot read (not a file)" "$TMP/1c.err" || fail "/dev/zero: $(cat "$TMP/1c.err")"
 
 # 2. A message longer than the context is not sent; the chat goes on and answers the next one.
 long=$(printf 'word %.0s' $(seq 200))

@@ -116,6 +116,24 @@ TEST(QuantMix, EightExpertsGetTheirMixAndLayersComeFromNames) {
   EXPECT_EQ(choice(s, moe, "output.weight").type, QuantType::Q8_0);
 }
 
+// LLM_TYPE_70B: 80 layers of llama with GQA, or of qwen2 whatever its heads: an attn_v in Q3_K or
+// Q4_K takes Q5_K.
+TEST(QuantMix, A70BGivesAttnVFiveBits) {
+  ConvertSource s = llama_source(80, 256, 512, false);
+  auto plan = plan_tensor_types(s, parse_convert_target("Q4_K_M"));
+  EXPECT_EQ(choice(s, plan, "blk.11.attn_v.weight").type, QuantType::Q5_K);  // no more bits here
+  EXPECT_EQ(choice(s, plan, "blk.0.attn_v.weight").type, QuantType::Q6_K);   // more bits stay
+  EXPECT_EQ(choice(s, plan, "blk.11.attn_q.weight").type, QuantType::Q4_K);
+  s.metadata.set("llama.attention.head_count_kv", Value::u32(32));  // no GQA: not a 70B
+  plan = plan_tensor_types(s, parse_convert_target("Q4_K_M"));
+  EXPECT_EQ(choice(s, plan, "blk.11.attn_v.weight").type, QuantType::Q4_K);
+  s.metadata.set("general.architecture", Value::string("qwen2"));
+  s.metadata.set("qwen2.block_count", Value::u32(80));
+  plan = plan_tensor_types(s, parse_convert_target("Q3_K_M"));
+  EXPECT_EQ(choice(s, plan, "blk.5.attn_v.weight").type, QuantType::Q5_K);
+  EXPECT_EQ(choice(s, plan, "blk.79.attn_v.weight").type, QuantType::Q5_K);
+}
+
 TEST(QuantMix, KeepLeavesFormatsButStoresAnHfCheckpointsVectorsAsF32) {
   ConvertSource s = llama_source(1, 256, 512, false);
   s.format = "hf";
@@ -135,6 +153,7 @@ TEST(QuantMix, TargetNamesAreParsedAsLlamaQuantizeReadsThem) {
   EXPECT_EQ(preset_file_type(*parse_convert_target("Q4_K_M").preset), 15);
   EXPECT_THROW(parse_convert_target("IQ2_XXS"), Error);  // a format jitllm cannot quantize
   EXPECT_THROW(parse_convert_target("q8_1"), Error);     // an activation format
+  EXPECT_THROW(parse_convert_target("keep", /*pure=*/true), Error);
 }
 
 }  // namespace

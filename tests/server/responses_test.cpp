@@ -224,6 +224,38 @@ TEST(ResponsesRequest, UnhonouredFieldsAreRefusedByName) {
     EXPECT_EQ(refusal(body).first, 200) << refusal_message(body);
 }
 
+// Keys below the top level are held to the same rule: refused by name, never dropped; the keys an
+// earlier response's output items carry (id, status, annotations, logprobs) come back fine.
+TEST(ResponsesRequest, UnknownNestedKeysAreRefusedByName) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"input": "x", "tools": [{"type": "function", "name": "f", "parameters": {}, "bogus": 1}]})",
+       "tools[0].bogus"},
+      {R"({"input": [{"role": "user", "content": "hi", "bogus": 2}]})", "input[0].bogus"},
+      {R"({"input": [{"role": "user", "content": [{"type": "input_text", "text": "hi", "bogus": 3}]}]})",
+       "input[0].content[0].bogus"},
+      {R"({"input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}", "x": 1}]})",
+       "input[0].x"},
+      {R"({"input": "x", "text": {"format": {"type": "json_schema", "name": "n", "schema": {}, "bogus": 1}}})",
+       "text.format.bogus"},
+      {R"({"input": "x", "text": {"format": {"type": "json_object", "schema": {}}}})", "text.format.schema"},
+      {R"({"input": "x", "tools": [{"type": "function", "name": "f"}], "tool_choice": {"type": "function", "name": "f", "x": 1}})",
+       "tool_choice.x"},
+  };
+  for (const auto& [body, param] : cases) {
+    const auto [status, named] = refusal(body);
+    EXPECT_EQ(status, 400) << body;
+    EXPECT_EQ(named, param) << body << ": " << refusal_message(body);
+  }
+  const char* echoed = R"({"input": [
+      {"role": "user", "content": "hi"},
+      {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+       "content": [{"type": "output_text", "text": "hello", "annotations": [], "logprobs": []}]},
+      {"type": "function_call", "id": "fc_1", "status": "completed", "call_id": "call_1", "name": "f",
+       "arguments": "{}"},
+      {"type": "function_call_output", "call_id": "call_1", "output": "ok"}]})";
+  EXPECT_EQ(refusal(echoed).first, 200) << refusal_message(echoed);
+}
+
 TEST(ResponsesRequest, MalformedInputNamesTheItem) {
   const std::pair<const char*, const char*> cases[] = {
       {R"({})", "input"},

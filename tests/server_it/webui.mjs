@@ -143,6 +143,15 @@ async function chat(browser) {
   const error = await page.locator(`${lastAnswer} >> .error`).textContent();
   check(/^Server error 400: .*max_tokens/.test(error), `error shown: '${error}'`);
   log(`error shown: ${error}`);
+  // The failed turn is not history: the next message of this conversation is sent without its
+  // question (two user messages in a row are refused by templates that want alternating roles).
+  await setSetting(page, 'max_tokens', '16');
+  const next = page.waitForRequest('**/v1/chat/completions');
+  await sendAndWait(page, 'And now?');
+  const history = JSON.parse((await next).postData()).messages.filter((m) => m.role !== 'system');
+  check(history.length === 1 && history[0].content === 'And now?',
+        `a failed turn was sent as history: ${JSON.stringify(history)}`);
+  log('a failed turn is left out of the next request');
   // An error event inside a 200 stream (what the server sends when the model's output turns
   // NaN) and a stream cut without [DONE]: played by the browser's network layer, since the
   // demo model gives neither.

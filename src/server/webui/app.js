@@ -236,8 +236,15 @@ function requestBody(conversation) {
   const s = state.settings;
   const messages = [];
   if (s.system.trim() !== '') messages.push({ role: 'system', content: s.system });
-  for (const m of conversation.messages) {
-    if (m.role === 'assistant' && m.content === '') continue;  // a failed answer is not history
+  // A failed turn (an empty answer: an error, or stopped before any text) is not history, its
+  // question included: two user messages in a row would be refused by templates that insist on
+  // alternating roles, and every later message of the conversation with them.
+  const all = conversation.messages;
+  for (let i = 0; i < all.length; i++) {
+    const m = all[i];
+    if (m.role === 'assistant' && m.content === '') continue;
+    const next = all[i + 1];
+    if (m.role === 'user' && next && next.role === 'assistant' && next.content === '') continue;
     messages.push({ role: m.role, content: m.content });
   }
   const body = { messages, stream_options: { include_usage: true } };
