@@ -39,7 +39,7 @@ constexpr const char* kHelp =
 // The template, its end-of-turn stop ids, and a note when it is not the model's own.
 struct Template {
   chat::ChatTemplate tmpl;
-  std::vector<int32_t> stop_ids;
+  GenerationStops stops;
   std::string note;
 };
 
@@ -60,9 +60,12 @@ Template choose_template(const ChatOptions& options, const Engine& engine, const
   Template t{chat::ChatTemplate(choice.source, bos, eos), {}, note};
   // A turn end the vocabulary has as one token stops the answer even when it is not marked
   // end-of-generation.
-  if (!choice.end_of_turn.empty())
+  // A vocabulary without it as a token has the model write it as text: that stops it too.
+  if (!choice.end_of_turn.empty()) {
     if (const int32_t id = tok.vocab().find(choice.end_of_turn); id != kNoToken)
-      t.stop_ids.push_back(id);
+      t.stops.ids.push_back(id);
+    t.stops.texts.push_back(choice.end_of_turn);
+  }
   return t;
 }
 
@@ -222,11 +225,13 @@ int run_chat(const ChatOptions& options, Engine& engine, Session& session, const
         messages.erase(messages.end() - 1);
         continue;
       }
-      const std::vector<int32_t> answer =
-          generate(engine, session, tok, sampler, ids, options.n_predict, stats, t.stop_ids);
+      GenerationStops stops = t.stops;
+      stops.texts.insert(stops.texts.end(), options.stop_texts.begin(), options.stop_texts.end());
+      std::string answer;
+      generate(engine, session, tok, sampler, ids, options.n_predict, stats, stops, &answer);
       if (g_interrupt) fmt::print(stderr, "\n[stopped]");
       fmt::print("\n");
-      messages.push_back({{"role", "assistant"}, {"content", tok.decode(answer)}});
+      messages.push_back({{"role", "assistant"}, {"content", answer}});
     } catch (const std::exception& e) {
       // A failed turn (the template refuses the conversation, the engine fails) is reported and
       // taken back; the conversation goes on.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace jitllm {
 class Engine;
@@ -20,6 +21,7 @@ struct ChatOptions {
   std::string chat_template;  // a file or a built-in name ("" = the model's)
   std::string history_file;   // input history on a terminal ("" = none)
   int n_predict = 128;        // most tokens per answer
+  std::vector<std::string> stop_texts;  // -r: an answer ends before one of these
 };
 
 int run_chat(const ChatOptions& options, Engine& engine, Session& session, const Tokenizer& tok,

@@ -35,6 +35,7 @@ struct RunArgs {
   SamplingParams sampling;
   uint32_t seed = SamplingParams::kRandomSeed;
   AttentionFlags attention;
+  std::vector<std::string> reverse_prompts;  // -r: generation stops before one of these texts
 };
 
 int run_run(RunArgs args) {
@@ -49,6 +50,8 @@ int run_run(RunArgs args) {
     args.prompt = ss.str();
   }
   if (!args.chat && args.prompt.empty()) throw_error("no prompt: give -p TEXT, -f FILE or --chat");
+  for (const std::string& r : args.reverse_prompts)
+    if (r.empty()) throw_error("-r/--reverse-prompt: the text to stop at is empty");
   if (args.chat && !args.prompt.empty()) throw_error("--chat reads the conversation from the input; not -p or -f");
   if (!args.chat && (!args.chat_template.empty() || !args.system.empty()))
     throw_error("--chat-template and --system are for --chat");
@@ -79,6 +82,7 @@ int run_run(RunArgs args) {
     chat.chat_template = args.chat_template;
     chat.history_file = LineReader::default_history_file();
     chat.n_predict = args.n_predict;
+    chat.stop_texts = args.reverse_prompts;
     return run_chat(chat, engine, *session, tok, sampler);
   }
 
@@ -86,7 +90,10 @@ int run_run(RunArgs args) {
   fmt::print("{}", args.prompt);
   std::fflush(stdout);
   GenerationStats stats;
-  const std::vector<int32_t> out = generate(engine, *session, tok, sampler, ids, args.n_predict, stats);
+  GenerationStops stops;
+  stops.texts = args.reverse_prompts;
+  const std::vector<int32_t> out =
+      generate(engine, *session, tok, sampler, ids, args.n_predict, stats, stops);
   fmt::print("\n");
   if (args.print_ids) {
     std::string line;
@@ -118,6 +125,8 @@ const RegisterCommand reg{Command{
       app.add_option("--kernels", a->kernels, "CPU kernels: jit or reference");
       add_device_flags(app, a->devices, a->vram_budget, a->gpu_layers);
       add_attention_flags(app, a->attention);
+      app.add_option("-r,--reverse-prompt", a->reverse_prompts,
+                     "stop before this text (not printed); repeat for several");
       app.add_flag("--chat", a->chat, "Interactive chat with the model's template (/help in it)");
       app.add_option("--system", a->system, "System message for --chat");
       app.add_option("--chat-template", a->chat_template,

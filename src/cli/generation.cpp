@@ -7,6 +7,8 @@
 #include <chrono>
 #include <csignal>
 #include <span>
+#include <string>
+#include <utility>
 
 #include "core/error.h"
 #include "runtime/engine.h"
@@ -50,10 +52,53 @@ void GenerationStats::print() const {
              gen_tokens, gen_s, gen_s > 0 ? double(gen_tokens) / gen_s : 0.0);
 }
 
+namespace {
+
+// Text that may be the start of a stop text is held back until it is known not to be one, so a
+// stop text is never printed, not even in part.
+class TextStops {
+ public:
+  explicit TextStops(const std::vector<std::string>& stops) : stops_(stops) {
+    for (const std::string& s : stops_)
+      if (s.empty()) throw_error("an empty stop text");
+  }
+
+  // Adds `piece`; returns the text that can be shown now. Sets `stopped` when a stop text is
+  // complete (the text before it is returned, the rest dropped).
+  std::string push(const std::string& piece, bool& stopped) {
+    held_ += piece;
+    size_t cut = std::string::npos;
+    for (const std::string& s : stops_) cut = std::min(cut, held_.find(s));
+    if (cut != std::string::npos) {
+      stopped = true;
+      std::string shown = held_.substr(0, cut);
+      held_.clear();
+      return shown;
+    }
+    size_t keep = 0;  // the longest end of held_ that begins a stop text
+    for (const std::string& s : stops_)
+      for (size_t k = std::min(s.size() - 1, held_.size()); k > keep; --k)
+        if (held_.compare(held_.size() - k, k, s, 0, k) == 0) {
+          keep = k;
+          break;
+        }
+    std::string shown = held_.substr(0, held_.size() - keep);
+    held_.erase(0, held_.size() - keep);
+    return shown;
+  }
+  std::string finish() { return std::exchange(held_, {}); }
+
+ private:
+  const std::vector<std::string>& stops_;
+  std::string held_;
+};
+
+}  // namespace
+
 std::vector<int32_t> generate(Engine& engine, Session& session, const Tokenizer& tok,
                               SamplerChain& sampler, const std::vector<int32_t>& tokens,
-                              int n_predict, GenerationStats& stats,
-                              const std::vector<int32_t>& stop_ids) {
+                              int n_predict, GenerationStats& stats, const GenerationStops& stops,
+                              std::string* text) {
   size_t common = 0;
   const auto& have = session.tokens();
   while (common < have.size() && common < tokens.size() && have[common] == tokens[common]) ++common;
@@ -81,16 +126,24 @@ std::vector<int32_t> generate(Engine& engine, Session& session, const Tokenizer&
   const bool ids_only = sp.temperature <= 0 && sp.logit_bias.empty() && sp.repeat_penalty == 1.0f &&
                         sp.presence_penalty == 0.0f && sp.frequency_penalty == 0.0f;
   int32_t picked = -1;  // the engine's greedy pick for the next token (ids_only)
+  TextStops text_stops(stops.texts);
+  std::string shown;
+  auto show = [&](const std::string& s) {
+    fmt::print("{}", s);
+    std::fflush(stdout);
+    shown += s;
+  };
+  bool stopped = false;
   t0 = Clock::now();
   while (int(out.size()) < n_predict && !g_interrupt) {
     const int32_t next = picked >= 0 ? picked : sampler.sample(logits);
     if (tok.vocab().is_eog(next) ||
-        std::find(stop_ids.begin(), stop_ids.end(), next) != stop_ids.end())
+        std::find(stops.ids.begin(), stops.ids.end(), next) != stops.ids.end())
       break;
     sampler.accept(next);
     out.push_back(next);
-    fmt::print("{}", stream.push(next));
-    std::fflush(stdout);
+    show(text_stops.push(stream.push(next), stopped));
+    if (stopped) break;
     if (session.position() >= session.n_ctx()) {
       fmt::print(stderr, "\n[context of {} tokens is full]\n", session.n_ctx());
       break;
@@ -100,8 +153,9 @@ std::vector<int32_t> generate(Engine& engine, Session& session, const Tokenizer&
     else
       logits = engine.decode(session, next);
   }
-  fmt::print("{}", stream.finish());
-  std::fflush(stdout);
+  if (!stopped) show(text_stops.push(stream.finish(), stopped));
+  if (!stopped) show(text_stops.finish());
+  if (text) *text = std::move(shown);
   stats.gen_s += seconds_since(t0);
   stats.gen_tokens += int64_t(out.size());
   return out;

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace jitllm {
@@ -38,13 +39,21 @@ struct GenerationStats {
   void print() const;  // one line on stderr
 };
 
+// Where an answer stops besides end-of-generation tokens: token ids, and texts (llama.cpp's
+// -r/--reverse-prompt, a chat template's turn end), which are never printed.
+struct GenerationStops {
+  std::vector<int32_t> ids;
+  std::vector<std::string> texts;
+};
+
 // Feeds `tokens` after the session's common prefix with them (earlier KV is reused), samples up
 // to n_predict tokens, streams their text to stdout. Stops at an end-of-generation token, at one
-// of `stop_ids`, at a full context (with a notice) or at Ctrl-C. Returns the generated ids
-// (without the token that stopped it). Throws when the prompt does not fit the context.
+// of `stops`, at a full context (with a notice) or at Ctrl-C. Returns the generated ids (without
+// the token that stopped it; with those of a stop text) and, in `text`, what was printed.
+// Throws when the prompt does not fit the context.
 std::vector<int32_t> generate(Engine& engine, Session& session, const Tokenizer& tok,
                               SamplerChain& sampler, const std::vector<int32_t>& tokens,
                               int n_predict, GenerationStats& stats,
-                              const std::vector<int32_t>& stop_ids = {});
+                              const GenerationStops& stops = {}, std::string* text = nullptr);
 
 }  // namespace jitllm::cli

@@ -102,11 +102,13 @@ void check_fields(const ojson& body) {
 // An object of the request with a key outside `keys`: refused by name, as OpenAI does (a key we
 // would drop is a key we would not honour).
 void only_keys(const ojson& o, const std::string& at, std::initializer_list<const char*> keys) {
-  for (const auto& [key, value] : o.items())
+  for (auto it = o.begin(); it != o.end(); ++it) {
+    const std::string& key = it.key();
     if (std::find_if(keys.begin(), keys.end(), [&](const char* k) { return key == k; }) == keys.end())
       throw ApiError(400, "invalid_request_error",
                      fmt::format("unknown parameter '{}.{}'", at, key), at + "." + key,
                      "unknown_parameter");
+  }
 }
 
 // The text of a message's content: a string, or text parts (input_text, output_text).

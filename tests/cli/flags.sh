@@ -26,4 +26,24 @@ for f in "-fa off:no unfused one" "-ctk q8_0:quantized KV cache is not supported
   [ "$RC" = 1 ] && echo "$OUT" | grep -q "${f#*:}" || fail "${f%%:*}: $RC $OUT"
 done
 set -e
+# -r/--reverse-prompt: the greedy text stops before the first place the stop text appears, and
+# nothing of it is printed (also when it arrives split over tokens); an empty one is refused.
+python3 - "$JITLLM" <<'PY'
+import subprocess, sys
+jitllm = sys.argv[1]
+prompt = "A list is"
+def run(*extra):
+    r = subprocess.run([jitllm, "run", "-p", prompt, "-n", "48", "--temp", "0", "-t", "2", *extra],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(prompt) and r.stdout.endswith("\n"), repr(r.stdout)
+    return r.stdout[len(prompt):-1]
+full = run()
+assert len(full) > 40, repr(full)
+for stop in (full[20:26], full[30:31], full[12:40]):
+    got = run("-r", stop, "-r", "never in this text")
+    want = full[:full.index(stop)]
+    assert got == want, (stop, got, want)
+PY
+if "$JITLLM" run -p x -r "" 2> /dev/null; then fail "an empty -r was accepted"; fi
 echo "flags: all checks passed"
