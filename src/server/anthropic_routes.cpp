@@ -86,19 +86,7 @@ bool provide_events(MessageStreamState& st, httplib::DataSink& sink) {
     record_usage(*st.job, st.info);
     out += st.job->error ? st.events.fail(*st.job->error) : st.events.finish(st.job->usage);
   }
-  if (!out.empty() && !sink.write(out.data(), out.size())) {
-    st.job->cancelled = true;  // the client went away: free its session
-    return false;
-  }
-  if (!done && out.empty() && sink.is_writable && !sink.is_writable()) {
-    st.job->cancelled = true;
-    return false;
-  }
-  if (done) {
-    st.ended = true;
-    sink.done();
-  }
-  return true;
+  return write_events(st, sink, out, done);
 }
 
 void start_message_stream(httplib::Response& res, std::shared_ptr<Job> job, ResponseInfo info,

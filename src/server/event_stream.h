@@ -10,6 +10,7 @@
 #include <atomic>
 #include <exception>
 #include <memory>
+#include <string>
 
 #include "core/log.h"
 
@@ -37,6 +38,26 @@ void start_event_stream(httplib::Response& res, std::shared_ptr<State> st,
         if (!success || !st->ended) st->job->cancelled = true;
         --in_flight;
       });
+}
+
+// The end of one pull of a provider: writes `out` (the events this pull made) and, when `done`,
+// ends the stream. False stops it: the client went away (a failed write, or a socket no longer
+// writable while there was nothing to send), and its job is cancelled to free the session.
+template <class State>
+bool write_events(State& st, httplib::DataSink& sink, const std::string& out, bool done) {
+  if (!out.empty() && !sink.write(out.data(), out.size())) {
+    st.job->cancelled = true;
+    return false;
+  }
+  if (!done && out.empty() && sink.is_writable && !sink.is_writable()) {
+    st.job->cancelled = true;
+    return false;
+  }
+  if (done) {
+    st.ended = true;
+    sink.done();
+  }
+  return true;
 }
 
 }  // namespace jitllm::server

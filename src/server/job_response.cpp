@@ -214,19 +214,7 @@ bool provide_chunk(StreamState& st, httplib::DataSink& sink) {
     }
     out += "data: [DONE]\n\n";
   }
-  if (!out.empty() && !sink.write(out.data(), out.size())) {
-    st.job->cancelled = true;  // the client went away: free its session
-    return false;
-  }
-  if (!done && out.empty() && sink.is_writable && !sink.is_writable()) {
-    st.job->cancelled = true;
-    return false;
-  }
-  if (done) {
-    st.ended = true;
-    sink.done();
-  }
-  return true;
+  return write_events(st, sink, out, done);
 }
 
 }  // namespace

@@ -97,19 +97,7 @@ bool provide_events(ResponsesStream& st, httplib::DataSink& sink) {
                            : st.writer.finish(st.finish_reason, st.job->usage);
     }
   }
-  if (!out.empty() && !sink.write(out.data(), out.size())) {
-    st.job->cancelled = true;  // the client went away: free its session
-    return false;
-  }
-  if (!done && out.empty() && sink.is_writable && !sink.is_writable()) {
-    st.job->cancelled = true;
-    return false;
-  }
-  if (done) {
-    st.ended = true;
-    sink.done();
-  }
-  return true;
+  return write_events(st, sink, out, done);
 }
 
 void start_responses_stream(httplib::Response& res, std::shared_ptr<Job> job, ResponseInfo info,
