@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/log.h"
+#include "server/socket_talk.h"
 #include "server/http_server.h"
 
 namespace jitllm::server {
@@ -30,19 +31,7 @@ Reply request(HttpServer& server, const std::string& method, const std::string& 
       method + " " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + headers +
       "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
       "\r\n\r\n" + body;
-  int fds[2];
-  EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
-  std::string out;
-  std::thread reader([&] {
-    char buf[4096];
-    ssize_t n;
-    while ((n = ::recv(fds[0], buf, sizeof buf, 0)) > 0) out.append(buf, size_t(n));
-  });
-  EXPECT_EQ(::send(fds[0], bytes.data(), bytes.size(), MSG_NOSIGNAL), ssize_t(bytes.size()));
-  ::shutdown(fds[0], SHUT_WR);
-  server.http().serve_socket(fds[1]);
-  reader.join();
-  ::close(fds[0]);
+  const std::string out = talk_on_socketpair(server, bytes);
   Reply r;
   if (out.rfind("HTTP/1.1 ", 0) != 0) {
     ADD_FAILURE() << "no HTTP answer: " << out;

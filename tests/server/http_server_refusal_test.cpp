@@ -13,28 +13,10 @@
 #include <thread>
 
 #include "core/log.h"
+#include "server/socket_talk.h"
 
 namespace jitllm::server {
 namespace {
-
-// Everything the server answers to `bytes` sent on one connection (the client then closes its
-// sending side, as a client that waits for the answers would not; the server sees the same bytes).
-std::string talk(HttpServer& server, const std::string& bytes) {
-  int fds[2];
-  EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
-  std::string out;
-  std::thread reader([&] {
-    char buf[4096];
-    ssize_t n;
-    while ((n = ::recv(fds[0], buf, sizeof buf, 0)) > 0) out.append(buf, size_t(n));
-  });
-  EXPECT_EQ(::send(fds[0], bytes.data(), bytes.size(), MSG_NOSIGNAL), ssize_t(bytes.size()));
-  ::shutdown(fds[0], SHUT_WR);
-  server.http().serve_socket(fds[1]);  // closes fds[1]
-  reader.join();
-  ::close(fds[0]);
-  return out;
-}
 
 size_t count(const std::string& text, const std::string& what) {
   size_t n = 0;
@@ -60,7 +42,7 @@ std::string post(const std::string& path, const std::string& auth, const std::st
 TEST(HttpServerRefusal, WrongKeyPostClosesTheConnectionBeforeItsBody) {
   set_log_threshold(LogLevel::Error);
   HttpServer server(keyed(), {});
-  const std::string out = talk(server, post("/v1/completions", "Bearer wrong", kSmuggled));
+  const std::string out = talk_on_socketpair(server, post("/v1/completions", "Bearer wrong", kSmuggled));
   EXPECT_EQ(count(out, "HTTP/1.1 "), 1u) << out;
   EXPECT_EQ(out.rfind("HTTP/1.1 401", 0), 0u) << out;
   EXPECT_NE(out.find("Connection: close"), std::string::npos) << out;
@@ -76,7 +58,7 @@ TEST(HttpServerRefusal, ChunkedBodyOfARefusedPostIsNotParsed) {
   const std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
                           "Transfer-Encoding: chunked\r\n\r\n" +
                           std::string(size) + "\r\n" + chunk + "\r\n0\r\n\r\n";
-  const std::string out = talk(server, req);
+  const std::string out = talk_on_socketpair(server, req);
   EXPECT_EQ(count(out, "HTTP/1.1 "), 1u) << out;
   EXPECT_EQ(out.rfind("HTTP/1.1 401", 0), 0u) << out;
 }
@@ -87,7 +69,7 @@ TEST(HttpServerRefusal, PreflightWithABodyDoesNotAnswerTheBody) {
   const std::string req = "OPTIONS /v1/completions HTTP/1.1\r\nHost: x\r\n"
                           "Origin: https://app.example\r\nAccess-Control-Request-Method: POST\r\n"
                           "Content-Length: " + std::to_string(kSmuggled.size()) + "\r\n\r\n" + kSmuggled;
-  const std::string out = talk(server, req);
+  const std::string out = talk_on_socketpair(server, req);
   EXPECT_EQ(count(out, "HTTP/1.1 "), 1u) << out;
   EXPECT_EQ(out.find("\"object\":\"list\""), std::string::npos) << out;
 }
@@ -101,17 +83,17 @@ TEST(HttpServerRefusal, RangesAndMultipartBodiesAreRefused) {
   std::string ranges = "Range: bytes=0-";
   for (int i = 0; i < 1023; ++i) ranges += ",0-";
   for (const char* path : {"/metrics", "/v1/models"}) {
-    const std::string out = talk(server, std::string("GET ") + path + " HTTP/1.1\r\nHost: x\r\n" + ranges + "\r\n\r\n");
+    const std::string out = talk_on_socketpair(server, std::string("GET ") + path + " HTTP/1.1\r\nHost: x\r\n" + ranges + "\r\n\r\n");
     EXPECT_EQ(out.rfind("HTTP/1.1 416", 0), 0u) << out.substr(0, 300);
     EXPECT_LT(out.size(), size_t(4096)) << path;
   }
   const std::string body = R"({"prompt": "x"})";
-  std::string out = talk(server, "POST /tokenize HTTP/1.1\r\nHost: x\r\nRange: bytes=0-1\r\n"
+  std::string out = talk_on_socketpair(server, "POST /tokenize HTTP/1.1\r\nHost: x\r\nRange: bytes=0-1\r\n"
                                  "Content-Type: application/json\r\nContent-Length: " +
                                  std::to_string(body.size()) + "\r\n\r\n" + body);
   EXPECT_EQ(out.rfind("HTTP/1.1 416", 0), 0u) << out;
   const std::string form = "--b\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nb\r\n--b--\r\n";
-  out = talk(server, "POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+  out = talk_on_socketpair(server, "POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
                      "Content-Type: multipart/form-data; boundary=b\r\nContent-Length: " +
                      std::to_string(form.size()) + "\r\n\r\n" + form);
   EXPECT_EQ(out.rfind("HTTP/1.1 415", 0), 0u) << out;
@@ -122,10 +104,10 @@ TEST(HttpServerRefusal, AcceptedRequestsStillShareTheConnection) {
   set_log_threshold(LogLevel::Error);
   HttpServer server(keyed(), {});
   // Two keyed requests, pipelined: both answered (/v1/models lists nothing before loading).
-  const std::string out = talk(server, kSmuggled + kSmuggled);
+  const std::string out = talk_on_socketpair(server, kSmuggled + kSmuggled);
   EXPECT_EQ(count(out, "HTTP/1.1 200"), 2u) << out;
   // A keyed POST whose body is read (503: no model loaded yet), then a keyed GET: both answered.
-  const std::string out2 = talk(server, post("/v1/completions", "Bearer right-key",
+  const std::string out2 = talk_on_socketpair(server, post("/v1/completions", "Bearer right-key",
                                                  R"({"prompt":"x"})") + kSmuggled);
   EXPECT_EQ(count(out2, "HTTP/1.1 "), 2u) << out2;
   EXPECT_EQ(out2.rfind("HTTP/1.1 503", 0), 0u) << out2;

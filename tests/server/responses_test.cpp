@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/log.h"
+#include "server/socket_talk.h"
 #include "server/http_server.h"
 
 namespace jitllm::server {
@@ -509,24 +510,6 @@ TEST(ResponseWriter, AFailureIsAnErrorEventThenFailed) {
   EXPECT_EQ(r["output"][0]["status"], "incomplete");
 }
 
-// Everything the server answers to one request on a connection (no model loaded).
-std::string talk(HttpServer& server, const std::string& request) {
-  int fds[2];
-  EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
-  std::string out;
-  std::thread reader([&] {
-    char buf[4096];
-    ssize_t n;
-    while ((n = ::recv(fds[0], buf, sizeof buf, 0)) > 0) out.append(buf, size_t(n));
-  });
-  EXPECT_EQ(::send(fds[0], request.data(), request.size(), MSG_NOSIGNAL), ssize_t(request.size()));
-  ::shutdown(fds[0], SHUT_WR);
-  server.http().serve_socket(fds[1]);  // closes fds[1]
-  reader.join();
-  ::close(fds[0]);
-  return out;
-}
-
 std::string request(const std::string& method, const std::string& path, const std::string& body = "") {
   return method + " " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" +
          (body.empty() ? "" : "Content-Type: application/json\r\n") +
@@ -536,18 +519,18 @@ std::string request(const std::string& method, const std::string& path, const st
 TEST(ResponsesRoutes, WiredIntoTheServer) {
   set_log_threshold(LogLevel::Error);
   HttpServer server(ServerOptions{}, {});
-  std::string out = talk(server, request("POST", "/v1/responses",
+  std::string out = talk_on_socketpair(server, request("POST", "/v1/responses",
                                          R"({"input": "x", "previous_response_id": "resp_1"})"));
   EXPECT_EQ(out.rfind("HTTP/1.1 400", 0), 0u) << out;
   EXPECT_NE(out.find(R"("param":"previous_response_id")"), std::string::npos) << out;
   // A valid request reaches the model lookup: nothing is loaded before run().
-  out = talk(server, request("POST", "/v1/responses", R"({"input": "x"})"));
+  out = talk_on_socketpair(server, request("POST", "/v1/responses", R"({"input": "x"})"));
   EXPECT_EQ(out.rfind("HTTP/1.1 503", 0), 0u) << out;
   for (const auto& [method, path] : {std::pair{"GET", "/v1/responses/resp_abc"},
                                      std::pair{"DELETE", "/v1/responses/resp_abc"},
                                      std::pair{"GET", "/v1/responses/resp_abc/input_items"},
                                      std::pair{"POST", "/v1/responses/resp_abc/cancel"}}) {
-    out = talk(server, request(method, path));
+    out = talk_on_socketpair(server, request(method, path));
     EXPECT_EQ(out.rfind("HTTP/1.1 404", 0), 0u) << method << " " << path << ": " << out;
     EXPECT_NE(out.find("resp_abc"), std::string::npos) << out;
     EXPECT_NE(out.find(R"("type":"invalid_request_error")"), std::string::npos) << out;
