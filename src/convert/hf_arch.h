@@ -7,6 +7,7 @@
 // the model layer reads; nothing here asks the model layer whether it runs them.
 #pragma once
 
+#include <functional>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -31,6 +32,22 @@ struct HfTensorMapping {
   // Stored as F32 whatever the source's type: routers (ffn_gate_inp, ffn_gate_inp_shexp), which
   // llama.cpp's converter and quantizer keep in float32 (a top-k pick is sensitive to rounding).
   bool f32 = false;
+  // A stacked tensor read as [outer][rows][cols] (cols = ne[0], rows = ne[1], outer the rest):
+  // `columns` keeps every column or only the even / odd ones (gpt-oss interleaves gate and up
+  // in one tensor), then `transpose` swaps rows and columns within each outer slice (gpt-oss's
+  // experts are stored [n_expert, in, out], GGUF's are [n_expert][out][in]).
+  enum class Columns { All, Even, Odd };
+  Columns columns = Columns::All;
+  bool transpose = false;
+  // gpt-oss's MXFP4 experts (OpenAI's checkpoints): this tensor is the blocks ([n_expert, rows,
+  // in / 32, 16] bytes, two 4-bit codes a byte, low nibble first) or the scales ([n_expert, rows,
+  // in / 32] E8M0 bytes) of the MXFP4 tensor gguf_name, which keeps all `rows` or the even / odd
+  // ones (gate and up interleaved by row); blocks and scales are joined into ggml's MXFP4 blocks.
+  enum class Mxfp4 { None, Blocks, Scales };
+  Mxfp4 mxfp4 = Mxfp4::None;
+  Columns rows = Columns::All;
+  // More GGUF tensors made from the same HF tensor (gpt-oss's gate_up -> gate and up).
+  std::vector<HfTensorMapping> also;
 };
 
 // A tensor computed from the config rather than read (F32, 1-D).
@@ -97,6 +114,13 @@ std::optional<HfTensorMapping> map_tensor_by_table(
 std::optional<HfTensorMapping> map_tensor_with_experts(
     const std::string& hf_name, const nlohmann::json& config,
     std::initializer_list<std::span<const HfLayerTensor>> tables, const char* arch);
+
+// Which layers attend through the sliding window: config.json's layer_types when it has them
+// ("sliding_attention" / "full_attention", one per layer), else HF's default rule for the family;
+// and the GGUF key that lists them (<arch>.attention.sliding_window_pattern, one bool per layer).
+std::vector<bool> sliding_layers(const nlohmann::json& config,
+                                 const std::function<bool(int64_t)>& default_rule);
+void set_sliding_pattern(Metadata& m, const std::string& arch, const std::vector<bool>& sliding);
 
 // ---- hf_config.cpp: config.json access ---------------------------------------------------------
 

@@ -54,38 +54,6 @@ void check_tied(const nlohmann::json& c, const char* arch) {
                 arch);
 }
 
-// Which layers attend through the sliding window: config.json's layer_types when it has them,
-// else HF's default rule for the family.
-std::vector<bool> sliding_layers(const nlohmann::json& c,
-                                 const std::function<bool(int64_t)>& default_rule) {
-  const int64_t n_layer = config_hparam(c, "num_hidden_layers");
-  std::vector<bool> out;
-  auto it = c.find("layer_types");
-  if (it == c.end() || it->is_null()) {
-    for (int64_t il = 0; il < n_layer; ++il) out.push_back(default_rule(il));
-    return out;
-  }
-  if (!it->is_array() || int64_t(it->size()) != n_layer)
-    throw_error("config.json: layer_types should list {} layer types (num_hidden_layers), got {}",
-                n_layer, it->dump().substr(0, 200));
-  for (const nlohmann::json& t : *it) {
-    if (t == "sliding_attention") out.push_back(true);
-    else if (t == "full_attention") out.push_back(false);
-    else
-      throw_error("config.json: layer_types holds {}; sliding_attention and full_attention are "
-                  "known",
-                  t.dump());
-  }
-  return out;
-}
-
-void set_sliding_pattern(Metadata& m, const std::string& arch, const std::vector<bool>& sliding) {
-  std::vector<Value> items;
-  for (bool s : sliding) items.push_back(Value::boolean(s));
-  m.set(arch + ".attention.sliding_window_pattern",
-        Value::array(ValueType::Bool, std::move(items)));
-}
-
 // HF scales the scores by query_pre_attn_scalar^-0.5 (not head_dim^-0.5: Gemma-2-27B and
 // Gemma-3-27B differ); llama.cpp infers it from the model size, so it is written here.
 void set_attention_scale(const nlohmann::json& c, Metadata& m, const std::string& arch) {

@@ -16,6 +16,7 @@ extern const HfArchitecture kHfOlmo2;   // hf_olmo2.cpp
 extern const HfArchitecture kHfQwen2Moe;  // hf_qwen2.cpp
 extern const HfArchitecture kHfQwen3Moe;  // hf_qwen3.cpp
 extern const HfArchitecture kHfOlmoe;     // hf_olmoe.cpp
+extern const HfArchitecture kHfGptOss;    // hf_gpt_oss.cpp
 
 namespace {
 
@@ -40,6 +41,7 @@ const Entry kEntries[] = {
     {"Qwen2MoeForCausalLM", &kHfQwen2Moe}, {"Qwen3MoeForCausalLM", &kHfQwen3Moe},
     {"OlmoeForCausalLM", &kHfOlmoe},       {"qwen2_moe", &kHfQwen2Moe},
     {"qwen3_moe", &kHfQwen3Moe},           {"olmoe", &kHfOlmoe},
+    {"GptOssForCausalLM", &kHfGptOss},     {"gpt_oss", &kHfGptOss},
 };
 
 }  // namespace

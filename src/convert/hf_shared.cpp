@@ -1,6 +1,9 @@
 // What the llama-shaped HF families share (see hf_arch.h): the hyperparameter keys as llama.cpp's
 // converter writes them, the model-wide tensor names, and the per-layer name tables of the
 // families that need no row permutation.
+#include <cmath>
+#include <functional>
+
 #include "convert/hf_arch.h"
 #include "core/error.h"
 
@@ -92,6 +95,38 @@ std::optional<HfTensorMapping> map_tensor_with_experts(
   return map_tensor_by_table(name, c, tables, arch);
 }
 
+// Which layers attend through the sliding window: config.json's layer_types when it has them,
+// else HF's default rule for the family.
+std::vector<bool> sliding_layers(const nlohmann::json& c,
+                                 const std::function<bool(int64_t)>& default_rule) {
+  const int64_t n_layer = config_hparam(c, "num_hidden_layers");
+  std::vector<bool> out;
+  auto it = c.find("layer_types");
+  if (it == c.end() || it->is_null()) {
+    for (int64_t il = 0; il < n_layer; ++il) out.push_back(default_rule(il));
+    return out;
+  }
+  if (!it->is_array() || int64_t(it->size()) != n_layer)
+    throw_error("config.json: layer_types should list {} layer types (num_hidden_layers), got {}",
+                n_layer, it->dump().substr(0, 200));
+  for (const nlohmann::json& t : *it) {
+    if (t == "sliding_attention") out.push_back(true);
+    else if (t == "full_attention") out.push_back(false);
+    else
+      throw_error("config.json: layer_types holds {}; sliding_attention and full_attention are "
+                  "known",
+                  t.dump());
+  }
+  return out;
+}
+
+void set_sliding_pattern(Metadata& m, const std::string& arch, const std::vector<bool>& sliding) {
+  std::vector<Value> items;
+  for (bool s : sliding) items.push_back(Value::boolean(s));
+  m.set(arch + ".attention.sliding_window_pattern",
+        Value::array(ValueType::Bool, std::move(items)));
+}
+
 void llama_like_metadata(const nlohmann::json& c, Metadata& m, const std::string& arch) {
   // Every integer is range-checked before it is stored as u32 (config_hparam: [1, 2^30]).
   auto u32 = [](int64_t v) { return Value::u32(uint32_t(v)); };
@@ -134,9 +169,29 @@ void llama_like_metadata(const nlohmann::json& c, Metadata& m, const std::string
   if (type == "linear" || type == "yarn") {
     m.set(a + "rope.scaling.type", Value::string(type));
     m.set(a + "rope.scaling.factor", Value::f32(float(config_number_opt(*rp, "factor").value_or(1.0))));
-    if (type == "yarn")
+    if (type == "yarn") {
       if (auto v = config_hparam_opt(*rp, "original_max_position_embeddings"))
         m.set(a + "rope.scaling.original_context_length", u32(*v));
+      // llama.cpp's converter writes the betas where the config has them; `truncate` (false in
+      // gpt-oss's configs: the correction range stays fractional) is our key, which llama.cpp
+      // does not read.
+      if (auto v = config_number_opt(*rp, "beta_fast"))
+        m.set(a + "rope.scaling.yarn_beta_fast", Value::f32(float(*v)));
+      if (auto v = config_number_opt(*rp, "beta_slow"))
+        m.set(a + "rope.scaling.yarn_beta_slow", Value::f32(float(*v)));
+      if (!config_bool_or(*rp, "truncate", true))
+        m.set(a + "rope.scaling.yarn_truncate", Value::boolean(false));
+      // The attention factor is 0.1 ln(factor) + 1 here, as in llama.cpp and transformers' default.
+      const double factor = config_number_opt(*rp, "factor").value_or(1.0);
+      const double mscale = factor <= 1.0 ? 1.0 : 0.1 * std::log(factor) + 1.0;
+      if (auto v = config_number_opt(*rp, "attention_factor"); v && std::fabs(*v - mscale) > 1e-6)
+        throw_error("config.json: rope attention_factor {} differs from YaRN's 0.1 ln({}) + 1 = "
+                    "{}; another factor is not supported",
+                    *v, factor, mscale);
+      for (const char* key : {"mscale", "mscale_all_dim"})
+        if (rp->contains(key) && !(*rp)[key].is_null())
+          throw_error("config.json: rope {} is set; YaRN's mscale variants are not supported", key);
+    }
   } else if (type != "default" && type != "llama3") {
     throw_error("config.json: rope type '{}' is not supported for {} (default, linear, yarn, "
                 "llama3 are)",

@@ -2,6 +2,7 @@
 // hf_arch entry, safetensors tensors renamed, q/k rows permuted, Gemma norms shifted by one,
 // expert slices stacked, generated tensors added, tokenizer metadata from the injected importer
 // and the family's own tokenizer keys (see source.h, hf_arch.h).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -40,7 +41,8 @@ QuantType float_type(const SafetensorsTensor& t) {
     case SafetensorsDtype::F32: return QuantType::F32;
     case SafetensorsDtype::F16: return QuantType::F16;
     case SafetensorsDtype::BF16: return QuantType::BF16;
-    case SafetensorsDtype::F8_E4M3: break;
+    case SafetensorsDtype::F8_E4M3:
+    case SafetensorsDtype::U8: break;
   }
   throw_error("tensor '{}': {} checkpoints are not supported yet (convert to bf16 first)",
               t.info.name, safetensors_dtype_name(t.dtype));
@@ -93,6 +95,111 @@ std::span<const uint8_t> load_one(const SafetensorsTensor& t, int64_t permute_he
     return {scratch.data(), scratch.size()};
   }
   return {info.data, info.bytes};
+}
+
+// HfTensorMapping's column selection and transpose of a [outer][rows][cols] tensor of `es`-byte
+// elements, into scratch; returns the GGUF shape of the result.
+std::vector<int64_t> rearranged_shape(const std::vector<int64_t>& shape, const HfTensorMapping& m) {
+  std::vector<int64_t> out = shape;
+  if (out.size() < 2) out.push_back(1);
+  if (m.columns != HfTensorMapping::Columns::All) out[0] /= 2;
+  if (m.transpose) std::swap(out[0], out[1]);
+  while (out.size() > shape.size() && out.back() == 1) out.pop_back();
+  return out;
+}
+
+std::span<const uint8_t> load_rearranged(const SafetensorsTensor& t, const HfTensorMapping& m,
+                                         std::vector<uint8_t>& scratch) {
+  const TensorInfo& info = t.info;
+  const int64_t cols = info.shape[0], rows = info.shape.size() > 1 ? info.shape[1] : 1;
+  const int64_t outer = info.elements() / (cols * rows);
+  const size_t es = info.bytes / size_t(info.elements());
+  const bool pick = m.columns != HfTensorMapping::Columns::All;
+  const int64_t first = m.columns == HfTensorMapping::Columns::Odd ? 1 : 0, step = pick ? 2 : 1;
+  const int64_t kept = cols / step;
+  scratch.resize(size_t(outer * rows * kept) * es);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < kept; ++c) {
+        const int64_t from = (o * rows + r) * cols + first + c * step;
+        const int64_t to = m.transpose ? (o * kept + c) * rows + r : (o * rows + r) * kept + c;
+        std::memcpy(scratch.data() + size_t(to) * es, info.data + size_t(from) * es, es);
+      }
+  return {scratch.data(), scratch.size()};
+}
+
+// A rearranged tensor then widened to f32 (gpt-oss's expert biases).
+std::span<const uint8_t> load_rearranged_f32(const SafetensorsTensor& t, const HfTensorMapping& m,
+                                             std::vector<uint8_t>& scratch) {
+  std::vector<uint8_t> moved;
+  load_rearranged(t, m, moved);
+  SafetensorsTensor view = t;
+  view.info.data = moved.data();
+  view.info.bytes = moved.size();
+  view.info.shape = rearranged_shape(t.info.shape, m);
+  return load_as_f32(view, 0.0f, scratch);
+}
+
+// One MXFP4 tensor from its HF blocks and scales (HfTensorMapping::Mxfp4).
+struct Mxfp4Pair {
+  const SafetensorsTensor* blocks = nullptr;
+  const SafetensorsTensor* scales = nullptr;
+  HfTensorMapping::Columns rows = HfTensorMapping::Columns::All;
+};
+
+// ggml's MXFP4 block (quant/types.h): the E8M0 scale byte, then qs[j] holding element j (low
+// nibble) and element j + 16 (high nibble). OpenAI's checkpoints keep the same scale byte and the
+// same 4-bit codes, packed two consecutive elements a byte, low nibble first.
+constexpr size_t kMxfp4BlockBytes = 17;
+
+void repack_mxfp4_block(uint8_t scale, const uint8_t* codes16, uint8_t* out) {
+  uint8_t c[32];
+  for (int i = 0; i < 16; ++i) {
+    c[2 * i] = codes16[i] & 0x0F;
+    c[2 * i + 1] = codes16[i] >> 4;
+  }
+  out[0] = scale;
+  for (int j = 0; j < 16; ++j) out[1 + j] = uint8_t(c[j] | (c[j + 16] << 4));
+}
+
+// The GGUF shape ([in, rows kept, n_expert]) of a pair, after checking the two tensors agree.
+std::vector<int64_t> mxfp4_shape(const std::string& name, const Mxfp4Pair& p) {
+  if (!p.blocks || !p.scales)
+    throw_error("MXFP4 tensor '{}': its {} are missing from the checkpoint", name,
+                p.blocks ? "scales" : "blocks");
+  const std::vector<int64_t>& b = p.blocks->info.shape;  // ne: [16, in / 32, rows, n_expert]
+  const std::vector<int64_t>& s = p.scales->info.shape;  // ne: [in / 32, rows, n_expert]
+  if (p.blocks->dtype != SafetensorsDtype::U8 || p.scales->dtype != SafetensorsDtype::U8 ||
+      b.size() < 3 || b[0] != 16 || s.size() + 1 != b.size() ||
+      !std::equal(s.begin(), s.end(), b.begin() + 1))
+    throw_error("MXFP4 tensor '{}': blocks '{}' and scales '{}' are not U8 [.., rows, in / 32, 16] "
+                "and [.., rows, in / 32]",
+                name, p.blocks->info.name, p.scales->info.name);
+  std::vector<int64_t> out(s.begin(), s.end());
+  out[0] *= 32;
+  if (p.rows != HfTensorMapping::Columns::All) {
+    if (out[1] % 2 != 0) throw_error("MXFP4 tensor '{}': {} rows do not split in two", name, out[1]);
+    out[1] /= 2;
+  }
+  return out;
+}
+
+std::span<const uint8_t> load_mxfp4(const Mxfp4Pair& p, std::vector<uint8_t>& scratch) {
+  const std::vector<int64_t>& s = p.scales->info.shape;
+  const int64_t nb = s[0], rows = s[1], outer = p.scales->info.elements() / (nb * rows);
+  const bool pick = p.rows != HfTensorMapping::Columns::All;
+  const int64_t first = p.rows == HfTensorMapping::Columns::Odd ? 1 : 0, step = pick ? 2 : 1;
+  const int64_t kept = rows / step;
+  scratch.resize(size_t(outer * kept * nb) * kMxfp4BlockBytes);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t r = 0; r < kept; ++r) {
+      const int64_t from = o * rows + first + r * step, to = o * kept + r;
+      for (int64_t b = 0; b < nb; ++b)
+        repack_mxfp4_block(p.scales->info.data[size_t(from * nb + b)],
+                           p.blocks->info.data + size_t(from * nb + b) * 16,
+                           scratch.data() + size_t(to * nb + b) * kMxfp4BlockBytes);
+    }
+  return {scratch.data(), scratch.size()};
 }
 
 using Runs = std::vector<std::pair<int64_t, int64_t>>;  // [first, last] ranges, sorted
@@ -192,6 +299,8 @@ ConvertSource open_hf_source(const std::string& dir, const SourceOptions& option
   }
   QuantType matrix_type = QuantType::F32;
   bool seen_matrix = false;
+  std::map<std::string, Mxfp4Pair> mxfp4;
+  std::vector<std::string> mxfp4_order;
   for (const SafetensorsTensor& t : weights.tensors()) {
     std::optional<HfTensorMapping> map;
     try {
@@ -200,7 +309,46 @@ ConvertSource open_hf_source(const std::string& dir, const SourceOptions& option
       rethrow_with_context(e, dir);
     }
     if (!map) continue;
+    if (map->mxfp4 != HfTensorMapping::Mxfp4::None) {  // joined with its other half below
+      std::vector<HfTensorMapping> parts{*map};
+      parts.insert(parts.end(), map->also.begin(), map->also.end());
+      for (const HfTensorMapping& part : parts) {
+        auto [it, added] = mxfp4.try_emplace(part.gguf_name);
+        if (added) mxfp4_order.push_back(part.gguf_name);
+        (part.mxfp4 == HfTensorMapping::Mxfp4::Blocks ? it->second.blocks : it->second.scales) = &t;
+        it->second.rows = part.rows;
+      }
+      continue;
+    }
     const QuantType type = float_type(t);
+    if (map->columns != HfTensorMapping::Columns::All || map->transpose) {
+      // gpt-oss's stacked experts and their biases: each mapping its own part of the tensor.
+      std::vector<HfTensorMapping> parts{*map};
+      parts.insert(parts.end(), map->also.begin(), map->also.end());
+      for (const HfTensorMapping& part : parts) {
+        if (part.columns != HfTensorMapping::Columns::All && t.info.shape[0] % 2 != 0)
+          throw_error("{}: tensor '{}' has {} columns, not an even number to split", dir,
+                      t.info.name, t.info.shape[0]);
+        SourceTensor out;
+        out.name = part.gguf_name;
+        out.type = part.f32 ? QuantType::F32 : type;
+        out.shape = rearranged_shape(t.info.shape, part);
+        if (out.shape.size() >= 2 && !part.f32 && !seen_matrix) {
+          matrix_type = type;
+          seen_matrix = true;
+        }
+        const HfTensorMapping how = part;
+        if (part.f32)
+          out.load = [&t, how](std::vector<uint8_t>& scratch) { return load_rearranged_f32(t, how, scratch); };
+        else
+          out.load = [&t, how](std::vector<uint8_t>& scratch) { return load_rearranged(t, how, scratch); };
+        out.release = [&t] { drop_mapped_pages(t.info.data, t.info.bytes); };
+        s.tensors.push_back(std::move(out));
+      }
+      continue;
+    }
+    if (!map->also.empty())
+      throw_error("{}: tensor '{}' maps to several tensors without a rearrangement", dir, t.info.name);
     if (t.info.shape.size() >= 2 && !seen_matrix) {
       matrix_type = type;
       seen_matrix = true;
@@ -257,6 +405,24 @@ ConvertSource open_hf_source(const std::string& dir, const SourceOptions& option
     };
     out.release = [experts] {
       for (const auto* t : experts) drop_mapped_pages(t->info.data, t->info.bytes);
+    };
+    s.tensors.push_back(std::move(out));
+  }
+
+  for (const std::string& name : mxfp4_order) {
+    const Mxfp4Pair pair = mxfp4[name];
+    SourceTensor out;
+    out.name = name;
+    out.type = QuantType::MXFP4;
+    try {
+      out.shape = mxfp4_shape(name, pair);
+    } catch (const Error& e) {
+      rethrow_with_context(e, dir);
+    }
+    out.load = [pair](std::vector<uint8_t>& scratch) { return load_mxfp4(pair, scratch); };
+    out.release = [pair] {
+      drop_mapped_pages(pair.blocks->info.data, pair.blocks->info.bytes);
+      drop_mapped_pages(pair.scales->info.data, pair.scales->info.bytes);
     };
     s.tensors.push_back(std::move(out));
   }

@@ -114,6 +114,17 @@ const std::vector<SynthShape>& synth_shapes() {
       {.name = "olmoe-1b-7b", .arch = "olmoe", .n_embd = 2048, .n_ff = 1024, .n_layer = 16,
        .n_head = 16, .n_head_kv = 16, .head_dim = 128, .n_vocab = 50304, .n_ctx = 4096,
        .n_expert = 64, .n_expert_used = 8},
+      // tiny-gpt-oss: the gpt-oss tests' file (a window of 16 on layer 0, 8 experts, 2 chosen).
+      {.name = "tiny-gpt-oss", .arch = "gpt-oss", .n_embd = 256, .n_ff = 256, .n_layer = 2,
+       .n_head = 4, .n_head_kv = 2, .head_dim = 64, .n_vocab = 512, .n_ctx = 2048,
+       .rope_base = 150000.0f, .sliding_window = 16, .sliding_period = 2, .n_ctx_orig = 4096,
+       .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 256, .rope_yarn_factor = 32.0f},
+      // gpt-oss-20b: 24 layers alternating a 128-token window and full attention, biases, sinks,
+      // 32 experts of 2880 (4 chosen), YaRN x32 over 4096.
+      {.name = "gpt-oss-20b", .arch = "gpt-oss", .n_embd = 2880, .n_ff = 2880, .n_layer = 24,
+       .n_head = 64, .n_head_kv = 8, .head_dim = 64, .n_vocab = 201088, .n_ctx = 131072,
+       .rope_base = 150000.0f, .sliding_window = 128, .sliding_period = 2, .n_ctx_orig = 4096,
+       .n_expert = 32, .n_expert_used = 4, .n_ff_exp = 2880, .rope_yarn_factor = 32.0f},
       {.name = "mixtral-8x7b", .arch = "llama", .n_embd = 4096, .n_ff = 14336, .n_layer = 32,
        .n_head = 32, .n_head_kv = 8, .head_dim = 128, .n_vocab = 32000, .n_ctx = 32768,
        .rope_base = 1000000.0f, .n_expert = 8, .n_expert_used = 2, .expert_weights_norm = true},
@@ -131,7 +142,8 @@ const SynthShape& synth_shape(const std::string& name) {
 }
 
 const std::vector<std::string>& synth_mixes() {
-  static const std::vector<std::string> mixes = {"f16", "q8_0", "q4_0", "q6_k", "q4_k_m"};
+  static const std::vector<std::string> mixes = {"f16", "q8_0", "q4_0", "q6_k", "q4_k_m",
+                                                 "mxfp4_moe"};
   return mixes;
 }
 
@@ -142,6 +154,8 @@ QuantType synth_tensor_type(const std::string& mix, const std::string& name, int
   if (mix == "q8_0") return QuantType::Q8_0;
   if (mix == "q6_k") return QuantType::Q6_K;
   if (mix == "q4_0") return output ? QuantType::Q6_K : QuantType::Q4_0;
+  // llama-quantize's MXFP4_MOE: the experts MXFP4, every other matrix Q8_0.
+  if (mix == "mxfp4_moe") return name.find("_exps.") != std::string::npos ? QuantType::MXFP4 : QuantType::Q8_0;
   if (mix == "q4_k_m") {
     if (output) return QuantType::Q6_K;
     if (name.ends_with("attn_qkv.weight")) return QuantType::Q5_K;
@@ -228,7 +242,7 @@ Metadata synth_metadata(const SynthShape& s, const std::string& mix) {
   md.set(a + "attention.layer_norm_rms_epsilon", Value::f32(s.rms_eps));
   md.set(a + "vocab_size", u32(s.n_vocab));
   if (s.sliding_window > 0) md.set(a + "attention.sliding_window", u32(s.sliding_window));
-  if (s.sliding_period > 0) {
+  if (s.sliding_period > 0 && s.arch != "gpt-oss") {  // gpt-oss: llama.cpp's fixed period 2
     std::vector<Value> sliding;
     for (int64_t il = 0; il < s.n_layer; ++il)
       sliding.push_back(Value::boolean((il + 1) % s.sliding_period != 0));
@@ -247,7 +261,14 @@ Metadata synth_metadata(const SynthShape& s, const std::string& mix) {
     md.set(a + "expert_count", u32(s.n_expert));
     md.set(a + "expert_used_count", u32(s.n_expert_used));
     if (s.n_ff_exp > 0) md.set(a + "expert_feed_forward_length", u32(s.n_ff_exp));
-    md.set(a + "expert_weights_norm", Value::boolean(s.expert_weights_norm));
+    if (s.arch != "gpt-oss")  // its softmax over the chosen is never renormalised
+      md.set(a + "expert_weights_norm", Value::boolean(s.expert_weights_norm));
+  }
+  if (s.rope_yarn_factor > 0) {
+    md.set(a + "rope.scaling.type", Value::string("yarn"));
+    md.set(a + "rope.scaling.factor", Value::f32(s.rope_yarn_factor));
+    md.set(a + "rope.scaling.yarn_beta_fast", Value::f32(32.0f));
+    md.set(a + "rope.scaling.yarn_beta_slow", Value::f32(1.0f));
   }
   if (s.n_ctx_orig > 0) {
     md.set(a + "rope.scaling.original_context_length", u32(s.n_ctx_orig));
@@ -308,6 +329,7 @@ std::vector<SynthTensor> synth_tensors(const SynthShape& s, const std::string& m
   };
   const bool gemma = s.arch == "gemma2" || s.arch == "gemma3";
   const bool phi3 = s.arch == "phi3", olmo2 = s.arch == "olmo2", olmoe = s.arch == "olmoe";
+  const bool gpt_oss = s.arch == "gpt-oss";  // biases everywhere, sinks, experts in every layer
   const int64_t q_dim = s.n_head * s.head_dim, kv_dim = s.n_head_kv * s.head_dim;
   matrix("token_embd.weight", -1, s.n_embd, s.n_vocab);
   if (s.longrope) {  // per model, as llama.cpp's converter writes them
@@ -325,7 +347,7 @@ std::vector<SynthTensor> synth_tensors(const SynthShape& s, const std::string& m
       matrix(p + "attn_k.weight", il, s.n_embd, kv_dim);
       matrix(p + "attn_v.weight", il, s.n_embd, kv_dim);
     }
-    if (s.qkv_bias) {
+    if (s.qkv_bias || gpt_oss) {
       vec(p + "attn_q.bias", q_dim, false);
       vec(p + "attn_k.bias", kv_dim, false);
       vec(p + "attn_v.bias", kv_dim, false);
@@ -339,8 +361,12 @@ std::vector<SynthTensor> synth_tensors(const SynthShape& s, const std::string& m
       vec(p + "attn_k_norm.weight", kv_dim, true);
     }
     matrix(p + "attn_output.weight", il, q_dim, s.n_embd);
-    if (gemma || olmo2) vec(p + "post_attention_norm.weight", s.n_embd, true);
-    if (!olmo2) vec(p + "ffn_norm.weight", s.n_embd, true);
+    if (gpt_oss) {
+      vec(p + "attn_output.bias", s.n_embd, false);
+      vec(p + "attn_sinks.weight", s.n_head, false);
+    }
+    if (gemma || olmo2 || gpt_oss) vec(p + "post_attention_norm.weight", s.n_embd, true);
+    if (!olmo2 && !gpt_oss) vec(p + "ffn_norm.weight", s.n_embd, true);
     if (s.n_expert > 0) {
       // The router stays F32 (llama-quantize never quantizes ffn_gate_inp).
       specs.push_back({p + "ffn_gate_inp.weight", QuantType::F32, {s.n_embd, s.n_expert}, false});
@@ -348,6 +374,12 @@ std::vector<SynthTensor> synth_tensors(const SynthShape& s, const std::string& m
       matrix(p + "ffn_gate_exps.weight", il, s.n_embd, ff, s.n_expert);
       matrix(p + "ffn_up_exps.weight", il, s.n_embd, ff, s.n_expert);
       matrix(p + "ffn_down_exps.weight", il, ff, s.n_embd, s.n_expert);
+      if (gpt_oss) {
+        vec(p + "ffn_gate_inp.bias", s.n_expert, false);
+        specs.push_back({p + "ffn_gate_exps.bias", QuantType::F32, {ff, s.n_expert}, false});
+        specs.push_back({p + "ffn_up_exps.bias", QuantType::F32, {ff, s.n_expert}, false});
+        specs.push_back({p + "ffn_down_exps.bias", QuantType::F32, {s.n_embd, s.n_expert}, false});
+      }
       continue;
     }
     if (phi3) {

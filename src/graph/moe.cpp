@@ -82,6 +82,7 @@ void Ops::moe_ffn(Act x, const MoeExperts& w, const MoeRouting& r, const MoeScra
   const int k = r.n_used;
   const Act logits{s.logits.data, n, r.n_expert};
   matmul(*w.router, x, logits);
+  if (w.router_bias) add_bias(logits, *w.router_bias);
   std::vector<float> host(size_t(n) * size_t(r.n_expert));
   read(logits, host.data());
   std::vector<int32_t> ids(size_t(n) * size_t(k));
@@ -103,8 +104,21 @@ void Ops::moe_ffn(Act x, const MoeExperts& w, const MoeRouting& r, const MoeScra
     const Act xe = rows_of(xs, first, count);
     const Act ge = rows_of(Act{s.gate.data, n * k, ff}, first, count);
     const Act ue = rows_of(Act{s.up.data, n * k, ff}, first, count);
-    gate_up_swiglu(xe, w.gate[size_t(e)], w.up[size_t(e)], ge, ue, ge);
-    matmul(w.down[size_t(e)], ge, rows_of(ys, first, count));
+    const Act ye = rows_of(ys, first, count);
+    if (w.gate_bias.empty() && w.up_bias.empty() && w.swiglu_limit <= 0.0f) {
+      gate_up_swiglu(xe, w.gate[size_t(e)], w.up[size_t(e)], ge, ue, ge);
+    } else {  // gpt-oss: biases after each product, the clamped SwiGLU
+      const MatmulOut gate_up[] = {{&w.gate[size_t(e)], ge}, {&w.up[size_t(e)], ue}};
+      matmul_group(xe, gate_up);
+      if (!w.gate_bias.empty()) add_bias(ge, w.gate_bias[size_t(e)]);
+      if (!w.up_bias.empty()) add_bias(ue, w.up_bias[size_t(e)]);
+      if (w.swiglu_limit > 0.0f)
+        swiglu_oai(ge, ue, ge, kSwigluOaiAlpha, w.swiglu_limit);
+      else
+        swiglu(ge, ue, ge);
+    }
+    matmul(w.down[size_t(e)], ge, ye);
+    if (!w.down_bias.empty()) add_bias(ye, w.down_bias[size_t(e)]);
   }
 
   // Row r's terms: its k experts' outputs (where they landed in expert order), then the shared

@@ -48,7 +48,21 @@ struct MoeExperts {
   const TensorInfo* shared_ffn_up = nullptr;    // [n_embd, n_ff_shexp]
   const TensorInfo* shared_ffn_down = nullptr;  // [n_ff_shexp, n_embd]
   bool has_shared() const { return shared_ffn_down != nullptr; }
+  // gpt-oss: the router's bias [n_expert] added to its logits before the choice, each expert's
+  // biases ([n_expert] x [n_ff_exp] gate and up, x [n_embd] down), and its clamped SwiGLU
+  // (swiglu_limit > 0, Ops::swiglu_oai). Null / empty / 0: none, and the plain SiLU gate.
+  const std::vector<float>* router_bias = nullptr;
+  std::span<const std::vector<float>> gate_bias, up_bias, down_bias;
+  float swiglu_limit = 0.0f;
+  // What Ops::moe_ffn's fused backends do not implement: the default twin runs it.
+  bool has_extras() const {
+    return router_bias || !gate_bias.empty() || !up_bias.empty() || !down_bias.empty() ||
+           swiglu_limit > 0.0f;
+  }
 };
+
+// gpt-oss's SwiGLU constant (transformers' GptOssExperts.alpha, llama.cpp's swiglu_oai alpha).
+inline constexpr float kSwigluOaiAlpha = 1.702f;
 
 // Rows past the last (row, expert) pair that xs, gate and up hold: a backend's expert matvecs
 // over tiles of rows may read that far past the last pair (CUDA's grouped matvecs: up to 7).

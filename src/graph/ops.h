@@ -57,6 +57,9 @@ class Ops {
   // out [n, spec.out_dim()]. A backend refuses the spec fields it does not implement.
   virtual void attention(int il, Act q, Act k, Act v, Act out, const AttnSpec& spec) = 0;
   virtual void swiglu(Act gate, Act up, Act out) = 0;  // out = silu(gate) * up
+  // gpt-oss's clamped SwiGLU (llama.cpp's swiglu_oai): g = min(gate, limit),
+  // u = clamp(up, -limit, limit), out = g * sigmoid(alpha * g) * (u + 1); out may be gate.
+  virtual void swiglu_oai(Act gate, Act up, Act out, float alpha, float limit) = 0;
   // out = gelu(gate) * up with GELU's tanh approximation (Gemma's GeGLU); out may be gate.
   virtual void geglu(Act gate, Act up, Act out) = 0;
   virtual void add(Act acc, Act x) = 0;                // acc += x

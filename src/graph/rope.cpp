@@ -16,8 +16,8 @@ void yarn_corr_dims(const RopeParams& p, float dims[2]) {
     return n_dims * std::log(float(n_ctx_orig) / (n_rot * 2 * float(M_PI))) /
            (2 * std::log(freq_base));
   };
-  const float start = std::floor(corr_dim(beta_fast));
-  const float end = std::ceil(corr_dim(beta_slow));
+  const float start = p.yarn_truncate ? std::floor(corr_dim(beta_fast)) : corr_dim(beta_fast);
+  const float end = p.yarn_truncate ? std::ceil(corr_dim(beta_slow)) : corr_dim(beta_slow);
   dims[0] = std::max(0.0f, start);
   dims[1] = std::min(float(n_dims - 1), end);
 }

@@ -16,6 +16,9 @@ struct RopeParams {
   float attn_factor = 1.0f;      // magnitude scale of cos/sin
   float beta_fast = 32.0f, beta_slow = 1.0f;
   int n_ctx_orig = 0;            // YaRN original context
+  // The YaRN correction range rounded out to whole dimensions (ggml, and transformers' default);
+  // false keeps it fractional (transformers' `truncate: false`, gpt-oss's configs).
+  bool yarn_truncate = true;
 };
 
 // The YaRN correction range of `p` (dims where interpolation blends into extrapolation, as ggml

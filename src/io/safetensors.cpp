@@ -36,6 +36,7 @@ constexpr DtypeInfo kDtypes[] = {
     {"F16", SafetensorsDtype::F16, QuantType::F16, 2},
     {"BF16", SafetensorsDtype::BF16, QuantType::BF16, 2},
     {"F8_E4M3", SafetensorsDtype::F8_E4M3, QuantType::I8, 1},
+    {"U8", SafetensorsDtype::U8, QuantType::I8, 1},
 };
 
 const DtypeInfo* find_dtype(std::string_view name) {
@@ -65,7 +66,7 @@ SafetensorsTensor read_entry(const std::string& tensor_name, const nlohmann::jso
   const std::string dtype = dtype_it->get<std::string>();
   const DtypeInfo* d = find_dtype(dtype);
   if (!d)
-    throw_error("dtype {} is not supported (supported: F32, F16, BF16, F8_E4M3)",
+    throw_error("dtype {} is not supported (supported: F32, F16, BF16, F8_E4M3, U8)",
                 dtype.size() > 32 ? dtype.substr(0, 32) + "..." : dtype);
 
   const auto shape_it = entry.find("shape");
@@ -292,6 +293,9 @@ std::vector<float> SafetensorsModel::to_f32(const SafetensorsTensor& t) const {
     case SafetensorsDtype::F8_E4M3:
       f8_e4m3_to_f32(src, out.data(), n);
       break;
+    case SafetensorsDtype::U8:
+      throw_error("tensor '{}': U8 holds packed bytes (MXFP4 blocks or scales), not numbers",
+                  t.info.name);
   }
   return out;
 }

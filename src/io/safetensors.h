@@ -19,7 +19,8 @@
 namespace jitllm {
 
 // The safetensors dtypes jitllm reads; any other dtype in a header is refused, naming the tensor.
-enum class SafetensorsDtype : uint8_t { F32, F16, BF16, F8_E4M3 };
+// U8: raw bytes (gpt-oss's MXFP4 expert blocks and scales), never read as numbers.
+enum class SafetensorsDtype : uint8_t { F32, F16, BF16, F8_E4M3, U8 };
 const char* safetensors_dtype_name(SafetensorsDtype dtype);  // "F32", "F8_E4M3", ...
 
 struct SafetensorsTensor {

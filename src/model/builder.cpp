@@ -105,6 +105,7 @@ AttnSpec GraphBuilder::attn_spec(int il) const {
   s.scale = c_.attn_scale > 0.0f ? c_.attn_scale : 1.0f / std::sqrt(float(c_.head_dim));
   s.window = c_.window_of(il);
   s.softcap = c_.attn_softcap;
+  if (!layer(il).attn_sinks.empty()) s.sinks = layer(il).attn_sinks.data();
   return s;
 }
 
@@ -196,7 +197,7 @@ Act GraphBuilder::build_attn(int il, Act cur, const LayerWeights& l, const AttnS
 
 void GraphBuilder::build_residual(int il, const TensorInfo& w, Act in, const char* name,
                                   const char* sum_name, const std::vector<float>* post_norm,
-                                  const char* post_name) {
+                                  const char* post_name, const std::vector<float>* bias) {
   if (!live()) return;
   Ops& ops = *at_;
   Act cur = view(on(at_).cur, in.rows, c_.n_embd);
@@ -206,8 +207,10 @@ void GraphBuilder::build_residual(int il, const TensorInfo& w, Act in, const cha
     return;
   }
   const bool normed = post_norm && !post_norm->empty();
-  if (select || dump_.enabled() || normed) {
+  const bool biased = bias && !bias->empty();
+  if (select || dump_.enabled() || normed || biased) {
     ops.matmul(w, in, cur);
+    if (biased) ops.add_bias(cur, *bias);
     dump_(ops, cur, name, il);
     if (select) {
       selected_ = true;
@@ -279,6 +282,11 @@ Act GraphBuilder::build_moe_ffn(int il, Act cur, const LayerWeights& l) {
     e.shared_ffn_up = l.ffn_up_shexp;
     e.shared_ffn_down = l.ffn_down_shexp;
   }
+  if (!l.ffn_gate_inp_b.empty()) e.router_bias = &l.ffn_gate_inp_b;
+  e.gate_bias = l.gate_exp_b;
+  e.up_bias = l.up_exp_b;
+  e.down_bias = l.down_exp_b;
+  e.swiglu_limit = c_.expert_swiglu_limit;
   Ops& ops = *at_;
   ops.moe_ffn(cur, e, c_.moe_routing(), b.moe, out);
   dump_(ops, view(b.moe.logits, cur.rows, c_.n_expert), "ffn_moe_logits", il);

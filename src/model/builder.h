@@ -32,7 +32,8 @@ class GraphBuilder {
   const Config& config() const { return c_; }
   const ModelWeights& weights() const { return w_; }
   const LayerWeights& layer(int il) const { return w_.layers[size_t(il)]; }
-  // The attention of layer il as the Config describes it (causal, 1/sqrt(head_dim) scale).
+  // The attention of layer il as the Config describes it (causal, 1/sqrt(head_dim) scale), with
+  // the layer's sinks where it has them.
   AttnSpec attn_spec(int il) const;
 
   // x = the token embeddings, on the embedding's backend ("inp_embd"), times the Config's
@@ -50,15 +51,18 @@ class GraphBuilder {
   // projection ("Qcur_normed", "Kcur_normed"); RoPE on q and k; the KV store of layer il and
   // attention: the attention output [rows, spec.out_dim()] ("Qcur", "Kcur", "Vcur", "kqv_out").
   Act build_attn(int il, Act cur, const LayerWeights& l, const AttnSpec& spec, const RopeParams& rope);
-  // x += in . w^T ("<name>" the product, "<sum_name>" the new x), or, with a post-norm (Gemma 2/3,
-  // OLMo2), x += rms_norm(in . w^T) ("<post_name>" the normed product). In the last layer, the
-  // first residual keeps only the output rows (see above).
+  // x += in . w^T (+ bias where one is given and not empty: gpt-oss's attn_output.bias)
+  // ("<name>" the product, "<sum_name>" the new x), or, with a post-norm (Gemma 2/3, OLMo2),
+  // x += rms_norm(in . w^T) ("<post_name>" the normed product). In the last layer, the first
+  // residual keeps only the output rows (see above).
   void build_residual(int il, const TensorInfo& w, Act in, const char* name, const char* sum_name,
-                      const std::vector<float>* post_norm = nullptr, const char* post_name = nullptr);
+                      const std::vector<float>* post_norm = nullptr, const char* post_name = nullptr,
+                      const std::vector<float>* bias = nullptr);
   // The gated FFN's first half, act(cur . gate^T) * (cur . up^T) [rows, n_ff(il)], act SiLU or
   // the Config's GELU-tanh, gate and up separate or fused in ffn_up ("ffn_swiglu"/"ffn_geglu").
   Act build_ffn(int il, Act cur, const LayerWeights& l);
-  // A mixture-of-experts FFN (Ops::moe_ffn) with the Config's routing over cur ([rows, n_embd]):
+  // A mixture-of-experts FFN (Ops::moe_ffn) with the Config's routing over cur ([rows, n_embd]),
+  // with the layer's router and expert biases and the Config's clamped SwiGLU where it has them:
   // the weighted sum of each row's experts and the shared expert [rows, n_embd]
   // ("ffn_moe_logits" the router's logits, "ffn_moe_out" the sum).
   Act build_moe_ffn(int il, Act cur, const LayerWeights& l);

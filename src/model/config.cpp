@@ -74,6 +74,7 @@ RopeParams Config::rope_params() const {
   p.beta_fast = yarn_beta_fast;
   p.beta_slow = yarn_beta_slow;
   p.n_ctx_orig = int(rope_ctx_orig);
+  p.yarn_truncate = yarn_truncate;
   return p;
 }
 
@@ -207,6 +208,7 @@ Config config_from_metadata(const Metadata& md) {
     c.yarn_attn_factor = float(md.get_f64_or(a + "rope.scaling.attn_factor", 1.0));
     c.yarn_beta_fast = float(md.get_f64_or(a + "rope.scaling.yarn_beta_fast", 32.0));
     c.yarn_beta_slow = float(md.get_f64_or(a + "rope.scaling.yarn_beta_slow", 1.0));
+    c.yarn_truncate = md.get_bool_or(a + "rope.scaling.yarn_truncate", true);
   } else if (c.rope_scaling == "llama3") {
     // GGUFs carry the factors as the rope_freqs.weight tensor (bound with the weights, which
     // replaces these); metadata-only sources get them computed from the HF parameters.

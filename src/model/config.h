@@ -42,6 +42,9 @@ struct Config {
   int64_t rope_ctx_orig = 0;          // rope.scaling.original_context_length
   float yarn_ext_factor = 0.0f, yarn_attn_factor = 1.0f, yarn_beta_fast = 32.0f,
         yarn_beta_slow = 1.0f;
+  // <arch>.rope.scaling.yarn_truncate (our converter's, from config.json's `truncate`; llama.cpp
+  // has no such key and always rounds): see RopeParams::yarn_truncate.
+  bool yarn_truncate = true;
   // llama3: per-frequency divisors, from the rope_freqs.weight tensor when the file has it, else
   // computed here from rope.scaling.{factor,low_freq_factor,high_freq_factor}.
   std::vector<float> rope_freq_factors;
@@ -70,6 +73,9 @@ struct Config {
   bool expert_weights_norm = false;   // the chosen experts' weights renormalised to sum 1
   float expert_weights_scale = 0.0f;  // the chosen weights times this; 0: none
   MoeGating expert_gating = MoeGating::Softmax;
+  // > 0: the experts' activation is gpt-oss's clamped SwiGLU with this limit (llama.cpp's
+  // LLM_FFN_SWIGLU_OAI_MOE; 7 in every gpt-oss, our converter's key carries a config's own).
+  float expert_swiglu_limit = 0.0f;
   MoeRouting moe_routing() const {
     return MoeRouting{n_expert, n_expert_used, expert_gating, expert_weights_norm, expert_weights_scale};
   }

@@ -55,15 +55,22 @@ FamilyDescription describe_family(const Config& c) {
       s += fmt::format(", weights x {:g}", c.expert_weights_scale);
     q.push_back(s);
     if (c.n_ff_shexp > 0) q.push_back(fmt::format("shared expert of width {}", c.n_ff_shexp));
+    if (c.expert_swiglu_limit > 0)
+      q.push_back(fmt::format("clamped SwiGLU experts (limit {:g})", c.expert_swiglu_limit));
   }
   if (c.family) {
     const Family& f = *c.family;
-    if (binds(f, "attn_q.bias")) q.push_back("q/k/v biases");
+    if (binds(f, "attn_q.bias")) q.push_back(binds(f, "attn_output.bias") ? "q/k/v/o biases" : "q/k/v biases");
+    if (binds(f, "ffn_gate_inp.bias")) q.push_back("router and expert biases");
+    if (binds(f, "attn_sinks.weight")) q.push_back("attention sinks");
     if (binds(f, "attn_qkv.weight")) q.push_back("fused q/k/v and gate/up projections");
     if (const LayerTensor* qn = bound(f, "attn_q_norm.weight"))  // its shape says per head or not
       q.push_back(qn->shape == &shapes::head_dim ? "per-head q/k norms"
                                                  : "q/k norms over the whole projection");
-    if (binds(f, "post_attention_norm.weight")) q.push_back("post-attention and post-FFN norms");
+    const LayerTensor* post = bound(f, "post_attention_norm.weight");  // gpt-oss: the FFN's pre-norm
+    if (post && std::get_if<std::vector<float> LayerWeights::*>(&post->slot) &&
+        *std::get_if<std::vector<float> LayerWeights::*>(&post->slot) == &LayerWeights::attn_post_norm)
+      q.push_back("post-attention and post-FFN norms");
     if (!binds(f, "attn_norm.weight") && !binds(f, "attn_qkv.weight")) q.push_back("no pre-norms");
   }
   return d;

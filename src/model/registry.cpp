@@ -15,13 +15,14 @@ extern const Family kOlmo2Family;   // archs/olmo2.cpp
 extern const Family kQwen2MoeFamily;  // archs/qwen2moe.cpp
 extern const Family kQwen3MoeFamily;  // archs/qwen3moe.cpp
 extern const Family kOlmoeFamily;     // archs/olmoe.cpp
+extern const Family kGptOssFamily;    // archs/gpt_oss.cpp
 
 namespace {
 
 const Family* const kFamilies[] = {
     &kLlamaFamily, &kQwen2Family, &kQwen3Family, &kGemmaFamily,
     &kGemma2Family, &kGemma3Family, &kPhi3Family, &kOlmo2Family,
-    &kQwen2MoeFamily, &kQwen3MoeFamily, &kOlmoeFamily,
+    &kQwen2MoeFamily, &kQwen3MoeFamily, &kOlmoeFamily, &kGptOssFamily,
 };
 
 }  // namespace

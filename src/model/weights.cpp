@@ -59,12 +59,19 @@ class Binder {
   std::vector<float> vector(const std::string& name, int64_t n) const {
     return vector_of(require(name, {n}), n);
   }
+  // n values of t (all of them or its first n); a .jlm keeps a stacked expert bias
+  // ([width, n_expert]) one expert a page, slice_stride apart.
   std::vector<float> vector_of(const TensorInfo& t, int64_t n) const {
     std::vector<float> out(static_cast<size_t>(n));
-    if (t.type == QuantType::F32)
-      std::memcpy(out.data(), t.data, size_t(n) * sizeof(float));
-    else
-      dequantize_row(t.type, t.data, out.data(), n);
+    const int64_t slices = t.slice_stride && t.shape.size() > 1 ? t.shape.back() : 1;
+    const int64_t per = n / slices;
+    for (int64_t e = 0; e < slices; ++e) {
+      const uint8_t* src = t.data + uint64_t(e) * (slices > 1 ? t.slice_stride : 0);
+      if (t.type == QuantType::F32)
+        std::memcpy(out.data() + e * per, src, size_t(per) * sizeof(float));
+      else
+        dequantize_row(t.type, src, out.data() + e * per, per);
+    }
     return out;
   }
 
@@ -98,6 +105,10 @@ std::vector<int64_t> gate_up_exps(const Config& c, int) { return {c.n_embd, c.n_
 std::vector<int64_t> down_exps(const Config& c, int) { return {c.n_ff_exp, c.n_embd, c.n_expert}; }
 std::vector<int64_t> gate_up_shexp(const Config& c, int) { return {c.n_embd, c.n_ff_shexp}; }
 std::vector<int64_t> down_shexp(const Config& c, int) { return {c.n_ff_shexp, c.n_embd}; }
+std::vector<int64_t> heads(const Config& c, int il) { return {c.n_head_of(il)}; }
+std::vector<int64_t> experts(const Config& c, int) { return {c.n_expert}; }
+std::vector<int64_t> gate_up_exps_b(const Config& c, int) { return {c.n_ff_exp, c.n_expert}; }
+std::vector<int64_t> down_exps_b(const Config& c, int) { return {c.n_embd, c.n_expert}; }
 }  // namespace shapes
 
 std::vector<LayerTensor> with_moe_tensors(std::vector<LayerTensor> table) {
@@ -135,6 +146,17 @@ TensorInfo expert_matrix(const TensorInfo& t, int64_t e) {
   m.bytes = size_t(part);
   m.data = t.data + uint64_t(e) * stride;
   return m;
+}
+
+// [n_expert] the parts of a stacked [width, n_expert] bias (empty: none).
+std::vector<std::vector<float>> expert_vectors(const std::vector<float>& stacked, int n_expert) {
+  std::vector<std::vector<float>> out;
+  if (stacked.empty()) return out;
+  const size_t width = stacked.size() / size_t(n_expert);
+  for (int e = 0; e < n_expert; ++e)
+    out.emplace_back(stacked.begin() + ptrdiff_t(size_t(e) * width),
+                     stacked.begin() + ptrdiff_t(size_t(e + 1) * width));
+  return out;
 }
 
 std::vector<TensorInfo> expert_matrices(const TensorInfo& t) {
@@ -209,7 +231,7 @@ ModelWeights bind_weights(const ModelFile& file, Config& c, std::span<const Laye
       if (const auto* m = std::get_if<const TensorInfo* LayerWeights::*>(&lt.slot))
         l.*(*m) = &info;
       else
-        l.*std::get<std::vector<float> LayerWeights::*>(lt.slot) = b.vector_of(info, shape[0]);
+        l.*std::get<std::vector<float> LayerWeights::*>(lt.slot) = b.vector_of(info, info.elements());
     }
     if (!l.wqkv && !(l.wq && l.wk && l.wv))
       throw_error("{}: layer {} has neither {}attn_qkv.weight nor attn_q/attn_k/attn_v", file.path,
@@ -218,6 +240,9 @@ ModelWeights bind_weights(const ModelFile& file, Config& c, std::span<const Laye
       l.gate_exp = expert_matrices(*l.ffn_gate_exps);
       l.up_exp = expert_matrices(*l.ffn_up_exps);
       l.down_exp = expert_matrices(*l.ffn_down_exps);
+      l.gate_exp_b = expert_vectors(l.ffn_gate_exps_b, c.n_expert);
+      l.up_exp_b = expert_vectors(l.ffn_up_exps_b, c.n_expert);
+      l.down_exp_b = expert_vectors(l.ffn_down_exps_b, c.n_expert);
       const bool shared = l.ffn_gate_shexp && l.ffn_up_shexp && l.ffn_down_shexp;
       if (!shared && (l.ffn_gate_shexp || l.ffn_up_shexp || l.ffn_down_shexp || l.ffn_gate_inp_shexp))
         throw_error("{}: layer {} has part of a shared expert ({}ffn_{{gate,up,down}}_shexp.weight)",

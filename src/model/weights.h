@@ -26,6 +26,8 @@ struct LayerWeights {
   const TensorInfo* wo = nullptr;        // [q_dim, n_embd]
   const TensorInfo* wqkv = nullptr;      // [n_embd, q_dim + k_dim + v_dim] fused (Phi-3), or null
   std::vector<float> bq, bk, bv;         // [q_dim], [k_dim], [v_dim] projection biases (Qwen2)
+  std::vector<float> bo;                 // [n_embd] output projection bias (gpt-oss)
+  std::vector<float> attn_sinks;         // [n_head] per-head sink logits (gpt-oss)
   // RMSNorms of q and k: [head_dim] per head (Qwen3, Gemma 3) or [q_dim] / [k_dim] over the
   // whole projection (OLMo2); the builder tells them apart by their length.
   std::vector<float> attn_q_norm;
@@ -45,6 +47,11 @@ struct LayerWeights {
   // [n_expert] each expert's matrix of the stacked tensors above, a view of its bytes (its own
   // pages in a .jlm), the way the matmul ops take matrices.
   std::vector<TensorInfo> gate_exp, up_exp, down_exp;
+  // Biases (gpt-oss): the router's [n_expert]; the experts' stacked [n_ff_exp, n_expert] (gate,
+  // up) and [n_embd, n_expert] (down), and the same cut per expert.
+  std::vector<float> ffn_gate_inp_b;
+  std::vector<float> ffn_gate_exps_b, ffn_up_exps_b, ffn_down_exps_b;
+  std::vector<std::vector<float>> gate_exp_b, up_exp_b, down_exp_b;
   // Shared expert (Qwen2-MoE): its gate vector [n_embd] (viewed as a [n_embd, 1] matrix in
   // shared_gate_matrix) and its gated FFN.
   const TensorInfo* ffn_gate_inp_shexp = nullptr;
@@ -89,6 +96,10 @@ std::vector<int64_t> gate_up_exps(const Config& c, int il);   // [n_embd, n_ff_e
 std::vector<int64_t> down_exps(const Config& c, int il);      // [n_ff_exp, n_embd, n_expert]
 std::vector<int64_t> gate_up_shexp(const Config& c, int il);  // [n_embd, n_ff_shexp]
 std::vector<int64_t> down_shexp(const Config& c, int il);     // [n_ff_shexp, n_embd]
+std::vector<int64_t> heads(const Config& c, int il);          // [n_head(il)]
+std::vector<int64_t> experts(const Config& c, int il);        // [n_expert]
+std::vector<int64_t> gate_up_exps_b(const Config& c, int il); // [n_ff_exp, n_expert]
+std::vector<int64_t> down_exps_b(const Config& c, int il);    // [n_embd, n_expert]
 }  // namespace shapes
 
 // Which layers a table entry belongs to: every layer, the dense FFN layers, or the layers with
@@ -98,6 +109,7 @@ enum class LayerPart { Any, Dense, Moe };
 // One tensor of every layer of a family: "blk.N." + name, bound into `slot`.
 struct LayerTensor {
   const char* name;  // e.g. "attn_q.weight"
+  // A matrix is bound as a view; a vector (norms, biases, sinks; any shape) as its f32 values.
   std::variant<const TensorInfo* LayerWeights::*, std::vector<float> LayerWeights::*> slot;
   LayerShape shape;
   bool optional = false;

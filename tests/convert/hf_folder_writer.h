@@ -54,6 +54,12 @@ class HfFolderWriter {
     }
     tensors_.push_back(std::move(t));
   }
+  // A tensor of given bytes (any dtype the test means, e.g. "U8" MXFP4 blocks).
+  void add_bytes(const std::string& name, std::vector<int64_t> shape, const std::string& dtype,
+                 std::vector<uint8_t> bytes) {
+    tensors_.push_back(HfTensor{name, dtype, std::move(shape), std::move(bytes)});
+  }
+  const std::vector<HfTensor>& tensors() const { return tensors_; }
   const HfTensor& tensor(const std::string& name) const {
     for (const auto& t : tensors_)
       if (t.name == name) return t;

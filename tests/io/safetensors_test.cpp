@@ -275,7 +275,7 @@ TEST(SafetensorsHostile, TensorEntries) {
   EXPECT_HAS(parse_error(entry("3")), "tensor 'w': expected an object, got number");
   EXPECT_HAS(parse_error(entry(R"({"shape":[1],"data_offsets":[0,4]})")), "'dtype' missing");
   EXPECT_HAS(parse_error(entry(R"({"dtype":"I64","shape":[1],"data_offsets":[0,8]})")),
-             "tensor 'w': dtype I64 is not supported (supported: F32, F16, BF16, F8_E4M3)");
+             "tensor 'w': dtype I64 is not supported (supported: F32, F16, BF16, F8_E4M3, U8)");
   EXPECT_HAS(parse_error(entry(R"({"dtype":"F32","data_offsets":[0,4]})")), "'shape' missing");
   EXPECT_HAS(parse_error(entry(R"({"dtype":"F32","shape":[1,1,1,1,1],"data_offsets":[0,4]})")),
              "shape has 5 dimensions (at most 4)");

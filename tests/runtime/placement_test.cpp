@@ -264,6 +264,9 @@ class PrivateKvOps final : public Ops {
   void swiglu(Act g, Act u, Act out) override { inner_.swiglu(g, u, out); }
   void add(Act acc, Act x) override { inner_.add(acc, x); }
   void geglu(Act g, Act u, Act out) override { inner_.geglu(g, u, out); }
+  void swiglu_oai(Act g, Act u, Act out, float alpha, float limit) override {
+    inner_.swiglu_oai(g, u, out, alpha, limit);
+  }
   void add_bias(Act x, const std::vector<float>& b) override { inner_.add_bias(x, b); }
   void scale(Act x, float s) override { inner_.scale(x, s); }
   void softcap(Act x, float cap) override { inner_.softcap(x, cap); }

@@ -105,11 +105,12 @@ void CpuOps::rope(Act x, int n_heads, int head_dim, const RopeParams& params) {
 }
 
 void CpuOps::attention(int il, Act q, Act k, Act v, Act out, const AttnSpec& spec) {
-  // Sliding windows and soft-capping are implemented; sinks and unequal K/V widths are not.
-  if (spec.sinks || spec.head_dim_k != spec.head_dim_v || !spec.causal) {
+  // Sliding windows, soft-capping and sinks are implemented; unequal K/V widths are not.
+  if (spec.head_dim_k != spec.head_dim_v || !spec.causal) {
     AttnSpec rest = spec;
     rest.window = 0;
     rest.softcap = 0.0f;
+    rest.sinks = nullptr;
     refuse_unplain_attention(rest, "CPU attention");
   }
   const KvLayout& kv = kv_;
@@ -147,6 +148,7 @@ void CpuOps::attention(int il, Act q, Act k, Act v, Act out, const AttnSpec& spe
   a.n_kv = n_kv_.data();
   a.kv_start = spec.window > 0 ? kv_start_.data() : nullptr;
   a.softcap = spec.softcap;
+  a.sinks = spec.sinks;
   a.k = k_rows_.data();
   a.v = v_rows_.data();
   // llama.cpp switches to its tiled f32 kernel for ubatches of 64 tokens or more; doing the same
@@ -157,6 +159,10 @@ void CpuOps::attention(int il, Act q, Act k, Act v, Act out, const AttnSpec& spe
 
 void CpuOps::swiglu(Act gate, Act up, Act out) {
   k_.swiglu(gate.data, up.data, out.data, gate.rows * gate.cols);
+}
+
+void CpuOps::swiglu_oai(Act gate, Act up, Act out, float alpha, float limit) {
+  k_.swiglu_oai(gate.data, up.data, out.data, gate.rows * gate.cols, alpha, limit);
 }
 
 void CpuOps::geglu(Act gate, Act up, Act out) {

@@ -31,6 +31,7 @@ class CpuOps final : public Ops {
   void geglu(Act gate, Act up, Act out) override;
   void add(Act acc, Act x) override;
   void add_bias(Act x, const std::vector<float>& bias) override;
+  void swiglu_oai(Act gate, Act up, Act out, float alpha, float limit) override;
   void scale(Act x, float s) override;
   void softcap(Act x, float cap) override;
   void copy_cols(Act x, int64_t first, Act out) override;

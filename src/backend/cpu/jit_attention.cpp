@@ -153,12 +153,14 @@ void attend_one_chunk_group(const AttentionArgs& a, int64_t r, int kvh, int hg0,
     }
   }
   for (int hg = hg0; hg < hg1; ++hg) {
+    const float sink_ms = a.sinks ? apply_sink(a.sinks[kvh * group + hg], M[hg], S[hg]) : 1.0f;
     const float s_inv = S[hg] == 0.0f ? 0.0f : 1.0f / S[hg];
     float* out = a.out + (r * a.n_head + kvh * group + hg) * hd;
-    const __m256 vi = _mm256_set1_ps(s_inv);
+    const __m256 vi = _mm256_set1_ps(s_inv), vms = _mm256_set1_ps(sink_ms);
     for (int d = 0; d < hd; d += 8) {
-      const __m256 acc = f16 ? load8(sc.acc16.data() + size_t(hg) * hd + d)
-                             : _mm256_loadu_ps(sc.acc32.data() + size_t(hg) * hd + d);
+      __m256 acc = f16 ? load8(sc.acc16.data() + size_t(hg) * hd + d)
+                       : _mm256_loadu_ps(sc.acc32.data() + size_t(hg) * hd + d);
+      if (sink_ms != 1.0f) acc = _mm256_mul_ps(acc, vms);
       _mm256_storeu_ps(out + d, _mm256_mul_ps(acc, vi));
     }
   }
@@ -390,11 +392,16 @@ void attend_tiled_block(const AttentionArgs& a, int64_t r0, int64_t r1, int kvh,
   for (int64_t r = r0; r < r1; ++r)
     for (int hg = 0; hg < group; ++hg) {
       const size_t st = size_t((r - r0) * group + hg);
+      const float sink_ms = a.sinks ? apply_sink(a.sinks[kvh * group + hg], s.M[st], s.S[st]) : 1.0f;
       const float s_inv = s.S[st] == 0.0f ? 0.0f : 1.0f / s.S[st];
       float* out = a.out + (r * a.n_head + kvh * group + hg) * hd;
       const float* acc = s.acc.data() + st * hd;
-      const __m256 vi = _mm256_set1_ps(s_inv);
-      for (int d = 0; d < hd; d += 8) _mm256_storeu_ps(out + d, _mm256_mul_ps(_mm256_loadu_ps(acc + d), vi));
+      const __m256 vi = _mm256_set1_ps(s_inv), vms = _mm256_set1_ps(sink_ms);
+      for (int d = 0; d < hd; d += 8) {
+        __m256 y = _mm256_loadu_ps(acc + d);
+        if (sink_ms != 1.0f) y = _mm256_mul_ps(y, vms);
+        _mm256_storeu_ps(out + d, _mm256_mul_ps(y, vi));
+      }
     }
 }
 

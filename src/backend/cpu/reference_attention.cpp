@@ -74,9 +74,15 @@ void attend_one_chunk(const AttentionArgs& a, int64_t r, int h, std::vector<uint
     }
     S = S * ms + vs;
   }
+  // ggml widens the F16 accumulator to f32 before the sink's rescale.
+  const float sink_ms = a.sinks ? apply_sink(a.sinks[h], M, S) : 1.0f;
   const float s_inv = S == 0.0f ? 0.0f : 1.0f / S;
   float* out = a.out + (r * a.n_head + h) * hd;
-  for (int d = 0; d < hd; ++d) out[d] = (f16 ? fp16_to_f32(acc16[d]) : acc32[d]) * s_inv;
+  for (int d = 0; d < hd; ++d) {
+    float y = f16 ? fp16_to_f32(acc16[d]) : acc32[d];
+    if (sink_ms != 1.0f) y *= sink_ms;
+    out[d] = y * s_inv;
+  }
 }
 
 // One query head of one row, ggml's tiled arithmetic.
@@ -146,9 +152,10 @@ void attend_tiled(const AttentionArgs& a, int64_t r, int h, std::vector<float>& 
       }
     }
   }
+  const float sink_ms = a.sinks ? apply_sink(a.sinks[h], M, S) : 1.0f;
   const float s_inv = S == 0.0f ? 0.0f : 1.0f / S;
   float* out = a.out + (r * a.n_head + h) * hd;
-  for (int d = 0; d < hd; ++d) out[d] = acc32[d] * s_inv;
+  for (int d = 0; d < hd; ++d) out[d] = (sink_ms != 1.0f ? acc32[d] * sink_ms : acc32[d]) * s_inv;
 }
 
 }  // namespace

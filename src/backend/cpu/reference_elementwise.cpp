@@ -1,6 +1,7 @@
 // The default elementwise kernels of CpuKernels (see reference_kernels.h): plain loops split over
 // the pool. They are the oracle and, until a family's profile says otherwise, the hot path too:
 // each is one pass over an activation, small beside the matmuls around it.
+#include <algorithm>
 #include <cmath>
 
 #include "backend/cpu/reference_kernels.h"
@@ -28,6 +29,17 @@ float gelu_tanh(float x) {
 void CpuKernels::geglu(const float* gate, const float* up, float* out, int64_t count) const {
   for_pieces(count, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) out[i] = gelu_tanh(gate[i]) * up[i];
+  });
+}
+
+void CpuKernels::swiglu_oai(const float* gate, const float* up, float* out, int64_t count,
+                            float alpha, float limit) const {
+  for_pieces(count, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const float g = std::min(gate[i], limit);
+      const float u = std::clamp(up[i], -limit, limit);
+      out[i] = g / (1.0f + std::exp(alpha * -g)) * (u + 1.0f);
+    }
   });
 }
 

@@ -37,6 +37,7 @@ struct AttentionArgs {
   const int64_t* n_kv = nullptr;       // [n_rows] keys [kv_start, n_kv) of its sequence
   const int64_t* kv_start = nullptr;   // [n_rows] first key a row sees (sliding window); null: 0
   float softcap = 0.0f;                // > 0: scores = softcap * tanh(scale * q.k / softcap)
+  const float* sinks = nullptr;        // [n_head] sink logits (gpt-oss), or null: see apply_sink
   const PagedRows* k = nullptr;        // [n_rows] (rows of one sequence share the same view)
   const PagedRows* v = nullptr;        // [n_rows]
   // Which of ggml's flash-attention paths to reproduce:
@@ -51,6 +52,20 @@ struct AttentionArgs {
 struct PreparedWeights {
   virtual ~PreparedWeights() = default;
 };
+
+// A head's attention sink (gpt-oss): one more logit in the softmax's denominator, with no value.
+// After the keys (M their largest score, S the sum of exp(score - M)) it joins the sum as ggml's
+// flash attention adds it: rescaling by exp(M - sink) when it is the new maximum. Returns the
+// factor the accumulated values are multiplied by before the division by S.
+inline float apply_sink(float sink, float M, float& S) {
+  if (sink > M) {
+    const float ms = std::exp(M - sink);
+    S = S * ms + 1.0f;
+    return ms;
+  }
+  S += std::exp(sink - M);
+  return 1.0f;
+}
 
 class CpuKernels {
  public:
@@ -131,6 +146,9 @@ class CpuKernels {
   // (reference_elementwise.cpp), which every backend shares unless it has faster ones.
   // out[i] = gelu_tanh(gate[i]) * up[i] (out may alias gate).
   virtual void geglu(const float* gate, const float* up, float* out, int64_t count) const;
+  // gpt-oss's clamped SwiGLU (graph/ops.h Ops::swiglu_oai), as ggml's swiglu_oai computes it.
+  virtual void swiglu_oai(const float* gate, const float* up, float* out, int64_t count,
+                          float alpha, float limit) const;
   // x[t, i] += bias[i]: x [n, dim], bias [dim].
   virtual void add_rows(float* x, const float* bias, int64_t n, int64_t dim) const;
   // x[i] *= s.

@@ -41,11 +41,12 @@ int CudaOps::attention_splits(const Batch& batch) const {
 }
 
 int CudaOps::card_layer(int il, const AttnSpec& spec) const {
-  // Sliding windows and soft-capping are implemented; sinks and unequal K/V widths are not.
-  if (spec.sinks || spec.head_dim_k != spec.head_dim_v || !spec.causal) {
+  // Sliding windows, soft-capping and sinks are implemented; unequal K/V widths are not.
+  if (spec.head_dim_k != spec.head_dim_v || !spec.causal) {
     AttnSpec rest = spec;
     rest.window = 0;
     rest.softcap = 0.0f;
+    rest.sinks = nullptr;
     refuse_unplain_attention(rest, "CUDA attention");
   }
   if (spec.n_head_kv * spec.head_dim_k != kv_.kv_dim)
@@ -130,6 +131,7 @@ void CudaOps::attend(int il, Act q, Act k, Act v, Act out, const AttnSpec& spec,
   a.scale = spec.scale;
   a.window = spec.window;
   a.softcap = spec.softcap;
+  if (spec.sinks) a.sinks = host_vector(spec.sinks, size_t(n_head));
   a.kv_f16 = f16;
   if (flash_ && n >= kFlashMinRows && mode_ == Mode::Direct && flash_supported(head_dim, f16)) {
     if (flash_tile_count_ < 0) {  // first layer of the step: the batch's tiles

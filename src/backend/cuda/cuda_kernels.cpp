@@ -350,6 +350,13 @@ void CudaKernels::geglu(CUdeviceptr gate, CUdeviceptr up, CUdeviceptr out, int64
   run(elementwise_fn("geglu"), blocks_for(count, 256, 4096), 1, 256, s, args, "geglu");
 }
 
+void CudaKernels::swiglu_oai(CUdeviceptr gate, CUdeviceptr up, CUdeviceptr out, int64_t count,
+                             float alpha, float limit, const Stream& s) {
+  long long c = count;
+  void* args[] = {&gate, &up, &out, &c, &alpha, &limit};
+  run(elementwise_fn("swiglu_oai"), blocks_for(count, 256, 4096), 1, 256, s, args, "swiglu_oai");
+}
+
 void CudaKernels::add_rows(CUdeviceptr x, CUdeviceptr bias, int64_t n, int dim, const Stream& s) {
   long long c = n * dim;
   void* args[] = {&x, &bias, &c, &dim};
@@ -449,8 +456,9 @@ void CudaKernels::attention(const AttentionCall& a, const Stream& s) {
   int pt = a.page_tokens, rb = a.row_bytes, nh = a.n_head, grp = group;
   float scale = a.scale, softcap = a.softcap;
   int window = a.window;
+  CUdeviceptr sinks = a.sinks;
   void* args[] = {&q, &out, &pages, &row_pt, &n_kv, &koff, &voff, &pt, &rb, &nh, &grp, &scale,
-                  &xq, &xds, &xh, &window, &softcap};
+                  &xq, &xds, &xh, &window, &softcap, &sinks};
   run(it->second, unsigned(a.n_rows), unsigned(a.n_head), 128, s, args, "attention");
 }
 

@@ -130,6 +130,8 @@ class CudaKernels {
   void swiglu(CUdeviceptr gate, CUdeviceptr up, CUdeviceptr out, int64_t count, const Stream& s);
   void add(CUdeviceptr acc, CUdeviceptr x, int64_t count, const Stream& s);
   void geglu(CUdeviceptr gate, CUdeviceptr up, CUdeviceptr out, int64_t count, const Stream& s);
+  void swiglu_oai(CUdeviceptr gate, CUdeviceptr up, CUdeviceptr out, int64_t count, float alpha,
+                  float limit, const Stream& s);
   void add_rows(CUdeviceptr x, CUdeviceptr bias, int64_t n, int dim, const Stream& s);
   void scale(CUdeviceptr x, float v, int64_t count, const Stream& s);
   void softcap(CUdeviceptr x, float cap, int64_t count, const Stream& s);
@@ -213,6 +215,7 @@ class CudaKernels {
     float scale = 1.0f;
     int window = 0;         // > 0: a row sees only its last `window` keys (sliding window)
     float softcap = 0.0f;   // > 0: scores = softcap * tanh(scores / softcap), after the scale
+    CUdeviceptr sinks = 0;  // float [n_head] sink logits in each softmax's sum (gpt-oss), or 0
     bool kv_f16 = true;
     Q8Buffers q8;  // when set (and head_dim % 32 == 0): out also quantized for the next matvec
     // Keys each warp takes per step of its loop (their loads issued together): 0 = the default,

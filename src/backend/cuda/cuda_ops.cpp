@@ -25,7 +25,8 @@ bool same_rope(const RopeParams& a, const RopeParams& b) {
   return a.n_rot == b.n_rot && a.mode == b.mode && a.freq_base == b.freq_base &&
          a.freq_scale == b.freq_scale && a.freq_factors == b.freq_factors &&
          a.ext_factor == b.ext_factor && a.attn_factor == b.attn_factor &&
-         a.beta_fast == b.beta_fast && a.beta_slow == b.beta_slow && a.n_ctx_orig == b.n_ctx_orig;
+         a.beta_fast == b.beta_fast && a.beta_slow == b.beta_slow && a.n_ctx_orig == b.n_ctx_orig &&
+         a.yarn_truncate == b.yarn_truncate;
 }
 
 }  // namespace
@@ -368,12 +369,14 @@ void CudaOps::embed(const TensorInfo& table, Act out) {
   wrote(out);
 }
 
-CUdeviceptr CudaOps::host_vector(const std::vector<float>& w) {
-  auto it = norms_.find(w.data());
+CUdeviceptr CudaOps::host_vector(const std::vector<float>& w) { return host_vector(w.data(), w.size()); }
+
+CUdeviceptr CudaOps::host_vector(const float* w, size_t n) {
+  auto it = norms_.find(w);
   if (it == norms_.end()) {
-    DeviceBuffer b(w.size() * sizeof(float));
-    b.upload(w.data(), w.size() * sizeof(float));
-    it = norms_.emplace(w.data(), std::move(b)).first;
+    DeviceBuffer b(n * sizeof(float));
+    b.upload(w, n * sizeof(float));
+    it = norms_.emplace(w, std::move(b)).first;
   }
   return it->second.get();
 }
@@ -495,6 +498,12 @@ void CudaOps::add(Act acc, Act x) {
 
 void CudaOps::geglu(Act gate, Act up, Act out) {
   if (launching()) kernels_.geglu(ptr(gate), ptr(up), ptr(out), gate.rows * gate.cols, stream_);
+  wrote(out);
+}
+
+void CudaOps::swiglu_oai(Act gate, Act up, Act out, float alpha, float limit) {
+  if (launching())
+    kernels_.swiglu_oai(ptr(gate), ptr(up), ptr(out), gate.rows * gate.cols, alpha, limit, stream_);
   wrote(out);
 }
 

@@ -53,6 +53,7 @@ class CudaOps final : public Ops {
   void swiglu(Act gate, Act up, Act out) override;
   void add(Act acc, Act x) override;
   void geglu(Act gate, Act up, Act out) override;
+  void swiglu_oai(Act gate, Act up, Act out, float alpha, float limit) override;
   void add_bias(Act x, const std::vector<float>& bias) override;
   void scale(Act x, float s) override;
   void softcap(Act x, float cap) override;
@@ -180,6 +181,7 @@ class CudaOps final : public Ops {
   // Device copies of the model's host vectors (norm weights, biases), by the vector's data.
   std::unordered_map<const float*, DeviceBuffer> norms_;
   CUdeviceptr host_vector(const std::vector<float>& w);
+  CUdeviceptr host_vector(const float* w, size_t n);  // n floats at w, kept by their address
   std::unordered_map<uint8_t*, DeviceBuffer> kv_pages_;        // host page -> device page
   int kv_first_layer_ = 0, kv_n_layers_ = -1;  // set_kv_layers(); -1: every layer
   size_t weight_bytes_ = 0;

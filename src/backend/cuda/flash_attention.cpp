@@ -61,7 +61,7 @@ flash_attention(const float* __restrict__ q, float* __restrict__ out,
                 const u64* __restrict__ pages, const int* __restrict__ row_pt,
                 const int* __restrict__ n_kv, const int2* __restrict__ tiles, u64 koff, u64 voff,
                 int page_tokens, int row_bytes, int n_head, int group, float scale_log2,
-                int window, float softcap) {
+                int window, float softcap, const float* __restrict__ sinks) {
   __shared__ __align__(16) u16 ks[BN * LDS];  // [key][dim] f16
   __shared__ __align__(16) u16 vs[BN * LDS];
   const int2 tile = tiles[blockIdx.x];
@@ -211,11 +211,21 @@ flash_attention(const float* __restrict__ q, float* __restrict__ out,
     }
     __syncthreads();  // the next block overwrites ks / vs
   }
+  float f[2] = {1.f, 1.f};  // gpt-oss's sink rescales the rows it becomes the maximum of
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
     l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
-    l[i] = l[i] > 0.f ? 1.f / l[i] : 0.f;
+    if (sinks) {  // one more logit (log2 units like m) with no value
+      const float s2 = sinks[h] * 1.4426950408889634f;
+      if (s2 > m[i]) {
+        f[i] = m[i] == NEG_INF ? 0.f : exp2f(m[i] - s2);
+        l[i] = l[i] * f[i] + 1.f;
+      } else {
+        l[i] += exp2f(s2 - m[i]);
+      }
+    }
+    l[i] = l[i] > 0.f ? f[i] / l[i] : 0.f;
   }
   if (ra < count) {
     float* oa = out + ((size_t)(row0 + ra) * n_head + h) * HD + tg * 2;
@@ -275,8 +285,9 @@ void FlashAttention::run(const CudaKernels::AttentionCall& a, CUdeviceptr tiles,
   float scale_log2 = a.scale * 1.4426950408889634f;  // exp(x) = exp2(x log2 e)
   float softcap = a.softcap;
   int window = a.window;
+  CUdeviceptr sinks = a.sinks;
   void* args[] = {&q, &out, &pages, &row_pt, &n_kv, &t, &koff, &voff, &pt, &rb, &nh, &group,
-                  &scale_log2, &window, &softcap};
+                  &scale_log2, &window, &softcap, &sinks};
   launch(it->second, unsigned(n_tiles), unsigned(a.n_head), 1, 128, 0, s, args, "flash_attention");
 }
 

@@ -275,6 +275,19 @@ extern "C" __global__ void geglu(const float* g, const float* __restrict__ u, fl
   }
 }
 
+// gpt-oss's clamped SwiGLU (graph/ops.h swiglu_oai), out may be g.
+extern "C" __global__ void swiglu_oai(const float* g, const float* __restrict__ u, float* out,
+                                      long long count, float alpha, float limit) {
+  PDL_TRIGGER();
+  PDL_WAIT();
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count;
+       i += (long long)gridDim.x * blockDim.x) {
+    const float x = fminf(g[i], limit);
+    const float y = fminf(fmaxf(u[i], -limit), limit);
+    out[i] = x / (1.0f + expf(alpha * -x)) * (y + 1.0f);
+  }
+}
+
 // x[t][i] += bias[i]: x [count / dim][dim].
 extern "C" __global__ void add_rows(float* x, const float* __restrict__ bias, long long count,
                                     int dim) {
@@ -448,13 +461,15 @@ constexpr int E = (HD + 31) / 32;  // head dims per lane
 __device__ __forceinline__ float kv_load(const u8* row, int d) {
   return KV_F16 ? h2f(((const u16*)row)[d]) : ((const float*)row)[d];
 }
+// sink: the head's sink logit (gpt-oss), one more state with l = 1 and no value; NEG_INF: none.
 __device__ __forceinline__ void attn_merge_store(const float* sm, const float* sl, const float* sacc, int ss,
                                                  int as, int row, int h, int n_head, int lane,
                                                  float* __restrict__ out, i8* __restrict__ xq,
-                                                 float2* __restrict__ xds, u16* __restrict__ xh) {
-  float M = NEG_INF;
+                                                 float2* __restrict__ xds, u16* __restrict__ xh,
+                                                 float sink) {
+  float M = sink;
   for (int w = 0; w < 4; ++w) M = fmaxf(M, sm[w * ss]);
-  float L = 0.0f, f[4];
+  float L = sink == NEG_INF ? 0.0f : expf(sink - M), f[4];
   for (int w = 0; w < 4; ++w) {
     f[w] = sm[w * ss] == NEG_INF ? 0.0f : expf(sm[w * ss] - M);
     L += sl[w * ss] * f[w];
@@ -482,7 +497,7 @@ attention(const float* __restrict__ q, float* __restrict__ out, const u64* __res
           const int* __restrict__ row_pt, const int* __restrict__ n_kv, u64 koff, u64 voff,
           int page_tokens, int row_bytes, int n_head, int group, float scale,
           i8* __restrict__ xq, float2* __restrict__ xds, u16* __restrict__ xh, int window,
-          float softcap) {
+          float softcap, const float* __restrict__ sinks) {
   PDL_TRIGGER();
   PDL_WAIT();
 )";
@@ -575,7 +590,8 @@ constexpr const char* kAttention = R"(  const int row = blockIdx.x, h = blockIdx
   for (int i = 0; i < E; ++i) sacc[warp][lane + 32 * i] = acc[i];
   __syncthreads();
   if (warp != 0) return;
-  attn_merge_store(sm, sl, &sacc[0][0], 1, E * 32, row, h, n_head, lane, out, xq, xds, xh);
+  attn_merge_store(sm, sl, &sacc[0][0], 1, E * 32, row, h, n_head, lane, out, xq, xds, xh,
+                   sinks ? sinks[h] : NEG_INF);
 }
 )";
 

@@ -109,16 +109,18 @@ attention_split(const float* __restrict__ q, float* __restrict__ part, const u64
 extern "C" __global__ void __launch_bounds__(128)
 attention_merge(const float* __restrict__ part, float* __restrict__ out, const int* __restrict__ n_kv,
                 int n_head, int smax, i8* __restrict__ xq, float2* __restrict__ xds,
-                u16* __restrict__ xh, int window) {
+                u16* __restrict__ xh, int window, const float* __restrict__ sinks) {
   PDL_TRIGGER();
   PDL_WAIT();
   const int row = blockIdx.x, h = blockIdx.y, lane = threadIdx.x & 31;
   const int nk = n_kv[row];
   const int ns = split_count(window > 0 ? min(nk, window) : nk, smax);
   const float* pr = part + ((size_t)row * n_head + h) * smax * (HD + 2);
-  float M = NEG_INF;
+  // gpt-oss's sink: one more state with l = 1 and no value.
+  const float sink = sinks ? sinks[h] : NEG_INF;
+  float M = sink;
   for (int s = 0; s < ns; ++s) M = fmaxf(M, pr[(size_t)s * (HD + 2)]);
-  float L = 0.0f;
+  float L = sink == NEG_INF ? 0.0f : expf(sink - M);
   for (int s = 0; s < ns; ++s) {
     const float ms = pr[(size_t)s * (HD + 2)];
     L += pr[(size_t)s * (HD + 2) + 1] * (ms == NEG_INF ? 0.0f : expf(ms - M));
@@ -219,7 +221,8 @@ void CudaKernels::attention_split(const AttentionCall& a, int max_splits, CUdevi
                   &smax, &window, &softcap};
   run3(fns.first, unsigned(a.n_rows), unsigned(a.n_head), unsigned(max_splits), 128, s,
        args, "attention_split");
-  void* margs[] = {&part, &out, &n_kv, &nh, &smax, &xq, &xds, &xh, &window};
+  CUdeviceptr sinks = a.sinks;
+  void* margs[] = {&part, &out, &n_kv, &nh, &smax, &xq, &xds, &xh, &window, &sinks};
   run(fns.second, unsigned(a.n_rows), unsigned(a.n_head), 128, s, margs, "attention_merge");
 }
 

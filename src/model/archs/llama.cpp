@@ -54,7 +54,8 @@ void build_llama_graph(GraphBuilder& b) {
     b.begin_layer(il);
     Act cur = b.build_norm(l.attn_norm, "attn_norm", il);
     Act attn = b.build_attn(il, cur, l, b.attn_spec(il), c.rope_params_of(il));
-    b.build_residual(il, *l.wo, attn, "attn_out", "ffn_inp", &l.attn_post_norm, "attn_post_norm");
+    b.build_residual(il, *l.wo, attn, "attn_out", "ffn_inp", &l.attn_post_norm, "attn_post_norm",
+                     &l.bo);
     cur = b.build_norm(l.ffn_norm, "ffn_norm", il);
     if (l.is_moe()) {
       const Act moe = b.build_moe_ffn(il, cur, l);

@@ -3,7 +3,7 @@
 // KV lengths cross page and tile boundaries; the 1B model's heads (32 query, 8 KV, 64 dims) on a
 // prefill batch mixing two sequences (tiles shared by blocks of rows), scores large enough for
 // the softmax exponentials to underflow into subnormals, decode over 4096 positions, and two
-// calls into one output buffer.
+// calls into one output buffer; sliding windows, soft-capping and attention sinks.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -111,9 +111,11 @@ struct SeqKv {
 };
 
 // Attention of one (row, head) in double over keys [start, n_kv) of F32 K/V: the definition a
-// sliding window and soft-capping must meet, independent of ggml's arithmetic.
+// sliding window, soft-capping and a sink (one more logit in the denominator, no value) must
+// meet, independent of ggml's arithmetic.
 std::vector<double> naive_head(const float* q, const PagedRows& K, const PagedRows& V, int kvh,
-                               int hd, int64_t start, int64_t n_kv, double scale, double cap) {
+                               int hd, int64_t start, int64_t n_kv, double scale, double cap,
+                               const float* sink) {
   std::vector<double> s;
   double m = -INFINITY;
   for (int64_t j = start; j < n_kv; ++j) {
@@ -133,13 +135,14 @@ std::vector<double> naive_head(const float* q, const PagedRows& K, const PagedRo
     const float* v = reinterpret_cast<const float*>(V.row(j)) + kvh * hd;
     for (int i = 0; i < hd; ++i) out[size_t(i)] += p * v[i];
   }
+  if (sink) sum += std::exp(double(*sink) - m);
   for (double& x : out) x /= sum;
   return out;
 }
 
 void check_1b(QuantType kv, bool tiles, const std::vector<std::pair<int, int64_t>>& rows_spec,
               float q_scale, uint32_t seed, int n_head_kv = 8, int64_t window = 0,
-              float softcap = 0.0f) {
+              float softcap = 0.0f, bool sinks = false) {
   const int n_head = 32, hd = 64;
   std::mt19937 rng(seed);
   // rows_spec: (sequence 0 or 1, position) per query row; causal: n_kv = position + 1.
@@ -172,15 +175,20 @@ void check_1b(QuantType kv, bool tiles, const std::vector<std::pair<int, int64_t
   a.f32_tiles = tiles;
   a.kv_start = window > 0 ? start.data() : nullptr;
   a.softcap = softcap;
+  // Sinks from well below to well above the scores (the largest ones rescale what came before).
+  std::vector<float> sink(static_cast<size_t>(n_head));
+  for (int h = 0; h < n_head; ++h) sink[size_t(h)] = float(h % 8) * 1.5f - 3.0f;
+  if (sinks) a.sinks = sink.data();
   std::vector<float> ref(q.size()), got(q.size(), -7.0f);
   a.out = ref.data();
   reference_kernels().attention(a);
-  if (kv == QuantType::F32 && (window > 0 || softcap > 0.0f))  // the reference means what it says
+  if (kv == QuantType::F32 && (window > 0 || softcap > 0.0f || sinks))  // the reference means what it says
     for (int64_t r = 0; r < n_rows; ++r)
       for (int h = 0; h < n_head; ++h) {
         const std::vector<double> want =
             naive_head(q.data() + (r * n_head + h) * hd, ks[size_t(r)], vs[size_t(r)],
-                       h / (n_head / n_head_kv), hd, start[size_t(r)], n_kv[size_t(r)], a.scale, softcap);
+                       h / (n_head / n_head_kv), hd, start[size_t(r)], n_kv[size_t(r)], a.scale, softcap,
+                       sinks ? &sink[size_t(h)] : nullptr);
         for (int i = 0; i < hd; ++i)
           ASSERT_NEAR(ref[size_t((r * n_head + h) * hd + i)], want[size_t(i)], 2e-5)
               << "window " << window << " cap " << softcap << " row " << r << " head " << h;
@@ -238,6 +246,21 @@ TEST(JitAttention, SlidingWindowAndSoftcapBitIdentical) {
     check_1b(kv, true, prefill, 4.0f, 33, 8, 0, 5.0f);
     check_1b(kv, false, {{0, 300}, {1, 40}}, 4.0f, 34, 8, 0, 5.0f);
     check_1b(kv, true, prefill, 4.0f, 35, 8, 24, 5.0f);
+  }
+}
+
+// Attention sinks (gpt-oss): the reference against the definition in double, the generated
+// kernels bit-identical to it, on both paths, with and without a sliding window (gpt-oss's
+// sliding layers have both), with GQA groups of 4 and 8.
+TEST(JitAttention, SinksBitIdentical) {
+  std::vector<std::pair<int, int64_t>> prefill;
+  for (int64_t p = 0; p < 150; ++p) prefill.push_back({0, p});
+  for (int64_t p = 0; p < 30; ++p) prefill.push_back({1, p});
+  for (QuantType kv : {QuantType::F32, QuantType::F16}) {
+    check_1b(kv, true, prefill, 1.0f, 41, 8, 0, 0.0f, true);
+    check_1b(kv, true, prefill, 1.0f, 42, 4, 64, 0.0f, true);
+    check_1b(kv, false, {{0, 700}, {1, 23}, {1, 0}, {0, 63}}, 1.0f, 43, 8, 0, 0.0f, true);
+    check_1b(kv, false, {{0, 700}, {1, 23}}, 3.0f, 44, 4, 128, 0.0f, true);
   }
 }
 

@@ -3,7 +3,8 @@
 // pages of 128 (rows 297..299 attend to pages written by an earlier step), one with 5 positions
 // (rows 0..4, causal inside the step); GQA 8 query heads over 2 KV heads; head sizes 64 and 128;
 // and pydoc-llama's head size 32 with 6 query heads over 2;
-// F16 and F32 KV; one key or several per warp step; output poisoned first. Label gpu.
+// F16 and F32 KV; one key or several per warp step; attention sinks (gpt-oss); output poisoned
+// first. Label gpu.
 #include <gtest/gtest.h>
 
 #include "backend/cpu/reference_kernels.h"
@@ -13,7 +14,8 @@ namespace jitllm::cuda::test {
 namespace {
 
 // Returns the kernel's output (empty when there is no card).
-std::vector<float> check_attention(int head_dim, bool kv_f16, int n_head = 8, int n_head_kv = 2, int keys = 1) {
+std::vector<float> check_attention(int head_dim, bool kv_f16, int n_head = 8, int n_head_kv = 2, int keys = 1,
+                                   bool sinks = false) {
   Gpu* G = gpu();
   if (!G) return {};
   std::mt19937 rng(uint32_t(head_dim * 2 + kv_f16));
@@ -69,6 +71,9 @@ std::vector<float> check_attention(int head_dim, bool kv_f16, int n_head = 8, in
   a.k = k_rows.data();
   a.v = v_rows.data();
   a.f32_tiles = true;
+  std::vector<float> sink(static_cast<size_t>(n_head));  // below and above the scores
+  for (int h = 0; h < n_head; ++h) sink[size_t(h)] = float(h % 4) * 2.0f - 3.0f;
+  if (sinks) a.sinks = sink.data();
   reference_kernels().attention(a);
 
   // The same pages on the card, one table per sequence.
@@ -112,12 +117,14 @@ std::vector<float> check_attention(int head_dim, bool kv_f16, int n_head = 8, in
   c.scale = a.scale;
   c.kv_f16 = kv_f16;
   c.keys_per_step = keys;
+  DeviceBuffer dsinks = to_device(sink);
+  if (sinks) c.sinks = dsinks.get();
   G->kernels->attention(c, *G->stream);
   G->stream->sync();
   const std::vector<float> got = from_device(dout, q.size());
   const double err = rel_error(got, ref);
   EXPECT_LT(err, 1e-5) << "head_dim " << head_dim << (kv_f16 ? " f16" : " f32") << " GQA "
-                       << n_head << "/" << n_head_kv << " keys per step " << keys;
+                       << n_head << "/" << n_head_kv << " keys per step " << keys << " sinks " << sinks;
   std::printf("[ cuda     ] attention head_dim %d GQA %d/%d %s KV, %d keys per step: rel err %.2e\n",
               head_dim, n_head, n_head_kv, kv_f16 ? "f16" : "f32", keys, err);
   return got;
@@ -144,6 +151,16 @@ TEST(CudaKernels, AttentionSeveralKeysPerWarpStep) {
 TEST(CudaKernels, AttentionHeadSize32GroupOf3) {
   JITLLM_REQUIRE_GPU();
   for (bool f16 : {true, false}) check_attention(32, f16, 6, 2);
+}
+
+// gpt-oss's sinks: one more logit per head in the softmax's sum (some below the scores, some
+// above, which rescale everything before them).
+TEST(CudaKernels, AttentionSinks) {
+  JITLLM_REQUIRE_GPU();
+  for (bool f16 : {true, false}) {
+    check_attention(64, f16, 8, 2, 1, true);
+    check_attention(64, f16, 8, 2, 4, true);
+  }
 }
 
 }  // namespace

@@ -25,6 +25,7 @@ struct AttnCase {
   int64_t page_tokens = 64;
   std::vector<int64_t> seq_len;  // positions with K/V per sequence
   std::vector<Row> rows;
+  bool sinks = false;  // gpt-oss's per-head sink logits
 };
 
 // Runs the flash kernel (and, with `timing`, the paged one) and returns the relative error.
@@ -75,6 +76,9 @@ double run_case(const AttnCase& c, bool timing = false) {
   a.k = k_rows.data();
   a.v = v_rows.data();
   a.f32_tiles = true;
+  std::vector<float> sink(static_cast<size_t>(c.n_head));  // below and above the scores
+  for (int h = 0; h < c.n_head; ++h) sink[size_t(h)] = float(h % 4) * 2.0f - 3.0f;
+  if (c.sinks) a.sinks = sink.data();
   reference_kernels().attention(a);
 
   std::vector<DeviceBuffer> dev_pages;
@@ -118,6 +122,8 @@ double run_case(const AttnCase& c, bool timing = false) {
   call.head_dim = c.head_dim;
   call.scale = a.scale;
   call.kv_f16 = true;
+  DeviceBuffer dsinks = to_device(sink);
+  if (c.sinks) call.sinks = dsinks.get();
   static FlashAttention flash(*G->compiler);
   flash.run(call, dtiles.get(), int(tiles.size()), *G->stream);
   G->stream->sync();
@@ -169,6 +175,18 @@ TEST(CudaFlashAttention, PromptsFromPositionZero) {
   const double err = run_case(prompt(300, 128, 32, 8));
   EXPECT_LT(err, kTol) << "32 heads over 8";
   std::printf("[ cuda     ] flash attention len 300 hd 128 GQA 32/8: rel err %.2e\n", err);
+}
+
+// gpt-oss's sinks (head size 64, GQA 64/8 as gpt-oss-20b): some below the scores, some above.
+TEST(CudaFlashAttention, Sinks) {
+  JITLLM_REQUIRE_GPU();
+  for (int64_t len : {1, 64, 300}) {
+    AttnCase c = prompt(len, 64, 16, 2);
+    c.sinks = true;
+    const double err = run_case(c);
+    EXPECT_LT(err, kTol) << "len " << len;
+    std::printf("[ cuda     ] flash attention len %-4ld hd 64 with sinks: rel err %.2e\n", long(len), err);
+  }
 }
 
 // pydoc-llama's shape (head size 32, 6 query heads over 2 KV heads: a group of 3), a prompt

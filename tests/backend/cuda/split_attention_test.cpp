@@ -18,7 +18,7 @@
 namespace jitllm::cuda::test {
 namespace {
 
-void check_split(int head_dim, int max_splits) {
+void check_split(int head_dim, int max_splits, bool sinks = false) {
   JITLLM_REQUIRE_GPU();
   std::mt19937 rng(uint32_t(head_dim + max_splits));
   const int n_head = 32, n_head_kv = 8, kv_dim = n_head_kv * head_dim;
@@ -61,6 +61,9 @@ void check_split(int head_dim, int max_splits) {
   a.k = k_rows.data();
   a.v = v_rows.data();
   a.f32_tiles = true;
+  std::vector<float> sink(static_cast<size_t>(n_head));  // gpt-oss's: below and above the scores
+  for (int h = 0; h < n_head; ++h) sink[size_t(h)] = float(h % 4) * 2.0f - 3.0f;
+  if (sinks) a.sinks = sink.data();
   reference_kernels().attention(a);
 
   std::vector<DeviceBuffer> dev_pages;
@@ -100,6 +103,8 @@ void check_split(int head_dim, int max_splits) {
   c.scale = a.scale;
   c.kv_f16 = true;
   c.keys_per_step = 1;  // the one-key loop: a row of one split shares its bits
+  DeviceBuffer dsinks = to_device(sink);
+  if (sinks) c.sinks = dsinks.get();
   c.out = one.get();
   c.q8 = Q8Buffers{q8a.get(), q8a.get() + dso};
   G->kernels->attention(c, *G->stream);
@@ -142,6 +147,9 @@ TEST(CudaSplitAttention, MatchesReferenceAndSingleCtaKernel) {
   check_split(64, 32);
   check_split(128, 16);
 }
+
+// gpt-oss's sinks folded into the merge of the splits (and of the single CTA's warps).
+TEST(CudaSplitAttention, Sinks) { check_split(64, 32, true); }
 
 // The logits of `steps` decode steps of one session on the card after a prompt of `prompt`
 // tokens (prefilled in chunks of `chunk`), with JITLLM_CUDA_SPLITK = splitk (nullptr: as unset).
