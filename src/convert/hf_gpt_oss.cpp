@@ -1,6 +1,6 @@
 // gpt-oss from Hugging Face (GptOssForCausalLM): config.json -> "gpt-oss.*" keys as llama.cpp's
 // converter writes them (the expert width from intermediate_size, the sliding window, YaRN with
-// its betas) plus ours (the layers' sliding pattern from layer_types, `truncate`, swiglu_limit),
+// its betas) plus ours (the layers' sliding pattern where layer_types is not the default, `truncate`),
 // and the tensors: biases on q/k/v/o, the sinks, the router with its bias, and the experts as
 // transformers stores them unquantized — gate_up_proj [n_expert, hidden, 2 * width] with gate and
 // up interleaved column by column, down_proj [n_expert, width, hidden] — split and transposed into
@@ -28,10 +28,11 @@ void gpt_oss_metadata(const nlohmann::json& c, Metadata& m) {
       set_sliding_pattern(m, "gpt-oss", sliding);
       break;
     }
-  if (auto limit = config_number_opt(c, "swiglu_limit")) {
-    if (!(*limit > 0.0)) throw_error("config.json: swiglu_limit is {}, not positive", *limit);
-    m.set(a + "expert_swiglu_limit", Value::f32(float(*limit)));
-  }
+  // transformers' GptOssExperts and llama.cpp both clamp at 7 whatever the config says.
+  if (auto limit = config_number_opt(c, "swiglu_limit"); limit && *limit != 7.0)
+    throw_error("config.json: swiglu_limit is {}; gpt-oss's experts clamp at 7 (transformers and "
+                "llama.cpp fix it), another limit is not supported",
+                *limit);
   if (!config_bool_or(c, "attention_bias", true))
     throw_error("config.json: attention_bias is false; gpt-oss's attention has biases");
 }

@@ -74,7 +74,7 @@ struct Config {
   float expert_weights_scale = 0.0f;  // the chosen weights times this; 0: none
   MoeGating expert_gating = MoeGating::Softmax;
   // > 0: the experts' activation is gpt-oss's clamped SwiGLU with this limit (llama.cpp's
-  // LLM_FFN_SWIGLU_OAI_MOE; 7 in every gpt-oss, our converter's key carries a config's own).
+  // LLM_FFN_SWIGLU_OAI_MOE; 7 in every gpt-oss).
   float expert_swiglu_limit = 0.0f;
   MoeRouting moe_routing() const {
     return MoeRouting{n_expert, n_expert_used, expert_gating, expert_weights_norm, expert_weights_scale};

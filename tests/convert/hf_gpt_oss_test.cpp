@@ -1,6 +1,6 @@
 // gpt-oss from a Hugging Face folder (GptOssForCausalLM, transformers' unquantized layout): the
 // keys (expert width, window, the layers' sliding pattern from layer_types, YaRN's betas and
-// `truncate`, swiglu_limit), and the experts' rearrangement element by element: gate_up_proj
+// `truncate`), and the experts' rearrangement element by element: gate_up_proj
 // [n_expert, hidden, 2 * width] with gate and up interleaved by column becomes GGUF's
 // ffn_gate_exps / ffn_up_exps [hidden, width, n_expert] (ne order), down_proj [n_expert, width,
 // hidden] becomes ffn_down_exps [width, hidden, n_expert], the biases split the same way and kept
@@ -132,7 +132,7 @@ TEST(HfGptOss, KeysAndSlidingPattern) {
   EXPECT_EQ(md.get_i64("gpt-oss.rope.scaling.original_context_length"), 4096);
   EXPECT_EQ(md.get_f64("gpt-oss.rope.scaling.yarn_beta_fast"), 32.0);
   EXPECT_FALSE(md.get_bool("gpt-oss.rope.scaling.yarn_truncate"));
-  EXPECT_EQ(md.get_f64("gpt-oss.expert_swiglu_limit"), 7.0);
+  EXPECT_FALSE(md.has("gpt-oss.expert_swiglu_limit"));
   EXPECT_EQ(m.get("blk.2.attn_sinks.weight").shape, std::vector<int64_t>{kHeads});
   EXPECT_EQ(m.get("blk.0.post_attention_norm.weight").shape, std::vector<int64_t>{kHidden});
   EXPECT_EQ(m.get("blk.0.attn_output.bias").type, QuantType::F32);
@@ -299,6 +299,19 @@ TEST(HfGptOss, Refusals) {
       FAIL() << "attention without biases converted";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("attention_bias"), std::string::npos) << e.what();
+    }
+  }
+  {  // transformers and llama.cpp clamp at 7 whatever the config says
+    HfFolderWriter w("gpt_oss_limit");
+    add_gpt_oss_tensors(w);
+    json c = gpt_oss_config();
+    c["swiglu_limit"] = 1.0;
+    w.write(c);
+    try {
+      convert_folder(w);
+      FAIL() << "a swiglu_limit of 1 converted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("swiglu_limit"), std::string::npos) << e.what();
     }
   }
   {

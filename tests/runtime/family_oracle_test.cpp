@@ -36,7 +36,9 @@ struct Case {
 void PrintTo(const Case& c, std::ostream* os) { *os << c.family << " (" << c.kernels << ")"; }
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  return std::string(info.param.family) + "_" + info.param.kernels;
+  std::string name = std::string(info.param.family) + "_" + info.param.kernels;
+  std::replace(name.begin(), name.end(), '-', '_');  // test names take no '-'
+  return name;
 }
 
 class FamilyOracle : public ::testing::TestWithParam<Case> {};
@@ -99,6 +101,7 @@ const Case kCases[] = {
     {"qwen2moe", "qwen2moe", "reference"}, {"qwen2moe", "qwen2moe", "jit"},
     {"olmoe", "olmoe", "reference"},       {"olmoe", "olmoe", "jit"},
     {"mixtral", "llama", "reference"},     {"mixtral", "llama", "jit"},
+    {"gpt-oss", "gpt-oss", "reference"},   {"gpt-oss", "gpt-oss", "jit"},
 };
 INSTANTIATE_TEST_SUITE_P(Families, FamilyOracle, ::testing::ValuesIn(kCases), case_name);
 

@@ -101,11 +101,14 @@ TEST_P(MoeOracle, ChosenExpertsMatchTransformersRouters) {
 const Case kCases[] = {
     {"qwen3moe", "reference"}, {"qwen3moe", "jit"}, {"qwen2moe", "reference"},
     {"qwen2moe", "jit"},       {"olmoe", "reference"}, {"olmoe", "jit"},
-    {"mixtral", "reference"},  {"mixtral", "jit"},
+    {"mixtral", "reference"},  {"mixtral", "jit"},  {"gpt-oss", "reference"},
+    {"gpt-oss", "jit"},
 };
 INSTANTIATE_TEST_SUITE_P(Families, MoeOracle, ::testing::ValuesIn(kCases),
                          [](const ::testing::TestParamInfo<Case>& i) {
-                           return std::string(i.param.family) + "_" + i.param.kernels;
+                           std::string name = std::string(i.param.family) + "_" + i.param.kernels;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
                          });
 
 // Each fixture's GGUF twin, written by our GGUF writer from the converted model (the names and
@@ -115,7 +118,7 @@ TEST(MoeOracle, GgufTwinsRunLikeTheirFolders) {
                            ("jitllm-moe-gguf-" + std::to_string(getpid())))
                               .string();
   std::filesystem::create_directories(dir);
-  for (const char* family : {"qwen3moe", "qwen2moe", "olmoe", "mixtral"}) {
+  for (const char* family : {"qwen3moe", "qwen2moe", "olmoe", "mixtral", "gpt-oss"}) {
     const std::shared_ptr<const ModelFile> hf = load_model_file(family_hf_folder(family));
     const std::string twin = dir + "/" + family + ".gguf";
     write_gguf(twin, hf->metadata, hf->tensors);
@@ -158,6 +161,15 @@ TEST(MoeOracle, ConfigsCarryTheirRouting) {
   EXPECT_EQ(mixtral.arch, "llama");
   EXPECT_EQ(mixtral.n_expert, 8);
   EXPECT_TRUE(mixtral.expert_weights_norm);  // llama.cpp's fixed choice for Mixtral
+  const Config oss = config_of("gpt-oss");
+  EXPECT_EQ(oss.arch, "gpt-oss");
+  EXPECT_EQ(oss.expert_gating, MoeGating::SoftmaxChosen);
+  EXPECT_FALSE(oss.expert_weights_norm);
+  EXPECT_EQ(oss.expert_swiglu_limit, 7.0f);
+  EXPECT_FALSE(oss.yarn_truncate);
+  EXPECT_EQ(oss.n_swa, 24);
+  EXPECT_TRUE(oss.is_swa(0));
+  EXPECT_FALSE(oss.is_swa(1));
 }
 
 }  // namespace

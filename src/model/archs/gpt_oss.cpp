@@ -5,7 +5,6 @@
 // layer: the top k of the router's biased logits, softmax over those k, experts with biases and
 // the clamped SwiGLU (graph/ops.h swiglu_oai). The norm before the experts is stored as
 // post_attention_norm (llama.cpp's name); it is the FFN's pre-norm and binds as ffn_norm.
-#include <cmath>
 
 #include "core/error.h"
 #include "model/family.h"
@@ -14,8 +13,8 @@ namespace jitllm {
 
 namespace {
 
-// llama.cpp fixes the clamp at 7 for this architecture; jitllm's converter writes a config's own
-// swiglu_limit under this key.
+// llama.cpp and transformers fix the clamp at 7 for this architecture (config.json's swiglu_limit
+// is not read by either; the converter refuses another value).
 constexpr float kSwigluLimit = 7.0f;
 
 void read_gpt_oss_hparams(const Metadata& md, Config& c) {
@@ -34,10 +33,7 @@ void read_gpt_oss_hparams(const Metadata& md, Config& c) {
                 "sums to 1",
                 a);
   c.expert_gating = MoeGating::SoftmaxChosen;
-  c.expert_swiglu_limit = float(md.get_f64_or(a + "expert_swiglu_limit", kSwigluLimit));
-  if (!(c.expert_swiglu_limit > 0.0f) || !std::isfinite(c.expert_swiglu_limit))
-    throw_error("metadata key '{}expert_swiglu_limit': {} is not a positive limit", a,
-                c.expert_swiglu_limit);
+  c.expert_swiglu_limit = kSwigluLimit;
 }
 
 std::vector<LayerTensor> gpt_oss_layer_tensors() {

@@ -63,7 +63,12 @@ TEST_P(CudaFamily, MatchesTransformersAndTheCpuEngine) {
       // A mixture of experts carries the card's rounding through its routers' weights: 3e-3
       // (H200: olmoe's chunks of 5 at 2.1e-3 of the scale, still a third of its distance
       // from transformers).
-      const float cpu_tol = card.config().n_expert > 0 ? 3e-3f : 2e-3f;
+      // gpt-oss's fixture drives its experts past the clamps at +-7 (gate/up weights x8), where
+      // the two engines' f16 rounding of K/V and activations grows: 5e-3 (H100: 4.4e-3 of the
+      // scale, with the card 4x closer to transformers than the CPU engine is).
+      const float cpu_tol = card.config().expert_swiglu_limit > 0 ? 5e-3f
+                            : card.config().n_expert > 0       ? 3e-3f
+                                                               : 2e-3f;
       EXPECT_LT(vs_cpu, cpu_tol * scale) << family << " prompt " << p << " chunk " << chunk;
       const testing::GreedyCheck g = testing::check_greedy(
           std::vector<float>(logits.end() - V, logits.end()), want,
@@ -79,7 +84,12 @@ TEST_P(CudaFamily, MatchesTransformersAndTheCpuEngine) {
 INSTANTIATE_TEST_SUITE_P(Families, CudaFamily,
                          ::testing::Values("qwen3", "qwen2", "mistral", "olmo2", "phi3", "gemma",
                                            "gemma2", "gemma3", "qwen3moe", "qwen2moe", "olmoe",
-                                           "mixtral"));
+                                           "mixtral", "gpt-oss"),
+                         [](const ::testing::TestParamInfo<const char*>& i) {
+                           std::string name = i.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace jitllm::cuda::test

@@ -130,7 +130,9 @@ void check_split(int head_dim, int max_splits, bool sinks = false) {
     // f32 sums over up to 10000 keys in another order than the reference's tiles.
     const double tol = lens[size_t(r)] > 1000 ? 3e-5 : 1e-5;
     EXPECT_LT(err, tol) << lens[size_t(r)] << " positions, head_dim " << head_dim;
-    if (splits == 1) {
+    // With sinks the single CTA folds the sink in with its warps' states, the split path after
+    // merging them into one partial: the same sum in another order.
+    if (splits == 1 && !sinks) {
       EXPECT_EQ(g, s) << lens[size_t(r)] << " positions: one split gives the single-CTA bits";
       EXPECT_TRUE(std::equal(qa.begin() + long(o), qa.begin() + long(o + size_t(width)), qb.begin() + long(o)))
           << "q8 of row " << r;
@@ -148,7 +150,8 @@ TEST(CudaSplitAttention, MatchesReferenceAndSingleCtaKernel) {
   check_split(128, 16);
 }
 
-// gpt-oss's sinks folded into the merge of the splits (and of the single CTA's warps).
+// gpt-oss's sinks folded into the merge of the splits (and of the single CTA's warps): within
+// the tolerance of the reference and of the single-CTA kernel.
 TEST(CudaSplitAttention, Sinks) { check_split(64, 32, true); }
 
 // The logits of `steps` decode steps of one session on the card after a prompt of `prompt`
