@@ -77,6 +77,24 @@ Act rows_of(Act a, int64_t first, int64_t count) {
 
 }  // namespace
 
+void run_expert(Ops& ops, const MoeExperts& w, int e, Act x, Act gate, Act up, Act y) {
+  const size_t i = size_t(e);
+  if (w.gate_bias.empty() && w.up_bias.empty() && w.swiglu_limit <= 0.0f) {
+    ops.gate_up_swiglu(x, w.gate[i], w.up[i], gate, up, gate);
+  } else {  // gpt-oss: biases after each product, the clamped SwiGLU
+    const Ops::MatmulOut gate_up[] = {{&w.gate[i], gate}, {&w.up[i], up}};
+    ops.matmul_group(x, gate_up);
+    if (!w.gate_bias.empty()) ops.add_bias(gate, w.gate_bias[i]);
+    if (!w.up_bias.empty()) ops.add_bias(up, w.up_bias[i]);
+    if (w.swiglu_limit > 0.0f)
+      ops.swiglu_oai(gate, up, gate, kSwigluOaiAlpha, w.swiglu_limit);
+    else
+      ops.swiglu(gate, up, gate);
+  }
+  ops.matmul(w.down[i], gate, y);
+  if (!w.down_bias.empty()) ops.add_bias(y, w.down_bias[i]);
+}
+
 void Ops::moe_ffn(Act x, const MoeExperts& w, const MoeRouting& r, const MoeScratch& s, Act out) {
   const int64_t n = x.rows;
   const int k = r.n_used;
@@ -104,21 +122,7 @@ void Ops::moe_ffn(Act x, const MoeExperts& w, const MoeRouting& r, const MoeScra
     const Act xe = rows_of(xs, first, count);
     const Act ge = rows_of(Act{s.gate.data, n * k, ff}, first, count);
     const Act ue = rows_of(Act{s.up.data, n * k, ff}, first, count);
-    const Act ye = rows_of(ys, first, count);
-    if (w.gate_bias.empty() && w.up_bias.empty() && w.swiglu_limit <= 0.0f) {
-      gate_up_swiglu(xe, w.gate[size_t(e)], w.up[size_t(e)], ge, ue, ge);
-    } else {  // gpt-oss: biases after each product, the clamped SwiGLU
-      const MatmulOut gate_up[] = {{&w.gate[size_t(e)], ge}, {&w.up[size_t(e)], ue}};
-      matmul_group(xe, gate_up);
-      if (!w.gate_bias.empty()) add_bias(ge, w.gate_bias[size_t(e)]);
-      if (!w.up_bias.empty()) add_bias(ue, w.up_bias[size_t(e)]);
-      if (w.swiglu_limit > 0.0f)
-        swiglu_oai(ge, ue, ge, kSwigluOaiAlpha, w.swiglu_limit);
-      else
-        swiglu(ge, ue, ge);
-    }
-    matmul(w.down[size_t(e)], ge, ye);
-    if (!w.down_bias.empty()) add_bias(ye, w.down_bias[size_t(e)]);
+    run_expert(*this, w, e, xe, ge, ue, rows_of(ys, first, count));
   }
 
   // Row r's terms: its k experts' outputs (where they landed in expert order), then the shared

@@ -79,6 +79,13 @@ struct MoeScratch {
   Act sgate, sup;  // [n, n_ff_shexp] the shared expert's gate and up products
 };
 
+class Ops;
+
+// Expert e of `w` over its rows as the plain twin runs it: the gate and up products (with the
+// experts' biases and activation: SiLU, or gpt-oss's clamped SwiGLU), then the down product and
+// its bias. x [rows, n_embd] -> y [rows, n_embd]; gate and up [rows, n_ff_exp] scratch.
+void run_expert(Ops& ops, const MoeExperts& w, int e, Act x, Act gate, Act up, Act y);
+
 // The host side of the plain twin: the rows of a step grouped by expert. For n rows choosing k
 // experts each, `order` lists the (row, slot) pairs expert by expert (row = order[i] / k), the
 // rows of expert e at [offset[e], offset[e + 1]); `where[row * k + slot]` is that pair's index

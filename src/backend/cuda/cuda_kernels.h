@@ -148,6 +148,7 @@ class CudaKernels {
     WeightKind kind = WeightKind::F32;
     int64_t rows = 0, k = 0;
     int n_expert = 0;
+    CUdeviceptr bias = 0;  // [n_expert][rows] f32 added to each product (gpt-oss), or 0
   };
   // ids and weights [n][k] (int32, f32) of each row of router logits [n][n_expert]: the rules of
   // route_experts (graph/moe.h) on the card (n_expert <= 256, k <= 32).
@@ -174,10 +175,11 @@ class CudaKernels {
                   Q8Buffers q8, bool x_quantized, CUdeviceptr out, const Stream& s);
   // gate and up of the same shape (rows a multiple of 32): out [pairs][rows] = silu(x . gate^T) *
   // (x . up^T) per pair as matmul_ids reads them, and out quantized into q8_out ([pairs][rows]
-  // int8 at q, [pairs][rows / 32] (d, d sum) at ds).
+  // int8 at q, [pairs][rows / 32] (d, d sum) at ds). With swiglu_limit > 0, gpt-oss's clamped
+  // SwiGLU instead (graph/ops.h swiglu_oai); the tables' biases are added to the products.
   void matmul_ids_swiglu(const ExpertTable& gate, const ExpertTable& up, CUdeviceptr ids,
                          int64_t pairs, int xdiv, CUdeviceptr x, Q8Buffers q8, bool x_quantized,
-                         CUdeviceptr out, Q8Buffers q8_out, const Stream& s);
+                         CUdeviceptr out, Q8Buffers q8_out, float swiglu_limit, const Stream& s);
   // The grouped twins: x [pairs + nt][w.k] in expert order (moe_sort's offset), f32 and for the
   // quantized kinds also in q8 (quantized by the caller; the nt rows past the last pair are read,
   // not used); out [pairs][rows] in the same order, each expert's weights read once per tile of
@@ -186,7 +188,7 @@ class CudaKernels {
                       CUdeviceptr out, const Stream& s);
   void matmul_grouped_swiglu(const ExpertTable& gate, const ExpertTable& up, CUdeviceptr offset,
                              int nt, CUdeviceptr x, Q8Buffers q8, CUdeviceptr out, Q8Buffers q8_out,
-                             const Stream& s);
+                             float swiglu_limit, const Stream& s);
   // The expected rows of a chosen expert when n rows choose k of n_expert uniformly,
   // n k / (n_expert (1 - (1 - k / n_expert)^n)), and the tile the grouped matvecs take for it
   // (rounded up to a power of 2 <= 8).
@@ -269,7 +271,8 @@ class CudaKernels {
   // SwiGLU ones; index = the pairs' expert ids or the experts' offsets; grid_y = pairs or experts.
   void launch_expert_matvec(const ExpertTable& w, const ExpertTable* up, CUdeviceptr index, int nt,
                             int xdiv, unsigned grid_y, const char* entry, CUdeviceptr x,
-                            Q8Buffers q8, CUdeviceptr out, Q8Buffers q8_out, const Stream& s);
+                            Q8Buffers q8, CUdeviceptr out, Q8Buffers q8_out, float swiglu_limit,
+                            const Stream& s);
   void run(CUfunction f, unsigned gx, unsigned gy, unsigned block, const Stream& s, void** args,
            const char* what);
   void run3(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned block, const Stream& s,

@@ -173,7 +173,8 @@ class CudaOps final : public Ops {
   // A layer's experts on the card (moe_ops.cpp): the gate, up and down tables of their device
   // addresses, by the layer's expert list; made (and every expert uploaded) on its first step.
   struct MoeTables {
-    DeviceBuffer buf;  // [3][n_expert][2] u64
+    DeviceBuffer buf;      // [3][n_expert][2] u64
+    DeviceBuffer bias[3];  // gate, up, down: [n_expert][rows] f32 (gpt-oss), or empty
     CudaKernels::ExpertTable gate, up, down;
   };
   std::unordered_map<const TensorInfo*, MoeTables> moe_tables_;

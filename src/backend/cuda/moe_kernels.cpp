@@ -5,6 +5,7 @@
 
 #include "backend/cuda/cuda_kernels.h"
 #include "core/error.h"
+#include "graph/moe.h"
 
 namespace jitllm::cuda {
 
@@ -14,8 +15,10 @@ namespace {
 struct MvIdArgs {
   uint64_t tab0, tab1, ids, xq, xds, xf, out, nq, nds;
   int32_t rows, xdiv, pad0, pad1;
+  uint64_t bias0, bias1;  // [n_expert][rows] f32 added to tab0's / tab1's products, or 0
+  float alpha, limit;     // limit > 0: gpt-oss's clamped SwiGLU in the swiglu epilogue
 };
-static_assert(sizeof(MvIdArgs) == 88, "must match the kernel's MvIdArgs");
+static_assert(sizeof(MvIdArgs) == 112, "must match the kernel's MvIdArgs");
 
 }  // namespace
 
@@ -67,7 +70,8 @@ void CudaKernels::moe_combine(CUdeviceptr ys, CUdeviceptr out, CUdeviceptr where
 void CudaKernels::launch_expert_matvec(const ExpertTable& w, const ExpertTable* up,
                                        CUdeviceptr index, int nt, int xdiv, unsigned grid_y,
                                        const char* entry, CUdeviceptr x, Q8Buffers q8,
-                                       CUdeviceptr out, Q8Buffers q8_out, const Stream& s) {
+                                       CUdeviceptr out, Q8Buffers q8_out, float swiglu_limit,
+                                       const Stream& s) {
   MatvecSpec spec;
   spec.nseg = up ? 2 : 1;
   spec.kinds[0] = w.kind;
@@ -94,6 +98,10 @@ void CudaKernels::launch_expert_matvec(const ExpertTable& w, const ExpertTable* 
   a.nds = q8_out.ds;
   a.rows = int32_t(w.rows);
   a.xdiv = xdiv;
+  a.bias0 = w.bias;
+  a.bias1 = up ? up->bias : 0;
+  a.alpha = kSwigluOaiAlpha;
+  a.limit = swiglu_limit;
   void* args[] = {&a};
   const int64_t ctas = up ? w.rows / 32 : (w.rows + 4 * spec.rpw - 1) / (4 * spec.rpw);
   run(matvec_fn(spec, entry), unsigned(ctas), grid_y, up ? 256 : 128, s, args, entry);
@@ -105,7 +113,8 @@ void CudaKernels::matmul_ids(const ExpertTable& w, CUdeviceptr ids, int64_t pair
   if (pairs <= 0) return;
   if (xdiv < 1 || pairs % xdiv != 0) throw_error("matmul_ids: {} pairs of {} a row", pairs, xdiv);
   if (uses_q8_activation(w.kind) && !x_quantized) quantize_q8(x, pairs / xdiv, w.k, q8, s);
-  launch_expert_matvec(w, nullptr, ids, 1, xdiv, unsigned(pairs), "matvec_ids", x, q8, out, {}, s);
+  launch_expert_matvec(w, nullptr, ids, 1, xdiv, unsigned(pairs), "matvec_ids", x, q8, out, {}, 0.0f,
+                       s);
 }
 
 namespace {
@@ -122,14 +131,14 @@ void check_gate_up(const CudaKernels::ExpertTable& gate, const CudaKernels::Expe
 void CudaKernels::matmul_ids_swiglu(const ExpertTable& gate, const ExpertTable& up, CUdeviceptr ids,
                                     int64_t pairs, int xdiv, CUdeviceptr x, Q8Buffers q8,
                                     bool x_quantized, CUdeviceptr out, Q8Buffers q8_out,
-                                    const Stream& s) {
+                                    float swiglu_limit, const Stream& s) {
   if (pairs <= 0) return;
   check_gate_up(gate, up, "matmul_ids_swiglu");
   if (xdiv < 1 || pairs % xdiv != 0) throw_error("matmul_ids_swiglu: {} pairs of {} a row", pairs, xdiv);
   if ((uses_q8_activation(gate.kind) || uses_q8_activation(up.kind)) && !x_quantized)
     quantize_q8(x, pairs / xdiv, gate.k, q8, s);
   launch_expert_matvec(gate, &up, ids, 1, xdiv, unsigned(pairs), "matvec_ids_swiglu", x, q8, out,
-                       q8_out, s);
+                       q8_out, swiglu_limit, s);
 }
 
 double CudaKernels::rows_per_chosen_expert(int64_t n, int k, int n_expert) {
@@ -149,16 +158,17 @@ void CudaKernels::matmul_grouped(const ExpertTable& w, CUdeviceptr offset, int n
                                  Q8Buffers q8, CUdeviceptr out, const Stream& s) {
   if (nt < 1 || nt > 8) throw_error("matmul_grouped: tile of {} rows (1 to 8)", nt);
   launch_expert_matvec(w, nullptr, offset, nt, 1, unsigned(w.n_expert), "matvec_grouped", x, q8,
-                       out, {}, s);
+                       out, {}, 0.0f, s);
 }
 
 void CudaKernels::matmul_grouped_swiglu(const ExpertTable& gate, const ExpertTable& up,
                                         CUdeviceptr offset, int nt, CUdeviceptr x, Q8Buffers q8,
-                                        CUdeviceptr out, Q8Buffers q8_out, const Stream& s) {
+                                        CUdeviceptr out, Q8Buffers q8_out, float swiglu_limit,
+                                        const Stream& s) {
   if (nt < 1 || nt > 8) throw_error("matmul_grouped_swiglu: tile of {} rows (1 to 8)", nt);
   check_gate_up(gate, up, "matmul_grouped_swiglu");
   launch_expert_matvec(gate, &up, offset, nt, 1, unsigned(gate.n_expert), "matvec_grouped_swiglu",
-                       x, q8, out, q8_out, s);
+                       x, q8, out, q8_out, swiglu_limit, s);
 }
 
 }  // namespace jitllm::cuda

@@ -48,6 +48,22 @@ const CudaOps::MoeTables& CudaOps::moe_tables(const MoeExperts& w) {
     tables[m]->tab = t.buf.get() + m * n_expert * 2 * sizeof(uint64_t);
     tables[m]->n_expert = int(n_expert);
   }
+  // gpt-oss's expert biases, [n_expert][rows] each, beside the tables.
+  const std::span<const std::vector<float>> biases[3] = {w.gate_bias, w.up_bias, w.down_bias};
+  for (size_t m = 0; m < 3; ++m) {
+    if (biases[m].empty()) continue;
+    if (biases[m].size() != n_expert)
+      throw_error("CUDA moe: {} expert biases for {} experts", biases[m].size(), n_expert);
+    std::vector<float> flat;
+    for (const std::vector<float>& b : biases[m]) {
+      if (int64_t(b.size()) != tables[m]->rows)
+        throw_error("CUDA moe: an expert bias of {} for rows of {}", b.size(), tables[m]->rows);
+      flat.insert(flat.end(), b.begin(), b.end());
+    }
+    t.bias[m] = DeviceBuffer(flat.size() * sizeof(float));
+    t.bias[m].upload(flat.data(), flat.size() * sizeof(float));
+    tables[m]->bias = t.bias[m].get();
+  }
   if (t.gate.rows != t.up.rows || t.gate.rows != t.down.k || t.gate.k != t.down.rows)
     throw_error("CUDA moe: experts gate [{}, {}], up [{}, {}], down [{}, {}] do not chain",
                 t.gate.k, t.gate.rows, t.up.k, t.up.rows, t.down.k, t.down.rows);
@@ -57,10 +73,8 @@ const CudaOps::MoeTables& CudaOps::moe_tables(const MoeExperts& w) {
 void CudaOps::moe_ffn(Act x, const MoeExperts& w, const MoeRouting& r, const MoeScratch& s, Act out) {
   const int64_t n = x.rows, cols = x.cols;
   const int k = r.n_used, n_expert = r.n_expert;
-  if (n_expert > CudaKernels::kMaxRouteExperts || k > CudaKernels::kMaxRouteUsed ||
-      w.has_extras()) {
-    // Beyond what the routing kernel holds, or gpt-oss's biases and clamped SwiGLU, which the
-    // expert kernels here do not apply: the plain twin, which routes on the host (its read of
+  if (n_expert > CudaKernels::kMaxRouteExperts || k > CudaKernels::kMaxRouteUsed) {
+    // Beyond what the routing kernel holds: the plain twin, which routes on the host (its read of
     // the logits cannot be captured, so the decode graphs go).
     if (mode_ != Mode::Direct)
       throw_error("CUDA: a host-routed MoE layer in a captured decode step");
@@ -81,6 +95,7 @@ void CudaOps::moe_ffn(Act x, const MoeExperts& w, const MoeRouting& r, const Moe
 
   const Act logits{s.logits.data, n, n_expert};
   matmul(*w.router, x, logits);
+  if (w.router_bias) add_bias(logits, *w.router_bias);
   const Act route = alloc(2, pairs);  // [2][pairs]: expert ids (int32 bits), their weights
   const CUdeviceptr ids = ptr(route), weights = ids + size_t(pairs) * sizeof(float);
   if (launching())
@@ -115,7 +130,8 @@ void CudaOps::moe_ffn(Act x, const MoeExperts& w, const MoeRouting& r, const Moe
       kernels_.moe_sort(ids, pairs, n_expert, k, offset, src, where, stream_);
       kernels_.gather_rows(ptr(x), ptr(xs), src, pairs, int(cols), stream_);
       if (q) kernels_.quantize_q8(ptr(xs), pairs, cols, Q8Buffers{q8x.q, q8x.ds, 0}, stream_);
-      kernels_.matmul_grouped_swiglu(t.gate, t.up, offset, nt, ptr(xs), q8x, ptr(act), q8a, stream_);
+      kernels_.matmul_grouped_swiglu(t.gate, t.up, offset, nt, ptr(xs), q8x, ptr(act), q8a,
+                                     w.swiglu_limit, stream_);
       kernels_.matmul_grouped(t.down, offset, nt, ptr(act), q8a, ptr(ys), stream_);
     }
     for (const Act& a : {sort, xs, act, s.up, ys}) wrote(a);
@@ -127,7 +143,7 @@ void CudaOps::moe_ffn(Act x, const MoeExperts& w, const MoeRouting& r, const Moe
     const Q8Buffers q8x = q ? q8_for(n, cols) : Q8Buffers{};
     if (launching()) {
       kernels_.matmul_ids_swiglu(t.gate, t.up, ids, pairs, k, ptr(x), q8x, reuse, ptr(act), q8a,
-                                 stream_);
+                                 w.swiglu_limit, stream_);
       kernels_.matmul_ids(t.down, ids, pairs, 1, ptr(act), q8a, true, ptr(ys), stream_);
     }
     if (q && !reuse) quantized(x);
@@ -161,8 +177,7 @@ void CudaOps::moe_ffn(Act x, const MoeExperts& w, const MoeRouting& r, const Moe
       if (count == 0) continue;  // an expert no row chose is never read
       const Act ge = rows_of(Act{s.gate.data, pairs, ff}, first, count);
       const Act ue = rows_of(Act{s.up.data, pairs, ff}, first, count);
-      gate_up_swiglu(rows_of(xs, first, count), w.gate[size_t(e)], w.up[size_t(e)], ge, ue, ge);
-      matmul(w.down[size_t(e)], ge, rows_of(ys, first, count));
+      run_expert(*this, w, e, rows_of(xs, first, count), ge, ue, rows_of(ys, first, count));
     }
   }
 

@@ -159,6 +159,8 @@ constexpr const char* kMatvecIds = R"(
 struct MvIdArgs {
   u64 tab0, tab1, ids, xq, xds, xf, out, nq, nds;
   int rows, xdiv, pad0, pad1;
+  u64 bias0, bias1;  // [n_expert][rows] f32 added to tab0's / tab1's products (gpt-oss), or 0
+  float alpha, limit;  // limit > 0: gpt-oss's clamped SwiGLU (graph/ops.h swiglu_oai)
 };
 #if SWIGLU
 // One tile through expert e's gate and up: activation rows x0 .. x0 + NT - 1 (this CTA's 32
@@ -186,8 +188,18 @@ __device__ __forceinline__ void ids_swiglu_tile(const MvIdArgs& a, int e, int x0
   for (int j = 0; j < RPW; ++j) {
 #pragma unroll
     for (int t = 0; t < NT; ++t) {
-      const float gv = warp_sum(ga[j][t]), uv = warp_sum(ua[j][t]);
-      if (lane == 0) hs[t][w * RPW + j] = gv / (1.0f + expf(-gv)) * uv;
+      float gv = warp_sum(ga[j][t]), uv = warp_sum(ua[j][t]);
+      const size_t b = (size_t)e * a.rows + rr[j];
+      if (a.bias0) gv += ((const float*)a.bias0)[b];
+      if (a.bias1) uv += ((const float*)a.bias1)[b];
+      float v;
+      if (a.limit > 0.0f) {  // the swiglu_oai kernel's expression
+        const float x = fminf(gv, a.limit), y = fminf(fmaxf(uv, -a.limit), a.limit);
+        v = x / (1.0f + expf(a.alpha * -x)) * (y + 1.0f);
+      } else {
+        v = gv / (1.0f + expf(-gv)) * uv;
+      }
+      if (lane == 0) hs[t][w * RPW + j] = v;
     }
   }
   __syncthreads();
@@ -235,7 +247,8 @@ __device__ __forceinline__ void ids_tile(const MvIdArgs& a, int e, int x0, int o
   for (int j = 0; j < RPW; ++j) {
 #pragma unroll
     for (int t = 0; t < NT; ++t) {
-      const float s = warp_sum(acc[j][t]);
+      float s = warp_sum(acc[j][t]);
+      if (a.bias0 && r0 + j < a.rows) s += ((const float*)a.bias0)[(size_t)e * a.rows + r0 + j];
       if (lane == 0 && t < valid && r0 + j < a.rows) ((float*)a.out)[(size_t)(o0 + t) * a.rows + r0 + j] = s;
     }
   }

@@ -124,7 +124,7 @@ TEST(CudaMoe, IndexedMatvecsEqualEachExpertsMatvec) {
     std::vector<float> got_act, got_ys;
     for (int rep = 0; rep < 2; ++rep) {
       G->kernels->matmul_ids_swiglu(gate.table, up.table, dids.get(), pairs, k, dx.get(), qx, false,
-                                    act.get(), qa, *G->stream);
+                                    act.get(), qa, 0.0f, *G->stream);
       G->kernels->matmul_ids(down.table, dids.get(), pairs, 1, act.get(), qa, true, ys.get(), *G->stream);
       G->stream->sync();
       const std::vector<float> a = from_device(act, size_t(pairs * ff));
@@ -196,7 +196,7 @@ TEST(CudaMoe, GroupedMatvecsEqualPerPairMatvecs) {
     DeviceBuffer act(size_t(pairs * ff) * 4), aq(size_t(pairs * ff) * 2 + 1024), ys(size_t(pairs * n_embd) * 4);
     const Q8Buffers qa{aq.get(), aq.get() + (size_t(pairs * ff) + 255) / 256 * 256, 0};
     G->kernels->matmul_ids_swiglu(gate.table, up.table, dids.get(), pairs, k, dx.get(), qx, false,
-                                  act.get(), qa, *G->stream);
+                                  act.get(), qa, 0.0f, *G->stream);
     G->kernels->matmul_ids(down.table, dids.get(), pairs, 1, act.get(), qa, true, ys.get(), *G->stream);
     G->stream->sync();
     const std::vector<float> want_act = from_device(act, size_t(pairs * ff));
@@ -211,7 +211,7 @@ TEST(CudaMoe, GroupedMatvecsEqualPerPairMatvecs) {
     for (const int nt : {1, 2, 4, 8}) {
       for (int rep = 0; rep < 2; ++rep) {
         G->kernels->matmul_grouped_swiglu(gate.table, up.table, offset, nt, xs.get(), qxs, gact.get(),
-                                          qg, *G->stream);
+                                          qg, 0.0f, *G->stream);
         G->kernels->matmul_grouped(down.table, offset, nt, gact.get(), qg, gys.get(), *G->stream);
         G->stream->sync();
         const std::vector<float> a = from_device(gact, size_t(pairs * ff));
