@@ -479,6 +479,8 @@ AnthropicRequest parse_anthropic_request(const json& body, const ojson* ordered,
   check_informational(body);
   AnthropicRequest a;
   ChatRequest& r = a.chat;
+  // No thinking blocks yet: a thinking model's thoughts stay in the text.
+  r.reasoning_format = ReasoningFormat::None;
   if (const json* model = present(body, "model")) r.model = string_value(*model, "model");
   r.options = parse_options(body, count_tokens);
   parse_tools(body, ordered, r);
@@ -591,7 +593,7 @@ std::string anthropic_sse(const char* event, const ojson& data) {
 
 AnthropicStream::AnthropicStream(ResponseInfo info, AnthropicEnding ending, int64_t input_tokens)
     : info_(std::move(info)), ending_(std::move(ending)), input_tokens_(input_tokens) {
-  if (info_.tool_syntax) parser_.emplace(*info_.tool_syntax, info_.tool_names);
+  if (info_.answer.parsed()) parser_.emplace(info_.answer);
 }
 
 std::string AnthropicStream::start() {
@@ -655,11 +657,14 @@ std::string AnthropicStream::push(const JobEvent& ev) {
   if (ev.finish_reason) so_far_.finish_reason = *ev.finish_reason;
   if (ev.stop_sequence) so_far_.stop_sequence = ev.stop_sequence;
   if (!parser_) return text(ev.text);
-  std::vector<ToolCall> calls;
-  std::string content = parser_->push(ev.text, calls);
-  if (ev.finish_reason) content += parser_->finish(calls);
-  std::string out = text(content);
-  for (const ToolCall& call : calls) out += tool_use(call);
+  AnswerPiece a = parser_->push(ev.text);
+  if (ev.finish_reason) {
+    AnswerPiece rest = parser_->finish();
+    a.content += rest.content;
+    for (ToolCall& c : rest.calls) a.calls.push_back(std::move(c));
+  }
+  std::string out = text(a.content);
+  for (const ToolCall& call : a.calls) out += tool_use(call);
   return out;
 }
 

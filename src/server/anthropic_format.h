@@ -100,7 +100,7 @@ class AnthropicStream {
   ResponseInfo info_;
   AnthropicEnding ending_;
   int64_t input_tokens_;
-  std::optional<ToolCallParser> parser_;  // when calls are parsed (info.tool_syntax)
+  std::optional<AnswerParser> parser_;  // when the text is parsed (info.answer)
   ChoiceText so_far_;                     // finish_reason, stop_sequence, calls made
   int next_index_ = 0;                    // the next content block's index
   bool text_open_ = false;                // a text block is open (index next_index_ - 1)

@@ -8,6 +8,7 @@
 #include "constrain/grammar.h"
 #include "core/json_depth.h"  // json_depth_exceeded_at, checked by parse_json_body
 #include "server/grammar_trigger.h"
+#include "server/reasoning_parser.h"
 #include "server/tool_request.h"
 
 #include <cstdint>
@@ -79,6 +80,14 @@ struct ChatRequest {
   // llama-server does: its prompt is raw.
   bool parse_special_in_content = false;
   GenerationOptions options;
+  // reasoning_format (llama-server's): where the thinking goes; unset = the server's
+  // --reasoning-format.
+  std::optional<ReasoningFormat> reasoning_format;
+  // OpenAI's reasoning_effort (none | minimal | low | medium | high), checked against the
+  // template when the model is known (chat_job.h).
+  std::optional<std::string> reasoning_effort;
+  // chat_template_kwargs (llama-server's): extra template variables, an object.
+  nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
 };
 
 // Parse a body; throw ApiError (400) naming the offending parameter. `max_body_bytes` is checked

@@ -403,6 +403,8 @@ ResponsesRequest parse_responses_request(const ojson& body) {
   } catch (const ApiError& e) {
     throw responses_error(e, r.message_origin);
   }
+  // No reasoning output item yet: a thinking model's thoughts stay in the output text.
+  r.chat.reasoning_format = ReasoningFormat::None;
   r.stream = r.chat.options.stream;
   return r;
 }

@@ -62,7 +62,7 @@ struct ResponsesStream {
   std::shared_ptr<Job> job;
   ResponseInfo info;
   ResponseWriter writer;
-  std::optional<ToolCallParser> parser;  // when calls are parsed out of the text
+  std::optional<AnswerParser> parser;  // when the text is parsed (calls, harmony)
   std::string finish_reason = "stop";
   bool begun = false, ended = false;
 };
@@ -81,8 +81,14 @@ bool provide_events(ResponsesStream& st, httplib::DataSink& sink) {
       std::vector<ToolCall> calls;
       std::string text = std::move(ev.text);
       if (st.parser) {
-        text = st.parser->push(text, calls);
-        if (ev.finish_reason) text += st.parser->finish(calls);
+        AnswerPiece a = st.parser->push(text);
+        if (ev.finish_reason) {
+          AnswerPiece rest = st.parser->finish();
+          a.content += rest.content;
+          for (ToolCall& c : rest.calls) a.calls.push_back(std::move(c));
+        }
+        text = std::move(a.content);
+        calls = std::move(a.calls);
       }
       ojson logprobs = ojson::array();
       if (st.info.logprobs && !ev.tokens.empty())
@@ -104,7 +110,7 @@ void start_responses_stream(httplib::Response& res, std::shared_ptr<Job> job, Re
                             ResponseWriter writer, std::atomic<int>& in_flight) {
   auto st = std::make_shared<ResponsesStream>(ResponsesStream{std::move(job), std::move(info),
                                                               std::move(writer), std::nullopt});
-  if (st->info.tool_syntax) st->parser.emplace(*st->info.tool_syntax, st->info.tool_names);
+  if (st->info.answer.parsed()) st->parser.emplace(st->info.answer);
   start_event_stream<ResponsesStream>(res, st, provide_events, in_flight);
 }
 

@@ -119,6 +119,7 @@ Step parse_one(ToolSyntax syntax, std::string_view s, size_t& at, bool final,
       out.push_back(ToolCall{"", std::string(name), value.dump()});
       return Step::Done;
     }
+    case ToolSyntax::Harmony:      // read by HarmonyParser (answer_parser.h), never here
     case ToolSyntax::Unsupported: break;
   }
   return Step::Bad;

@@ -31,6 +31,23 @@ std::string json_call(const std::string& name, const char* key, const std::strin
                      constrain::gbnf_literal(json(key).dump()), args_rule);
 }
 
+// GBNF for any text that does not contain `lit` (whose first byte does not recur in it): each
+// run of that byte is followed by a byte that breaks the literal off.
+std::string text_without(std::string_view lit) {
+  const auto cls = [](char c) {
+    return c == ']' || c == '\\' || c == '^' || c == '-' ? std::string("\\") + c : std::string(1, c);
+  };
+  const char first = lit[0];
+  std::string breaks;
+  for (size_t i = 1; i < lit.size(); ++i) {
+    breaks += breaks.empty() ? "" : " | ";
+    if (i > 1) breaks += constrain::gbnf_literal(std::string(lit.substr(1, i - 1))) + " ";
+    breaks += "[^" + cls(first) + (lit[i] == first ? "" : cls(lit[i])) + "]";
+  }
+  return "([^" + cls(first) + "] | " + constrain::gbnf_literal(std::string(1, first)) + "+ (" +
+         breaks + "))*";
+}
+
 std::string call_text_hermes(const ojson& call) {
   return "<tool_call>\n" + call.dump() + "\n</tool_call>";
 }
@@ -41,6 +58,8 @@ ToolSyntax detect_tool_syntax(std::string_view t) {
   if (has(t, "[TOOL_CALLS]")) return has(t, "[ARGS]") ? ToolSyntax::MistralArgs : ToolSyntax::MistralList;
   // Syntaxes not parsed here, some of which also write <tool_call> or <|python_tag|>: XML
   // arguments (Qwen3-Coder, functionary, GLM), harmony channels (gpt-oss), DeepSeek's markers.
+  // gpt-oss: calls go to the recipient "functions.NAME" on the commentary channel.
+  if (has(t, "<|channel|>commentary") && has(t, "\"functions.\"")) return ToolSyntax::Harmony;
   for (std::string_view other : {"<function=", "<arg_key>", "<|channel|>", "tool\u2581calls", ">>>"})
     if (has(t, other)) return ToolSyntax::Unsupported;
   if (has(t, "<tool_call>")) return has(t, "\"arguments\"") ? ToolSyntax::Hermes : ToolSyntax::Unsupported;
@@ -56,6 +75,7 @@ const char* tool_syntax_name(ToolSyntax syntax) {
     case ToolSyntax::Llama3: return "llama3";
     case ToolSyntax::MistralList: return "mistral-list";
     case ToolSyntax::MistralArgs: return "mistral-args";
+    case ToolSyntax::Harmony: return "harmony";
     case ToolSyntax::Generic: return "generic";
     case ToolSyntax::Unsupported: return "unsupported";
   }
@@ -67,6 +87,8 @@ const std::vector<GrammarTrigger>& tool_call_triggers(ToolSyntax syntax) {
   // Llama 3 writes a bare call as the whole answer: {"name" elsewhere is just JSON.
   static const std::vector<GrammarTrigger> llama = {{"<|python_tag|>", false}, {"{\"name\"", true}};
   static const std::vector<GrammarTrigger> mistral = {{"[TOOL_CALLS]", false}};
+  // The recipient, in the channel header or (recipient first) right after the role.
+  static const std::vector<GrammarTrigger> harmony = {{" to=functions.", false}};
   static const std::vector<GrammarTrigger> none;
   switch (syntax) {
     case ToolSyntax::Hermes:
@@ -74,12 +96,13 @@ const std::vector<GrammarTrigger>& tool_call_triggers(ToolSyntax syntax) {
     case ToolSyntax::Llama3: return llama;
     case ToolSyntax::MistralList:
     case ToolSyntax::MistralArgs: return mistral;
+    case ToolSyntax::Harmony: return harmony;
     case ToolSyntax::Unsupported: break;
   }
   return none;
 }
 
-ToolGrammar tool_call_grammar(ToolSyntax syntax, const ToolRequest& request) {
+ToolGrammar tool_call_grammar(ToolSyntax syntax, const ToolRequest& request, ThinkingLead lead) {
   if (syntax == ToolSyntax::Unsupported)
     throw invalid_request("tools", "this model's chat template writes tool calls in a syntax "
                                    "this server does not parse");
@@ -108,6 +131,8 @@ ToolGrammar tool_call_grammar(ToolSyntax syntax, const ToolRequest& request) {
     }
     if (syntax == ToolSyntax::MistralArgs)
       calls.push_back(constrain::gbnf_literal(tool.name) + " \"[ARGS]\" " + args);
+    else if (syntax == ToolSyntax::Harmony)
+      calls.push_back(constrain::gbnf_literal(tool.name) + " harmony-header " + args);
     else
       calls.push_back(json_call(tool.name, arguments_key(syntax), args));
   }
@@ -137,7 +162,28 @@ ToolGrammar tool_call_grammar(ToolSyntax syntax, const ToolRequest& request) {
       rules += R"(one-call ::= "[TOOL_CALLS]" tool-call)" "\n";
       rules += several ? "root ::= one-call+\n" : "root ::= one-call\n";
       break;
+    case ToolSyntax::Harmony:
+      // From the trigger (auto) or after an optional analysis message (required, named); the
+      // <|call|> that ends the turn comes after the grammar, which allows one call.
+      rules += R"(harmony-header ::= ("<|channel|>" ("commentary" | "analysis"))? (" " "<|constrain|>"? "json")? "<|message|>")" "\n";
+      rules += R"(one-call ::= " to=functions." tool-call)" "\n";
+      rules += "harmony-thought ::= " + text_without("<|end|>") + "\n";
+      rules += request.choice == ToolChoice::Auto
+                   ? "root ::= one-call\n"
+                   : R"(root ::= ("<|channel|>analysis<|message|>" harmony-thought "<|end|><|start|>assistant")? ("<|channel|>commentary")? one-call)" "\n";
+      break;
     case ToolSyntax::Unsupported: break;
+  }
+  // The thinking a required call may follow (the trigger of auto comes after it anyway).
+  if (request.choice != ToolChoice::Auto && lead != ThinkingLead::None && syntax != ToolSyntax::Harmony) {
+    const size_t at = rules.rfind("root ::= ");
+    const std::string root = rules.substr(at + 9);
+    rules.erase(at);
+    rules += "think-text ::= " + text_without("</think>") + "\n";
+    rules += lead == ThinkingLead::Open
+                 ? R"(root ::= think-text "</think>" sp call-root)" "\n"
+                 : R"(root ::= ("<think>" think-text "</think>" sp)? call-root)" "\n";
+    rules += "call-root ::= " + root;
   }
   if (request.choice == ToolChoice::Auto) g.triggers = tool_call_triggers(syntax);
   g.gbnf = std::move(rules);
@@ -158,6 +204,14 @@ void adapt_conversation(ToolSyntax syntax, const ToolRequest& request, ojson& me
                         ojson& tools) {
   for (size_t i = 0; i < messages.size(); ++i) {
     ojson& m = messages[i];
+    // gpt-oss's template reads an assistant turn's analysis from `thinking` (and refuses it
+    // beside content when the turn calls a tool), as llama-server passes it.
+    if (syntax == ToolSyntax::Harmony && m.value("role", "") == "assistant" &&
+        m.contains("reasoning_content") && m["reasoning_content"].is_string()) {
+      m["thinking"] = m["reasoning_content"];
+      if (m.contains("tool_calls") && m["tool_calls"].is_array() && !m["tool_calls"].empty())
+        m.erase("content");
+    }
     auto calls = m.find("tool_calls");
     if (calls == m.end() || calls->is_null()) continue;
     const std::string at = fmt::format("messages[{}].tool_calls", i);
@@ -176,6 +230,13 @@ void adapt_conversation(ToolSyntax syntax, const ToolRequest& request, ojson& me
       if (args.is_object()) fn["arguments"] = std::move(args);
     }
   }
+  // gpt-oss's template writes "// " + description for each tool, which fails on a tool without
+  // one (as in Jinja2): an empty one is what such a tool says.
+  if (syntax == ToolSyntax::Harmony && tools.is_array())
+    for (ojson& t : tools)
+      if (t.is_object() && t.contains("function") && t["function"].is_object() &&
+          !t["function"].contains("description"))
+        t["function"]["description"] = "";
   if (syntax != ToolSyntax::Generic) return;
 
   // The template knows no tools: describe them, and write calls and results as text.

@@ -9,10 +9,12 @@
 //               (Llama 3.1 / 3.2 / 3.3)
 //   MistralList [TOOL_CALLS][{"name": N, "arguments": {...}}, ...] (Mistral Nemo)
 //   MistralArgs [TOOL_CALLS]N[ARGS]{...}, repeated (Mistral Small 3.2, Devstral, Ministral 3)
+//   Harmony     gpt-oss: <|channel|>commentary to=functions.N <|constrain|>json<|message|>{...},
+//               one call per turn, ended by <|call|> (harmony_parser.h reads the whole output)
 //   Generic     a template that knows no tools: the tools are described in a system message
 //               and calls written the Hermes way; calls and results in the history become text
-//   Unsupported a template with a tool syntax not parsed here (gpt-oss harmony, DeepSeek,
-//               GLM, Qwen3-Coder XML, functionary, ...): requests with tools get a 400
+//   Unsupported a template with a tool syntax not parsed here (DeepSeek, GLM, Qwen3-Coder XML,
+//               functionary, ...): requests with tools get a 400
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -26,7 +28,7 @@
 
 namespace jitllm::server {
 
-enum class ToolSyntax { Hermes, Llama3, MistralList, MistralArgs, Generic, Unsupported };
+enum class ToolSyntax { Hermes, Llama3, MistralList, MistralArgs, Harmony, Generic, Unsupported };
 
 ToolSyntax detect_tool_syntax(std::string_view template_source);
 const char* tool_syntax_name(ToolSyntax syntax);
@@ -38,8 +40,14 @@ struct ToolGrammar {
   std::vector<GrammarTrigger> triggers;
 };
 
+// What may come before the calls of required / named tool_choice, whose grammar holds from the
+// first token: nothing, a <think>...</think> block, or the rest of a thinking the prompt opened
+// (its text, then </think>). Harmony's analysis message is always allowed.
+enum class ThinkingLead { None, Optional, Open };
+
 // Throws ApiError 400 naming tools[i].function.parameters when a schema cannot be enforced.
-ToolGrammar tool_call_grammar(ToolSyntax syntax, const ToolRequest& request);
+ToolGrammar tool_call_grammar(ToolSyntax syntax, const ToolRequest& request,
+                              ThinkingLead lead = ThinkingLead::None);
 // The texts that start a call in `syntax` (what auto's grammar and the parser look for).
 const std::vector<GrammarTrigger>& tool_call_triggers(ToolSyntax syntax);
 

@@ -334,8 +334,8 @@ TEST(AnthropicStream, TextEventsInOrder) {
 
 TEST(AnthropicStream, ToolCallsBecomeToolUseBlocksAfterTheText) {
   ResponseInfo info = info_for("msg_t");
-  info.tool_syntax = ToolSyntax::Generic;
-  info.tool_names = {"get_weather"};
+  info.answer.tool_syntax = ToolSyntax::Generic;
+  info.answer.tool_names = {"get_weather"};
   AnthropicStream s(info, {}, 5);
   std::string sse = s.start();
   const std::string out =

@@ -37,7 +37,7 @@ TEST(ToolSyntax, ReadOffTheOracleTemplates) {
       {"unsloth-mistral-Devstral-Small-2507.jinja", ToolSyntax::MistralArgs},
       {"google-gemma-2-2b-it.jinja", ToolSyntax::Generic},
       {"microsoft-Phi-3.5-mini-instruct.jinja", ToolSyntax::Generic},
-      {"openai-gpt-oss-120b.jinja", ToolSyntax::Unsupported},
+      {"openai-gpt-oss-120b.jinja", ToolSyntax::Harmony},
       {"Qwen3-Coder.jinja", ToolSyntax::Unsupported},
       {"GLM-4.6.jinja", ToolSyntax::Unsupported},
       {"deepseek-ai-DeepSeek-V3.1.jinja", ToolSyntax::Unsupported},
