@@ -3,7 +3,8 @@
 # grammar makes it write a thought and an answer, and max_tokens cuts it inside the thinking).
 # QwQ's template opens <think> in the generation prompt: reasoning_content and content, whole ==
 # streamed, reasoning_format none (server flag and request) == the raw text, max_tokens inside
-# the thinking. Qwen3's: chat_template_kwargs and reasoning_effort none reach the template.
+# the thinking, /v1/responses' reasoning item (whole and streamed). Qwen3's:
+# chat_template_kwargs and reasoning_effort none reach the template.
 # gpt-oss (harmony_model.py: the demo with harmony's control tokens): analysis and final,
 # streamed, a required tool call, <|end|> inside the output, reasoning_effort, the history's
 # reasoning_content. Usage: reasoning.sh JITLLMD [JITLLM]
@@ -50,10 +51,21 @@ post "$URL_N" /v1/chat/completions "{$HI,$G,\"reasoning_format\":\"deepseek\"}"
 post "$URL_Q" /v1/chat/completions "{$HI,\"max_tokens\":6}"
 echo "$BODY" | jq -e '.choices[0] | .finish_reason == "length" and .message.content == "" and
   (.message.reasoning_content | length > 0)' >/dev/null || fail "cut thinking: $BODY"
+R6=$(echo "$BODY" | jq -r '.choices[0].message.reasoning_content')
 S=$(stream "$URL_Q" "{$HI,\"max_tokens\":6,\"stream\":true}")
-[ "$(echo "$S" | jq -r .reasoning)" = "$(echo "$BODY" | jq -r '.choices[0].message.reasoning_content')" ] ||
-  fail "cut thinking streamed: $S"
+[ "$(echo "$S" | jq -r .reasoning)" = "$R6" ] || fail "cut thinking streamed: $S"
 expect_error "$URL_Q" /v1/chat/completions "{$HI,\"reasoning_effort\":\"high\"}" 400 '.param == "reasoning_effort"'
+# /v1/responses: the reasoning is a reasoning item (here cut by max_output_tokens: incomplete,
+# no message), the same text as the chat route's, streamed as reasoning_text deltas.
+post "$URL_Q" /v1/responses '{"input":"Why is the sky blue?","temperature":0,"max_output_tokens":6}'
+echo "$BODY" | jq -e --arg r "$R6" '.status == "incomplete" and (.output | length) == 1 and
+  .output[0].type == "reasoning" and .output[0].content[0].text == $r and
+  .usage.output_tokens_details.reasoning_tokens > 0' >/dev/null || fail "responses reasoning: $BODY"
+SR=$(curl -sN --max-time 120 -H 'Content-Type: application/json' --data-binary \
+  '{"input":"Why is the sky blue?","temperature":0,"max_output_tokens":6,"stream":true}' "$URL_Q/v1/responses" |
+  sed -n 's/^data: //p' | jq -rs 'map(select(.type == "response.reasoning_text.delta") | .delta) | add')
+[ "$SR" = "$R6" ] || fail "responses reasoning streamed: '$SR' vs '$R6'"
+expect_error "$URL_Q" /v1/responses '{"input":"x","reasoning":{"effort":"high"}}' 400 '.param == "reasoning.effort"'
 expect_error "$URL_Q" /v1/chat/completions "{$HI,\"reasoning_format\":\"auto2\"}" 400 '.param == "reasoning_format"'
 
 # Qwen3: enable_thinking false writes an empty thinking into the prompt; reasoning_effort none
