@@ -119,6 +119,29 @@ Step parse_one(ToolSyntax syntax, std::string_view s, size_t& at, bool final,
       out.push_back(ToolCall{"", std::string(name), value.dump()});
       return Step::Done;
     }
+    case ToolSyntax::DeepSeekV31: {
+      // One call at a time, so the calls complete before a cut stay calls: the block's begin
+      // (before the first), the call, and the block's end read as a unit of its own.
+      static const std::string begin = "<\uFF5Ctool\u2581calls\u2581begin\uFF5C>";
+      static const std::string end = "<\uFF5Ctool\u2581calls\u2581end\uFF5C>";
+      static const std::string call_begin = "<\uFF5Ctool\u2581call\u2581begin\uFF5C>";
+      static const std::string call_end = "<\uFF5Ctool\u2581call\u2581end\uFF5C>";
+      static const std::string sep = "<\uFF5Ctool\u2581sep\uFF5C>";
+      if ((st = expect(s, at, end, final)) != Step::Bad) return st;
+      if ((st = expect(s, at, begin, final)) == Step::Wait) return st;
+      if ((st = expect(s, at, call_begin, final)) != Step::Done) return st;
+      const size_t name_end = s.find(sep, at);
+      if (name_end == std::string::npos) return final ? Step::Bad : Step::Wait;
+      const std::string name(s.substr(at, name_end - at));
+      at = name_end + sep.size();
+      if (name.empty()) return Step::Bad;
+      if ((st = json_at(s, at, final, value)) != Step::Done) return st;
+      if (!value.is_object()) return Step::Bad;
+      at = skip_space(s, at);
+      if ((st = expect(s, at, call_end, final)) != Step::Done) return st;
+      out.push_back(ToolCall{"", name, value.dump()});
+      return Step::Done;
+    }
     case ToolSyntax::Harmony:      // read by HarmonyParser (answer_parser.h), never here
     case ToolSyntax::Unsupported: break;
   }

@@ -15,6 +15,13 @@ namespace {
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
+// DeepSeek's markers (fullwidth bars, U+2581 for spaces).
+constexpr const char* kDsCallsBegin = "<\uFF5Ctool\u2581calls\u2581begin\uFF5C>";
+constexpr const char* kDsCallsEnd = "<\uFF5Ctool\u2581calls\u2581end\uFF5C>";
+constexpr const char* kDsCallBegin = "<\uFF5Ctool\u2581call\u2581begin\uFF5C>";
+constexpr const char* kDsCallEnd = "<\uFF5Ctool\u2581call\u2581end\uFF5C>";
+constexpr const char* kDsSep = "<\uFF5Ctool\u2581sep\uFF5C>";
+
 bool has(std::string_view text, std::string_view what) {
   return text.find(what) != std::string_view::npos;
 }
@@ -58,6 +65,8 @@ ToolSyntax detect_tool_syntax(std::string_view t) {
   if (has(t, "[TOOL_CALLS]")) return has(t, "[ARGS]") ? ToolSyntax::MistralArgs : ToolSyntax::MistralList;
   // Syntaxes not parsed here, some of which also write <tool_call> or <|python_tag|>: XML
   // arguments (Qwen3-Coder, functionary, GLM), harmony channels (gpt-oss), DeepSeek's markers.
+  // DeepSeek V3.1: NAME<｜tool▁sep｜>{args} (R1's templates fence the arguments in ```json).
+  if (has(t, kDsSep) && has(t, kDsCallsBegin) && !has(t, "```json")) return ToolSyntax::DeepSeekV31;
   // gpt-oss: calls go to the recipient "functions.NAME" on the commentary channel.
   if (has(t, "<|channel|>commentary") && has(t, "\"functions.\"")) return ToolSyntax::Harmony;
   for (std::string_view other : {"<function=", "<arg_key>", "<|channel|>", "tool\u2581calls", ">>>"})
@@ -76,6 +85,7 @@ const char* tool_syntax_name(ToolSyntax syntax) {
     case ToolSyntax::MistralList: return "mistral-list";
     case ToolSyntax::MistralArgs: return "mistral-args";
     case ToolSyntax::Harmony: return "harmony";
+    case ToolSyntax::DeepSeekV31: return "deepseek-v3.1";
     case ToolSyntax::Generic: return "generic";
     case ToolSyntax::Unsupported: return "unsupported";
   }
@@ -89,6 +99,7 @@ const std::vector<GrammarTrigger>& tool_call_triggers(ToolSyntax syntax) {
   static const std::vector<GrammarTrigger> mistral = {{"[TOOL_CALLS]", false}};
   // The recipient, in the channel header or (recipient first) right after the role.
   static const std::vector<GrammarTrigger> harmony = {{" to=functions.", false}};
+  static const std::vector<GrammarTrigger> deepseek = {{kDsCallsBegin, false}};
   static const std::vector<GrammarTrigger> none;
   switch (syntax) {
     case ToolSyntax::Hermes:
@@ -97,6 +108,7 @@ const std::vector<GrammarTrigger>& tool_call_triggers(ToolSyntax syntax) {
     case ToolSyntax::MistralList:
     case ToolSyntax::MistralArgs: return mistral;
     case ToolSyntax::Harmony: return harmony;
+    case ToolSyntax::DeepSeekV31: return deepseek;
     case ToolSyntax::Unsupported: break;
   }
   return none;
@@ -133,6 +145,9 @@ ToolGrammar tool_call_grammar(ToolSyntax syntax, const ToolRequest& request, Thi
       calls.push_back(constrain::gbnf_literal(tool.name) + " \"[ARGS]\" " + args);
     else if (syntax == ToolSyntax::Harmony)
       calls.push_back(constrain::gbnf_literal(tool.name) + " harmony-header " + args);
+    else if (syntax == ToolSyntax::DeepSeekV31)
+      calls.push_back(constrain::gbnf_literal(tool.name) + " " + constrain::gbnf_literal(kDsSep) +
+                      " " + args);
     else
       calls.push_back(json_call(tool.name, arguments_key(syntax), args));
   }
@@ -171,6 +186,12 @@ ToolGrammar tool_call_grammar(ToolSyntax syntax, const ToolRequest& request, Thi
       rules += request.choice == ToolChoice::Auto
                    ? "root ::= one-call\n"
                    : R"(root ::= ("<|channel|>analysis<|message|>" harmony-thought "<|end|><|start|>assistant")? ("<|channel|>commentary")? one-call)" "\n";
+      break;
+    case ToolSyntax::DeepSeekV31:
+      rules += fmt::format("one-call ::= {} tool-call {}\n", constrain::gbnf_literal(kDsCallBegin),
+                           constrain::gbnf_literal(kDsCallEnd));
+      rules += fmt::format("root ::= {} {} {}\n", constrain::gbnf_literal(kDsCallsBegin),
+                           several ? "one-call+" : "one-call", constrain::gbnf_literal(kDsCallsEnd));
       break;
     case ToolSyntax::Unsupported: break;
   }
@@ -237,6 +258,25 @@ void adapt_conversation(ToolSyntax syntax, const ToolRequest& request, ojson& me
       if (t.is_object() && t.contains("function") && t["function"].is_object() &&
           !t["function"].contains("description"))
         t["function"]["description"] = "";
+  if (syntax == ToolSyntax::DeepSeekV31 && request.calls_expected()) {
+    // DeepSeek V3.1's documented tool prompt, at the end of the system message.
+    std::string text = "## Tools\nYou have access to the following tools:\n";
+    for (const ToolDefinition& t : request.tools)
+      text += "\n### " + t.name + "\nDescription: " + t.description + "\n\nParameters: " +
+              (t.parameters.empty() ? ojson::object() : t.parameters).dump() + "\n";
+    text += std::string("\nIMPORTANT: ALWAYS adhere to this exact format for tool use:\n") +
+            kDsCallsBegin + kDsCallBegin + "tool_call_name" + kDsSep + "tool_call_arguments" +
+            kDsCallEnd + "{{additional_tool_calls}}" + kDsCallsEnd +
+            "\n\nWhere:\n- `tool_call_name` must be an exact match to one of the available "
+            "tools\n- `tool_call_arguments` must be valid JSON that strictly follows the tool's "
+            "Parameters Schema\n- For multiple tool calls, chain them directly without "
+            "separators or spaces\n";
+    if (!messages.empty() && messages[0].value("role", "") == "system" && messages[0]["content"].is_string())
+      messages[0]["content"] = messages[0]["content"].get<std::string>() + "\n\n" + text;
+    else
+      messages.insert(messages.begin(), ojson{{"role", "system"}, {"content", text}});
+    return;
+  }
   if (syntax != ToolSyntax::Generic) return;
 
   // The template knows no tools: describe them, and write calls and results as text.

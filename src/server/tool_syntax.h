@@ -11,10 +11,13 @@
 //   MistralArgs [TOOL_CALLS]N[ARGS]{...}, repeated (Mistral Small 3.2, Devstral, Ministral 3)
 //   Harmony     gpt-oss: <|channel|>commentary to=functions.N <|constrain|>json<|message|>{...},
 //               one call per turn, ended by <|call|> (harmony_parser.h reads the whole output)
+//   DeepSeekV31 <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>N<｜tool▁sep｜>{...}<｜tool▁call▁end｜>...
+//               <｜tool▁calls▁end｜> (DeepSeek V3.1; its template does not describe the tools, so
+//               they go into the system message in DeepSeek's documented format)
 //   Generic     a template that knows no tools: the tools are described in a system message
 //               and calls written the Hermes way; calls and results in the history become text
-//   Unsupported a template with a tool syntax not parsed here (DeepSeek, GLM, Qwen3-Coder XML,
-//               functionary, ...): requests with tools get a 400
+//   Unsupported a template with a tool syntax not parsed here (DeepSeek R1's fenced JSON, GLM,
+//               Qwen3-Coder XML, functionary, ...): requests with tools get a 400
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -28,7 +31,7 @@
 
 namespace jitllm::server {
 
-enum class ToolSyntax { Hermes, Llama3, MistralList, MistralArgs, Harmony, Generic, Unsupported };
+enum class ToolSyntax { Hermes, Llama3, MistralList, MistralArgs, Harmony, DeepSeekV31, Generic, Unsupported };
 
 ToolSyntax detect_tool_syntax(std::string_view template_source);
 const char* tool_syntax_name(ToolSyntax syntax);
@@ -56,7 +59,8 @@ const std::vector<GrammarTrigger>& tool_call_triggers(ToolSyntax syntax);
 std::string new_tool_call_id(ToolSyntax syntax);
 
 // The messages and tools as the template should see them: tool-call arguments sent as JSON
-// strings (OpenAI's shape) become objects (templates write them with tojson); for Generic, the
+// strings (OpenAI's shape) become objects (templates write them with tojson); for DeepSeekV31
+// the tools are described in the first system message (its template does not); for Generic, the
 // tools go into the first system message with the calling convention, assistant calls become
 // <tool_call> text and tool results user messages. `tools` is replaced by what the template
 // gets (null for Generic).

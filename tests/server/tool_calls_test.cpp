@@ -40,7 +40,8 @@ TEST(ToolSyntax, ReadOffTheOracleTemplates) {
       {"openai-gpt-oss-120b.jinja", ToolSyntax::Harmony},
       {"Qwen3-Coder.jinja", ToolSyntax::Unsupported},
       {"GLM-4.6.jinja", ToolSyntax::Unsupported},
-      {"deepseek-ai-DeepSeek-V3.1.jinja", ToolSyntax::Unsupported},
+      {"deepseek-ai-DeepSeek-V3.1.jinja", ToolSyntax::DeepSeekV31},
+      {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", ToolSyntax::Unsupported},
       {"meetkai-functionary-medium-v3.1.jinja", ToolSyntax::Unsupported},
   };
   for (const auto& [file, syntax] : cases)

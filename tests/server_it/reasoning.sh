@@ -5,7 +5,7 @@
 # streamed, reasoning_format none (server flag and request) == the raw text, max_tokens inside
 # the thinking, /v1/responses' reasoning item (whole and streamed). Qwen3's:
 # chat_template_kwargs and reasoning_effort none reach the template.
-# gpt-oss (harmony_model.py: the demo with harmony's control tokens): analysis and final,
+# gpt-oss (token_model.py: the demo with harmony's control tokens): analysis and final,
 # streamed, a required tool call, <|end|> inside the output, reasoning_effort, the history's
 # reasoning_content. Usage: reasoning.sh JITLLMD [JITLLM]
 source "$(dirname "$0")/lib.bash" "$@"
@@ -80,7 +80,8 @@ post "$URL_Q3" /v1/chat/completions "{$HI,\"max_tokens\":1,\"reasoning_effort\":
 [ "$(echo "$BODY" | jq .usage.prompt_tokens)" = "$P_OFF" ] || fail "reasoning_effort none: $BODY"
 
 # gpt-oss's harmony on the demo with its tokens.
-python3 "$HERE/harmony_model.py" "$DEMO" "$T/openai-gpt-oss-120b.jinja" "$WORK/harmony"
+python3 "$HERE/token_model.py" "$DEMO" "$T/openai-gpt-oss-120b.jinja" "$WORK/harmony" \
+  '<|return|>' '<|start|>' '<|channel|>' '<|message|>' '<|end|>' '<|call|>' '<|constrain|>'
 start_server H -m "$WORK/harmony"
 grep -q "tool calls in the harmony syntax" "$WORK/H.log" || fail "harmony not detected"
 HG='"grammar":"root ::= \"<|channel|>analysis<|message|>\" [a-z ]{8,40} \"<|end|><|start|>assistant<|channel|>final<|message|>\" [a-z ]{8,40}","max_tokens":150'

@@ -2,7 +2,7 @@
 # Tool calling end to end on the bundled model, once per tool-call syntax: its own template
 # (no tools: the generic convention), and the oracle's Qwen2.5 (Hermes), Llama 3.1, Mistral Nemo
 # and Mistral Small 3.2 templates, gpt-oss's (harmony: its markers spelled in text by this
-# model); GLM 4.6's syntax is refused with 400.
+# model) and DeepSeek V3.1's (token_model.py); GLM 4.6's syntax is refused with 400.
 # tests/server_it/tool_calls.py holds the checks.
 # Usage: tool_calls.sh JITLLMD [JITLLM]
 source "$(dirname "$0")/lib.bash" "$@"
@@ -18,6 +18,19 @@ for t in Qwen-Qwen2.5-7B-Instruct meta-llama-Llama-3.1-8B-Instruct mistralai-Mis
   url=$(ls -t "$WORK"/T*.port | head -1)
   python3 "$HERE/tool_calls.py" "http://127.0.0.1:$(cat "$url")" || fail "$t"
 done
+# DeepSeek V3.1 on a copy of the demo whose vocabulary has its markers (token_model.py), biased
+# toward them (spelled byte by byte they do not fit the context); asked not to think (its
+# template opens a thinking the demo fills until max_tokens).
+python3 "$HERE/token_model.py" "${JITLLM_SOURCE_DIR:-$HERE/../..}/models/demo" \
+  "$T/deepseek-ai-DeepSeek-V3.1.jinja" "$WORK/deepseek" '<｜end▁of▁sentence｜>' '<｜User｜>' \
+  '<｜Assistant｜>' '+<think>' '+</think>' '<｜tool▁calls▁begin｜>' '<｜tool▁calls▁end｜>' \
+  '<｜tool▁call▁begin｜>' '<｜tool▁call▁end｜>' '<｜tool▁sep｜>' '<｜tool▁output▁begin｜>' \
+  '<｜tool▁output▁end｜>'
+XDG_CACHE_HOME=$WORK/cache start_server D -m "$WORK/deepseek"
+grep -q "tool calls in the deepseek-v3.1 syntax" "$WORK/D.log" || fail "DeepSeek V3.1 not detected"
+python3 "$HERE/tool_calls.py" "$URL_D" --no-thinking \
+  --extra '{"logit_bias": {"8185": 10, "8186": 10, "8187": 10, "8188": 10, "8189": 10}}' ||
+  fail "DeepSeek V3.1"
 start_server U --chat-template "$T/GLM-4.6.jinja"
 python3 "$HERE/tool_calls.py" "$URL_U" --unsupported || fail "GLM 4.6"
 echo "tool_calls: ok"
