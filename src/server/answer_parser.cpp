@@ -12,7 +12,7 @@ AnswerParser::AnswerParser(const AnswerFormat& f) {
     return;
   }
   if (f.reasoning) reasoning_ = std::make_unique<ReasoningParser>(f.starts_thinking);
-  if (f.tool_syntax) tools_.emplace(*f.tool_syntax, f.tool_names);
+  if (f.tool_syntax) tools_.emplace(*f.tool_syntax, f.tool_names, f.string_arguments);
 }
 
 AnswerParser::AnswerParser(AnswerParser&&) noexcept = default;

@@ -26,6 +26,7 @@ struct AnswerFormat {
   // functions offered (a call of another stays text).
   std::optional<ToolSyntax> tool_syntax;
   std::vector<std::string> tool_names;
+  std::map<std::string, std::set<std::string>> string_arguments;  // GlmXml: written raw
 
   // Anything to parse at all (otherwise the text is the content as it comes).
   bool parsed() const { return harmony || reasoning || tool_syntax.has_value(); }

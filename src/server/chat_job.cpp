@@ -99,6 +99,7 @@ std::shared_ptr<Job> make_chat_job(const ServedModel& m, const ChatRequest& r, R
     for (const ToolDefinition& t : tools.tools)
       if (tools.choice != ToolChoice::Named || t.name == tools.named)
         answer.tool_names.push_back(t.name);
+    if (m.tool_syntax() == ToolSyntax::GlmXml) answer.string_arguments = string_arguments(tools);
   }
   return make_job(m, std::move(prompt), options, true, true);
 }

@@ -55,6 +55,69 @@ std::string text_without(std::string_view lit) {
          breaks + "))*";
 }
 
+bool string_typed(const ojson& schema) {
+  return schema.is_object() && schema.contains("type") && schema["type"] == "string";
+}
+
+// GLM's arguments of one tool: <arg_key>K</arg_key> <arg_value>V</arg_value> pairs in the
+// schema's order (the required ones always), a string's value raw (its length and enum held;
+// other string keywords cannot be held on raw text: 400 naming the parameters), any other value
+// JSON under its schema.
+// An empty schema takes any pairs.
+std::string glm_arguments(const ojson& params, const std::string& prefix, const std::string& param,
+                          std::string& rules) {
+  auto pair = [](const std::string& key, const std::string& value) {
+    return "sp \"<arg_key>\" " + key + " \"</arg_key>\" sp \"<arg_value>\" " + value +
+           " \"</arg_value>\"";
+  };
+  if (params.empty() || !params.contains("properties"))
+    return "(" + pair("[^<]+", "glm-text") + ")*";
+  std::set<std::string> required;
+  if (auto r = params.find("required"); r != params.end() && r->is_array())
+    for (const ojson& n : *r)
+      if (n.is_string()) required.insert(n.get<std::string>());
+  std::string seq;
+  size_t i = 0;
+  for (const auto& [name, prop] : params["properties"].items()) {
+    const std::string at = param + ".properties." + name;
+    std::string value;
+    if (string_typed(prop)) {
+      for (const auto& [key, v] : prop.items())
+        if (key != "type" && key != "description" && key != "title" && key != "enum" &&
+            key != "const" && key != "minLength" && key != "maxLength" && key != "default" &&
+            key != "examples")
+          throw invalid_request(param, fmt::format("'{}': '{}' cannot be held on GLM's raw "
+                                                   "string arguments", at, key));
+      if (prop.contains("enum") || prop.contains("const")) {
+        const ojson values = prop.contains("const") ? ojson::array({prop["const"]}) : prop["enum"];
+        for (const ojson& v : values) {
+          if (!v.is_string())
+            throw invalid_request(param, fmt::format("'{}': a string's enum holds strings", at));
+          value += (value.empty() ? "(" : " | ") + constrain::gbnf_literal(v.get<std::string>());
+        }
+        value += ")";
+      } else if (prop.contains("minLength") || prop.contains("maxLength")) {
+        value = fmt::format("[^<]{{{},{}}}", prop.value("minLength", 0),
+                            prop.contains("maxLength") ? std::to_string(prop["maxLength"].get<int64_t>()) : "");
+      } else {
+        value = "glm-text";
+      }
+    } else {
+      const std::string p = fmt::format("{}p{}-", prefix, i);
+      try {
+        rules += constrain::json_schema_rules(prop, p);
+      } catch (const constrain::SchemaError& e) {
+        throw invalid_request(param, fmt::format("'{}': {}", at, e.what()));
+      }
+      value = p + "root";
+    }
+    const std::string one = pair(constrain::gbnf_literal(name), value);
+    seq += (seq.empty() ? "" : " ") + (required.count(name) ? one : "(" + one + ")?");
+    ++i;
+  }
+  return seq;
+}
+
 std::string call_text_hermes(const ojson& call) {
   return "<tool_call>\n" + call.dump() + "\n</tool_call>";
 }
@@ -67,6 +130,8 @@ ToolSyntax detect_tool_syntax(std::string_view t) {
   // arguments (Qwen3-Coder, functionary, GLM), harmony channels (gpt-oss), DeepSeek's markers.
   // DeepSeek V3.1: NAME<｜tool▁sep｜>{args} (R1's templates fence the arguments in ```json).
   if (has(t, kDsSep) && has(t, kDsCallsBegin) && !has(t, "```json")) return ToolSyntax::DeepSeekV31;
+  // GLM 4.x, Laguna: <tool_call>NAME <arg_key>..</arg_key> <arg_value>..</arg_value></tool_call>.
+  if (has(t, "<tool_call>") && has(t, "<arg_key>") && has(t, "</arg_value>")) return ToolSyntax::GlmXml;
   // gpt-oss: calls go to the recipient "functions.NAME" on the commentary channel.
   if (has(t, "<|channel|>commentary") && has(t, "\"functions.\"")) return ToolSyntax::Harmony;
   for (std::string_view other : {"<function=", "<arg_key>", "<|channel|>", "tool\u2581calls", ">>>"})
@@ -86,6 +151,7 @@ const char* tool_syntax_name(ToolSyntax syntax) {
     case ToolSyntax::MistralArgs: return "mistral-args";
     case ToolSyntax::Harmony: return "harmony";
     case ToolSyntax::DeepSeekV31: return "deepseek-v3.1";
+    case ToolSyntax::GlmXml: return "glm-xml";
     case ToolSyntax::Generic: return "generic";
     case ToolSyntax::Unsupported: return "unsupported";
   }
@@ -103,6 +169,7 @@ const std::vector<GrammarTrigger>& tool_call_triggers(ToolSyntax syntax) {
   static const std::vector<GrammarTrigger> none;
   switch (syntax) {
     case ToolSyntax::Hermes:
+    case ToolSyntax::GlmXml:
     case ToolSyntax::Generic: return hermes;
     case ToolSyntax::Llama3: return llama;
     case ToolSyntax::MistralList:
@@ -129,7 +196,12 @@ ToolGrammar tool_call_grammar(ToolSyntax syntax, const ToolRequest& request, Thi
     const std::string param = fmt::format("tools[{}].function.parameters", i);
     // Arguments are an object: an empty schema means any object, another type is refused.
     std::string args = prefix + "root";
-    if (tool.parameters.empty()) {
+    if (syntax == ToolSyntax::GlmXml) {
+      if (auto t = tool.parameters.find("type"); t != tool.parameters.end() && *t != "object")
+        throw invalid_request(param, fmt::format("'{}' must describe an object (the arguments), "
+                                                 "not {}", param, t->dump()));
+      args = glm_arguments(tool.parameters, prefix, param, rules);
+    } else if (tool.parameters.empty()) {
       args = "json-object";
     } else {
       if (auto t = tool.parameters.find("type"); t != tool.parameters.end() && *t != "object")
@@ -145,6 +217,8 @@ ToolGrammar tool_call_grammar(ToolSyntax syntax, const ToolRequest& request, Thi
       calls.push_back(constrain::gbnf_literal(tool.name) + " \"[ARGS]\" " + args);
     else if (syntax == ToolSyntax::Harmony)
       calls.push_back(constrain::gbnf_literal(tool.name) + " harmony-header " + args);
+    else if (syntax == ToolSyntax::GlmXml)
+      calls.push_back(constrain::gbnf_literal(tool.name) + " " + args + " sp");
     else if (syntax == ToolSyntax::DeepSeekV31)
       calls.push_back(constrain::gbnf_literal(tool.name) + " " + constrain::gbnf_literal(kDsSep) +
                       " " + args);
@@ -187,6 +261,11 @@ ToolGrammar tool_call_grammar(ToolSyntax syntax, const ToolRequest& request, Thi
                    ? "root ::= one-call\n"
                    : R"(root ::= ("<|channel|>analysis<|message|>" harmony-thought "<|end|><|start|>assistant")? ("<|channel|>commentary")? one-call)" "\n";
       break;
+    case ToolSyntax::GlmXml:
+      rules += "glm-text ::= " + text_without("</arg_value>") + "\n";
+      rules += R"(one-call ::= "<tool_call>" tool-call "</tool_call>")" "\n";
+      rules += several ? "root ::= one-call (sp one-call)* sp\n" : "root ::= one-call\n";
+      break;
     case ToolSyntax::DeepSeekV31:
       rules += fmt::format("one-call ::= {} tool-call {}\n", constrain::gbnf_literal(kDsCallBegin),
                            constrain::gbnf_literal(kDsCallEnd));
@@ -209,6 +288,15 @@ ToolGrammar tool_call_grammar(ToolSyntax syntax, const ToolRequest& request, Thi
   if (request.choice == ToolChoice::Auto) g.triggers = tool_call_triggers(syntax);
   g.gbnf = std::move(rules);
   return g;
+}
+
+std::map<std::string, std::set<std::string>> string_arguments(const ToolRequest& request) {
+  std::map<std::string, std::set<std::string>> out;
+  for (const ToolDefinition& t : request.tools)
+    if (auto p = t.parameters.find("properties"); p != t.parameters.end() && p->is_object())
+      for (const auto& [name, prop] : p->items())
+        if (string_typed(prop)) out[t.name].insert(name);
+  return out;
 }
 
 std::string new_tool_call_id(ToolSyntax syntax) {

@@ -14,14 +14,18 @@
 //   DeepSeekV31 <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>N<｜tool▁sep｜>{...}<｜tool▁call▁end｜>...
 //               <｜tool▁calls▁end｜> (DeepSeek V3.1; its template does not describe the tools, so
 //               they go into the system message in DeepSeek's documented format)
+//   GlmXml      <tool_call>N\n<arg_key>k</arg_key>\n<arg_value>v</arg_value>...</tool_call>, strings
+//               written raw, other values as JSON (GLM 4.5 / 4.6 / 4.7, Laguna)
 //   Generic     a template that knows no tools: the tools are described in a system message
 //               and calls written the Hermes way; calls and results in the history become text
-//   Unsupported a template with a tool syntax not parsed here (DeepSeek R1's fenced JSON, GLM,
+//   Unsupported a template with a tool syntax not parsed here (DeepSeek R1's fenced JSON,
 //               Qwen3-Coder XML, functionary, ...): requests with tools get a 400
 #pragma once
 
 #include <nlohmann/json.hpp>
 
+#include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,7 +35,9 @@
 
 namespace jitllm::server {
 
-enum class ToolSyntax { Hermes, Llama3, MistralList, MistralArgs, Harmony, DeepSeekV31, Generic, Unsupported };
+enum class ToolSyntax {
+  Hermes, Llama3, MistralList, MistralArgs, Harmony, DeepSeekV31, GlmXml, Generic, Unsupported
+};
 
 ToolSyntax detect_tool_syntax(std::string_view template_source);
 const char* tool_syntax_name(ToolSyntax syntax);
@@ -53,6 +59,10 @@ ToolGrammar tool_call_grammar(ToolSyntax syntax, const ToolRequest& request,
                               ThinkingLead lead = ThinkingLead::None);
 // The texts that start a call in `syntax` (what auto's grammar and the parser look for).
 const std::vector<GrammarTrigger>& tool_call_triggers(ToolSyntax syntax);
+
+// The arguments of each tool whose schema says string (GlmXml writes them raw, so "12" stays
+// "12"; other values are read as JSON).
+std::map<std::string, std::set<std::string>> string_arguments(const ToolRequest& request);
 
 // Call ids as the syntax's template accepts them back ("call_" + 24 characters; Mistral's
 // templates insist on 9 alphanumerics).

@@ -2,7 +2,8 @@
 # Tool calling end to end on the bundled model, once per tool-call syntax: its own template
 # (no tools: the generic convention), and the oracle's Qwen2.5 (Hermes), Llama 3.1, Mistral Nemo
 # and Mistral Small 3.2 templates, gpt-oss's (harmony: its markers spelled in text by this
-# model) and DeepSeek V3.1's (token_model.py); GLM 4.6's syntax is refused with 400.
+# model), DeepSeek V3.1's and GLM 4.6's (token_model.py); DeepSeek R1's fenced JSON is refused with
+# 400.
 # tests/server_it/tool_calls.py holds the checks.
 # Usage: tool_calls.sh JITLLMD [JITLLM]
 source "$(dirname "$0")/lib.bash" "$@"
@@ -31,6 +32,16 @@ grep -q "tool calls in the deepseek-v3.1 syntax" "$WORK/D.log" || fail "DeepSeek
 python3 "$HERE/tool_calls.py" "$URL_D" --no-thinking \
   --extra '{"logit_bias": {"8185": 10, "8186": 10, "8187": 10, "8188": 10, "8189": 10}}' ||
   fail "DeepSeek V3.1"
-start_server U --chat-template "$T/GLM-4.6.jinja"
-python3 "$HERE/tool_calls.py" "$URL_U" --unsupported || fail "GLM 4.6"
+# GLM 4.6 the same way (string arguments raw, others JSON).
+python3 "$HERE/token_model.py" "${JITLLM_SOURCE_DIR:-$HERE/../..}/models/demo" "$T/GLM-4.6.jinja" \
+  "$WORK/glm" '<|user|>' '<|assistant|>' '<|system|>' '<|observation|>' '[gMASK]' '<sop>' \
+  '<tool_call>' '</tool_call>' '<arg_key>' '</arg_key>' '<arg_value>' '</arg_value>' '+<think>' \
+  '+</think>'
+XDG_CACHE_HOME=$WORK/cache start_server L -m "$WORK/glm"
+grep -q "tool calls in the glm-xml syntax" "$WORK/L.log" || fail "GLM not detected"
+python3 "$HERE/tool_calls.py" "$URL_L" --no-thinking \
+  --extra '{"logit_bias": {"8184": 10, "8185": 10, "8186": 10, "8187": 10, "8188": 10, "8189": 10}}' ||
+  fail "GLM 4.6"
+start_server U --chat-template "$T/deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"
+python3 "$HERE/tool_calls.py" "$URL_U" --unsupported || fail "DeepSeek R1"
 echo "tool_calls: ok"
