@@ -94,6 +94,8 @@ std::shared_ptr<Job> make_chat_job(const ServedModel& m, const ChatRequest& r, R
     const ToolGrammar g = tool_call_grammar(m.tool_syntax(), tools, lead);
     options.grammar = grammar_or_400(g.gbnf, "tools");
     options.grammar_triggers = g.triggers;
+    options.triggers_after_thinking = m.thinks() && !harmony;
+    options.starts_thinking = thinking_open;
     options.tool_calls = true;
     answer.tool_syntax = m.tool_syntax();
     for (const ToolDefinition& t : tools.tools)

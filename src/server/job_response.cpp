@@ -97,6 +97,8 @@ std::shared_ptr<Job> make_job(const ServedModel& model, std::vector<int32_t> pro
       throw invalid_request("grammar", e.what());
     }
     job->grammar_triggers = o.grammar_triggers;
+    job->triggers_after_thinking = o.triggers_after_thinking;
+    job->starts_thinking = o.starts_thinking;
     if (o.tool_calls) job->rendered_control_tokens = model.rendered_control_tokens();
   }
   return job;

@@ -48,6 +48,9 @@ struct GenerationOptions {
   // Empty: the grammar holds from the first token. Otherwise it switches on where the output
   // first shows one of these (a tool call's start, tool_choice auto).
   std::vector<GrammarTrigger> grammar_triggers;
+  // Job::triggers_after_thinking and Job::starts_thinking (a thinking template's auto calls).
+  bool triggers_after_thinking = false;
+  bool starts_thinking = false;
   // The grammar holds tool calls: the tool-call marker tokens may be chosen and are written.
   bool tool_calls = false;
 };
