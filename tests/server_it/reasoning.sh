@@ -3,7 +3,8 @@
 # grammar makes it write a thought and an answer, and max_tokens cuts it inside the thinking).
 # QwQ's template opens <think> in the generation prompt: reasoning_content and content, whole ==
 # streamed, reasoning_format none (server flag and request) == the raw text, max_tokens inside
-# the thinking, /v1/responses' reasoning item (whole and streamed). Qwen3's:
+# the thinking, /v1/responses' reasoning item and /v1/messages' thinking block (whole and
+# streamed). Qwen3's:
 # chat_template_kwargs and reasoning_effort none reach the template.
 # gpt-oss (token_model.py: the demo with harmony's control tokens): analysis and final,
 # streamed, a required tool call, <|end|> inside the output, reasoning_effort, the history's
@@ -66,6 +67,15 @@ SR=$(curl -sN --max-time 120 -H 'Content-Type: application/json' --data-binary \
   sed -n 's/^data: //p' | jq -rs 'map(select(.type == "response.reasoning_text.delta") | .delta) | add')
 [ "$SR" = "$R6" ] || fail "responses reasoning streamed: '$SR' vs '$R6'"
 expect_error "$URL_Q" /v1/responses '{"input":"x","reasoning":{"effort":"high"}}' 400 '.param == "reasoning.effort"'
+# /v1/messages: a thinking block (empty signature), whole and streamed as thinking_delta.
+post "$URL_Q" /v1/messages '{"messages":[{"role":"user","content":"Why is the sky blue?"}],"temperature":0,"max_tokens":6}'
+echo "$BODY" | jq -e --arg r "$R6" '.stop_reason == "max_tokens" and .content == [{"type": "thinking",
+  "thinking": $r, "signature": ""}]' >/dev/null || fail "messages thinking: $BODY"
+ST=$(curl -sN --max-time 120 -H 'Content-Type: application/json' --data-binary \
+  '{"messages":[{"role":"user","content":"Why is the sky blue?"}],"temperature":0,"max_tokens":6,"stream":true}' \
+  "$URL_Q/v1/messages" | sed -n 's/^data: //p' |
+  jq -rs 'map(select(.type == "content_block_delta" and .delta.type == "thinking_delta") | .delta.thinking) | add')
+[ "$ST" = "$R6" ] || fail "messages thinking streamed: '$ST' vs '$R6'"
 expect_error "$URL_Q" /v1/chat/completions "{$HI,\"reasoning_format\":\"auto2\"}" 400 '.param == "reasoning_format"'
 
 # Qwen3: enable_thinking false writes an empty thinking into the prompt; reasoning_effort none
