@@ -103,6 +103,9 @@ std::shared_ptr<Job> make_chat_job(const ServedModel& m, const ChatRequest& r, R
         answer.tool_names.push_back(t.name);
     if (m.tool_syntax() == ToolSyntax::GlmXml) answer.string_arguments = string_arguments(tools);
   }
+  // A JSON shape (response_format, json_schema) held from the first token is the answer: it is
+  // not read as the rest of a thinking the prompt opened.
+  if (options.grammar_is_answer) answer.starts_thinking = false;
   return make_job(m, std::move(prompt), options, true, true);
 }
 

@@ -257,6 +257,7 @@ GenerationOptions parse_options(const json& body, bool chat, const nlohmann::ord
     o.logprobs = true;
   }
   o.grammar = parse_output_constraint(body, ordered);
+  o.grammar_is_answer = o.grammar && !field(body, "grammar");
   return o;
 }
 

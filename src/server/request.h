@@ -45,6 +45,9 @@ struct GenerationOptions {
   // What the output must match (server/output_constraint.h: grammar, json_schema,
   // response_format), parsed; null = free text.
   std::shared_ptr<const constrain::Grammar> grammar;
+  // The grammar is a JSON shape (response_format, json_schema): it holds the answer, not a
+  // thinking the prompt opened. A GBNF `grammar` holds the whole output, thinking included.
+  bool grammar_is_answer = false;
   // Empty: the grammar holds from the first token. Otherwise it switches on where the output
   // first shows one of these (a tool call's start, tool_choice auto).
   std::vector<GrammarTrigger> grammar_triggers;

@@ -48,6 +48,10 @@ for req in "$URL_N {$HI,$G}" "$URL_Q {$HI,$G,\"reasoning_format\":\"none\"}"; do
 done
 post "$URL_N" /v1/chat/completions "{$HI,$G,\"reasoning_format\":\"deepseek\"}"
 [ "$(echo "$BODY" | jq -r '.choices[0].message.reasoning_content')" = "$R" ] || fail "deepseek on a none server: $BODY"
+# A grammar of the whole output (response_format) is the answer, not the rest of the thinking.
+post "$URL_Q" /v1/chat/completions "{$HI,\"max_tokens\":60,\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"a\",\"schema\":{\"type\":\"object\",\"properties\":{\"ok\":{\"type\":\"boolean\"}},\"required\":[\"ok\"],\"additionalProperties\":false}}}}"
+echo "$BODY" | jq -e '.choices[0].message | (has("reasoning_content") | not) and (.content | fromjson | .ok | type == "boolean")' >/dev/null ||
+  fail "response_format under an opened thinking: $BODY"
 # max_tokens inside the thinking: all reasoning, no content.
 post "$URL_Q" /v1/chat/completions "{$HI,\"max_tokens\":6}"
 echo "$BODY" | jq -e '.choices[0] | .finish_reason == "length" and .message.content == "" and
