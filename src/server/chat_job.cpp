@@ -104,8 +104,12 @@ std::shared_ptr<Job> make_chat_job(const ServedModel& m, const ChatRequest& r, R
     if (m.tool_syntax() == ToolSyntax::GlmXml) answer.string_arguments = string_arguments(tools);
   }
   // A JSON shape (response_format, json_schema) held from the first token is the answer: it is
-  // not read as the rest of a thinking the prompt opened.
+  // not read as the rest of a thinking the prompt opened; gpt-oss writes it in its final
+  // channel, after an analysis if it likes.
   if (options.grammar_is_answer) answer.starts_thinking = false;
+  if (options.grammar_is_answer && harmony)
+    options.grammar = grammar_or_400(harmony_answer_gbnf(options.answer_gbnf), "response_format",
+                                     "harmony-answer");
   return make_job(m, std::move(prompt), options, true, true);
 }
 

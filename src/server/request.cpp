@@ -256,8 +256,8 @@ GenerationOptions parse_options(const json& body, bool chat, const nlohmann::ord
     o.top_logprobs = int(integer_in(body, "logprobs", 0, 0, 5));
     o.logprobs = true;
   }
-  o.grammar = parse_output_constraint(body, ordered);
-  o.grammar_is_answer = o.grammar && !field(body, "grammar");
+  o.grammar = parse_output_constraint(body, ordered, &o.answer_gbnf);
+  o.grammar_is_answer = o.grammar && !o.answer_gbnf.empty();
   return o;
 }
 

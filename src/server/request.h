@@ -48,6 +48,7 @@ struct GenerationOptions {
   // The grammar is a JSON shape (response_format, json_schema): it holds the answer, not a
   // thinking the prompt opened. A GBNF `grammar` holds the whole output, thinking included.
   bool grammar_is_answer = false;
+  std::string answer_gbnf;  // that JSON shape's GBNF (gpt-oss wraps it in its final channel)
   // Empty: the grammar holds from the first token. Otherwise it switches on where the output
   // first shows one of these (a tool call's start, tool_choice auto).
   std::vector<GrammarTrigger> grammar_triggers;

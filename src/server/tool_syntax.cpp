@@ -299,6 +299,13 @@ std::map<std::string, std::set<std::string>> string_arguments(const ToolRequest&
   return out;
 }
 
+std::string harmony_answer_gbnf(const std::string& json_gbnf) {
+  return json_gbnf + "\nharmony-answer-thought ::= " + text_without("<|end|>") +
+         "\nharmony-answer ::= (\"<|channel|>analysis<|message|>\" harmony-answer-thought "
+         "\"<|end|><|start|>assistant\")? \"<|channel|>final\" (\" \" \"<|constrain|>\"? "
+         "\"json\")? \"<|message|>\" root\n";
+}
+
 std::string new_tool_call_id(ToolSyntax syntax) {
   static constexpr char kAlnum[] =
       "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";

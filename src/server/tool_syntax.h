@@ -57,6 +57,11 @@ enum class ThinkingLead { None, Optional, Open };
 // Throws ApiError 400 naming tools[i].function.parameters when a schema cannot be enforced.
 ToolGrammar tool_call_grammar(ToolSyntax syntax, const ToolRequest& request,
                               ThinkingLead lead = ThinkingLead::None);
+// gpt-oss's answer held to a JSON shape (`json_gbnf`, rooted at `root`): an optional analysis
+// message, then the final channel (with its json constraint, as llama-server allows) and the
+// JSON. The rule to start from is harmony-answer.
+std::string harmony_answer_gbnf(const std::string& json_gbnf);
+
 // The texts that start a call in `syntax` (what auto's grammar and the parser look for).
 const std::vector<GrammarTrigger>& tool_call_triggers(ToolSyntax syntax);
 

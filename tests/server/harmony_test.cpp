@@ -6,6 +6,7 @@
 
 #include "chat/chat_template.h"
 #include "constrain/gbnf.h"
+#include "constrain/json_schema.h"
 #include "constrain/matcher.h"
 #include "server/answer_parser.h"
 #include "server/tool_syntax.h"
@@ -172,6 +173,28 @@ TEST(HarmonyGrammar, HoldsCallsInBothOrdersAfterAnOptionalAnalysis) {
   EXPECT_EQ(g.triggers[0].text, " to=functions.");
   EXPECT_TRUE(grammar_accepts(ToolChoice::Auto, R"( to=functions.now <|constrain|>json<|message|>{})"));
   EXPECT_TRUE(grammar_accepts(ToolChoice::Auto, R"( to=functions.now<|channel|>commentary json<|message|>{})"));
+}
+
+TEST(HarmonyGrammar, AJsonAnswerGoesInTheFinalChannel) {
+  std::vector<std::string> bytes;
+  for (int b = 0; b < 256; ++b) bytes.push_back(std::string(1, char(b)));
+  constrain::Matcher m(constrain::parse_gbnf(harmony_answer_gbnf(constrain::json_object_gbnf()),
+                                             "harmony-answer"),
+                       std::make_shared<constrain::Vocabulary>(bytes, std::vector<int32_t>{}));
+  auto accepts = [&](const std::string& text) {
+    const auto st = m.advance_bytes(m.start(), text);
+    return st != constrain::Matcher::kDead && m.accepting(st);
+  };
+  EXPECT_TRUE(accepts(R"(<|channel|>final<|message|>{"a": 1})"));
+  EXPECT_TRUE(accepts(kThought + kNext + R"(<|channel|>final <|constrain|>json<|message|>{})"));
+  EXPECT_FALSE(accepts(R"({"a": 1})")) << "the header comes first";
+  EXPECT_FALSE(accepts(R"(<|channel|>final<|message|>[1])")) << "an object";
+  // What the parser makes of it: the thought and the JSON.
+  AnswerParser p(harmony(true, false));
+  AnswerPiece a = p.push(kThought + kNext + R"(<|channel|>final <|constrain|>json<|message|>{"a": 1})");
+  AnswerPiece rest = p.finish();
+  EXPECT_EQ(a.reasoning + rest.reasoning, "User asks 2+2. Easy.");
+  EXPECT_EQ(a.content + rest.content, R"({"a": 1})");
 }
 
 TEST(HarmonyTemplate, EffortAndEarlierThinkingAsTheTemplateWantsThem) {

@@ -121,6 +121,11 @@ for s in false true; do
     ((.[1].arguments | fromjson) as $a | $a.unit == "c" or $a.unit == "f")' >/dev/null ||
     fail "harmony call (stream $s): $CALLS $BODY"
 done
+# A JSON response_format is written in the final channel (the output starts with its header).
+post "$URL_H" /v1/chat/completions "{$HI,\"max_tokens\":80,\"logprobs\":true,\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"a\",\"schema\":{\"type\":\"object\",\"properties\":{\"ok\":{\"type\":\"boolean\"}},\"required\":[\"ok\"],\"additionalProperties\":false}}}}"
+echo "$BODY" | jq -e '.choices[0] | (.message.content | fromjson | .ok | type == "boolean") and
+  ([.logprobs.content[].token] | join("") | startswith("<|channel|>"))' >/dev/null ||
+  fail "harmony response_format: $BODY"
 post "$URL_H" /v1/chat/completions "{$HI,\"max_tokens\":1,\"reasoning_effort\":\"high\"}"
 [ "$STATUS" = 200 ] || fail "reasoning_effort high: $BODY"
 for e in none minimal; do
