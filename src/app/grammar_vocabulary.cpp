@@ -8,8 +8,14 @@
 namespace jitllm::app {
 
 const std::vector<std::string>& tool_call_markers() {
-  static const std::vector<std::string> markers = {"<tool_call>", "</tool_call>", "<|python_tag|>",
-                                                   "[TOOL_CALLS]", "[ARGS]", "[CALL_ID]"};
+  static const std::vector<std::string> markers = {
+      "<tool_call>", "</tool_call>", "<|python_tag|>", "[TOOL_CALLS]", "[ARGS]", "[CALL_ID]",
+      // DeepSeek V3.1
+      "<\uFF5Ctool\u2581calls\u2581begin\uFF5C>", "<\uFF5Ctool\u2581calls\u2581end\uFF5C>",
+      "<\uFF5Ctool\u2581call\u2581begin\uFF5C>", "<\uFF5Ctool\u2581call\u2581end\uFF5C>",
+      "<\uFF5Ctool\u2581sep\uFF5C>",
+      // GLM
+      "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"};
   return markers;
 }
 

@@ -80,9 +80,11 @@ std::vector<int32_t> LoadedModel::tokenize_raw_prompt(const std::string& text) c
 }
 
 chat::GuardedPrompt LoadedModel::render_chat_guarded(const nlohmann::ordered_json& messages,
-                                                     const nlohmann::ordered_json& tools) const {
+                                                     const nlohmann::ordered_json& tools,
+                                                     const nlohmann::ordered_json& globals) const {
   chat::ChatRenderOptions ro;
   ro.merge_system_if_rejected = true;
+  if (globals.is_object()) ro.extra_globals = globals;
   if (!tools.is_null()) ro.extra_globals["tools"] = tools;
   std::lock_guard lock(text_mutex_);
   try {
@@ -102,8 +104,9 @@ std::string LoadedModel::render_chat(const nlohmann::ordered_json& messages,
 std::vector<int32_t> LoadedModel::tokenize_chat(const nlohmann::ordered_json& messages,
                                                 const nlohmann::ordered_json& tools,
                                                 bool parse_special_in_content,
-                                                const std::string& continuation) const {
-  chat::GuardedPrompt prompt = render_chat_guarded(messages, tools);
+                                                const std::string& continuation,
+                                                const nlohmann::ordered_json& globals) const {
+  chat::GuardedPrompt prompt = render_chat_guarded(messages, tools, globals);
   if (parse_special_in_content) prompt.literal_spans.clear();
   if (!continuation.empty()) {
     prompt.literal_spans.emplace_back(prompt.text.size(), prompt.text.size() + continuation.size());

@@ -65,8 +65,11 @@ class LoadedModel {
   // Chat messages rendered with the template (add_generation_prompt), with the byte ranges where
   // a request string spelled a control token (chat/content_guard.h). Throws RequestError (param
   // messages, code template_error) when the template refuses the conversation.
+  // `globals`: more template variables (an object, or null for none: chat_template_kwargs,
+  // reasoning_effort).
   chat::GuardedPrompt render_chat_guarded(const nlohmann::ordered_json& messages,
-                                          const nlohmann::ordered_json& tools) const;
+                                          const nlohmann::ordered_json& tools,
+                                          const nlohmann::ordered_json& globals = nullptr) const;
   std::string render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools) const;
   // render_chat_guarded, tokenized with special tokens parsed in the template's text only (a
   // "<|im_end|>" typed in a message stays text, as llama-server does), or everywhere with
@@ -76,7 +79,8 @@ class LoadedModel {
   std::vector<int32_t> tokenize_chat(const nlohmann::ordered_json& messages,
                                      const nlohmann::ordered_json& tools,
                                      bool parse_special_in_content = false,
-                                     const std::string& continuation = "") const;
+                                     const std::string& continuation = "",
+                                     const nlohmann::ordered_json& globals = nullptr) const;
   // Text that came out of the template -> ids (special tokens parsed, BOS unless it is there):
   // everywhere for a string, outside the literal spans for a guarded prompt.
   std::vector<int32_t> tokenize_rendered(const std::string& text) const;

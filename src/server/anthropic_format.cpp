@@ -120,8 +120,8 @@ std::string text_block(const json& block, const std::string& at) {
 const char* unsupported_block_reason(const std::string& type) {
   if (type == "image" || type == "document" || type == "search_result")
     return "this server serves text-only models";
-  if (type == "thinking" || type == "redacted_thinking")
-    return "extended thinking is not supported";
+  if (type == "redacted_thinking") return "this server writes no redacted thinking";
+  if (type == "thinking") return "thinking blocks belong in assistant messages";
   if (type == "server_tool_use" || type == "web_search_tool_result" ||
       type == "web_fetch_tool_result" || type == "code_execution_tool_result" ||
       type == "mcp_tool_use" || type == "mcp_tool_result" || type == "container_upload")
@@ -157,8 +157,8 @@ std::string tool_result_text(const json& block, const std::string& at) {
 
 // One content block of a turn, as parsed.
 struct Block {
-  enum Kind { Text, ToolUse, ToolResult } kind = Text;
-  std::string text;  // Text; ToolResult: the result's text
+  enum Kind { Text, ToolUse, ToolResult, Thinking } kind = Text;
+  std::string text;  // Text, Thinking; ToolResult: the result's text
   std::string id;    // ToolUse: its id; ToolResult: tool_use_id
   std::string name;  // ToolUse
   json input;        // ToolUse: the arguments object
@@ -196,6 +196,18 @@ Block parse_block(const json& block, const std::string& role, const std::string&
     const json* input = present(block, "input");
     if (!input || !input->is_object()) throw bad(at + ".input", "must be an object");
     b.input = *input;
+    return b;
+  }
+  if (type == "thinking" && role == "assistant") {
+    // An earlier answer's thinking (as this server writes it: the signature is empty and never
+    // checked) goes back to the template as the turn's reasoning_content.
+    refuse_unknown_keys(block, {"type", "thinking", "signature", "cache_control"}, at);
+    check_cache_control(block, at);
+    b.kind = Block::Thinking;
+    const json* thinking = present(block, "thinking");
+    if (!thinking) throw bad(at + ".thinking", "is required");
+    b.text = string_value(*thinking, at + ".thinking");
+    if (const json* sig = present(block, "signature")) string_value(*sig, at + ".signature");
     return b;
   }
   if (type == "tool_result") {
@@ -293,11 +305,15 @@ ChatMessage chat_message(json raw) {
 // written), assistant text and tool_use -> one assistant message with tool_calls.
 void add_turn(const Turn& t, std::set<std::string>& call_ids, std::vector<ChatMessage>& out) {
   if (t.role == "assistant") {
-    std::string text;
+    std::string text, thinking;
     json calls = json::array();
     for (const Block& b : t.blocks) {
       if (b.kind == Block::Text) {
         text += (text.empty() ? "" : kBlockSeparator) + b.text;
+        continue;
+      }
+      if (b.kind == Block::Thinking) {
+        thinking += (thinking.empty() ? "" : kBlockSeparator) + b.text;
         continue;
       }
       call_ids.insert(b.id);
@@ -306,6 +322,7 @@ void add_turn(const Turn& t, std::set<std::string>& call_ids, std::vector<ChatMe
                        {"function", {{"name", b.name}, {"arguments", b.input.dump()}}}});
     }
     json raw = {{"role", "assistant"}, {"content", text}};
+    if (!thinking.empty()) raw["reasoning_content"] = thinking;
     if (!calls.empty()) raw["tool_calls"] = std::move(calls);
     out.push_back(chat_message(std::move(raw)));
     return;
@@ -493,6 +510,8 @@ AnthropicRequest parse_anthropic_request(const json& body, const ojson* ordered,
     }
     if (!a.continuation.empty() && std::isspace(static_cast<unsigned char>(a.continuation.back())))
       throw bad(last.at + ".content", "a final assistant message must not end with whitespace");
+    // A continued answer is not split into thinking and text (where it stands is the client's).
+    if (!a.continuation.empty()) r.reasoning_format = ReasoningFormat::None;
     const ToolChoice c = r.tool_request.choice;
     if (!a.continuation.empty() && (c == ToolChoice::Required || c == ToolChoice::Named))
       throw bad("tool_choice",
@@ -570,6 +589,10 @@ ojson stop_sequence_json(const char* reason, const ChoiceText& c) {
 ojson anthropic_message(const ResponseInfo& info, const ChoiceText& c, const Usage& usage,
                         const AnthropicEnding& ending) {
   ojson content = ojson::array();
+  // A thinking model's reasoning first, as a thinking block (its signature empty: nothing here
+  // signs it), as llama-server writes it.
+  if (!c.reasoning.empty())
+    content.push_back({{"type", "thinking"}, {"thinking", c.reasoning}, {"signature", ""}});
   if (!c.text.empty()) content.push_back({{"type", "text"}, {"text", c.text}});
   for (const ToolCall& call : c.tool_calls) content.push_back(tool_use_block(call));
   const char* reason = anthropic_stop_reason(c, ending);
@@ -591,7 +614,7 @@ std::string anthropic_sse(const char* event, const ojson& data) {
 
 AnthropicStream::AnthropicStream(ResponseInfo info, AnthropicEnding ending, int64_t input_tokens)
     : info_(std::move(info)), ending_(std::move(ending)), input_tokens_(input_tokens) {
-  if (info_.tool_syntax) parser_.emplace(*info_.tool_syntax, info_.tool_names);
+  if (info_.answer.parsed()) parser_.emplace(info_.answer);
 }
 
 std::string AnthropicStream::start() {
@@ -607,9 +630,28 @@ std::string AnthropicStream::start() {
          anthropic_sse("ping", {{"type", "ping"}});
 }
 
-std::string AnthropicStream::text(const std::string& piece) {
+std::string AnthropicStream::thinking(const std::string& piece) {
   if (piece.empty()) return "";
   std::string out;
+  if (!thinking_open_) {
+    out += close_block();
+    out += anthropic_sse("content_block_start",
+                         {{"type", "content_block_start"},
+                          {"index", next_index_},
+                          {"content_block", {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}}}});
+    thinking_open_ = true;
+    ++next_index_;
+  }
+  so_far_.reasoning += piece;
+  return out + anthropic_sse("content_block_delta",
+                             {{"type", "content_block_delta"},
+                              {"index", next_index_ - 1},
+                              {"delta", {{"type", "thinking_delta"}, {"thinking", piece}}}});
+}
+
+std::string AnthropicStream::text(const std::string& piece) {
+  if (piece.empty()) return "";
+  std::string out = close_thinking();
   if (!text_open_) {
     out +=
         anthropic_sse("content_block_start", {{"type", "content_block_start"},
@@ -625,7 +667,20 @@ std::string AnthropicStream::text(const std::string& piece) {
                               {"delta", {{"type", "text_delta"}, {"text", piece}}}});
 }
 
+std::string AnthropicStream::close_thinking() {
+  if (!thinking_open_) return "";
+  thinking_open_ = false;
+  // Anthropic's clients expect a signature before a thinking block ends (empty here).
+  return anthropic_sse("content_block_delta",
+                       {{"type", "content_block_delta"},
+                        {"index", next_index_ - 1},
+                        {"delta", {{"type", "signature_delta"}, {"signature", ""}}}}) +
+         anthropic_sse("content_block_stop",
+                       {{"type", "content_block_stop"}, {"index", next_index_ - 1}});
+}
+
 std::string AnthropicStream::close_block() {
+  if (thinking_open_) return close_thinking();
   if (!text_open_) return "";
   text_open_ = false;
   return anthropic_sse("content_block_stop",
@@ -655,11 +710,16 @@ std::string AnthropicStream::push(const JobEvent& ev) {
   if (ev.finish_reason) so_far_.finish_reason = *ev.finish_reason;
   if (ev.stop_sequence) so_far_.stop_sequence = ev.stop_sequence;
   if (!parser_) return text(ev.text);
-  std::vector<ToolCall> calls;
-  std::string content = parser_->push(ev.text, calls);
-  if (ev.finish_reason) content += parser_->finish(calls);
-  std::string out = text(content);
-  for (const ToolCall& call : calls) out += tool_use(call);
+  AnswerPiece a = parser_->push(ev.text);
+  if (ev.finish_reason) {
+    AnswerPiece rest = parser_->finish();
+    a.reasoning += rest.reasoning;
+    a.content += rest.content;
+    for (ToolCall& c : rest.calls) a.calls.push_back(std::move(c));
+  }
+  std::string out = thinking(a.reasoning);
+  out += text(a.content);
+  for (const ToolCall& call : a.calls) out += tool_use(call);
   return out;
 }
 

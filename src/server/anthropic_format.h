@@ -10,7 +10,9 @@
 // text, tool_use and tool_result blocks; consecutive turns of one role merged), stop_sequences,
 // temperature, top_p, top_k, stream, tools (custom: name, description, input_schema),
 // tool_choice (auto, any, tool, none; disable_parallel_tool_use), metadata.user_id (kept for
-// no one), cache_control (prefixes are always cached), thinking {"type": "disabled"},
+// no one), cache_control (prefixes are always cached), thinking {"type": "disabled"}, assistant
+// thinking blocks (as the turn's reasoning_content; a thinking model's reasoning comes back as
+// one, as llama-server writes it),
 // service_tier auto / standard_only (there is one tier). Everything else is a 400 naming it.
 #pragma once
 
@@ -66,8 +68,8 @@ const char* anthropic_stop_reason(const ChoiceText& choice, const AnthropicEndin
 // A tool_use block's id from the tool-call parser's ("call_" + 24, or 9 for Mistral's).
 std::string anthropic_tool_use_id(const std::string& call_id);
 
-// The whole response: {"id", "type": "message", "role": "assistant", "model", "content": [text
-// and tool_use blocks], "stop_reason", "stop_sequence", "usage": {"input_tokens",
+// The whole response: {"id", "type": "message", "role": "assistant", "model", "content": [a
+// thinking block, text and tool_use blocks], "stop_reason", "stop_sequence", "usage": {"input_tokens",
 // "output_tokens"}}.
 nlohmann::ordered_json anthropic_message(const ResponseInfo& info, const ChoiceText& choice,
                                          const Usage& usage, const AnthropicEnding& ending);
@@ -79,7 +81,9 @@ std::string anthropic_sse(const char* event, const nlohmann::ordered_json& data)
 //   message_start, ping, (content_block_start, content_block_delta*, content_block_stop)*,
 //   message_delta {stop_reason, stop_sequence, usage.output_tokens}, message_stop
 // Text goes out as text_delta as it comes (held back only where it may start a tool call);
-// each tool call, once complete, is a tool_use block with one input_json_delta.
+// a thinking model's reasoning before it as a thinking block (thinking_delta, then an empty
+// signature_delta); each tool call, once complete, is a tool_use block with one
+// input_json_delta.
 class AnthropicStream {
  public:
   AnthropicStream(ResponseInfo info, AnthropicEnding ending, int64_t input_tokens);
@@ -93,17 +97,20 @@ class AnthropicStream {
   std::string fail(const ApiError& error);
 
  private:
+  std::string thinking(const std::string& piece);
   std::string text(const std::string& piece);
-  std::string close_block();
+  std::string close_thinking();
+  std::string close_block();  // the open thinking or text block
   std::string tool_use(const ToolCall& call);
 
   ResponseInfo info_;
   AnthropicEnding ending_;
   int64_t input_tokens_;
-  std::optional<ToolCallParser> parser_;  // when calls are parsed (info.tool_syntax)
+  std::optional<AnswerParser> parser_;  // when the text is parsed (info.answer)
   ChoiceText so_far_;                     // finish_reason, stop_sequence, calls made
   int next_index_ = 0;                    // the next content block's index
   bool text_open_ = false;                // a text block is open (index next_index_ - 1)
+  bool thinking_open_ = false;            // a thinking block is open (the same)
 };
 
 }  // namespace jitllm::server

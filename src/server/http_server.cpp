@@ -341,7 +341,7 @@ void HttpServer::install_routes() {
     // A raw prompt: its special-token texts are tokens, as in llama-server.
     std::vector<int32_t> prompt = r.prompt_ids ? *r.prompt_ids : m.tokenize_raw_prompt(*r.prompt_text);
     auto job = make_job(m, std::move(prompt), r.options, false, false);
-    ResponseInfo info{random_id("cmpl-"), unix_now(), m.id(), false, r.options.logprobs};
+    ResponseInfo info{random_id("cmpl-"), unix_now(), m.id(), false, r.options.logprobs, {}};
     std::string prefix;
     if (r.echo) prefix = r.prompt_text ? *r.prompt_text : m.detokenize(job->prompt);
     if (r.options.stream && !prefix.empty()) {
@@ -361,7 +361,7 @@ void HttpServer::install_routes() {
     const auto ordered = ordered_twin(body, text);
     const ChatRequest r = parse_chat_request(body, ordered ? &*ordered : nullptr);
     ServedModel& m = model_for(r.model);
-    ResponseInfo info{random_id("chatcmpl-"), unix_now(), m.id(), true, r.options.logprobs};
+    ResponseInfo info{random_id("chatcmpl-"), unix_now(), m.id(), true, r.options.logprobs, {}};
     auto job = make_chat_job(m, r, info);
     m.scheduler().submit(job);
     if (r.options.stream)

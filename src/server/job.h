@@ -61,6 +61,11 @@ struct Job {
   // Empty: the matcher holds from the first token; else from where one of these texts first
   // shows in the output (GenerationOptions::grammar_triggers).
   std::vector<GrammarTrigger> grammar_triggers;
+  // Triggers count only in the answer after a leading <think>...</think> (a thinking model's
+  // auto calls: a call's start written while thinking is part of the thought); the output
+  // starts inside the thinking when the prompt opened it.
+  bool triggers_after_thinking = false;
+  bool starts_thinking = false;
   // Control tokens the decoder writes as text (tool-call markers) when the grammar holds calls.
   std::vector<int32_t> rendered_control_tokens;
   Clock::time_point arrived = Clock::now();

@@ -97,6 +97,8 @@ std::shared_ptr<Job> make_job(const ServedModel& model, std::vector<int32_t> pro
       throw invalid_request("grammar", e.what());
     }
     job->grammar_triggers = o.grammar_triggers;
+    job->triggers_after_thinking = o.triggers_after_thinking;
+    job->starts_thinking = o.starts_thinking;
     if (o.tool_calls) job->rendered_control_tokens = model.rendered_control_tokens();
   }
   return job;
@@ -128,12 +130,15 @@ std::vector<ChoiceText> collect_choices(Job& job, const ResponseInfo& info, int 
   }
   record_usage(job, info);
   if (job.error) throw *job.error;
-  if (info.tool_syntax)
+  if (info.answer.parsed())
     for (ChoiceText& c : choices) {
-      ToolCallParser parser(*info.tool_syntax, info.tool_names);
-      std::string content = parser.push(c.text, c.tool_calls);
-      content += parser.finish(c.tool_calls);
-      c.text = std::move(content);
+      AnswerParser parser(info.answer);
+      AnswerPiece a = parser.push(c.text);
+      AnswerPiece rest = parser.finish();
+      c.reasoning = a.reasoning + rest.reasoning;
+      c.text = a.content + rest.content;
+      c.tool_calls = std::move(a.calls);
+      for (ToolCall& call : rest.calls) c.tool_calls.push_back(std::move(call));
       if (!c.tool_calls.empty() && c.finish_reason == "stop") c.finish_reason = "tool_calls";
     }
   return choices;
@@ -154,24 +159,33 @@ struct StreamState {
   bool include_usage = false;
   std::vector<JobEvent> held;  // finishing chunks wait for the usage of the last one
   bool ended = false;
-  std::vector<ToolCallParser> parsers;  // [n] when tool calls are parsed (info.tool_syntax)
+  std::vector<AnswerParser> parsers;  // [n] when the answer is parsed (info.answer)
 };
 
-// A choice's text through its tool-call parser: the content chunk (if any) and a chunk of the
-// calls it completed. `final`: the choice's output ended.
-std::string tool_chunks(StreamState& st, JobEvent& ev, bool first, bool final) {
-  ToolCallParser& parser = st.parsers.at(size_t(ev.index));
+// A choice's text through its answer parser: a chunk of its reasoning, of its content and of
+// the calls it completed (each when there is any). `final`: the choice's output ended.
+std::string answer_chunks(StreamState& st, JobEvent& ev, bool first, bool final) {
+  AnswerParser& parser = st.parsers.at(size_t(ev.index));
   const size_t before = parser.n_calls();
-  std::vector<ToolCall> calls;
-  ev.text = parser.push(ev.text, calls);
-  if (final) ev.text += parser.finish(calls);
+  AnswerPiece a = parser.push(ev.text);
+  if (final) {
+    AnswerPiece rest = parser.finish();
+    a.reasoning += rest.reasoning;
+    a.content += rest.content;
+    for (ToolCall& c : rest.calls) a.calls.push_back(std::move(c));
+  }
   std::string out;
-  if (!ev.text.empty() || !ev.tokens.empty() || first) {
+  if (!a.reasoning.empty()) {
+    out += sse(reasoning_chunk(st.info, ev.index, a.reasoning, first));
+    first = false;
+  }
+  if (!a.content.empty() || !ev.tokens.empty() || first) {
     JobEvent content = ev;
+    content.text = std::move(a.content);
     content.finish_reason.reset();
     out += sse(stream_chunk(st.info, content, first));
   }
-  if (!calls.empty()) out += sse(tool_calls_chunk(st.info, ev.index, calls, before));
+  if (!a.calls.empty()) out += sse(tool_calls_chunk(st.info, ev.index, a.calls, before));
   ev.text.clear();
   ev.tokens.clear();
   if (final && parser.n_calls() > 0 && ev.finish_reason == "stop") ev.finish_reason = "tool_calls";
@@ -189,12 +203,12 @@ bool provide_chunk(StreamState& st, httplib::DataSink& sink) {
     st.started[size_t(ev.index)] = true;
     if (ev.finish_reason) {
       // The choice's last text goes out now; its finishing chunk waits.
-      if (!st.parsers.empty()) out += tool_chunks(st, ev, first, true);
+      if (!st.parsers.empty()) out += answer_chunks(st, ev, first, true);
       st.held.push_back(std::move(ev));
       continue;
     }
     if (!st.parsers.empty()) {
-      out += tool_chunks(st, ev, first, false);
+      out += answer_chunks(st, ev, first, false);
       continue;
     }
     if (ev.text.empty() && ev.tokens.empty() && !first) continue;
@@ -226,8 +240,8 @@ void start_stream(httplib::Response& res, std::shared_ptr<Job> job, ResponseInfo
   st->info = std::move(info);
   st->started.assign(size_t(st->job->n), false);
   st->include_usage = include_usage;
-  if (st->info.tool_syntax)
-    st->parsers.assign(size_t(st->job->n), ToolCallParser(*st->info.tool_syntax, st->info.tool_names));
+  if (st->info.answer.parsed())
+    for (int i = 0; i < st->job->n; ++i) st->parsers.emplace_back(st->info.answer);
   start_event_stream<StreamState>(res, st, provide_chunk, in_flight);
 }
 

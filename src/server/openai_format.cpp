@@ -90,6 +90,7 @@ json full_response(const ResponseInfo& info, const std::vector<ChoiceText>& choi
         info.logprobs ? logprobs_json(info.chat, c.tokens, prefix.size()) : json(nullptr);
     if (info.chat) {
       json message = {{"role", "assistant"}, {"content", valid_utf8(c.text)}, {"refusal", nullptr}};
+      if (!c.reasoning.empty()) message["reasoning_content"] = valid_utf8(c.reasoning);
       if (!c.tool_calls.empty()) {
         if (c.text.empty()) message["content"] = nullptr;
         message["tool_calls"] = tool_calls_json(c.tool_calls, false, 0);
@@ -119,6 +120,15 @@ json stream_chunk(const ResponseInfo& info, const JobEvent& ev, bool first) {
     choice["text"] = valid_utf8(ev.text);
   }
   out["choices"] = json::array({choice});
+  return out;
+}
+
+json reasoning_chunk(const ResponseInfo& info, int choice, const std::string& reasoning, bool first) {
+  json out = object_header(info, true);
+  json delta = {{"reasoning_content", valid_utf8(reasoning)}};
+  if (first) delta["role"] = "assistant";
+  out["choices"] = json::array({{{"index", choice}, {"delta", delta}, {"logprobs", nullptr},
+                                 {"finish_reason", nullptr}}});
   return out;
 }
 

@@ -11,8 +11,8 @@
 
 #include <optional>
 
+#include "server/answer_parser.h"
 #include "server/job.h"
-#include "server/tool_call_parser.h"
 
 namespace jitllm::server {
 
@@ -22,15 +22,15 @@ struct ResponseInfo {
   std::string model;
   bool chat = false;
   bool logprobs = false;
-  // Set when the request's tool calls are parsed out of the text (chat, tools given, tool_choice
-  // not none): the syntax the model writes them in.
-  std::optional<ToolSyntax> tool_syntax;
-  std::vector<std::string> tool_names;  // the functions offered (a call of another is text)
+  // How a chat answer's text is read into reasoning, content and tool calls (answer_parser.h);
+  // nothing to read for completions.
+  AnswerFormat answer;
 };
 
 // One choice accumulated over the events of a non-streamed response.
 struct ChoiceText {
   std::string text;
+  std::string reasoning;  // reasoning_content (AnswerFormat::reasoning)
   std::string finish_reason;
   std::vector<TokenLogprobInfo> tokens;
   std::vector<ToolCall> tool_calls;  // content is null when there are calls and no text
@@ -48,6 +48,9 @@ nlohmann::json full_response(const ResponseInfo& info, const std::vector<ChoiceT
                              const Usage& usage, const std::string& prefix = "");
 // One SSE chunk for an event; `first` marks a chat choice's first chunk (it carries the role).
 nlohmann::json stream_chunk(const ResponseInfo& info, const JobEvent& event, bool first);
+// A chunk of a chat choice's reasoning (delta.reasoning_content).
+nlohmann::json reasoning_chunk(const ResponseInfo& info, int choice, const std::string& reasoning,
+                               bool first);
 // A chunk of a chat choice's tool calls, complete ones (delta.tool_calls, numbered from
 // `first_index` within the choice).
 nlohmann::json tool_calls_chunk(const ResponseInfo& info, int choice, const std::vector<ToolCall>& calls,

@@ -47,16 +47,29 @@ std::string schema_gbnf_or_400(const ojson& schema, const std::string& param) {
 }
 
 std::shared_ptr<const constrain::Grammar> grammar_or_400(const std::string& gbnf,
-                                                         const std::string& param) {
+                                                         const std::string& param,
+                                                         const std::string& root) {
   try {
-    return std::make_shared<const constrain::Grammar>(constrain::parse_gbnf(gbnf));
+    return std::make_shared<const constrain::Grammar>(constrain::parse_gbnf(gbnf, root));
   } catch (const Error& e) {
     throw invalid_request(param, fmt::format("'{}': {}", param, e.what()));
   }
 }
 
+namespace {
+
+// A JSON shape's GBNF, kept for the caller (json_gbnf), and its grammar.
+std::shared_ptr<const constrain::Grammar> json_shape(const std::string& gbnf, const std::string& param,
+                                                    std::string* json_gbnf) {
+  if (json_gbnf) *json_gbnf = gbnf;
+  return grammar_or_400(gbnf, param);
+}
+
+}  // namespace
+
 std::shared_ptr<const constrain::Grammar> parse_output_constraint(const json& body,
-                                                                  const ojson* ordered) {
+                                                                  const ojson* ordered,
+                                                                  std::string* json_gbnf) {
   const json* grammar = present(body, "grammar");
   const json* schema = present(body, "json_schema");
   const json* format = present(body, "response_format");
@@ -84,16 +97,16 @@ std::shared_ptr<const constrain::Grammar> parse_output_constraint(const json& bo
   if (schema) {
     if (!schema->is_object() && !schema->is_boolean())
       throw invalid_request("json_schema", "'json_schema' must be a JSON Schema (an object)");
-    return grammar_or_400(schema_gbnf_or_400(ordered_at(body, ordered, {"json_schema"}), "json_schema"),
-                          "json_schema");
+    return json_shape(schema_gbnf_or_400(ordered_at(body, ordered, {"json_schema"}), "json_schema"),
+                      "json_schema", json_gbnf);
   }
   if (type == "json_object") {
     // llama-server's extension: a schema beside json_object.
     if (present(*format, "schema"))
-      return grammar_or_400(schema_gbnf_or_400(ordered_at(body, ordered, {"response_format", "schema"}),
-                                               "response_format.schema"),
-                            "response_format.schema");
-    return grammar_or_400(constrain::json_object_gbnf(), "response_format");
+      return json_shape(schema_gbnf_or_400(ordered_at(body, ordered, {"response_format", "schema"}),
+                                           "response_format.schema"),
+                        "response_format.schema", json_gbnf);
+    return json_shape(constrain::json_object_gbnf(), "response_format", json_gbnf);
   }
   if (type == "json_schema") {
     const json* js = present(*format, "json_schema");
@@ -107,10 +120,10 @@ std::shared_ptr<const constrain::Grammar> parse_output_constraint(const json& bo
     if (const json* strict = present(*js, "strict"); strict && !strict->is_boolean())
       throw invalid_request("response_format.json_schema.strict",
                             "'response_format.json_schema.strict' must be a boolean");
-    return grammar_or_400(
+    return json_shape(
         schema_gbnf_or_400(ordered_at(body, ordered, {"response_format", "json_schema", "schema"}),
                            "response_format.json_schema.schema"),
-        "response_format.json_schema.schema");
+        "response_format.json_schema.schema", json_gbnf);
   }
   return nullptr;
 }

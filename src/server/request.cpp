@@ -191,7 +191,6 @@ void refuse_unhonoured(const json& body, bool chat) {
        [](const json& v) { return v.is_null() || v == json::array({"text"}); },
        "this server answers in text only"},
       {"audio", absent, "this server answers in text only"},
-      {"reasoning_effort", absent, "reasoning effort is not adjustable here"},
       {"web_search_options", absent, "no web search"},
   };
   auto check = [&](const Field& f) {
@@ -257,7 +256,8 @@ GenerationOptions parse_options(const json& body, bool chat, const nlohmann::ord
     o.top_logprobs = int(integer_in(body, "logprobs", 0, 0, 5));
     o.logprobs = true;
   }
-  o.grammar = parse_output_constraint(body, ordered);
+  o.grammar = parse_output_constraint(body, ordered, &o.answer_gbnf);
+  o.grammar_is_answer = o.grammar && !o.answer_gbnf.empty();
   return o;
 }
 
@@ -374,6 +374,9 @@ ChatRequest parse_chat_request(const json& body, const nlohmann::ordered_json* o
                             fmt::format("unknown role '{}'", message.role));
     if (const json* name = field(m, "name"); name && !name->is_string())
       throw type_error(fmt::format("messages[{}].name", i), "a string", *name);
+    // An assistant turn's thinking (as this server answers it), for templates that read it.
+    if (const json* rc = field(m, "reasoning_content"); rc && !rc->is_string() && !rc->is_null())
+      throw type_error(fmt::format("messages[{}].reasoning_content", i), "a string", *rc);
     message.content = message_content(m, i);
     message.raw = m;
     message.raw["content"] = message.content;
@@ -389,6 +392,31 @@ ChatRequest parse_chat_request(const json& body, const nlohmann::ordered_json* o
     r.tools = ordered ? (*ordered)["tools"] : nlohmann::ordered_json::parse(tools->dump());
   r.parse_special_in_content = boolean(body, "parse_special_in_content", false);
   r.options = parse_options(body, true, ordered);
+  if (const json* f = field(body, "reasoning_format"); f && !f->is_null()) {
+    if (!f->is_string()) throw type_error("reasoning_format", "a string", *f);
+    r.reasoning_format = parse_reasoning_format(f->get<std::string>(), "reasoning_format");
+  }
+  if (const json* e = field(body, "reasoning_effort"); e && !e->is_null()) {
+    if (!e->is_string()) throw type_error("reasoning_effort", "a string", *e);
+    const std::string effort = e->get<std::string>();
+    if (effort != "none" && effort != "minimal" && effort != "low" && effort != "medium" &&
+        effort != "high")
+      throw invalid_request("reasoning_effort", fmt::format("'reasoning_effort' must be none, "
+                                                            "minimal, low, medium or high (got "
+                                                            "'{}')", effort));
+    r.reasoning_effort = effort;
+  }
+  if (const json* k = field(body, "chat_template_kwargs"); k && !k->is_null()) {
+    if (!k->is_object()) throw type_error("chat_template_kwargs", "an object", *k);
+    // The variables the server sets itself are not the client's to replace.
+    for (const char* own : {"messages", "tools", "add_generation_prompt", "bos_token", "eos_token",
+                            "raise_exception", "strftime_now"})
+      if (k->contains(own))
+        throw invalid_request("chat_template_kwargs",
+                              fmt::format("'chat_template_kwargs.{}' is set by the server", own));
+    r.template_kwargs = ordered ? (*ordered)["chat_template_kwargs"]
+                                : nlohmann::ordered_json::parse(k->dump());
+  }
   return r;
 }
 

@@ -8,6 +8,7 @@
 #include "constrain/grammar.h"
 #include "core/json_depth.h"  // json_depth_exceeded_at, checked by parse_json_body
 #include "server/grammar_trigger.h"
+#include "server/reasoning_parser.h"
 #include "server/tool_request.h"
 
 #include <cstdint>
@@ -44,9 +45,16 @@ struct GenerationOptions {
   // What the output must match (server/output_constraint.h: grammar, json_schema,
   // response_format), parsed; null = free text.
   std::shared_ptr<const constrain::Grammar> grammar;
+  // The grammar is a JSON shape (response_format, json_schema): it holds the answer, not a
+  // thinking the prompt opened. A GBNF `grammar` holds the whole output, thinking included.
+  bool grammar_is_answer = false;
+  std::string answer_gbnf;  // that JSON shape's GBNF (gpt-oss wraps it in its final channel)
   // Empty: the grammar holds from the first token. Otherwise it switches on where the output
   // first shows one of these (a tool call's start, tool_choice auto).
   std::vector<GrammarTrigger> grammar_triggers;
+  // Job::triggers_after_thinking and Job::starts_thinking (a thinking template's auto calls).
+  bool triggers_after_thinking = false;
+  bool starts_thinking = false;
   // The grammar holds tool calls: the tool-call marker tokens may be chosen and are written.
   bool tool_calls = false;
 };
@@ -79,6 +87,14 @@ struct ChatRequest {
   // llama-server does: its prompt is raw.
   bool parse_special_in_content = false;
   GenerationOptions options;
+  // reasoning_format (llama-server's): where the thinking goes; unset = the server's
+  // --reasoning-format.
+  std::optional<ReasoningFormat> reasoning_format;
+  // OpenAI's reasoning_effort (none | minimal | low | medium | high), checked against the
+  // template when the model is known (chat_job.h).
+  std::optional<std::string> reasoning_effort;
+  // chat_template_kwargs (llama-server's): extra template variables, an object.
+  nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
 };
 
 // Parse a body; throw ApiError (400) naming the offending parameter. `max_body_bytes` is checked

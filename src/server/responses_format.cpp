@@ -41,11 +41,11 @@ std::string new_responses_id(const char* prefix) {
   return fmt::format("{}{:016x}{:08x}", prefix, a, uint32_t(b));
 }
 
-ojson responses_usage(const Usage& u) {
+ojson responses_usage(const Usage& u, int64_t reasoning_tokens) {
   return {{"input_tokens", u.prompt_tokens},
           {"input_tokens_details", {{"cached_tokens", u.cached_tokens}}},
           {"output_tokens", u.completion_tokens},
-          {"output_tokens_details", {{"reasoning_tokens", 0}}},
+          {"output_tokens_details", {{"reasoning_tokens", reasoning_tokens}}},
           {"total_tokens", u.prompt_tokens + u.completion_tokens}};
 }
 
@@ -77,6 +77,7 @@ ojson ResponseWriter::response() const {
     part["logprobs"] = message_logprobs_;
     part["text"] = message_text_;
   }
+  if (open_reasoning_ >= 0) r["output"][size_t(open_reasoning_)]["content"][0]["text"] = reasoning_text_;
   for (const auto& [key, value] : echo_.items()) r[key] = value;
   r["usage"] = usage_;
   return r;
@@ -87,8 +88,76 @@ std::string ResponseWriter::begin() {
   return out + event("response.in_progress", {{"response", response()}});
 }
 
+std::string ResponseWriter::reasoning(std::string_view delta) {
+  std::string s = reasoning_tail_;
+  s += delta;
+  const size_t keep = incomplete_utf8_tail(s);
+  reasoning_tail_ = s.substr(s.size() - keep);
+  s.resize(s.size() - keep);
+  if (s.empty()) return "";
+  std::string out;
+  if (open_reasoning_ < 0) {
+    out = close_message("completed");
+    open_reasoning_ = int(output_.size());
+    const std::string item_id = new_responses_id("rs_");
+    output_.push_back({{"id", item_id},
+                       {"type", "reasoning"},
+                       {"status", "in_progress"},
+                       {"summary", ojson::array()},
+                       {"content", ojson::array()}});
+    out += event("response.output_item.added",
+                 {{"output_index", open_reasoning_}, {"item", output_.back()}});
+    const ojson part = {{"type", "reasoning_text"}, {"text", ""}};
+    output_.back()["content"].push_back(part);
+    out += event("response.content_part.added", {{"item_id", item_id},
+                                                 {"output_index", open_reasoning_},
+                                                 {"content_index", 0},
+                                                 {"part", part}});
+  }
+  reasoning_text_ += s;
+  all_reasoning_ += s;
+  const std::string& item_id = output_[size_t(open_reasoning_)]["id"].get_ref<const std::string&>();
+  return out + event("response.reasoning_text.delta", {{"item_id", item_id},
+                                                        {"output_index", open_reasoning_},
+                                                        {"content_index", 0},
+                                                        {"delta", s}});
+}
+
+std::string ResponseWriter::close_reasoning(const char* status) {
+  if (open_reasoning_ < 0) return "";
+  const size_t at = size_t(open_reasoning_);
+  const std::string item_id = output_[at]["id"];
+  std::string out;
+  if (!reasoning_tail_.empty()) {
+    // The output ended inside a character: its bytes go out as they are (replaced in JSON).
+    reasoning_text_ += reasoning_tail_;
+    all_reasoning_ += reasoning_tail_;
+    out += event("response.reasoning_text.delta", {{"item_id", item_id},
+                                                   {"output_index", open_reasoning_},
+                                                   {"content_index", 0},
+                                                   {"delta", reasoning_tail_}});
+    reasoning_tail_.clear();
+  }
+  ojson& item = output_[at];
+  item["status"] = status;
+  item["content"][0]["text"] = reasoning_text_;
+  out += event("response.reasoning_text.done", {{"item_id", item_id},
+                                                {"output_index", open_reasoning_},
+                                                {"content_index", 0},
+                                                {"text", reasoning_text_}});
+  out += event("response.content_part.done", {{"item_id", item_id},
+                                              {"output_index", open_reasoning_},
+                                              {"content_index", 0},
+                                              {"part", item["content"][0]}});
+  out += event("response.output_item.done", {{"output_index", open_reasoning_}, {"item", item}});
+  open_reasoning_ = -1;
+  reasoning_text_.clear();
+  return out;
+}
+
 std::string ResponseWriter::open_message() {
   if (open_message_ >= 0) return "";
+  std::string closed = close_reasoning("completed");
   open_message_ = int(output_.size());
   const std::string item_id = new_responses_id("msg_");
   output_.push_back({{"id", item_id},
@@ -96,8 +165,8 @@ std::string ResponseWriter::open_message() {
                      {"status", "in_progress"},
                      {"role", "assistant"},
                      {"content", ojson::array()}});
-  std::string out = event("response.output_item.added",
-                          {{"output_index", open_message_}, {"item", output_.back()}});
+  std::string out = closed + event("response.output_item.added",
+                                   {{"output_index", open_message_}, {"item", output_.back()}});
   const ojson part = {{"type", "output_text"},
                       {"annotations", ojson::array()},
                       {"logprobs", ojson::array()},
@@ -166,7 +235,7 @@ std::string ResponseWriter::close_message(const char* status) {
 }
 
 std::string ResponseWriter::calls(const std::vector<ToolCall>& calls) {
-  std::string out = calls.empty() ? "" : close_message("completed");
+  std::string out = calls.empty() ? "" : close_reasoning("completed") + close_message("completed");
   for (const ToolCall& c : calls) {
     const size_t at = output_.size();
     const std::string item_id = new_responses_id("fc_");
@@ -191,19 +260,22 @@ std::string ResponseWriter::calls(const std::vector<ToolCall>& calls) {
   return out;
 }
 
-std::string ResponseWriter::finish(const std::string& finish_reason, const Usage& usage) {
+std::string ResponseWriter::finish(const std::string& finish_reason, const Usage& usage,
+                                   int64_t reasoning_tokens) {
   const bool cut = finish_reason == "length";
-  // A response says something: an empty answer is one message with empty text.
-  std::string out = output_.empty() ? open_message() : "";
+  // A response says something: an empty answer is one message with empty text (after the
+  // reasoning, when the output ended inside it).
+  std::string out = output_.empty() || (open_reasoning_ >= 0 && !cut) ? open_message() : "";
+  out += close_reasoning(cut ? "incomplete" : "completed");
   out += close_message(cut ? "incomplete" : "completed");
   status_ = cut ? "incomplete" : "completed";
   if (cut) incomplete_details_ = {{"reason", "max_output_tokens"}};
-  usage_ = responses_usage(usage);
+  usage_ = responses_usage(usage, reasoning_tokens);
   return out + event(cut ? "response.incomplete" : "response.completed", {{"response", response()}});
 }
 
 std::string ResponseWriter::fail(const ApiError& error) {
-  std::string out = close_message("incomplete");
+  std::string out = close_reasoning("incomplete") + close_message("incomplete");
   const ojson e = ojson::parse(error.body()["error"].dump());
   const ojson code = e["code"].is_null() ? e["type"] : e["code"];
   status_ = "failed";

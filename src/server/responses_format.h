@@ -4,6 +4,9 @@
 //
 // Events, each with a sequence_number from 0:
 //   response.created, response.in_progress
+//   per reasoning item: response.output_item.added, response.content_part.added,
+//                      response.reasoning_text.delta..., response.reasoning_text.done,
+//                      response.content_part.done, response.output_item.done
 //   per message item:  response.output_item.added, response.content_part.added,
 //                      response.output_text.delta..., response.output_text.done,
 //                      response.content_part.done, response.output_item.done
@@ -30,7 +33,7 @@ namespace jitllm::server {
 std::string new_responses_id(const char* prefix);
 
 // usage in the Responses shape (input_tokens, output_tokens, their details).
-nlohmann::ordered_json responses_usage(const Usage& usage);
+nlohmann::ordered_json responses_usage(const Usage& usage, int64_t reasoning_tokens = 0);
 
 class ResponseWriter {
  public:
@@ -44,11 +47,18 @@ class ResponseWriter {
   // probabilities ({token, logprob, bytes, top_logprobs}), sent with the next delta.
   std::string text(std::string_view delta,
                    const nlohmann::ordered_json& logprobs = nlohmann::ordered_json::array());
+  // Reasoning text (a thinking model's, reasoning_parser.h): opens a reasoning item (one
+  // reasoning_text part) when none is open, closing an open message; whole characters only.
+  std::string reasoning(std::string_view delta);
+  // The reasoning written so far (its tokens are counted for usage by the caller).
+  const std::string& reasoning_text() const { return all_reasoning_; }
   // Complete tool calls, each a function_call item (an open message is closed first).
   std::string calls(const std::vector<ToolCall>& calls);
   // The output ended ("stop", "tool_calls" or "length"): closes what is open, then
-  // response.completed, or response.incomplete for "length".
-  std::string finish(const std::string& finish_reason, const Usage& usage);
+  // response.completed, or response.incomplete for "length". `reasoning_tokens`: how many of
+  // the output tokens were reasoning (usage.output_tokens_details).
+  std::string finish(const std::string& finish_reason, const Usage& usage,
+                     int64_t reasoning_tokens = 0);
   // The generation failed: an error event, then response.failed.
   std::string fail(const ApiError& error);
 
@@ -59,6 +69,7 @@ class ResponseWriter {
   std::string event(const char* type, nlohmann::ordered_json fields);
   std::string open_message();  // a message item and its text part, unless one is open
   std::string close_message(const char* status);
+  std::string close_reasoning(const char* status);
 
   std::string id_, model_;
   int64_t created_at_ = 0;
@@ -73,6 +84,11 @@ class ResponseWriter {
   nlohmann::ordered_json message_logprobs_ = nlohmann::ordered_json::array();  // sent so far
   nlohmann::ordered_json pending_logprobs_ = nlohmann::ordered_json::array();  // not yet sent
   std::string utf8_tail_;     // the start of a character whose last bytes have not come yet
+  // The reasoning item being written (an index into output_), -1 when none is open.
+  int open_reasoning_ = -1;
+  std::string reasoning_text_;    // its text so far
+  std::string reasoning_tail_;    // as utf8_tail_, for the reasoning
+  std::string all_reasoning_;     // every reasoning item's text
 };
 
 // "event: TYPE\ndata: JSON\n\n"

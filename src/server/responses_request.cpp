@@ -60,7 +60,8 @@ const char* const kPassThrough[] = {
 // Fields read here.
 const char* const kOwn[] = {"input", "instructions", "max_output_tokens", "tools", "tool_choice",
                             "text", "metadata", "user", "safety_identifier", "prompt_cache_key",
-                            "stream_options", "include", "top_logprobs", "truncation"};
+                            "stream_options", "include", "top_logprobs", "truncation",
+                            "reasoning"};
 
 // Fields of OpenAI's API that this server does not honour: their no-op values pass, any other
 // is refused by name.
@@ -78,7 +79,6 @@ const Unhonoured kUnhonoured[] = {
     {"store", null_or_false, "responses are not stored (send false or leave it out)"},
     {"background", null_or_false, "responses are answered while the request waits"},
     {"prompt", absent, "there are no stored prompts"},
-    {"reasoning", absent, "reasoning is not configurable here"},
     {"max_tool_calls", absent, "use parallel_tool_calls: false for one call"},
     {"service_tier", [](const ojson& v) { return v.is_null() || v == "auto" || v == "default"; },
      "there is one service tier"},
@@ -149,6 +149,7 @@ void add_input(const ojson& input, ojson& messages, std::vector<std::string>& or
   if (input.empty()) throw invalid_request("input", "'input' must not be empty");
   std::set<std::string> call_ids;
   bool last_is_call_turn = false;  // the last message is an assistant turn made from items
+  bool last_is_reasoning = false;  // ... made from a reasoning item alone (its text may follow)
   for (size_t i = 0; i < input.size(); ++i) {
     const std::string at = fmt::format("input[{}]", i);
     const ojson& item = input[i];
@@ -166,9 +167,15 @@ void add_input(const ojson& input, ojson& messages, std::vector<std::string>& or
       if (role == "developer") role = "system";
       const ojson* content = present(item, "content");
       if (!content) throw invalid_request(at + ".content", fmt::format("'{}.content' is required", at));
-      messages.push_back({{"role", role}, {"content", content_text(*content, at + ".content")}});
-      origin.push_back(at);
+      const std::string text = content_text(*content, at + ".content");
+      if (last_is_reasoning && role == "assistant") {
+        messages.back()["content"] = text;  // the answer after its reasoning: one turn
+      } else {
+        messages.push_back({{"role", role}, {"content", text}});
+        origin.push_back(at);
+      }
       last_is_call_turn = role == "assistant";
+      last_is_reasoning = false;
     } else if (type == "function_call") {
       only_keys(item, at, {"type", "call_id", "name", "arguments", "id", "status"});
       const std::string call_id = string_at(item, "call_id", at, true);
@@ -187,6 +194,7 @@ void add_input(const ojson& input, ojson& messages, std::vector<std::string>& or
         origin.push_back(at);
         last_is_call_turn = true;
       }
+      last_is_reasoning = false;
     } else if (type == "function_call_output") {
       only_keys(item, at, {"type", "call_id", "output", "id", "status"});
       const std::string call_id = string_at(item, "call_id", at, true);
@@ -201,11 +209,39 @@ void add_input(const ojson& input, ojson& messages, std::vector<std::string>& or
                           {"content", content_text(*output, at + ".output")}});
       origin.push_back(at);
       last_is_call_turn = false;
+      last_is_reasoning = false;
+    } else if (type == "reasoning") {
+      // An earlier response's reasoning: the assistant turn's reasoning_content, which the
+      // template renders where it wants it (the text and calls that follow join the turn).
+      only_keys(item, at, {"type", "id", "summary", "content", "encrypted_content", "status"});
+      if (present(item, "encrypted_content"))
+        throw refuse(at + ".encrypted_content", "this server writes no encrypted reasoning; send "
+                                                "its reasoning_text content");
+      if (const ojson* sm = present(item, "summary"); sm && !(sm->is_array() && sm->empty()))
+        throw refuse(at + ".summary", "this server writes no reasoning summaries; send the "
+                                      "reasoning_text content");
+      std::string text;
+      if (const ojson* content = present(item, "content")) {
+        if (!content->is_array()) throw type_error(at + ".content", "an array", *content);
+        for (size_t j = 0; j < content->size(); ++j) {
+          const std::string part_at = fmt::format("{}.content[{}]", at, j);
+          const ojson& part = (*content)[j];
+          if (!part.is_object()) throw type_error(part_at, "an object", part);
+          only_keys(part, part_at, {"type", "text"});
+          if (string_at(part, "type", part_at, true) != "reasoning_text")
+            throw invalid_request(part_at + ".type", "reasoning content parts are reasoning_text");
+          text += string_at(part, "text", part_at, true);
+        }
+      }
+      messages.push_back({{"role", "assistant"}, {"content", ""}, {"reasoning_content", text}});
+      origin.push_back(at);
+      last_is_call_turn = true;
+      last_is_reasoning = true;
     } else if (type == "item_reference") {
       throw refuse(at + ".type", "items are not stored; send the item itself");
     } else {
-      throw refuse(at + ".type", fmt::format("'{}' items (message, function_call and "
-                                             "function_call_output are supported)", type));
+      throw refuse(at + ".type", fmt::format("'{}' items (message, reasoning, function_call "
+                                             "and function_call_output are supported)", type));
     }
   }
 }
@@ -373,7 +409,21 @@ ResponsesRequest parse_responses_request(const ojson& body) {
   echo["metadata"] = given_or("metadata", ojson::object());
   echo["parallel_tool_calls"] = given_or("parallel_tool_calls", true);
   echo["previous_response_id"] = nullptr;
-  echo["reasoning"] = nullptr;
+  echo["reasoning"] = {{"effort", nullptr}, {"summary", nullptr}};
+  if (const ojson* rs = present(body, "reasoning")) {
+    if (!rs->is_object()) throw type_error("reasoning", "an object", *rs);
+    only_keys(*rs, "reasoning", {"effort", "summary", "generate_summary"});
+    for (const char* summary : {"summary", "generate_summary"})
+      if (present(*rs, summary))
+        throw refuse(fmt::format("reasoning.{}", summary),
+                     "this server writes no reasoning summaries (the reasoning comes whole, as "
+                     "reasoning_text)");
+    // Checked against the model's template on the chat path (renamed back in errors).
+    if (const ojson* effort = present(*rs, "effort")) {
+      chat["reasoning_effort"] = *effort;
+      echo["reasoning"]["effort"] = *effort;
+    }
+  }
   echo["service_tier"] = "default";
   echo["store"] = false;
   echo["temperature"] = given_or("temperature", 1.0);
@@ -435,6 +485,7 @@ std::string responses_param(const std::string& p, const std::vector<std::string>
   };
   if (p == "max_tokens" || p == "max_completion_tokens") return "max_output_tokens";
   if (p == "messages") return "input";
+  if (p == "reasoning_effort") return "reasoning.effort";
   if (starts("messages[")) {
     const size_t close = p.find(']');
     if (close == std::string::npos) return "input";

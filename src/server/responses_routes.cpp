@@ -38,11 +38,21 @@ void send_ordered(httplib::Response& res, const ojson& body) {
   res.set_content(body.dump(-1, ' ', false, ojson::error_handler_t::replace), "application/json");
 }
 
-// The whole response: the chat path's collected answer (content, parsed calls) written out.
-ojson whole_response(Job& job, const ResponseInfo& info, ResponseWriter& writer) {
+// How many tokens the reasoning took (its text tokenized again: the split between reasoning
+// and answer is made on text, not on tokens).
+int64_t reasoning_tokens(const ServedModel& m, const ResponseWriter& writer) {
+  const std::string& text = writer.reasoning_text();
+  return text.empty() ? 0 : int64_t(m.tokenize_text(text, false).size());
+}
+
+// The whole response: the chat path's collected answer (reasoning, content, parsed calls)
+// written out.
+ojson whole_response(const ServedModel& m, Job& job, const ResponseInfo& info, ResponseWriter& writer) {
   const json chat = collect(job, info, 1, "");
   const json& choice = chat.at("choices").at(0);
   const json& message = choice.at("message");
+  if (auto r = message.find("reasoning_content"); r != message.end())
+    writer.reasoning(r->get<std::string>());
   ojson logprobs = ojson::array();
   if (const json& lp = choice.at("logprobs"); lp.is_object())
     logprobs = ojson::parse(lp.at("content").dump());
@@ -53,16 +63,18 @@ ojson whole_response(Job& job, const ResponseInfo& info, ResponseWriter& writer)
       calls.push_back({c.at("id").get<std::string>(), c.at("function").at("name").get<std::string>(),
                        c.at("function").at("arguments").get<std::string>()});
   writer.calls(calls);
-  writer.finish(choice.at("finish_reason").get<std::string>(), job.usage);
+  writer.finish(choice.at("finish_reason").get<std::string>(), job.usage,
+                reasoning_tokens(m, writer));
   return writer.response();
 }
 
 // What a streamed response's provider keeps between calls.
 struct ResponsesStream {
+  const ServedModel* model;
   std::shared_ptr<Job> job;
   ResponseInfo info;
   ResponseWriter writer;
-  std::optional<ToolCallParser> parser;  // when calls are parsed out of the text
+  std::optional<AnswerParser> parser;  // when the text is parsed (calls, harmony)
   std::string finish_reason = "stop";
   bool begun = false, ended = false;
 };
@@ -81,8 +93,16 @@ bool provide_events(ResponsesStream& st, httplib::DataSink& sink) {
       std::vector<ToolCall> calls;
       std::string text = std::move(ev.text);
       if (st.parser) {
-        text = st.parser->push(text, calls);
-        if (ev.finish_reason) text += st.parser->finish(calls);
+        AnswerPiece a = st.parser->push(text);
+        if (ev.finish_reason) {
+          AnswerPiece rest = st.parser->finish();
+          a.reasoning += rest.reasoning;
+          a.content += rest.content;
+          for (ToolCall& c : rest.calls) a.calls.push_back(std::move(c));
+        }
+        out += st.writer.reasoning(a.reasoning);
+        text = std::move(a.content);
+        calls = std::move(a.calls);
       }
       ojson logprobs = ojson::array();
       if (st.info.logprobs && !ev.tokens.empty())
@@ -94,17 +114,18 @@ bool provide_events(ResponsesStream& st, httplib::DataSink& sink) {
     if (done) {
       record_usage(*st.job, st.info);
       out += st.job->error ? st.writer.fail(*st.job->error)
-                           : st.writer.finish(st.finish_reason, st.job->usage);
+                           : st.writer.finish(st.finish_reason, st.job->usage,
+                                              reasoning_tokens(*st.model, st.writer));
     }
   }
   return write_events(st, sink, out, done);
 }
 
-void start_responses_stream(httplib::Response& res, std::shared_ptr<Job> job, ResponseInfo info,
-                            ResponseWriter writer, std::atomic<int>& in_flight) {
-  auto st = std::make_shared<ResponsesStream>(ResponsesStream{std::move(job), std::move(info),
+void start_responses_stream(httplib::Response& res, const ServedModel& model, std::shared_ptr<Job> job,
+                            ResponseInfo info, ResponseWriter writer, std::atomic<int>& in_flight) {
+  auto st = std::make_shared<ResponsesStream>(ResponsesStream{&model, std::move(job), std::move(info),
                                                               std::move(writer), std::nullopt});
-  if (st->info.tool_syntax) st->parser.emplace(*st->info.tool_syntax, st->info.tool_names);
+  if (st->info.answer.parsed()) st->parser.emplace(st->info.answer);
   start_event_stream<ResponsesStream>(res, st, provide_events, in_flight);
 }
 
@@ -166,9 +187,9 @@ void HttpServer::install_responses_routes() {
     ResponseWriter writer(info.id, info.created, m.id(), r.echo);
     m.scheduler().submit(job);
     if (r.stream)
-      return start_responses_stream(res, std::move(job), std::move(info), std::move(writer),
+      return start_responses_stream(res, m, std::move(job), std::move(info), std::move(writer),
                                     requests_in_flight_);
-    send_ordered(res, whole_response(*job, info, writer));
+    send_ordered(res, whole_response(m, *job, info, writer));
   });
 
   // Responses are not kept: every id is unknown here.

@@ -14,6 +14,7 @@
 #include "core/tuning.h"
 #include "runtime/session_fork.h"
 #include "sample/logprobs.h"
+#include "server/reasoning_parser.h"
 #include "server/stop_matcher.h"
 #include "sample/sampler_chain.h"
 #include "tokenizer/tokenizer.h"
@@ -67,6 +68,8 @@ struct Scheduler::Sequence {
   bool grammar_on = true;  // false until a trigger shows (Job::grammar_triggers)
   std::string recent;      // the output's last bytes, searched for a trigger while it is off
   bool blank_so_far = true;  // the output before `recent` is whitespace (start-only triggers)
+  // The thinking split off before triggers are looked for (Job::triggers_after_thinking).
+  std::optional<ReasoningParser> thinking;
   int generated = 0;
   bool done = false;
   Clock::time_point last_token;
@@ -239,6 +242,7 @@ void Scheduler::admit() {
       seq->decoder.emplace(tokenizer_, job->rendered_control_tokens);
       for (int32_t t : job->prompt) seq->decoder->push(t);
       seq->grammar_on = job->grammar_triggers.empty();
+      if (!seq->grammar_on && job->triggers_after_thinking) seq->thinking.emplace(job->starts_thinking);
       seq->stop.emplace(job->stop);
       metrics_.add_counter("prompt_tokens_total", double(job->prompt.size() - size_t(keep)));
       active_.push_back(std::move(seq));
@@ -449,6 +453,8 @@ void Scheduler::on_logits(Sequence& seq, std::span<const float> logits) {
       other->decoder.emplace(tokenizer_, run.job->rendered_control_tokens);
       for (int32_t t : run.job->prompt) other->decoder->push(t);
       other->grammar_on = run.job->grammar_triggers.empty();
+      if (!other->grammar_on && run.job->triggers_after_thinking)
+        other->thinking.emplace(run.job->starts_thinking);
       other->stop.emplace(run.job->stop);
       // In active_ before its first token, so a fault in it is retired like any sequence.
       ++run.live;
@@ -560,7 +566,14 @@ bool Scheduler::watch_for_trigger(Sequence& seq, int32_t tok) {
   const Job& job = *seq.run->job;
   // The text as the decoder writes it (the rendered markers, no other control token).
   const auto& shown = job.rendered_control_tokens;
-  seq.recent += tokenizer_.piece(tok, std::find(shown.begin(), shown.end(), tok) != shown.end());
+  std::string text = tokenizer_.piece(tok, std::find(shown.begin(), shown.end(), tok) != shown.end());
+  if (seq.thinking) {
+    // Only the answer after the thinking counts (a trigger inside it is part of the thought).
+    std::string thought, answer;
+    seq.thinking->push(text, thought, answer);
+    text = std::move(answer);
+  }
+  seq.recent += text;
   size_t longest = 0;
   for (const GrammarTrigger& t : job.grammar_triggers) longest = std::max(longest, t.text.size());
   for (size_t from = 0;;) {

@@ -33,6 +33,12 @@ ServedModel::ServedModel(ModelOptions options, Metrics& metrics)
         "ChatML-like default (pass --chat-template FILE to choose one)", id_);
   tool_syntax_ = detect_tool_syntax(model_->chat_template_source());
   log(LogLevel::Info, "{}: tool calls in the {} syntax", id_, tool_syntax_name(tool_syntax_));
+  thinks_ = template_thinks(model_->chat_template_source());
+  reasoning_format_ = options.reasoning_format;
+  if (thinks_ || tool_syntax_ == ToolSyntax::Harmony)
+    log(LogLevel::Info, "{}: the template thinks ({}); reasoning format {}", id_,
+        tool_syntax_ == ToolSyntax::Harmony ? "harmony analysis channel" : "<think>",
+        reasoning_format_name(reasoning_format_));
   options.scheduler.model_id = id_;
   scheduler_ = std::make_unique<Scheduler>(model_->engine(), model_->tokenizer(), metrics,
                                            options.scheduler);

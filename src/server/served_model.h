@@ -14,6 +14,7 @@
 #include "app/systemone.h"
 #include "runtime/engine.h"
 #include "server/metrics.h"
+#include "server/reasoning_parser.h"
 #include "server/scheduler.h"
 #include "server/tool_syntax.h"
 
@@ -29,6 +30,8 @@ struct ModelOptions {
   int gpu_layers = -1;             // at most this many layers on cards (EngineOptions::gpu_layers)
   // llama.cpp's -fa / -ctk / -ctv (runtime/attention_flags.h).
   std::string flash_attn = "auto", cache_type_k = "f16", cache_type_v = "f16";
+  // --reasoning-format: where a thinking model's thoughts go (server/reasoning_parser.h).
+  ReasoningFormat reasoning_format = ReasoningFormat::Auto;
   SchedulerOptions scheduler;
   // Found in a -models folder: a file that does not load is skipped (logged), not fatal.
   bool skip_if_unloadable = false;
@@ -53,6 +56,14 @@ class ServedModel {
   const std::string& path() const { return path_; }
   // How the model writes tool calls, read off its chat template once at load.
   ToolSyntax tool_syntax() const { return tool_syntax_; }
+  // The template writes <think> blocks (its model thinks), and where the thinking goes when a
+  // request does not say (--reasoning-format).
+  bool thinks() const { return thinks_; }
+  ReasoningFormat reasoning_format() const { return reasoning_format_; }
+  // The template reads these variables (reasoning_effort and its "none" are honoured only then).
+  bool template_uses(std::string_view variable) const {
+    return chat_template_source().find(variable) != std::string::npos;
+  }
 
   // The text helpers of app::LoadedModel (thread-safe).
   std::vector<int32_t> tokenize_prompt(const std::string& text) const {
@@ -64,8 +75,9 @@ class ServedModel {
   std::vector<int32_t> tokenize_chat(const nlohmann::ordered_json& messages,
                                      const nlohmann::ordered_json& tools,
                                      bool parse_special_in_content = false,
-                                     const std::string& continuation = "") const {
-    return model_->tokenize_chat(messages, tools, parse_special_in_content, continuation);
+                                     const std::string& continuation = "",
+                                     const nlohmann::ordered_json& globals = nullptr) const {
+    return model_->tokenize_chat(messages, tools, parse_special_in_content, continuation, globals);
   }
   std::string render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools) const {
     return model_->render_chat(messages, tools);
@@ -90,6 +102,8 @@ class ServedModel {
  private:
   std::string id_;
   ToolSyntax tool_syntax_ = ToolSyntax::Generic;
+  bool thinks_ = false;
+  ReasoningFormat reasoning_format_ = ReasoningFormat::Auto;
   std::string path_;  // as given ("" = the bundled default model)
   std::unique_ptr<app::LoadedModel> model_;
   std::unique_ptr<Scheduler> scheduler_;  // declared last: stopped before the model goes

@@ -68,9 +68,53 @@ std::optional<ToolCall> call_of(const ojson& o, const char* key) {
   return ToolCall{"", o["name"].get<std::string>(), args.dump()};
 }
 
+using StringArgs = std::map<std::string, std::set<std::string>>;
+
+// The text between `at` and `close` (moved past it); Wait while `close` has not come.
+Step until(std::string_view s, size_t& at, std::string_view close, bool final, std::string& text) {
+  const size_t end = s.find(close, at);
+  if (end == std::string::npos) return final ? Step::Bad : Step::Wait;
+  text = std::string(s.substr(at, end - at));
+  at = end + close.size();
+  return Step::Done;
+}
+
+// GLM's <tool_call>NAME <arg_key>K</arg_key> <arg_value>V</arg_value> ... </tool_call>.
+Step parse_glm(std::string_view s, size_t& at, bool final, const StringArgs& strings,
+               std::vector<ToolCall>& out) {
+  Step st;
+  if ((st = expect(s, at, "<tool_call>", final)) != Step::Done) return st;
+  size_t name_end = std::min({s.find('\n', at), s.find("<arg_key>", at), s.find("</tool_call>", at)});
+  if (name_end == std::string::npos) return final ? Step::Bad : Step::Wait;
+  std::string_view name = s.substr(at, name_end - at);
+  while (!name.empty() && space(name.back())) name.remove_suffix(1);
+  while (!name.empty() && space(name.front())) name.remove_prefix(1);
+  if (name.empty()) return Step::Bad;
+  at = name_end;
+  const auto raw = strings.find(std::string(name));
+  ojson args = ojson::object();
+  while (true) {
+    at = skip_space(s, at);
+    if ((st = expect(s, at, "</tool_call>", final)) == Step::Done) break;
+    if (st == Step::Wait) return st;
+    std::string key, value;
+    if ((st = expect(s, at, "<arg_key>", final)) != Step::Done) return st;
+    if ((st = until(s, at, "</arg_key>", final, key)) != Step::Done) return st;
+    at = skip_space(s, at);
+    if ((st = expect(s, at, "<arg_value>", final)) != Step::Done) return st;
+    if ((st = until(s, at, "</arg_value>", final, value)) != Step::Done) return st;
+    // A string argument is its text; anything else is JSON when it reads as JSON.
+    ojson v;
+    if (raw == strings.end() || !raw->second.count(key)) v = ojson::parse(value, nullptr, false);
+    args[key] = v.is_discarded() || (v.is_null() && value != "null") ? ojson(value) : v;
+  }
+  out.push_back(ToolCall{"", std::string(name), args.dump()});
+  return Step::Done;
+}
+
 // One call (or, for MistralList, the whole list) at `at`.
 Step parse_one(ToolSyntax syntax, std::string_view s, size_t& at, bool final,
-               std::vector<ToolCall>& out) {
+               const StringArgs& strings, std::vector<ToolCall>& out) {
   Step st;
   ojson value;
   switch (syntax) {
@@ -119,6 +163,31 @@ Step parse_one(ToolSyntax syntax, std::string_view s, size_t& at, bool final,
       out.push_back(ToolCall{"", std::string(name), value.dump()});
       return Step::Done;
     }
+    case ToolSyntax::DeepSeekV31: {
+      // One call at a time, so the calls complete before a cut stay calls: the block's begin
+      // (before the first), the call, and the block's end read as a unit of its own.
+      static const std::string begin = "<\uFF5Ctool\u2581calls\u2581begin\uFF5C>";
+      static const std::string end = "<\uFF5Ctool\u2581calls\u2581end\uFF5C>";
+      static const std::string call_begin = "<\uFF5Ctool\u2581call\u2581begin\uFF5C>";
+      static const std::string call_end = "<\uFF5Ctool\u2581call\u2581end\uFF5C>";
+      static const std::string sep = "<\uFF5Ctool\u2581sep\uFF5C>";
+      if ((st = expect(s, at, end, final)) != Step::Bad) return st;
+      if ((st = expect(s, at, begin, final)) == Step::Wait) return st;
+      if ((st = expect(s, at, call_begin, final)) != Step::Done) return st;
+      const size_t name_end = s.find(sep, at);
+      if (name_end == std::string::npos) return final ? Step::Bad : Step::Wait;
+      const std::string name(s.substr(at, name_end - at));
+      at = name_end + sep.size();
+      if (name.empty()) return Step::Bad;
+      if ((st = json_at(s, at, final, value)) != Step::Done) return st;
+      if (!value.is_object()) return Step::Bad;
+      at = skip_space(s, at);
+      if ((st = expect(s, at, call_end, final)) != Step::Done) return st;
+      out.push_back(ToolCall{"", name, value.dump()});
+      return Step::Done;
+    }
+    case ToolSyntax::GlmXml: return parse_glm(s, at, final, strings, out);
+    case ToolSyntax::Harmony:      // read by HarmonyParser (answer_parser.h), never here
     case ToolSyntax::Unsupported: break;
   }
   return Step::Bad;
@@ -154,15 +223,16 @@ size_t json_value_end(std::string_view s) {
   return std::string::npos;
 }
 
-ToolCallParser::ToolCallParser(ToolSyntax syntax, std::vector<std::string> names)
-    : syntax_(syntax), names_(std::move(names)) {}
+ToolCallParser::ToolCallParser(ToolSyntax syntax, std::vector<std::string> names,
+                               std::map<std::string, std::set<std::string>> strings)
+    : syntax_(syntax), names_(std::move(names)), strings_(std::move(strings)) {}
 
 bool ToolCallParser::parse_calls(std::vector<ToolCall>& calls, bool final) {
   while (true) {
     size_t at = skip_space(text_, parsed_);
     if (at == text_.size()) return true;
     std::vector<ToolCall> got;
-    const Step st = parse_one(syntax_, text_, at, final, got);
+    const Step st = parse_one(syntax_, text_, at, final, strings_, got);
     if (st == Step::Wait) return true;
     if (st == Step::Bad) return false;
     for (const ToolCall& c : got)

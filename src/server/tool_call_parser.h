@@ -21,7 +21,9 @@ struct ToolCall {
 class ToolCallParser {
  public:
   // `names`: the functions the request offers; a call of any other is not taken for one.
-  ToolCallParser(ToolSyntax syntax, std::vector<std::string> names);
+  // `strings`: the string-typed arguments of each (string_arguments(), for GlmXml).
+  ToolCallParser(ToolSyntax syntax, std::vector<std::string> names,
+                 std::map<std::string, std::set<std::string>> strings = {});
 
   // Feeds more output. Returns the content that can be shown now (text that might begin a call
   // is held back, as is whitespace that might end the content), and appends the calls
@@ -40,6 +42,7 @@ class ToolCallParser {
 
   ToolSyntax syntax_;
   std::vector<std::string> names_;
+  std::map<std::string, std::set<std::string>> strings_;
   std::string text_;             // all output so far
   size_t shown_ = 0;             // content handed out: text_[0, shown_)
   size_t calls_at_ = std::string::npos;  // where the calls begin (a trigger), once seen

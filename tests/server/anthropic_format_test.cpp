@@ -141,6 +141,30 @@ TEST(AnthropicRequest, AFinalAssistantTurnIsContinued) {
   EXPECT_EQ(e.chat.messages.size(), 1u);
 }
 
+TEST(AnthropicRequest, ThinkingBlocksGoBackAsTheTurnsReasoning) {
+  const AnthropicRequest a = parse(body_with(
+      {{"messages",
+        {{{"role", "user"}, {"content", "Hi"}},
+         {{"role", "assistant"},
+          {"content", {{{"type", "thinking"}, {"thinking", "Greet back."}, {"signature", ""}},
+                       {{"type", "text"}, {"text", "Hello!"}}}}},
+         {{"role", "user"}, {"content", "Bye"}}}}}));
+  ASSERT_EQ(a.chat.messages.size(), 3u);
+  EXPECT_EQ(a.chat.messages[1].raw["reasoning_content"], "Greet back.");
+  EXPECT_EQ(a.chat.messages[1].content, "Hello!");
+  EXPECT_FALSE(a.chat.reasoning_format.has_value()) << "the server's reasoning format applies";
+  // A continued answer is not split.
+  const AnthropicRequest c = parse(body_with(
+      {{"messages", {{{"role", "user"}, {"content", "Count"}}, {{"role", "assistant"}, {"content", "1,"}}}}}));
+  EXPECT_EQ(c.chat.reasoning_format, ReasoningFormat::None);
+  expect_refused(body_with({{"messages",
+                             {{{"role", "user"}, {"content", "Hi"}},
+                              {{"role", "assistant"},
+                               {"content", {{{"type", "redacted_thinking"}, {"data", "x"}}}}},
+                              {{"role", "user"}, {"content", "Bye"}}}}}),
+                 "messages[1].content[0].type", "redacted");
+}
+
 TEST(AnthropicRequest, CountTokensNeedsNoMaxTokens) {
   EXPECT_EQ(parse(body_with({{"max_tokens", nullptr}}), true).chat.options.max_tokens, -1);
   expect_refused(body_with({{"max_tokens", nullptr}}), "max_tokens", "is required");
@@ -332,10 +356,46 @@ TEST(AnthropicStream, TextEventsInOrder) {
   EXPECT_EQ(events[6].second["usage"], json({{"input_tokens", 9}, {"output_tokens", 3}}));
 }
 
+TEST(AnthropicMessage, ReasoningIsAThinkingBlockFirst) {
+  ChoiceText c = choice("Hi!", "stop");
+  c.reasoning = "Greet.";
+  EXPECT_EQ(anthropic_message(info_for("msg_r"), c, Usage{1, 2, 0}, {})["content"].dump(),
+            R"([{"type":"thinking","thinking":"Greet.","signature":""},{"type":"text","text":"Hi!"}])");
+}
+
+TEST(AnthropicStream, ReasoningIsAThinkingBlockBeforeTheText) {
+  ResponseInfo info = info_for("msg_k");
+  info.answer.reasoning = true;
+  info.answer.starts_thinking = true;
+  AnthropicStream s(info, {}, 5);
+  std::string sse = s.start();
+  const std::string out = "Greet them.\n</think>\n\nHello!";
+  for (size_t i = 0; i < out.size(); i += 3) sse += s.push(piece(out.substr(i, 3)));
+  sse += s.push(piece("", "stop"));
+  sse += s.finish(Usage{5, 9, 0});
+  std::string thought, text;
+  std::vector<std::string> order;
+  for (const auto& [name, data] : events_of(sse)) {
+    if (name == "content_block_start")
+      order.push_back("start " + data["content_block"]["type"].get<std::string>() + " " +
+                      data["index"].dump());
+    if (name == "content_block_stop") order.push_back("stop " + data["index"].dump());
+    if (name != "content_block_delta") continue;
+    const json& d = data["delta"];
+    if (d["type"] == "thinking_delta") thought += d["thinking"].get<std::string>();
+    if (d["type"] == "text_delta") text += d["text"].get<std::string>();
+    if (d["type"] == "signature_delta") order.push_back("signature " + d["signature"].dump());
+  }
+  EXPECT_EQ(thought, "Greet them.");
+  EXPECT_EQ(text, "Hello!");
+  EXPECT_EQ(order, (std::vector<std::string>{"start thinking 0", "signature \"\"", "stop 0",
+                                             "start text 1", "stop 1"}));
+}
+
 TEST(AnthropicStream, ToolCallsBecomeToolUseBlocksAfterTheText) {
   ResponseInfo info = info_for("msg_t");
-  info.tool_syntax = ToolSyntax::Generic;
-  info.tool_names = {"get_weather"};
+  info.answer.tool_syntax = ToolSyntax::Generic;
+  info.answer.tool_names = {"get_weather"};
   AnthropicStream s(info, {}, 5);
   std::string sse = s.start();
   const std::string out =

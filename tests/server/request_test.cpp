@@ -130,7 +130,7 @@ TEST(ChatRequest, UnhonouredFieldsAreRefusedByName) {
   auto p = [](const json& b) { return parse_chat_request(b); };
   const std::string head = R"({"messages": [{"role": "user", "content": "hi"}], )";
   for (const char* f : {R"("echo": true)", R"("modalities": ["text", "audio"])",
-                        R"("audio": {"voice": "alloy"})", R"("reasoning_effort": "high")",
+                        R"("audio": {"voice": "alloy"})",
                         R"("prediction": {"type": "content", "content": "x"})"}) {
     const std::string name = json::parse("{" + std::string(f) + "}").begin().key();
     expect_rejected(p, head + f + "}", name, "not supported by this server");

@@ -93,6 +93,29 @@ TEST(ResponsesRequest, ItemsBecomeChatMessages) {
             (std::vector<std::string>{"input[0]", "input[1]", "input[2]", "input[5]", "input[6]"}));
 }
 
+TEST(ResponsesRequest, ReasoningItemsAndEffort) {
+  // An earlier response's output (reasoning, then a message; reasoning, then a call) comes back
+  // as assistant turns holding reasoning_content.
+  const ResponsesRequest r = parse(R"({"input": [
+      {"role": "user", "content": "x"},
+      {"type": "reasoning", "id": "rs_1", "summary": [], "status": "completed",
+       "content": [{"type": "reasoning_text", "text": "Think "}, {"type": "reasoning_text", "text": "more."}]},
+      {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Hi."}]},
+      {"role": "user", "content": "y"},
+      {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": "Call."}]},
+      {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+      {"type": "function_call_output", "call_id": "c1", "output": "ok"}],
+    "reasoning": {"effort": "high", "summary": null}})");
+  ASSERT_EQ(r.chat.messages.size(), 5u);
+  EXPECT_EQ(r.chat.messages[1].raw["reasoning_content"], "Think more.");
+  EXPECT_EQ(r.chat.messages[1].content, "Hi.");
+  EXPECT_EQ(r.chat.messages[3].raw["reasoning_content"], "Call.");
+  EXPECT_EQ(r.chat.messages[3].raw["tool_calls"][0]["id"], "c1");
+  EXPECT_EQ(r.chat.reasoning_effort, "high");
+  EXPECT_EQ(r.echo["reasoning"], (ojson{{"effort", "high"}, {"summary", nullptr}}));
+  EXPECT_FALSE(r.chat.reasoning_format.has_value()) << "the server's reasoning format applies";
+}
+
 TEST(ResponsesRequest, ACallWithoutTextIsItsOwnTurn) {
   const ResponsesRequest r = parse(R"({"input": [
       {"role": "user", "content": "x"},
@@ -187,7 +210,10 @@ TEST(ResponsesRequest, UnhonouredFieldsAreRefusedByName) {
       {R"({"input": "x", "conversation": "conv_1"})", "conversation"},
       {R"({"input": "x", "prompt": {"id": "pmpt_1"}})", "prompt"},
       {R"({"input": "x", "include": ["file_search_call.results"]})", "include[0]"},
-      {R"({"input": "x", "reasoning": {"effort": "low"}})", "reasoning"},
+      {R"({"input": "x", "reasoning": {"summary": "auto"}})", "reasoning.summary"},
+      {R"({"input": "x", "reasoning": {"effort": "low", "budget": 3}})", "reasoning.budget"},
+      {R"({"input": "x", "reasoning": "low"})", "reasoning"},
+      {R"({"input": "x", "reasoning": {"effort": "max"}})", "reasoning.effort"},
       {R"({"input": "x", "top_logprobs": 21})", "top_logprobs"},
       {R"({"input": "x", "max_tool_calls": 1})", "max_tool_calls"},
       {R"({"input": "x", "service_tier": "flex"})", "service_tier"},
@@ -202,7 +228,12 @@ TEST(ResponsesRequest, UnhonouredFieldsAreRefusedByName) {
       {R"({"input": [{"role": "user", "content": [{"type": "input_file", "file_id": "f"}]}]})",
        "input[0].content[0].type"},
       {R"({"input": [{"type": "item_reference", "id": "msg_1"}]})", "input[0].type"},
-      {R"({"input": [{"type": "reasoning", "summary": []}]})", "input[0].type"},
+      {R"({"input": [{"type": "reasoning", "summary": [], "encrypted_content": "x"}]})",
+       "input[0].encrypted_content"},
+      {R"({"input": [{"type": "reasoning", "summary": [{"type": "summary_text", "text": "s"}]}]})",
+       "input[0].summary"},
+      {R"({"input": [{"type": "reasoning", "content": [{"type": "text", "text": "s"}]}]})",
+       "input[0].content[0].type"},
       {R"({"input": "x", "text": {"verbosity": "low"}})", "text.verbosity"},
       {R"({"input": "x", "n": 2})", "n"},
       {R"({"input": "x", "max_tokens": 5})", "max_tokens"},
@@ -454,6 +485,55 @@ TEST(ResponseWriter, ToolCallsAreFunctionCallItems) {
   EXPECT_EQ(call["status"], "completed");
   EXPECT_EQ(call["id"].get<std::string>().rfind("fc_", 0), 0u);
   EXPECT_EQ(events[9].second["item_id"], call["id"]);
+}
+
+TEST(ResponseWriter, ReasoningIsAReasoningItemBeforeTheMessage) {
+  ResponseWriter w = writer();
+  std::string sse = w.begin();
+  sse += w.reasoning("Two and ");
+  sse += w.reasoning("two.");
+  sse += w.text("4");
+  sse += w.finish("stop", Usage{5, 9, 0}, 3);
+  const auto events = events_of(sse);
+  EXPECT_EQ(types_of(events),
+            (std::vector<std::string>{
+                "response.created", "response.in_progress", "response.output_item.added",
+                "response.content_part.added", "response.reasoning_text.delta",
+                "response.reasoning_text.delta", "response.reasoning_text.done",
+                "response.content_part.done", "response.output_item.done",
+                "response.output_item.added", "response.content_part.added",
+                "response.output_text.delta", "response.output_text.done",
+                "response.content_part.done", "response.output_item.done", "response.completed"}));
+  EXPECT_EQ(events[3].second["part"], (ojson{{"type", "reasoning_text"}, {"text", ""}}));
+  EXPECT_EQ(events[6].second["text"], "Two and two.");
+  const ojson r = w.response();
+  ASSERT_EQ(r["output"].size(), 2u);
+  const ojson& item = r["output"][0];
+  EXPECT_EQ(item["type"], "reasoning");
+  EXPECT_EQ(item["id"].get<std::string>().rfind("rs_", 0), 0u);
+  EXPECT_EQ(item["status"], "completed");
+  EXPECT_EQ(item["summary"], ojson::array());
+  EXPECT_EQ(item["content"], (ojson::array({{{"type", "reasoning_text"}, {"text", "Two and two."}}})));
+  EXPECT_EQ(events[4].second["item_id"], item["id"]);
+  EXPECT_EQ(r["output"][1]["content"][0]["text"], "4");
+  EXPECT_EQ(r["usage"]["output_tokens_details"]["reasoning_tokens"], 3);
+
+  // Cut inside the reasoning: the reasoning item alone, incomplete.
+  ResponseWriter cut = writer();
+  cut.reasoning("Two and");
+  cut.finish("length", Usage{5, 2, 0}, 2);
+  ASSERT_EQ(cut.response()["output"].size(), 1u);
+  EXPECT_EQ(cut.response()["output"][0]["status"], "incomplete");
+  EXPECT_EQ(cut.response()["status"], "incomplete");
+  // The reasoning then a call: the call follows the closed reasoning item.
+  ResponseWriter call = writer();
+  call.reasoning("Need f.");
+  call.calls({{"call_1", "f", "{}"}});
+  call.finish("tool_calls", Usage{5, 6, 0});
+  const ojson out = call.response()["output"];
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0]["type"], "reasoning");
+  EXPECT_EQ(out[1]["type"], "function_call");
 }
 
 TEST(ResponseWriter, DeltasAreWholeCharacters) {

@@ -1,6 +1,7 @@
 // Grammars in the scheduler: a grammar from the first token holds the whole output and ends it
 // when complete; a lazily applied one (tool_choice auto) leaves the output free until its
-// trigger shows, then holds from the trigger on, within the token that brought it.
+// trigger shows, then holds from the trigger on, within the token that brought it (for a
+// thinking model, only in the answer after the thinking).
 #include <gtest/gtest.h>
 
 #include "app/grammar_vocabulary.h"
@@ -99,6 +100,22 @@ TEST(SchedulerGrammar, ALazyGrammarSwitchesOnAtItsTrigger) {
   late->grammar_triggers = {{trigger, true}};
   f.sched->submit(late);
   EXPECT_EQ(wait(*late).text[0], free.text);
+
+  // A thinking model: inside a thinking the prompt opened (this output never closes it) the
+  // trigger is part of the thought and the output stays free; with none opened it counts.
+  for (const bool opened : {true, false}) {
+    auto thinking = greedy_job(*f.tok, prompt, 40);
+    thinking->matcher = matcher(*f.tok, "root ::= " + constrain::gbnf_literal(trigger) + R"( " 1 2 3")");
+    thinking->grammar_triggers = {{trigger, false}};
+    thinking->triggers_after_thinking = true;
+    thinking->starts_thinking = opened;
+    f.sched->submit(thinking);
+    const std::string text = wait(*thinking).text[0];
+    if (opened)
+      EXPECT_EQ(text.substr(0, free.text.size()), free.text);
+    else
+      EXPECT_EQ(text, free.text.substr(0, end) + " 1 2 3");
+  }
 }
 
 }  // namespace

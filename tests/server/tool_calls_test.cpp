@@ -37,10 +37,13 @@ TEST(ToolSyntax, ReadOffTheOracleTemplates) {
       {"unsloth-mistral-Devstral-Small-2507.jinja", ToolSyntax::MistralArgs},
       {"google-gemma-2-2b-it.jinja", ToolSyntax::Generic},
       {"microsoft-Phi-3.5-mini-instruct.jinja", ToolSyntax::Generic},
-      {"openai-gpt-oss-120b.jinja", ToolSyntax::Unsupported},
+      {"openai-gpt-oss-120b.jinja", ToolSyntax::Harmony},
       {"Qwen3-Coder.jinja", ToolSyntax::Unsupported},
-      {"GLM-4.6.jinja", ToolSyntax::Unsupported},
-      {"deepseek-ai-DeepSeek-V3.1.jinja", ToolSyntax::Unsupported},
+      {"GLM-4.6.jinja", ToolSyntax::GlmXml},
+      {"GLM-4.7-Flash.jinja", ToolSyntax::GlmXml},
+      {"tencent-Hy3.jinja", ToolSyntax::Unsupported},
+      {"deepseek-ai-DeepSeek-V3.1.jinja", ToolSyntax::DeepSeekV31},
+      {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", ToolSyntax::Unsupported},
       {"meetkai-functionary-medium-v3.1.jinja", ToolSyntax::Unsupported},
   };
   for (const auto& [file, syntax] : cases)

@@ -232,7 +232,9 @@ async function refused(body, param) {
 await refused({ previous_response_id: 'resp_123' }, 'previous_response_id');
 await refused({ store: true }, 'store');
 await refused({ background: true }, 'background');
-await refused({ reasoning: { effort: 'low' } }, 'reasoning');
+// The demo's template reads no reasoning_effort; there are no summaries.
+await refused({ reasoning: { effort: 'low' } }, 'reasoning.effort');
+await refused({ reasoning: { summary: 'auto' } }, 'reasoning.summary');
 await refused({ tools: [{ type: 'web_search' }] }, 'tools[0].type');
 await refused({ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'https://x/y.png' }] }] },
   'input[0].content[0].type');

@@ -4,8 +4,12 @@ tool_choice required / named / parallel_tool_calls false hold every call to the 
 (python3-jsonschema validates the arguments) at temperature 1, streamed calls add up the same
 way, a call and its result go back through the template, auto and none answer, and what is not
 honoured is a 400 naming the parameter. With --unsupported: the template's syntax is not
-parsed, so tools are refused unless tool_choice is none.
-Usage: tool_calls.py URL [--unsupported] [--record FILE] (schema_check.py)"""
+parsed, so tools are refused unless tool_choice is none. With --no-thinking: every request asks
+the template not to think (chat_template_kwargs enable_thinking false), for templates that would
+open a thinking the 10M model fills until max_tokens (DeepSeek V3.1's). --extra JSON: fields
+added to every request (a logit_bias toward marker tokens the model would spell byte by byte).
+Usage: tool_calls.py URL [--unsupported] [--no-thinking] [--extra JSON] [--record FILE]
+(schema_check.py)"""
 import json
 import sys
 import urllib.error
@@ -15,6 +19,9 @@ import schema_check
 
 URL = sys.argv[1]
 UNSUPPORTED = "--unsupported" in sys.argv
+NO_THINKING = {"chat_template_kwargs": {"enable_thinking": False}} if "--no-thinking" in sys.argv else {}
+if "--extra" in sys.argv:
+    NO_THINKING.update(json.loads(sys.argv[sys.argv.index("--extra") + 1]))
 
 TOOLS = [
     {"type": "function", "function": {
@@ -67,7 +74,7 @@ def room(messages):
     """Tokens left for the answer: the bundled model's context is 512 tokens, and templates
     describe the tools at length."""
     req = urllib.request.Request(URL + "/v1/chat/completions", json.dumps(
-        {"messages": messages, "tools": TOOLS, "max_tokens": 1}).encode(), {"Content-Type": "application/json"})
+        {"messages": messages, "tools": TOOLS, "max_tokens": 1, **NO_THINKING}).encode(), {"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(req, timeout=300) as r:
             return min(120, 512 - json.loads(r.read())["usage"]["prompt_tokens"] - 1)
@@ -77,7 +84,8 @@ def room(messages):
 
 
 def request(extra):
-    return {"messages": ASK, "tools": TOOLS, "temperature": 1.0, "max_tokens": MAX_TOKENS, **extra}
+    return {"messages": ASK, "tools": TOOLS, "temperature": 1.0, "max_tokens": MAX_TOKENS,
+            **NO_THINKING, **extra}
 
 
 MAX_TOKENS = 8

@@ -211,12 +211,14 @@ async function chat(browser) {
   check(JSON.stringify(unit) === JSON.stringify(expected),
     `renderMarkdown:\n  got      ${JSON.stringify(unit)}\n  expected ${JSON.stringify(expected)}`);
   const payload = 'Look: <img src=x onerror="window.__xss=4"><script>window.__xss=5</script> **done**';
-  await page.evaluate((text) => {
+  const thought = 'Hm <img src=r onerror="window.__xss=8"> **no markdown**';
+  await page.evaluate(([text, reasoning]) => {
     const list = JSON.parse(localStorage.getItem('jitllm.webui.conversations'));
     list.push({ id: 'xss', title: '<img src=y onerror="window.__xss=6">', titleSet: true, updated: Date.now() + 1e6,
-      messages: [{ role: 'user', content: '<img src=z onerror="window.__xss=7">' }, { role: 'assistant', content: text }] });
+      messages: [{ role: 'user', content: '<img src=z onerror="window.__xss=7">' },
+                 { role: 'assistant', content: text, reasoning }] });
     localStorage.setItem('jitllm.webui.conversations', JSON.stringify(list));
-  }, payload);
+  }, [payload, thought]);
   await page.reload();
   await page.waitForSelector('.msg.assistant');
   const shown = await page.evaluate(() => ({
@@ -226,12 +228,15 @@ async function chat(browser) {
     text: document.querySelector('.msg.assistant .content').textContent,
     user: document.querySelector('.msg.user .content').textContent,
     title: document.querySelector('#conversations li.current .title').textContent,
+    thought: document.querySelector('.msg.assistant details.thinking .thought')?.textContent,
+    folded: !document.querySelector('.msg.assistant details.thinking')?.open,
   }));
   check(shown.xss === undefined && shown.images === 0 && shown.bold === 'done',
     `HTML from model text reached the page: ${JSON.stringify(shown)}`);
   check(shown.text === payload.replace('**done**', 'done'), `model text shown as '${shown.text}'`);
   check(shown.user.startsWith('<img') && shown.title.startsWith('<img'), `user text or title: ${JSON.stringify(shown)}`);
-  log('model text with <img onerror> and <script> rendered as text');
+  check(shown.thought === thought && shown.folded, `reasoning shown as ${JSON.stringify(shown)}`);
+  log('model text and reasoning with <img onerror> and <script> rendered as text');
 
   check(problems.length === 0, `browser errors:\n  ${problems.join('\n  ')}`);
   await context.close();

@@ -37,6 +37,7 @@ struct Args {
   int threads = 0;
   int header_timeout_s = 10, body_timeout_s = 60;
   std::string log_format = "text", log_level;  // level "": JITLLM_LOG if set, else info
+  std::string reasoning_format = "auto";
 };
 
 void add_serve_options(CLI::App& app, Args& a) {
@@ -51,6 +52,10 @@ void add_serve_options(CLI::App& app, Args& a) {
   app.add_option("--chat-template", mo.chat_template,
                  "chat template for --model: a Jinja file or a built-in name (chatml, qwen, llama3, gemma, "
                  "mistral, phi3; default: the model's, ChatML-like if none)");
+  app.add_option("--reasoning-format", a.reasoning_format,
+                 "where a thinking model's thoughts go: auto (default: reasoning_content when "
+                 "the template thinks), deepseek (always look for <think>), none (in content)")
+      ->check(CLI::IsMember({"none", "deepseek", "auto"}));
   app.add_option("--devices", mo.devices,
                  "cpu (default), cuda (every card), cuda:N or a list (cuda:0,cuda:1); layers that "
                  "do not fit on the cards run on the host");
@@ -153,6 +158,8 @@ int serve(Args& a) {
   if (so.api_key.empty())
     if (const char* env = std::getenv("JITLLM_API_KEY"); env && *env) so.api_key = env;
   if (a.threads > 0) jitllm::ThreadPool::set_global_threads(a.threads);
+  a.model.reasoning_format =
+      jitllm::server::parse_reasoning_format(a.reasoning_format, "--reasoning-format");
   const std::vector<ModelOptions> models = models_of(a);
 
   // Signals go to one thread that starts the drain; every other thread blocks them.

@@ -122,8 +122,30 @@ function messageElement(m) {
   return el;
 }
 
+// A thinking model's reasoning (reasoning_content), as text in a block folded by default; kept
+// across redraws so a block the reader opened stays open while the answer streams.
+function fillThinking(el, m) {
+  let block = el.querySelector('.thinking');
+  if (!m.reasoning) {
+    block?.remove();
+    return;
+  }
+  if (!block) {
+    block = document.createElement('details');
+    block.className = 'thinking';
+    const summary = document.createElement('summary');
+    summary.textContent = 'Thinking';
+    const text = document.createElement('div');
+    text.className = 'thought';
+    block.append(summary, text);
+    el.prepend(block);
+  }
+  block.querySelector('.thought').textContent = m.reasoning;
+}
+
 // (Re)draws one message's text, statistics and error into its element.
 function fillMessage(el, m) {
+  fillThinking(el, m);
   const content = el.querySelector('.content');
   if (m.role === 'user') content.textContent = m.content;
   else content.replaceChildren(renderMarkdown(m.content));
@@ -332,12 +354,13 @@ async function send(text) {
     for await (const chunk of streamChat(body, state.settings.apiKey, controller.signal)) {
       if (chunk.usage) usage = chunk.usage;
       const delta = chunk.choices && chunk.choices[0] && chunk.choices[0].delta;
-      if (delta && delta.content) {
+      if (delta && (delta.content || delta.reasoning_content)) {
         const now = performance.now();
         if (tFirst === null) tFirst = now;
         tLast = now;
         chunks++;
-        answer.content += delta.content;
+        if (delta.reasoning_content) answer.reasoning = (answer.reasoning || '') + delta.reasoning_content;
+        if (delta.content) answer.content += delta.content;
         redrawStreaming();
         // A reload mid-answer keeps what came so far.
         if (now - lastSave > 1000) {

@@ -1,0 +1,147 @@
+// GLM's XML-ish tool calls: read out of its output (whole, at every split point, a byte at a
+// time; string arguments raw, others JSON; cut short; not calls), held by their grammar (the
+// arguments' schemas, strings raw with their length and enum), and an earlier call rendered
+// back by GLM 4.6's template.
+#include <gtest/gtest.h>
+
+#include "chat/chat_template.h"
+#include "constrain/gbnf.h"
+#include "constrain/matcher.h"
+#include "server/answer_parser.h"
+#include "server/api_error.h"
+#include "server/tool_syntax.h"
+#include "testutil/shared_data.h"
+
+namespace jitllm::server {
+namespace {
+
+using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+const char* kTools = R"({"tools": [
+  {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+   "properties": {"city": {"type": "string", "maxLength": 12}, "days": {"type": "integer", "minimum": 1, "maximum": 7},
+                  "unit": {"type": "string", "enum": ["c", "f"]}}, "required": ["city"]}}},
+  {"type": "function", "function": {"name": "now"}}]})";
+
+ToolRequest tools(const char* choice = "auto") {
+  json body = json::parse(kTools);
+  body["tool_choice"] = choice;
+  const ojson ordered = ojson::parse(body.dump());
+  return parse_tool_request(body, &ordered);
+}
+
+std::string parse_cut(const std::string& text, const std::vector<size_t>& cuts) {
+  AnswerFormat f;
+  f.tool_syntax = ToolSyntax::GlmXml;
+  f.tool_names = {"get_weather", "now"};
+  f.string_arguments = string_arguments(tools());
+  AnswerParser p(f);
+  std::string out;
+  auto add = [&](AnswerPiece a) {
+    out += a.content;
+    for (const ToolCall& c : a.calls) out += "[" + c.name + " " + c.arguments + "]";
+  };
+  size_t from = 0;
+  for (size_t at : cuts) {
+    add(p.push(text.substr(from, at - from)));
+    from = at;
+  }
+  add(p.push(text.substr(from)));
+  add(p.finish());
+  return out;
+}
+
+void expect_read(const std::string& text, const std::string& want) {
+  EXPECT_EQ(parse_cut(text, {}), want) << "whole: " << text;
+  std::vector<size_t> every;
+  for (size_t at = 1; at < text.size(); ++at) {
+    EXPECT_EQ(parse_cut(text, {at}), want) << "cut at " << at << ": " << text;
+    every.push_back(at);
+  }
+  EXPECT_EQ(parse_cut(text, every), want) << "byte by byte: " << text;
+}
+
+TEST(GlmTools, ReadsCallsStringsRawOthersAsJson) {
+  expect_read("<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>12</arg_value>\n"
+              "<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n</tool_call>",
+              R"([get_weather {"city":"12","days":3}])");
+  // GLM 4.7's form without newlines, two calls, text before them.
+  expect_read("Sure.\n<tool_call>now</tool_call><tool_call>get_weather<arg_key>city</arg_key>"
+              "<arg_value>Oslo \"N\"</arg_value></tool_call>",
+              R"(Sure.[now {}][get_weather {"city":"Oslo \"N\""}])");
+}
+
+TEST(GlmTools, WhatIsNotACallStaysText) {
+  const std::string other = "<tool_call>rm\n<arg_key>path</arg_key>\n<arg_value>/</arg_value>\n</tool_call>";
+  expect_read(other, other);
+  const std::string cut = "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Osl";
+  expect_read(cut, cut);
+  const std::string no_value = "<tool_call>get_weather\n<arg_key>city</arg_key>\n</tool_call>";
+  expect_read(no_value, no_value);
+}
+
+bool grammar_accepts(const ToolRequest& r, const std::string& text) {
+  std::vector<std::string> bytes;
+  for (int b = 0; b < 256; ++b) bytes.push_back(std::string(1, char(b)));
+  constrain::Matcher m(constrain::parse_gbnf(tool_call_grammar(ToolSyntax::GlmXml, r).gbnf),
+                       std::make_shared<constrain::Vocabulary>(bytes, std::vector<int32_t>{}));
+  const auto s = m.advance_bytes(m.start(), text);
+  return s != constrain::Matcher::kDead && m.accepting(s);
+}
+
+TEST(GlmTools, GrammarHoldsTheArgumentsSchemas) {
+  const ToolRequest r = tools("required");
+  const auto call = [](const std::string& args) { return "<tool_call>get_weather\n" + args + "</tool_call>"; };
+  EXPECT_TRUE(grammar_accepts(r, call("<arg_key>city</arg_key>\n<arg_value>Oslo</arg_value>\n")));
+  EXPECT_TRUE(grammar_accepts(r, call("<arg_key>city</arg_key>\n<arg_value>Oslo</arg_value>\n"
+                                      "<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n"
+                                      "<arg_key>unit</arg_key>\n<arg_value>c</arg_value>\n")));
+  EXPECT_TRUE(grammar_accepts(r, "<tool_call>now</tool_call>"));
+  EXPECT_FALSE(grammar_accepts(r, call("<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n")))
+      << "city is required";
+  EXPECT_FALSE(grammar_accepts(r, call("<arg_key>city</arg_key>\n<arg_value>Oslo, Norway, Europe</arg_value>\n")))
+      << "maxLength 12";
+  EXPECT_FALSE(grammar_accepts(r, call("<arg_key>city</arg_key>\n<arg_value>Oslo</arg_value>\n"
+                                       "<arg_key>days</arg_key>\n<arg_value>9</arg_value>\n")))
+      << "maximum 7";
+  EXPECT_FALSE(grammar_accepts(r, call("<arg_key>city</arg_key>\n<arg_value>Oslo</arg_value>\n"
+                                       "<arg_key>unit</arg_key>\n<arg_value>k</arg_value>\n")));
+  EXPECT_FALSE(grammar_accepts(r, "<tool_call>rm</tool_call>"));
+  // A string keyword raw text cannot be held to is refused by name.
+  json body = json::parse(R"({"tools": [{"type": "function", "function": {"name": "f",
+      "parameters": {"type": "object", "properties": {"s": {"type": "string", "pattern": "^a"}}}}}]})");
+  try {
+    tool_call_grammar(ToolSyntax::GlmXml, parse_tool_request(body, nullptr));
+    ADD_FAILURE() << "pattern accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.body()["error"]["param"], "tools[0].function.parameters");
+    EXPECT_NE(std::string(e.what()).find("properties.s': 'pattern'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GlmTools, TheTemplateRendersAnEarlierCall) {
+  const std::string source = testing::read_text(testing::oracle_path("templates/GLM-4.6.jinja"));
+  ASSERT_EQ(detect_tool_syntax(source), ToolSyntax::GlmXml);
+  chat::ChatTemplate tmpl(source, "", "<|endoftext|>");
+  ojson messages = ojson::parse(R"([
+    {"role": "user", "content": "Weather?"},
+    {"role": "assistant", "content": "", "tool_calls": [{"id": "call_1", "type": "function",
+      "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\", \"days\": 2}"}}]},
+    {"role": "tool", "tool_call_id": "call_1", "content": "cold"}])");
+  ojson t = ojson::parse(kTools)["tools"];
+  adapt_conversation(ToolSyntax::GlmXml, tools(), messages, t);
+  chat::ChatRenderOptions o;
+  o.extra_globals = {{"tools", t}};
+  const std::string prompt = tmpl.render(messages, o);
+  EXPECT_NE(prompt.find("<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Oslo</arg_value>\n"
+                        "<arg_key>days</arg_key>\n<arg_value>2</arg_value>\n</tool_call>"),
+            std::string::npos)
+      << prompt;
+  // What the parser reads back from that text is the call that was sent.
+  const std::string read = parse_cut(prompt.substr(prompt.find("<tool_call>get_weather")), {});
+  EXPECT_EQ(read.rfind(R"([get_weather {"city":"Oslo","days":2}])", 0), 0u) << read;
+}
+
+}  // namespace
+}  // namespace jitllm::server
