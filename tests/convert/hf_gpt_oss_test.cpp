@@ -203,15 +203,17 @@ struct Mxfp4Hf {
   }
 };
 
+// One layer's MXFP4 experts; without_down_scales leaves half a pair.
 void add_mxfp4_experts(HfFolderWriter& w, const std::string& p, const Mxfp4Hf& gate_up,
-                       const Mxfp4Hf& down) {
+                       const Mxfp4Hf& down, bool without_down_scales = false) {
   w.add_bytes(p + "mlp.experts.gate_up_proj_blocks", {kExperts, 2 * kWidth, kHidden / 32, 16}, "U8",
               gate_up.blocks);
   w.add_bytes(p + "mlp.experts.gate_up_proj_scales", {kExperts, 2 * kWidth, kHidden / 32}, "U8",
               gate_up.scales);
   w.add_bytes(p + "mlp.experts.down_proj_blocks", {kExperts, kHidden, kWidth / 32, 16}, "U8",
               down.blocks);
-  w.add_bytes(p + "mlp.experts.down_proj_scales", {kExperts, kHidden, kWidth / 32}, "U8", down.scales);
+  if (!without_down_scales)
+    w.add_bytes(p + "mlp.experts.down_proj_scales", {kExperts, kHidden, kWidth / 32}, "U8", down.scales);
 }
 
 // Every layer's tensors but the unquantized experts.
@@ -269,15 +271,8 @@ TEST(HfGptOss, Refusals) {
     std::mt19937 rng(1);
     const Mxfp4Hf down(kHidden, kWidth, rng);
     for (int il = 0; il < kLayers; ++il) {
-      std::mt19937 r2(static_cast<uint32_t>(il));
-      const Mxfp4Hf gate_up(2 * kWidth, kHidden, r2);
-      const std::string p = "model.layers." + std::to_string(il) + ".";
-      w.add_bytes(p + "mlp.experts.gate_up_proj_blocks", {kExperts, 2 * kWidth, kHidden / 32, 16}, "U8",
-                  gate_up.blocks);
-      w.add_bytes(p + "mlp.experts.gate_up_proj_scales", {kExperts, 2 * kWidth, kHidden / 32}, "U8",
-                  gate_up.scales);
-      w.add_bytes(p + "mlp.experts.down_proj_blocks", {kExperts, kHidden, kWidth / 32, 16}, "U8",
-                  down.blocks);
+      const Mxfp4Hf gate_up(2 * kWidth, kHidden, rng);
+      add_mxfp4_experts(w, "model.layers." + std::to_string(il) + ".", gate_up, down, true);
     }
     w.write(gpt_oss_config());
     try {

@@ -7,6 +7,7 @@
 #include "chat/chat_template.h"
 #include "constrain/gbnf.h"
 #include "constrain/matcher.h"
+#include "server/answer_cuts.h"
 #include "server/answer_parser.h"
 #include "server/tool_syntax.h"
 #include "testutil/shared_data.h"
@@ -23,51 +24,19 @@ const std::string kCall = "<\uFF5Ctool\u2581call\u2581begin\uFF5C>";
 const std::string kCallEnd = "<\uFF5Ctool\u2581call\u2581end\uFF5C>";
 const std::string kSep = "<\uFF5Ctool\u2581sep\uFF5C>";
 
-struct Split {
-  std::string reasoning, content;
-  std::vector<std::string> calls;
-  bool operator==(const Split& o) const {
-    return reasoning == o.reasoning && content == o.content && calls == o.calls;
-  }
-};
+using Split = answer_test::AnswerSplit;
 
-std::ostream& operator<<(std::ostream& os, const Split& s) {
-  os << "{reasoning '" << s.reasoning << "', content '" << s.content << "', calls";
-  for (const auto& c : s.calls) os << " [" << c << "]";
-  return os << "}";
-}
-
-Split parse_cut(const std::string& text, const std::vector<size_t>& cuts) {
+AnswerFormat deepseek() {
   AnswerFormat f;
   f.reasoning = true;
   f.starts_thinking = true;  // V3.1's generation prompt opens <think>
   f.tool_syntax = ToolSyntax::DeepSeekV31;
   f.tool_names = {"get_weather", "now"};
-  AnswerParser p(f);
-  Split s;
-  auto add = [&](AnswerPiece a) {
-    s.reasoning += a.reasoning;
-    s.content += a.content;
-    for (const ToolCall& c : a.calls) s.calls.push_back(c.name + " " + c.arguments);
-  };
-  size_t from = 0;
-  for (size_t at : cuts) {
-    add(p.push(text.substr(from, at - from)));
-    from = at;
-  }
-  add(p.push(text.substr(from)));
-  add(p.finish());
-  return s;
+  return f;
 }
 
 void expect_split(const std::string& text, const Split& want) {
-  EXPECT_EQ(parse_cut(text, {}), want) << "whole: " << text;
-  std::vector<size_t> every;
-  for (size_t at = 1; at < text.size(); ++at) {
-    EXPECT_EQ(parse_cut(text, {at}), want) << "cut at " << at << ": " << text;
-    every.push_back(at);
-  }
-  EXPECT_EQ(parse_cut(text, every), want) << "byte by byte: " << text;
+  answer_test::expect_answer_split(deepseek(), text, want);
 }
 
 TEST(DeepSeekTools, CallsAfterTheThinking) {
@@ -101,12 +70,7 @@ bool grammar_accepts(const char* choice, bool parallel, const std::string& text)
   body["tool_choice"] = choice;
   body["parallel_tool_calls"] = parallel;
   const ToolRequest r = parse_tool_request(body, nullptr);
-  std::vector<std::string> bytes;
-  for (int b = 0; b < 256; ++b) bytes.push_back(std::string(1, char(b)));
-  constrain::Matcher m(constrain::parse_gbnf(tool_call_grammar(ToolSyntax::DeepSeekV31, r).gbnf),
-                       std::make_shared<constrain::Vocabulary>(bytes, std::vector<int32_t>{}));
-  const auto s = m.advance_bytes(m.start(), text);
-  return s != constrain::Matcher::kDead && m.accepting(s);
+  return answer_test::grammar_accepts_text(tool_call_grammar(ToolSyntax::DeepSeekV31, r).gbnf, text);
 }
 
 TEST(DeepSeekTools, GrammarHoldsTheBlock) {

@@ -7,6 +7,7 @@
 #include "chat/chat_template.h"
 #include "constrain/gbnf.h"
 #include "constrain/matcher.h"
+#include "server/answer_cuts.h"
 #include "server/answer_parser.h"
 #include "server/api_error.h"
 #include "server/tool_syntax.h"
@@ -31,35 +32,22 @@ ToolRequest tools(const char* choice = "auto") {
   return parse_tool_request(body, &ordered);
 }
 
-std::string parse_cut(const std::string& text, const std::vector<size_t>& cuts) {
+// Content and calls in their order, a call as "[name args]".
+std::string read_cut(const std::string& text, const std::vector<size_t>& cuts) {
   AnswerFormat f;
   f.tool_syntax = ToolSyntax::GlmXml;
   f.tool_names = {"get_weather", "now"};
   f.string_arguments = string_arguments(tools());
-  AnswerParser p(f);
   std::string out;
-  auto add = [&](AnswerPiece a) {
+  answer_test::feed_cut(f, text, cuts, [&](const AnswerPiece& a) {
     out += a.content;
     for (const ToolCall& c : a.calls) out += "[" + c.name + " " + c.arguments + "]";
-  };
-  size_t from = 0;
-  for (size_t at : cuts) {
-    add(p.push(text.substr(from, at - from)));
-    from = at;
-  }
-  add(p.push(text.substr(from)));
-  add(p.finish());
+  });
   return out;
 }
 
 void expect_read(const std::string& text, const std::string& want) {
-  EXPECT_EQ(parse_cut(text, {}), want) << "whole: " << text;
-  std::vector<size_t> every;
-  for (size_t at = 1; at < text.size(); ++at) {
-    EXPECT_EQ(parse_cut(text, {at}), want) << "cut at " << at << ": " << text;
-    every.push_back(at);
-  }
-  EXPECT_EQ(parse_cut(text, every), want) << "byte by byte: " << text;
+  answer_test::expect_every_cut(text, want, read_cut);
 }
 
 TEST(GlmTools, ReadsCallsStringsRawOthersAsJson) {
@@ -82,12 +70,7 @@ TEST(GlmTools, WhatIsNotACallStaysText) {
 }
 
 bool grammar_accepts(const ToolRequest& r, const std::string& text) {
-  std::vector<std::string> bytes;
-  for (int b = 0; b < 256; ++b) bytes.push_back(std::string(1, char(b)));
-  constrain::Matcher m(constrain::parse_gbnf(tool_call_grammar(ToolSyntax::GlmXml, r).gbnf),
-                       std::make_shared<constrain::Vocabulary>(bytes, std::vector<int32_t>{}));
-  const auto s = m.advance_bytes(m.start(), text);
-  return s != constrain::Matcher::kDead && m.accepting(s);
+  return answer_test::grammar_accepts_text(tool_call_grammar(ToolSyntax::GlmXml, r).gbnf, text);
 }
 
 TEST(GlmTools, GrammarHoldsTheArgumentsSchemas) {
@@ -139,7 +122,7 @@ TEST(GlmTools, TheTemplateRendersAnEarlierCall) {
             std::string::npos)
       << prompt;
   // What the parser reads back from that text is the call that was sent.
-  const std::string read = parse_cut(prompt.substr(prompt.find("<tool_call>get_weather")), {});
+  const std::string read = read_cut(prompt.substr(prompt.find("<tool_call>get_weather")), {});
   EXPECT_EQ(read.rfind(R"([get_weather {"city":"Oslo","days":2}])", 0), 0u) << read;
 }
 

@@ -8,6 +8,7 @@
 #include "constrain/gbnf.h"
 #include "constrain/json_schema.h"
 #include "constrain/matcher.h"
+#include "server/answer_cuts.h"
 #include "server/answer_parser.h"
 #include "server/tool_syntax.h"
 #include "testutil/shared_data.h"
@@ -18,48 +19,13 @@ namespace {
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
-struct Split {
-  std::string reasoning, content;
-  std::vector<std::string> calls;  // "name args"
-  bool operator==(const Split& o) const {
-    return reasoning == o.reasoning && content == o.content && calls == o.calls;
-  }
-};
+using answer_test::AnswerSplit;
+using Split = AnswerSplit;
 
-std::ostream& operator<<(std::ostream& os, const Split& s) {
-  os << "{reasoning '" << s.reasoning << "', content '" << s.content << "', calls";
-  for (const auto& c : s.calls) os << " [" << c << "]";
-  return os << "}";
-}
-
-Split parse_cut(const AnswerFormat& f, const std::string& text, const std::vector<size_t>& cuts) {
-  AnswerParser p(f);
-  Split s;
-  auto add = [&](AnswerPiece a) {
-    s.reasoning += a.reasoning;
-    s.content += a.content;
-    for (const ToolCall& c : a.calls) {
-      EXPECT_EQ(c.id.substr(0, 5), "call_");
-      s.calls.push_back(c.name + " " + c.arguments);
-    }
-  };
-  size_t from = 0;
-  for (size_t at : cuts) {
-    add(p.push(text.substr(from, at - from)));
-    from = at;
-  }
-  add(p.push(text.substr(from)));
-  add(p.finish());
-  return s;
-}
-
+// Every call's id is OpenAI's shape.
 void expect_split(const AnswerFormat& f, const std::string& text, const Split& want) {
-  EXPECT_EQ(parse_cut(f, text, {}), want) << "whole: " << text;
-  for (size_t at = 1; at < text.size(); ++at)
-    EXPECT_EQ(parse_cut(f, text, {at}), want) << "cut at " << at << ": " << text;
-  std::vector<size_t> every;
-  for (size_t at = 1; at < text.size(); ++at) every.push_back(at);
-  EXPECT_EQ(parse_cut(f, text, every), want) << "byte by byte: " << text;
+  answer_test::expect_answer_split(f, text, want,
+                        [](const ToolCall& c) { EXPECT_EQ(c.id.substr(0, 5), "call_"); });
 }
 
 AnswerFormat harmony(bool separate = true, bool calls = true) {
@@ -144,12 +110,7 @@ bool grammar_accepts(ToolChoice choice, const std::string& text) {
     {"type": "function", "function": {"name": "now"}}]})");
   body["tool_choice"] = choice == ToolChoice::Auto ? "auto" : "required";
   const ToolRequest r = parse_tool_request(body, nullptr);
-  std::vector<std::string> bytes;
-  for (int b = 0; b < 256; ++b) bytes.push_back(std::string(1, char(b)));
-  constrain::Matcher m(constrain::parse_gbnf(tool_call_grammar(ToolSyntax::Harmony, r).gbnf),
-                       std::make_shared<constrain::Vocabulary>(bytes, std::vector<int32_t>{}));
-  const auto s = m.advance_bytes(m.start(), text);
-  return s != constrain::Matcher::kDead && m.accepting(s);
+  return answer_test::grammar_accepts_text(tool_call_grammar(ToolSyntax::Harmony, r).gbnf, text);
 }
 
 TEST(HarmonyGrammar, HoldsCallsInBothOrdersAfterAnOptionalAnalysis) {
@@ -176,15 +137,8 @@ TEST(HarmonyGrammar, HoldsCallsInBothOrdersAfterAnOptionalAnalysis) {
 }
 
 TEST(HarmonyGrammar, AJsonAnswerGoesInTheFinalChannel) {
-  std::vector<std::string> bytes;
-  for (int b = 0; b < 256; ++b) bytes.push_back(std::string(1, char(b)));
-  constrain::Matcher m(constrain::parse_gbnf(harmony_answer_gbnf(constrain::json_object_gbnf()),
-                                             "harmony-answer"),
-                       std::make_shared<constrain::Vocabulary>(bytes, std::vector<int32_t>{}));
-  auto accepts = [&](const std::string& text) {
-    const auto st = m.advance_bytes(m.start(), text);
-    return st != constrain::Matcher::kDead && m.accepting(st);
-  };
+  const std::string gbnf = harmony_answer_gbnf(constrain::json_object_gbnf());
+  auto accepts = [&](const std::string& text) { return answer_test::grammar_accepts_text(gbnf, text, "harmony-answer"); };
   EXPECT_TRUE(accepts(R"(<|channel|>final<|message|>{"a": 1})"));
   EXPECT_TRUE(accepts(kThought + kNext + R"(<|channel|>final <|constrain|>json<|message|>{})"));
   EXPECT_FALSE(accepts(R"({"a": 1})")) << "the header comes first";

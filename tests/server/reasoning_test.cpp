@@ -6,6 +6,7 @@
 
 #include "constrain/gbnf.h"
 #include "constrain/matcher.h"
+#include "server/answer_cuts.h"
 #include "server/answer_parser.h"
 #include "server/api_error.h"
 #include "server/reasoning_parser.h"
@@ -18,49 +19,11 @@ namespace {
 
 using json = nlohmann::json;
 
-struct Split {
-  std::string reasoning, content;
-  std::vector<std::string> calls;  // "name args"
-  bool operator==(const Split& o) const {
-    return reasoning == o.reasoning && content == o.content && calls == o.calls;
-  }
-};
-
-std::ostream& operator<<(std::ostream& os, const Split& s) {
-  os << "{reasoning '" << s.reasoning << "', content '" << s.content << "', calls";
-  for (const auto& c : s.calls) os << " [" << c << "]";
-  return os << "}";
+using answer_test::AnswerSplit;
+void expect_split(const AnswerFormat& f, const std::string& text, const AnswerSplit& want) {
+  answer_test::expect_answer_split(f, text, want);
 }
-
-void add(Split& s, AnswerPiece p) {
-  s.reasoning += p.reasoning;
-  s.content += p.content;
-  for (const ToolCall& c : p.calls) s.calls.push_back(c.name + " " + c.arguments);
-}
-
-// The output fed in pieces cut at `cuts` (sorted byte offsets).
-Split parse_cut(const AnswerFormat& f, const std::string& text, const std::vector<size_t>& cuts) {
-  AnswerParser p(f);
-  Split s;
-  size_t from = 0;
-  for (size_t at : cuts) {
-    add(s, p.push(text.substr(from, at - from)));
-    from = at;
-  }
-  add(s, p.push(text.substr(from)));
-  add(s, p.finish());
-  return s;
-}
-
-// Whole, cut once at every offset, and a byte at a time: all must read the same.
-void expect_split(const AnswerFormat& f, const std::string& text, const Split& want) {
-  EXPECT_EQ(parse_cut(f, text, {}), want) << "whole: " << text;
-  for (size_t at = 1; at < text.size(); ++at)
-    EXPECT_EQ(parse_cut(f, text, {at}), want) << "cut at " << at << ": " << text;
-  std::vector<size_t> every;
-  for (size_t at = 1; at < text.size(); ++at) every.push_back(at);
-  EXPECT_EQ(parse_cut(f, text, every), want) << "byte by byte: " << text;
-}
+using Split = AnswerSplit;
 
 AnswerFormat think(bool starts_inside = false) {
   AnswerFormat f;
@@ -178,12 +141,7 @@ TEST(ReasoningFormat, RequestFields) {
 
 // The grammar of a required call lets a thinking model think first.
 bool grammar_accepts(const ToolRequest& request, ThinkingLead lead, const std::string& text) {
-  std::vector<std::string> bytes;
-  for (int b = 0; b < 256; ++b) bytes.push_back(std::string(1, char(b)));
-  constrain::Matcher m(constrain::parse_gbnf(tool_call_grammar(ToolSyntax::Hermes, request, lead).gbnf),
-                       std::make_shared<constrain::Vocabulary>(bytes, std::vector<int32_t>{}));
-  const auto s = m.advance_bytes(m.start(), text);
-  return s != constrain::Matcher::kDead && m.accepting(s);
+  return answer_test::grammar_accepts_text(tool_call_grammar(ToolSyntax::Hermes, request, lead).gbnf, text);
 }
 
 TEST(ReasoningGrammar, RequiredCallsMayFollowTheThinking) {
