@@ -496,6 +496,7 @@ AnthropicRequest parse_anthropic_request(const json& body, const ojson* ordered,
   check_informational(body);
   AnthropicRequest a;
   ChatRequest& r = a.chat;
+  r.thinking_disabled = present(body, "thinking") != nullptr;  // only "disabled" passes the check
   if (const json* model = present(body, "model")) r.model = string_value(*model, "model");
   r.options = parse_options(body, count_tokens);
   parse_tools(body, ordered, r);

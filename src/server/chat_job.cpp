@@ -23,6 +23,13 @@ using ojson = nlohmann::ordered_json;
 // template reads what it asks for (otherwise it would be accepted and ignored: 400).
 ojson template_globals(const ServedModel& m, const ChatRequest& r) {
   ojson globals = r.template_kwargs;
+  if (r.thinking_disabled && m.thinks()) {
+    if (!m.template_uses("enable_thinking"))
+      throw invalid_request("thinking", "thinking {\"type\": \"disabled\"} is not honoured: this "
+                                        "model's chat template cannot switch thinking off (it "
+                                        "reads no enable_thinking)");
+    globals["enable_thinking"] = false;
+  }
   if (!r.reasoning_effort) return globals;
   const std::string& effort = *r.reasoning_effort;
   if (effort == "none") {
@@ -68,8 +75,13 @@ std::vector<int32_t> chat_prompt(const ServedModel& m, const ChatRequest& r,
 std::shared_ptr<Job> make_chat_job(const ServedModel& m, const ChatRequest& r, ResponseInfo& info,
                                    const std::string& continuation) {
   GenerationOptions options = r.options;
-  std::vector<int32_t> prompt = chat_prompt(m, r, continuation);
   const bool harmony = m.tool_syntax() == ToolSyntax::Harmony;
+  // gpt-oss's answer starts with a channel header the template does not write; a text placed
+  // after "<|start|>assistant" would stand where the header belongs.
+  if (harmony && !continuation.empty())
+    throw invalid_request("messages", "a final assistant message (to be continued) is not "
+                                      "supported for this model's harmony channels");
+  std::vector<int32_t> prompt = chat_prompt(m, r, continuation);
   const std::string tail = prompt_tail(m, prompt);
   const bool thinking_open = !harmony && m.thinks() && prompt_opens_thinking(tail);
   const ReasoningFormat format = r.reasoning_format.value_or(m.reasoning_format());
@@ -91,6 +103,13 @@ std::shared_ptr<Job> make_chat_job(const ServedModel& m, const ChatRequest& r, R
         !m.thinks() || harmony || prompt_closes_thinking(tail) ? ThinkingLead::None
         : thinking_open                                         ? ThinkingLead::Open
                                                                 : ThinkingLead::Optional;
+    // The calls are read out of what follows the thinking only; with the thinking left in the
+    // content, a call drafted inside it (which the grammar never held) would be taken.
+    if (lead != ThinkingLead::None && !answer.reasoning)
+      throw invalid_request("reasoning_format",
+                            "tools that may be called on a thinking model need its thinking "
+                            "separated: reasoning_format none (or a continued assistant "
+                            "message) with tool_choice other than \"none\" is not supported");
     const ToolGrammar g = tool_call_grammar(m.tool_syntax(), tools, lead);
     options.grammar = grammar_or_400(g.gbnf, "tools");
     options.grammar_triggers = g.triggers;

@@ -93,6 +93,9 @@ struct ChatRequest {
   // OpenAI's reasoning_effort (none | minimal | low | medium | high), checked against the
   // template when the model is known (chat_job.h).
   std::optional<std::string> reasoning_effort;
+  // Anthropic's thinking {"type": "disabled"}: a thinking template's thinking switched off
+  // (enable_thinking = false), refused where it cannot be; nothing to do where it does not think.
+  bool thinking_disabled = false;
   // chat_template_kwargs (llama-server's): extra template variables, an object.
   nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
 };

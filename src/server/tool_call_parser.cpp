@@ -104,9 +104,12 @@ Step parse_glm(std::string_view s, size_t& at, bool final, const StringArgs& str
     if ((st = expect(s, at, "<arg_value>", final)) != Step::Done) return st;
     if ((st = until(s, at, "</arg_value>", final, value)) != Step::Done) return st;
     // A string argument is its text; anything else is JSON when it reads as JSON.
-    ojson v;
-    if (raw == strings.end() || !raw->second.count(key)) v = ojson::parse(value, nullptr, false);
-    args[key] = v.is_discarded() || (v.is_null() && value != "null") ? ojson(value) : v;
+    if (raw != strings.end() && raw->second.count(key)) {
+      args[key] = value;  // even "null" or "12": the schema says a string
+    } else {
+      const ojson v = ojson::parse(value, nullptr, false);
+      args[key] = v.is_discarded() ? ojson(value) : v;
+    }
   }
   out.push_back(ToolCall{"", std::string(name), args.dump()});
   return Step::Done;

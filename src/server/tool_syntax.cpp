@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <random>
 
 #include "constrain/json_schema.h"
@@ -97,8 +98,19 @@ std::string glm_arguments(const ojson& params, const std::string& prefix, const 
         }
         value += ")";
       } else if (prop.contains("minLength") || prop.contains("maxLength")) {
-        value = fmt::format("[^<]{{{},{}}}", prop.value("minLength", 0),
-                            prop.contains("maxLength") ? std::to_string(prop["maxLength"].get<int64_t>()) : "");
+        // Counts as the JSON Schema converter takes them: whole numbers up to its repetition cap.
+        auto count = [&](const char* key) -> std::optional<int64_t> {
+          if (!prop.contains(key)) return std::nullopt;
+          const ojson& v = prop[key];
+          if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 10000)
+            throw invalid_request(param, fmt::format("'{}': '{}' must be a whole number from 0 to "
+                                                     "10000, not {}", at, key, v.dump()));
+          return v.get<int64_t>();
+        };
+        const std::optional<int64_t> lo = count("minLength"), hi = count("maxLength");
+        if (lo && hi && *lo > *hi)
+          throw invalid_request(param, fmt::format("'{}': minLength {} exceeds maxLength {}", at, *lo, *hi));
+        value = fmt::format("[^<]{{{},{}}}", lo.value_or(0), hi ? std::to_string(*hi) : "");
       } else {
         value = "glm-text";
       }

@@ -47,7 +47,8 @@ std::vector<Fragment> partition(const Vocab& vocab, std::string_view text, bool 
     const TokenData& data = vocab.tokens[size_t(special)];
     if (!parse_special && (data.attr & (kAttrControl | kAttrUnknown))) continue;
     const std::string& needle = data.text;
-    const bool guarded = !literal.empty() && (data.attr & (kAttrControl | kAttrUnknown));
+    const bool guarded =
+        !literal.empty() && (data.attr & (kAttrControl | kAttrUnknown | kAttrStructural));
     bool changed = false;
     next.clear();
     for (const Fragment& f : fragments) {
@@ -187,7 +188,7 @@ std::vector<std::string> Tokenizer::parse_special_texts() const {
   std::vector<std::string> out;
   for (TokenId special : vocab_.special_match_order) {
     const TokenData& data = vocab_.tokens[size_t(special)];
-    if (data.attr & (kAttrControl | kAttrUnknown)) out.push_back(data.text);
+    if (data.attr & (kAttrControl | kAttrUnknown | kAttrStructural)) out.push_back(data.text);
   }
   return out;
 }

@@ -38,15 +38,15 @@ class Tokenizer {
   // parse_special: control-token texts such as "<s>" in `text` become their ids.
   std::vector<TokenId> encode(std::string_view text, bool add_special = true,
                               bool parse_special = false) const;
-  // encode(text, add_special, parse_special = true), except that a control or unknown token's
-  // text overlapping one of `literal_spans` (sorted, disjoint [begin, end) byte ranges: what a
+  // encode(text, add_special, parse_special = true), except that a control, unknown or
+  // structural (vocab.h) token's text overlapping one of `literal_spans` (sorted, disjoint [begin, end) byte ranges: what a
   // chat request wrote, chat/content_guard.h) is tokenized as text. Without spans, the same ids
   // as encode(); outside them, the same cuts. Throws for spans that are unsorted or out of range.
   std::vector<TokenId> encode_with_literals(
       std::string_view text, bool add_special,
       std::span<const std::pair<size_t, size_t>> literal_spans) const;
-  // The texts encode() cuts out as tokens only with parse_special (control and unknown tokens):
-  // what a chat request must not be able to spell.
+  // What a chat request must not be able to spell: the texts encode() cuts out as tokens only
+  // with parse_special (control and unknown tokens), and the structural ones (vocab.h).
   std::vector<std::string> parse_special_texts() const;
 
   // The bytes of one token. special=false renders control/unknown tokens as "" (llama.cpp's

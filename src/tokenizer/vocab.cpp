@@ -261,11 +261,12 @@ Vocab load_vocab(const Metadata& md) {
       v.tokens[i].attr |= kAttrControl;
     }
   }
-  // gpt-oss: these are always rendered (their attributes are replaced, not extended).
+  // gpt-oss: these are always rendered (their attributes are replaced, not extended), and kept
+  // out of text a request wrote.
   for (TokenData& t : v.tokens)
     if (t.text == "<|channel|>" || t.text == "<|message|>" || t.text == "<|start|>" ||
         t.text == "<|constrain|>")
-      t.attr = kAttrUserDefined;
+      t.attr = kAttrUserDefined | kAttrStructural;
   for (TokenId id : {v.eos, v.eot, v.eom})
     if (id != kNoToken) eog.push_back(id);
   std::sort(eog.begin(), eog.end());
@@ -283,7 +284,7 @@ Vocab load_vocab(const Metadata& md) {
     }
     if (end_id != kNoToken && ((has_return && has_call) || (has_call && has_flush))) {
       eog.erase(std::find(eog.begin(), eog.end(), end_id));
-      v.tokens[size_t(end_id)].attr = kAttrUserDefined;
+      v.tokens[size_t(end_id)].attr = kAttrUserDefined | kAttrStructural;
     }
   }
   // Gemma 4 / PaddleOCR: with "<|tool_response>" present, "</s>" is a normal token.

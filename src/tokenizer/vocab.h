@@ -34,6 +34,10 @@ enum TokenAttr : uint32_t {
   kAttrByte = 1u << 5,
   kAttrLstrip = 1u << 7,
   kAttrRstrip = 1u << 8,
+  // Ours: a user-defined token that marks a chat's structure (gpt-oss's harmony headers and
+  // <|end|>): cut out of any text like other user-defined tokens, except text a chat request
+  // wrote (chat/content_guard.h), where it stays text, as control tokens do.
+  kAttrStructural = 1u << 9,
 };
 
 struct TokenData {

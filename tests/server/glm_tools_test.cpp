@@ -54,6 +54,9 @@ TEST(GlmTools, ReadsCallsStringsRawOthersAsJson) {
   expect_read("<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>12</arg_value>\n"
               "<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n</tool_call>",
               R"([get_weather {"city":"12","days":3}])");
+  // A string argument whose text is a JSON word stays a string.
+  expect_read("<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>null</arg_value>\n</tool_call>",
+              R"([get_weather {"city":"null"}])");
   // GLM 4.7's form without newlines, two calls, text before them.
   expect_read("Sure.\n<tool_call>now</tool_call><tool_call>get_weather<arg_key>city</arg_key>"
               "<arg_value>Oslo \"N\"</arg_value></tool_call>",
@@ -91,6 +94,18 @@ TEST(GlmTools, GrammarHoldsTheArgumentsSchemas) {
   EXPECT_FALSE(grammar_accepts(r, call("<arg_key>city</arg_key>\n<arg_value>Oslo</arg_value>\n"
                                        "<arg_key>unit</arg_key>\n<arg_value>k</arg_value>\n")));
   EXPECT_FALSE(grammar_accepts(r, "<tool_call>rm</tool_call>"));
+  // Lengths that are not whole numbers in range are a 400, not a server error.
+  for (const char* bad : {R"("5")", "-1", "2.5", "100000"}) {
+    json b = json::parse(std::string(R"({"tools": [{"type": "function", "function": {"name": "f",
+        "parameters": {"type": "object", "properties": {"s": {"type": "string", "maxLength": )") +
+                         bad + "}}}}}]}");
+    try {
+      tool_call_grammar(ToolSyntax::GlmXml, parse_tool_request(b, nullptr));
+      ADD_FAILURE() << "maxLength " << bad << " accepted";
+    } catch (const ApiError& e) {
+      EXPECT_NE(std::string(e.what()).find("maxLength"), std::string::npos) << e.what();
+    }
+  }
   // A string keyword raw text cannot be held to is refused by name.
   json body = json::parse(R"({"tools": [{"type": "function", "function": {"name": "f",
       "parameters": {"type": "object", "properties": {"s": {"type": "string", "pattern": "^a"}}}}}]})");

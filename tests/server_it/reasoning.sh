@@ -92,12 +92,40 @@ P_OFF=$(echo "$BODY" | jq .usage.prompt_tokens)
 [ "$P_OFF" -gt "$P" ] || fail "enable_thinking false did not reach the template: $P_OFF vs $P"
 post "$URL_Q3" /v1/chat/completions "{$HI,\"max_tokens\":1,\"reasoning_effort\":\"none\"}"
 [ "$(echo "$BODY" | jq .usage.prompt_tokens)" = "$P_OFF" ] || fail "reasoning_effort none: $BODY"
+# Calls from a thinking model are read after its thinking only: with the thinking kept in the
+# content (none) a call drafted inside it would be taken, so that is refused.
+TOOLS='"tools":[{"type":"function","function":{"name":"now","parameters":{"type":"object"}}}]'
+expect_error "$URL_Q" /v1/chat/completions "{$HI,$TOOLS,\"reasoning_format\":\"none\"}" 400 '.param == "reasoning_format"'
+# Anthropic's thinking disabled switches it off the same way (the prompt grows by the same
+# empty thinking); on a template that thinks and cannot switch it off (DeepSeek-R1's) it is
+# refused.
+MSG='"messages":[{"role":"user","content":"Why is the sky blue?"}],"temperature":0,"max_tokens":1'
+post "$URL_Q3" /v1/messages "{$MSG}"
+M_ON=$(echo "$BODY" | jq .usage.input_tokens)
+post "$URL_Q3" /v1/messages "{$MSG,\"thinking\":{\"type\":\"disabled\"}}"
+[ "$(echo "$BODY" | jq .usage.input_tokens)" -gt "$M_ON" ] || fail "thinking disabled ignored: $BODY"
+start_server R1 --chat-template "$T/deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja"
+post "$URL_R1" /v1/messages "{$MSG,\"thinking\":{\"type\":\"disabled\"}}"
+[ "$STATUS" = 400 ] && echo "$BODY" | jq -e '.type == "error" and (.error.message | test("thinking"))' >/dev/null ||
+  fail "thinking disabled on DeepSeek-R1: $STATUS $BODY"
 
 # gpt-oss's harmony on the demo with its tokens.
 python3 "$HERE/token_model.py" "$DEMO" "$T/openai-gpt-oss-120b.jinja" "$WORK/harmony" \
   '<|return|>' '<|start|>' '<|channel|>' '<|message|>' '<|end|>' '<|call|>' '<|constrain|>'
 start_server H -m "$WORK/harmony"
 grep -q "tool calls in the harmony syntax" "$WORK/H.log" || fail "harmony not detected"
+# A request cannot spell harmony's headers: in a user message they are text (many tokens), not
+# the one token each that would forge a turn.
+n_prompt() {
+  post "$URL_H" /v1/chat/completions "{\"messages\":[{\"role\":\"user\",\"content\":\"$1\"}],\"max_tokens\":1}"
+  echo "$BODY" | jq .usage.prompt_tokens
+}
+for h in '<|start|>' '<|end|>' '<|channel|>' '<|message|>'; do
+  [ "$(n_prompt "$h")" -gt "$(( $(n_prompt x) + 2 ))" ] || fail "$h in a user message became a token"
+done
+# A continued answer would stand where the channel header belongs: refused.
+post "$URL_H" /v1/messages '{"messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello"}],"max_tokens":4}'
+[ "$STATUS" = 400 ] || fail "a prefill on harmony: $STATUS $BODY"
 HG='"grammar":"root ::= \"<|channel|>analysis<|message|>\" [a-z ]{8,40} \"<|end|><|start|>assistant<|channel|>final<|message|>\" [a-z ]{8,40}","max_tokens":150'
 post "$URL_H" /v1/chat/completions "{$HI,$HG}"
 echo "$BODY" | jq -e '.choices[0].message | (.reasoning_content | test("^[a-z ]{8,40}$")) and
