@@ -99,9 +99,10 @@ std::string glm_arguments(const ojson& params, const std::string& prefix, const 
         value += ")";
       } else if (prop.contains("minLength") || prop.contains("maxLength")) {
         // Counts as the JSON Schema converter takes them: whole numbers up to its repetition cap.
+        const ojson& schema = prop;  // (clang 14 captures no structured binding)
         auto count = [&](const char* key) -> std::optional<int64_t> {
-          if (!prop.contains(key)) return std::nullopt;
-          const ojson& v = prop[key];
+          if (!schema.contains(key)) return std::nullopt;
+          const ojson& v = schema[key];
           if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 10000)
             throw invalid_request(param, fmt::format("'{}': '{}' must be a whole number from 0 to "
                                                      "10000, not {}", at, key, v.dump()));
