@@ -6,6 +6,8 @@
 // the clamped SwiGLU (graph/ops.h swiglu_oai). The norm before the experts is stored as
 // post_attention_norm (llama.cpp's name); it is the FFN's pre-norm and binds as ffn_norm.
 
+#include <iterator>
+
 #include "core/error.h"
 #include "model/family.h"
 
@@ -38,27 +40,29 @@ void read_gpt_oss_hparams(const Metadata& md, Config& c) {
 
 std::vector<LayerTensor> gpt_oss_layer_tensors() {
   using enum LayerPart;
-  return {
+  // The MoE tensors as every family with experts names them (with_moe_tensors), then gpt-oss's
+  // biases and sinks.
+  std::vector<LayerTensor> t = with_moe_tensors({
       {"attn_norm.weight", &LayerWeights::attn_norm, shapes::embd},
       {"attn_q.weight", &LayerWeights::wq, shapes::q},
-      {"attn_q.bias", &LayerWeights::bq, shapes::q_dim},
       {"attn_k.weight", &LayerWeights::wk, shapes::k},
-      {"attn_k.bias", &LayerWeights::bk, shapes::k_dim},
       {"attn_v.weight", &LayerWeights::wv, shapes::v},
-      {"attn_v.bias", &LayerWeights::bv, shapes::v_dim},
       {"attn_output.weight", &LayerWeights::wo, shapes::o},
+      {"post_attention_norm.weight", &LayerWeights::ffn_norm, shapes::embd},
+  });
+  const LayerTensor extras[] = {
+      {"attn_q.bias", &LayerWeights::bq, shapes::q_dim},
+      {"attn_k.bias", &LayerWeights::bk, shapes::k_dim},
+      {"attn_v.bias", &LayerWeights::bv, shapes::v_dim},
       {"attn_output.bias", &LayerWeights::bo, shapes::embd},
       {"attn_sinks.weight", &LayerWeights::attn_sinks, shapes::heads},
-      {"post_attention_norm.weight", &LayerWeights::ffn_norm, shapes::embd},
-      {"ffn_gate_inp.weight", &LayerWeights::ffn_gate_inp, shapes::router, false, Moe},
       {"ffn_gate_inp.bias", &LayerWeights::ffn_gate_inp_b, shapes::experts, false, Moe},
-      {"ffn_gate_exps.weight", &LayerWeights::ffn_gate_exps, shapes::gate_up_exps, false, Moe},
       {"ffn_gate_exps.bias", &LayerWeights::ffn_gate_exps_b, shapes::gate_up_exps_b, false, Moe},
-      {"ffn_up_exps.weight", &LayerWeights::ffn_up_exps, shapes::gate_up_exps, false, Moe},
       {"ffn_up_exps.bias", &LayerWeights::ffn_up_exps_b, shapes::gate_up_exps_b, false, Moe},
-      {"ffn_down_exps.weight", &LayerWeights::ffn_down_exps, shapes::down_exps, false, Moe},
       {"ffn_down_exps.bias", &LayerWeights::ffn_down_exps_b, shapes::down_exps_b, false, Moe},
   };
+  t.insert(t.end(), std::begin(extras), std::end(extras));
+  return t;
 }
 
 }  // namespace
