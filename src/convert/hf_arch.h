@@ -89,7 +89,8 @@ void llama_like_metadata(const nlohmann::json& config, Metadata& out, const std:
 // lm_head (not part of the GGUF when tied). nullopt: the name is not one of them.
 std::optional<std::optional<HfTensorMapping>> map_model_wide_tensor(const std::string& hf_name,
                                                                     const nlohmann::json& config);
-// "model.layers.<index>.<rest>" -> index and rest; false for any other name.
+// "model.layers.<index>.<rest>" (or an encoder's "[bert.]encoder.layer.<index>.<rest>") ->
+// index and rest; false for any other name.
 bool split_layer_tensor(const std::string& hf_name, std::string& index, std::string& rest);
 
 // One per-layer tensor of a family's table: "model.layers.N.<hf>" -> "blk.N.<gguf>".

@@ -17,6 +17,7 @@ extern const HfArchitecture kHfQwen2Moe;  // hf_qwen2.cpp
 extern const HfArchitecture kHfQwen3Moe;  // hf_qwen3.cpp
 extern const HfArchitecture kHfOlmoe;     // hf_olmoe.cpp
 extern const HfArchitecture kHfGptOss;    // hf_gpt_oss.cpp
+extern const HfArchitecture kHfBert;      // hf_bert.cpp
 
 namespace {
 
@@ -42,6 +43,8 @@ const Entry kEntries[] = {
     {"OlmoeForCausalLM", &kHfOlmoe},       {"qwen2_moe", &kHfQwen2Moe},
     {"qwen3_moe", &kHfQwen3Moe},           {"olmoe", &kHfOlmoe},
     {"GptOssForCausalLM", &kHfGptOss},     {"gpt_oss", &kHfGptOss},
+    {"BertModel", &kHfBert},               {"BertForMaskedLM", &kHfBert},
+    {"BertForSequenceClassification", &kHfBert}, {"bert", &kHfBert},
 };
 
 }  // namespace
@@ -55,7 +58,8 @@ const HfArchitecture* find_hf_architecture(const std::string& name) {
 std::vector<std::string> supported_hf_architectures() {
   std::vector<std::string> out;
   for (const Entry& e : kEntries)
-    if (std::string(e.hf_name).ends_with("ForCausalLM")) out.push_back(e.hf_name);
+    if (std::string(e.hf_name).ends_with("ForCausalLM") || std::string(e.hf_name).starts_with("Bert"))
+      out.push_back(e.hf_name);
   return out;
 }
 

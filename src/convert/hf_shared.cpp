@@ -22,8 +22,11 @@ std::optional<std::optional<HfTensorMapping>> map_model_wide_tensor(const std::s
 }
 
 bool split_layer_tensor(const std::string& name, std::string& index, std::string& rest) {
-  const std::string prefix = "model.layers.";
-  if (!name.starts_with(prefix)) return false;
+  // Decoders' layers, and encoders' (BERT, with the "bert." of its task models or without).
+  std::string prefix;
+  for (const char* p : {"model.layers.", "encoder.layer.", "bert.encoder.layer."})
+    if (name.starts_with(p)) prefix = p;
+  if (prefix.empty()) return false;
   const size_t dot = name.find('.', prefix.size());
   if (dot == std::string::npos) return false;
   index = name.substr(prefix.size(), dot - prefix.size());

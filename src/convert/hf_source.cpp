@@ -258,6 +258,31 @@ void check_layers(const SafetensorsModel& weights, const nlohmann::json& config)
                 n_layer, count(missing) == 1 ? "" : "s", runs_text(missing), missing.front().first);
 }
 
+// A sentence-transformers folder says how its embeddings pool in 1_Pooling/config.json
+// (pooling_mode_mean_tokens, _cls_token, _lasttoken): written as <arch>.pooling_type, as
+// llama.cpp's converter does. Other modes (max, weighted mean) are refused: their vectors would
+// differ from the model's.
+void read_sentence_transformers_pooling(const std::string& dir, const std::string& key, Metadata& m) {
+  const std::filesystem::path path = std::filesystem::path(dir) / "1_Pooling" / "config.json";
+  std::ifstream in(path);
+  if (!in) return;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw_error("{}: invalid JSON: {}", path.string(), e.what());
+  }
+  if (!j.is_object()) throw_error("{}: not a JSON object", path.string());
+  auto on = [&](const char* mode) { return j.contains(mode) && j[mode].is_boolean() && j[mode].get<bool>(); };
+  for (const char* mode : {"pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens",
+                           "pooling_mode_weightedmean_tokens"})
+    if (on(mode)) throw_error("{}: {} is not supported (mean, cls or last token)", path.string(), mode);
+  if (on("pooling_mode_mean_tokens")) m.set(key, Value::u32(1));
+  else if (on("pooling_mode_cls_token")) m.set(key, Value::u32(2));
+  else if (on("pooling_mode_lasttoken")) m.set(key, Value::u32(3));
+  else throw_error("{}: no pooling mode is on", path.string());
+}
+
 }  // namespace
 
 ConvertSource open_hf_source(const std::string& dir, const SourceOptions& options) {
@@ -281,6 +306,7 @@ ConvertSource open_hf_source(const std::string& dir, const SourceOptions& option
   m.set("general.quantization_version", Value::u32(2));
   try {
     arch->metadata(config, m);
+    read_sentence_transformers_pooling(dir, std::string(arch->gguf_arch) + ".pooling_type", m);
   } catch (const Error& e) {
     rethrow_with_context(e, dir);
   }

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <vector>
 
+#include "core/error.h"
+
 namespace jitllm {
 
 void Ops::qkv_rope_attention(int il, Act x, const Qkv& w, Act q, Act k, Act v,
@@ -26,6 +28,18 @@ void Ops::gate_up_swiglu(Act x, const TensorInfo& gate_w, const TensorInfo& up_w
   const MatmulOut gate_up[] = {{&gate_w, gate}, {&up_w, up}};
   matmul_group(x, gate_up);
   swiglu(gate, up, out);
+}
+
+void Ops::layer_norm(Act, const std::vector<float>&, const std::vector<float>&, float, Act) {
+  throw_error("layer_norm is not implemented on this backend (encoders run on the CPU)");
+}
+
+void Ops::gelu(Act, Act) {
+  throw_error("gelu is not implemented on this backend (encoders run on the CPU)");
+}
+
+void Ops::add_table_rows(const TensorInfo&, std::span<const int32_t>, Act) {
+  throw_error("add_table_rows is not implemented on this backend (encoders run on the CPU)");
 }
 
 void Ops::copy_kv_page(const uint8_t* from, uint8_t* to, const KvLayout& kv) {

@@ -72,6 +72,16 @@ class Ops {
   // out[r, c] = x[r, first + c] for c < out.cols: one part of a fused projection's output (the
   // q, k and v of Phi-3's attn_qkv, the gate and up halves of its ffn_up).
   virtual void copy_cols(Act x, int64_t first, Act out) = 0;
+  // The encoders' ops (BERT); the defaults refuse, naming the op, on a backend without them.
+  // LayerNorm of each row of x into out (may be x): (x - mean) / sqrt(var + eps) * w + b, with w
+  // or b empty: none.
+  virtual void layer_norm(Act x, const std::vector<float>& w, const std::vector<float>& b,
+                          float eps, Act out);
+  // out = gelu(x) with the error function, BERT's activation (out may be x).
+  virtual void gelu(Act x, Act out);
+  // x[i] += row ids[i] of `table` ([x.cols, rows]): learned position embeddings (ids the
+  // positions). ids are host memory.
+  virtual void add_table_rows(const TensorInfo& table, std::span<const int32_t> ids, Act x);
   // out[j] = x[rows[j]].
   virtual void select_rows(Act x, std::span<const int32_t> rows, Act out) = 0;
   // out[r] = sum over j < t of coef[r * t + j] * x[rows[r * t + j]], t = rows.size() / out.rows:

@@ -105,6 +105,7 @@ AttnSpec GraphBuilder::attn_spec(int il) const {
   s.scale = c_.attn_scale > 0.0f ? c_.attn_scale : 1.0f / std::sqrt(float(c_.head_dim));
   s.window = c_.window_of(il);
   s.softcap = c_.attn_softcap;
+  s.causal = c_.causal;
   if (!layer(il).attn_sinks.empty()) s.sinks = layer(il).attn_sinks.data();
   return s;
 }
@@ -116,6 +117,30 @@ void GraphBuilder::build_inp_embd() {
     at_->scale(x_, c_.embd_scale);
     dump_(*at_, x_, "inp_scaled", -1);
   }
+  if (w_.position_embd) at_->add_table_rows(*w_.position_embd, batch_.pos, x_);
+  if (!w_.token_type0.empty()) at_->add_bias(x_, w_.token_type0);
+  if (!w_.token_embd_norm.empty()) {
+    at_->layer_norm(x_, w_.token_embd_norm, w_.token_embd_norm_b, c_.norm_eps, x_);
+    dump_(*at_, x_, "inp_norm", -1);
+  }
+}
+
+void GraphBuilder::build_layer_norm(const std::vector<float>& w, const std::vector<float>& bias,
+                                    const char* name, int il) {
+  if (!live()) return;
+  at_->layer_norm(x_, w, bias, c_.norm_eps, x_);
+  dump_(*at_, x_, name, il);
+}
+
+Act GraphBuilder::build_ffn_gelu(int il, Act cur, const LayerWeights& l) {
+  const Act up = view(on(at_).up, cur.rows, c_.n_ff_of(il));
+  if (!live()) return up;
+  Ops& ops = *at_;
+  ops.matmul(*l.ffn_up, cur, up);
+  if (!l.ffn_up_b.empty()) ops.add_bias(up, l.ffn_up_b);
+  ops.gelu(up, up);
+  dump_(ops, up, "ffn_gelu", il);
+  return up;
 }
 
 void GraphBuilder::begin_layer(int il) { move_to(route_.layers[size_t(il)]); }
@@ -155,7 +180,7 @@ Act GraphBuilder::build_attn(int il, Act cur, const LayerWeights& l, const AttnS
   Ops& ops = *at_;
   const bool qk_norms = !l.attn_q_norm.empty() || !l.attn_k_norm.empty();
   const bool biases = !l.bq.empty() || !l.bk.empty() || !l.bv.empty();
-  if (!dump_.enabled() && !qk_norms && !biases && !l.wqkv) {
+  if (!dump_.enabled() && !qk_norms && !biases && !l.wqkv && rope.n_rot > 0) {
     ops.qkv_rope_attention(il, cur, Ops::Qkv{l.wq, l.wk, l.wv}, q, k, v, rope, spec, out);
   } else {  // the same ops one by one (so each intermediate can be read), or with the extras
     if (l.wqkv) {  // one product, then its q, k and v columns
@@ -184,8 +209,10 @@ Act GraphBuilder::build_attn(int il, Act cur, const LayerWeights& l, const AttnS
       dump_(ops, kn, "Kcur_normed", il);
       k = kn;
     }
-    ops.rope(q, spec.n_head, spec.head_dim_k, rope);
-    ops.rope(k, spec.n_head_kv, spec.head_dim_k, rope);
+    if (rope.n_rot > 0) {  // (none with learned positions)
+      ops.rope(q, spec.n_head, spec.head_dim_k, rope);
+      ops.rope(k, spec.n_head_kv, spec.head_dim_k, rope);
+    }
     dump_(ops, q, "Qcur", il);
     dump_(ops, k, "Kcur", il);
     dump_(ops, v, "Vcur", il);
@@ -310,13 +337,19 @@ void GraphBuilder::build_residual_sum(int il, Act y, const char* sum_name,
   dump_(ops, x_, sum_name, il);
 }
 
-void GraphBuilder::build_output(float* logits, int32_t* argmax) {
+void GraphBuilder::build_output(float* logits, int32_t* argmax, float* hidden) {
   if (n_out_ == 0) return;
   move_to(route_.head);
   Ops& ops = *at_;
-  Act norm = ops.alloc(n_out_, c_.n_embd);
-  ops.rms_norm(x_, w_.output_norm, c_.rms_eps, norm);
-  dump_(ops, norm, "result_norm", -1);
+  Act norm = x_;
+  if (!w_.output_norm.empty()) {
+    norm = ops.alloc(n_out_, c_.n_embd);
+    ops.rms_norm(x_, w_.output_norm, c_.rms_eps, norm);
+    dump_(ops, norm, "result_norm", -1);
+  }
+  if (hidden) return ops.read(norm, hidden);
+  if (!w_.output)
+    throw_error("{} is an encoder: it gives embeddings, not logits", c_.name.empty() ? c_.arch : c_.name);
   Act out = ops.alloc(n_out_, c_.n_vocab);  // [n_out, n_vocab]
   ops.matmul(*w_.output, norm, out);
   if (c_.final_softcap > 0.0f) ops.softcap(out, c_.final_softcap);

@@ -37,7 +37,8 @@ class GraphBuilder {
   AttnSpec attn_spec(int il) const;
 
   // x = the token embeddings, on the embedding's backend ("inp_embd"), times the Config's
-  // embd_scale where it has one ("inp_scaled").
+  // embd_scale where it has one ("inp_scaled"); an encoder's learned positions and token type
+  // added and its LayerNorm applied ("inp_norm").
   void build_inp_embd();
   // Moves the residual stream to the backend that runs layer il (a no-op on one backend).
   void begin_layer(int il);
@@ -71,8 +72,13 @@ class GraphBuilder {
   void build_residual_sum(int il, Act y, const char* sum_name,
                           const std::vector<float>* post_norm = nullptr, const char* post_name = nullptr);
   // Output norm and matrix on the head's backend, the Config's final soft-capping, then the
-  // logits or greedy ids home ("result_norm", "result_output").
-  void build_output(float* logits, int32_t* argmax);
+  // logits or greedy ids home ("result_norm", "result_output"); with `hidden` set, the output
+  // rows' normed hidden states [out_rows, n_embd] home instead (embeddings).
+  void build_output(float* logits, int32_t* argmax, float* hidden = nullptr);
+  // x = LayerNorm(x) by w and bias (BERT's norms after each residual), "<name>".
+  void build_layer_norm(const std::vector<float>& w, const std::vector<float>& bias, const char* name, int il);
+  // An ungated FFN's first half: gelu(cur . up^T + up bias) [rows, n_ff(il)] ("ffn_gelu").
+  Act build_ffn_gelu(int il, Act cur, const LayerWeights& l);
   // False once the step has nothing left to compute (no output rows after the last attention).
   bool live() const { return x_.rows > 0; }
 

@@ -62,6 +62,24 @@ int per_layer_int(const Metadata& md, const std::string& key, int n_layer, std::
 
 bool is_supported_architecture(const std::string& arch) { return find_family(arch) != nullptr; }
 
+const char* pooling_name(Pooling p) {
+  switch (p) {
+    case Pooling::Unspecified: return "unspecified";
+    case Pooling::None: return "none";
+    case Pooling::Mean: return "mean";
+    case Pooling::Cls: return "cls";
+    case Pooling::Last: return "last";
+    case Pooling::Rank: return "rank";
+  }
+  return "?";
+}
+
+Pooling parse_pooling(const std::string& name) {
+  for (const Pooling p : {Pooling::None, Pooling::Mean, Pooling::Cls, Pooling::Last, Pooling::Rank})
+    if (name == pooling_name(p)) return p;
+  throw_error("pooling '{}' is not one of none, mean, cls, last, rank", name);
+}
+
 RopeParams Config::rope_params() const {
   RopeParams p;
   p.n_rot = n_rot;
@@ -155,9 +173,23 @@ Config config_from_metadata(const Metadata& md) {
                 c.n_embd, c.n_head);
   c.head_dim_v = md.has(a + "attention.value_length") ? positive_int(md, a + "attention.value_length")
                                                       : c.head_dim;
-  c.rms_eps = float(md.get_f64(a + "attention.layer_norm_rms_epsilon"));
+  // A family of RMSNorms has the first epsilon, one of LayerNorms (BERT) the second.
+  if (md.has(a + "attention.layer_norm_epsilon")) {
+    c.norm_eps = float(md.get_f64(a + "attention.layer_norm_epsilon"));
+    if (!(c.norm_eps >= 0.0f))
+      throw_error("metadata key '{}attention.layer_norm_epsilon': {} is not valid", a, c.norm_eps);
+  }
+  if (md.has(a + "attention.layer_norm_rms_epsilon") || !md.has(a + "attention.layer_norm_epsilon"))
+    c.rms_eps = float(md.get_f64(a + "attention.layer_norm_rms_epsilon"));
   if (!(c.rms_eps >= 0.0f))
     throw_error("metadata key '{}attention.layer_norm_rms_epsilon': {} is not valid", a, c.rms_eps);
+  c.causal = md.get_bool_or(a + "attention.causal", true);
+  if (md.has(a + "pooling_type")) {
+    const int64_t p = md.get_i64(a + "pooling_type");
+    if (p < -1 || p > 4)
+      throw_error("metadata key '{}pooling_type': {} is not a pooling (0 none, 1 mean, 2 cls, 3 last, 4 rank)", a, p);
+    c.pooling = Pooling(p);
+  }
   c.n_ctx_train = positive_int(md, a + "context_length");
   if (md.has(a + "vocab_size"))
     c.n_vocab = positive_int(md, a + "vocab_size");
@@ -190,6 +222,7 @@ Config config_from_metadata(const Metadata& md) {
 
   c.n_rot = md.has(a + "rope.dimension_count") ? positive_int(md, a + "rope.dimension_count")
                                                : c.head_dim;
+  if (c.family->learned_positions) c.n_rot = 0;  // positions come from a table, not RoPE
   if (c.n_rot > c.head_dim || c.n_rot % 2 != 0)
     throw_error("metadata key '{}rope.dimension_count': {} must be even and <= head dim {}", a,
                 c.n_rot, c.head_dim);

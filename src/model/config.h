@@ -16,6 +16,13 @@ namespace jitllm {
 
 struct Family;
 
+// How a model turns a sequence's hidden states into one embedding: llama.cpp's
+// <arch>.pooling_type values (0 none, 1 mean, 2 cls, 3 last, 4 rank; absent: unspecified).
+enum class Pooling { Unspecified = -1, None = 0, Mean = 1, Cls = 2, Last = 3, Rank = 4 };
+// "mean", "cls", ... and back; parse_pooling throws naming the value and the accepted ones.
+const char* pooling_name(Pooling p);
+Pooling parse_pooling(const std::string& name);
+
 struct Config {
   std::string arch;         // general.architecture
   std::string name;         // general.name (may be empty)
@@ -30,12 +37,17 @@ struct Config {
   int64_t n_vocab = 0;      // <arch>.vocab_size, else the tokenizer's token count (0 = unknown yet)
   int64_t n_ctx_train = 0;  // <arch>.context_length
   float rms_eps = 1e-5f;
+  // Encoders (BERT): LayerNorm's epsilon (<arch>.attention.layer_norm_epsilon), whether attention
+  // is causal (<arch>.attention.causal, default true), and the pooling the file names.
+  float norm_eps = 1e-12f;
+  bool causal = true;
+  Pooling pooling = Pooling::Unspecified;
   // Per-layer values from metadata arrays ([n_layer]); empty when the key was a single number.
   std::vector<int> n_head_per_layer, n_head_kv_per_layer, n_ff_per_layer;
 
   // RoPE
   RopeMode rope_mode = RopeMode::Normal;
-  int n_rot = 0;                      // rope.dimension_count (default head_dim)
+  int n_rot = 0;                      // rope.dimension_count (default head_dim); 0: no RoPE (BERT)
   float rope_freq_base = 10000.0f;
   std::string rope_scaling = "none";  // none | linear | yarn | llama3
   float rope_freq_scale = 1.0f;       // 1 / rope.scaling.factor for linear and yarn

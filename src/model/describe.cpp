@@ -27,8 +27,12 @@ FamilyDescription describe_family(const Config& c) {
   auto& q = d.quirks;
   if (c.head_dim * c.n_head != c.n_embd) q.push_back(fmt::format("head size {} of its own", c.head_dim));
   if (c.n_head_kv != c.n_head) q.push_back(fmt::format("GQA {} query heads on {} KV heads", c.n_head, c.n_head_kv));
-  if (c.rope_mode == RopeMode::Neox) q.push_back("NEOX rotation");
-  if (c.n_rot != c.head_dim) q.push_back(fmt::format("partial rotary ({} of {} dims)", c.n_rot, c.head_dim));
+  if (c.family && !c.family->lm_head)
+    q.push_back(fmt::format("encoder: {} attention, LayerNorm after each residual, GELU FFN, "
+                            "{} pooling", c.causal ? "causal" : "bidirectional", pooling_name(c.pooling)));
+  if (c.n_rot == 0) q.push_back("learned positions (no RoPE)");
+  else if (c.rope_mode == RopeMode::Neox) q.push_back("NEOX rotation");
+  if (c.n_rot != c.head_dim && c.n_rot > 0) q.push_back(fmt::format("partial rotary ({} of {} dims)", c.n_rot, c.head_dim));
   if (c.rope_scaling != "none") q.push_back("RoPE scaling " + c.rope_scaling);
   if (!c.rope_freq_factors_long.empty())
     q.push_back(fmt::format("LongRoPE (short factors up to {} positions)", c.rope_ctx_orig));
@@ -71,7 +75,7 @@ FamilyDescription describe_family(const Config& c) {
     if (post && std::get_if<std::vector<float> LayerWeights::*>(&post->slot) &&
         *std::get_if<std::vector<float> LayerWeights::*>(&post->slot) == &LayerWeights::attn_post_norm)
       q.push_back("post-attention and post-FFN norms");
-    if (!binds(f, "attn_norm.weight") && !binds(f, "attn_qkv.weight")) q.push_back("no pre-norms");
+    if (!binds(f, "attn_norm.weight") && !binds(f, "attn_qkv.weight") && f.lm_head) q.push_back("no pre-norms");
   }
   return d;
 }

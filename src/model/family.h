@@ -28,6 +28,11 @@ struct Family {
   LayerKv (*layer_memory)(const Config& c, int il) = nullptr;
   // The whole forward step: embedding, layers, output (see archs/llama.cpp).
   void (*build)(GraphBuilder& b) = nullptr;
+  // Positions from a learned table (position_embd.weight, BERT) rather than RoPE.
+  bool learned_positions = false;
+  // A head that makes logits (output_norm, output or the tied embedding); false: an encoder,
+  // whose steps give hidden states only (embeddings, a cross-encoder's scores).
+  bool lm_head = true;
 };
 
 // Throws naming <arch>.attention.value_length when V heads differ in size from K heads: every

@@ -36,15 +36,17 @@ class Model {
   // the greedy token of each of those rows there (Ops::argmax_rows) and leaves `logits` alone.
   // With no out_rows the step only stores every row's KV (a prefill chunk).
   // Each part of the graph runs on the backend `route` names for it (a split model: placement).
+  // With `hidden` set, it writes the output rows' final hidden states there instead
+  // ([out_rows.size(), n_embd], after the output norm where the family has one): embeddings.
   void forward(const OpsRoute& route, const Batch& batch, const KvLayout& kv, float* logits,
-               int32_t* argmax = nullptr);
+               int32_t* argmax = nullptr, float* hidden = nullptr);
   // Steps run while paused write no JITLLM_DUMP tensors (Engine's warm-up).
   void pause_dump(bool paused) { dump_.pause(paused); }
 
   // Everything on one backend.
   void forward(Ops& ops, const Batch& batch, const KvLayout& kv, float* logits,
-               int32_t* argmax = nullptr) {
-    forward(OpsRoute::single(ops, config_.n_layer), batch, kv, logits, argmax);
+               int32_t* argmax = nullptr, float* hidden = nullptr) {
+    forward(OpsRoute::single(ops, config_.n_layer), batch, kv, logits, argmax, hidden);
   }
 
  private:

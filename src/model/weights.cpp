@@ -109,6 +109,7 @@ std::vector<int64_t> heads(const Config& c, int il) { return {c.n_head_of(il)}; 
 std::vector<int64_t> experts(const Config& c, int) { return {c.n_expert}; }
 std::vector<int64_t> gate_up_exps_b(const Config& c, int) { return {c.n_ff_exp, c.n_expert}; }
 std::vector<int64_t> down_exps_b(const Config& c, int) { return {c.n_embd, c.n_expert}; }
+std::vector<int64_t> ff(const Config& c, int il) { return {c.n_ff_of(il)}; }
 }  // namespace shapes
 
 std::vector<LayerTensor> with_moe_tensors(std::vector<LayerTensor> table) {
@@ -180,6 +181,33 @@ void check_no_layer_past(const ModelFile& file, const Config& c) {
   }
 }
 
+// An encoder's model-wide tensors (BERT): token types, the embeddings' LayerNorm and, for a
+// cross-encoder, the classification head (cls.weight [n_embd, n_embd] and cls.output.weight
+// [n_embd, n_class], each with its bias); no output norm or logits head.
+void bind_encoder_weights(const Binder& b, const Config& c, ModelWeights& w) {
+  if (const TensorInfo* t = b.find("token_types.weight")) {
+    if (t->shape.empty() || t->shape[0] != c.n_embd)
+      throw_error("token_types.weight: expected [{}, n_types], got {}", c.n_embd, shape_str(t->shape));
+    w.token_type0 = b.vector_of(*t, t->elements());
+    w.n_token_types = t->elements() / c.n_embd;
+    w.token_type0.resize(size_t(c.n_embd));
+    w.head_tensors.push_back(t);
+  }
+  w.token_embd_norm = b.vector("token_embd_norm.weight", c.n_embd);
+  if (b.find("token_embd_norm.bias")) w.token_embd_norm_b = b.vector("token_embd_norm.bias", c.n_embd);
+  if (b.find("cls.weight")) {
+    w.cls = &b.require("cls.weight", {c.n_embd, c.n_embd});
+    w.cls_b = b.vector("cls.bias", c.n_embd);
+    const TensorInfo* out = b.find("cls.output.weight");
+    if (!out || out->shape.size() < 2 || out->shape[0] != c.n_embd)
+      throw_error("{}: cls.weight without a cls.output.weight of [{}, n_class]", b.file().path, c.n_embd);
+    w.cls_out = &b.require("cls.output.weight", {c.n_embd, out->shape[1]});
+    w.cls_out_b = b.vector("cls.output.bias", out->shape[1]);
+    w.head_tensors.push_back(w.cls);
+    w.head_tensors.push_back(w.cls_out);
+  }
+}
+
 }  // namespace
 
 ModelWeights bind_weights(const ModelFile& file, Config& c, std::span<const LayerTensor> table) {
@@ -194,15 +222,21 @@ ModelWeights bind_weights(const ModelFile& file, Config& c, std::span<const Laye
   if (c.n_vocab == 0) c.n_vocab = embd->shape[1];
   w.token_embd = &b.require("token_embd.weight", {c.n_embd, c.n_vocab});
 
-  w.output_norm = b.vector("output_norm.weight", c.n_embd);
-  w.head_tensors.push_back(b.find("output_norm.weight"));
-  if (b.find("output.weight")) {
-    w.output = &b.require("output.weight", {c.n_embd, c.n_vocab});
-    w.head_tensors.push_back(w.output);
+  if (!c.family || c.family->lm_head) {
+    w.output_norm = b.vector("output_norm.weight", c.n_embd);
+    w.head_tensors.push_back(b.find("output_norm.weight"));
+    if (b.find("output.weight")) {
+      w.output = &b.require("output.weight", {c.n_embd, c.n_vocab});
+      w.head_tensors.push_back(w.output);
+    } else {
+      w.output = w.token_embd;  // tied embeddings (SmolLM2, Llama 3.2 1B/3B, ...)
+      w.tied_embeddings = true;
+    }
   } else {
-    w.output = w.token_embd;  // tied embeddings (SmolLM2, Llama 3.2 1B/3B, ...)
-    w.tied_embeddings = true;
+    bind_encoder_weights(b, c, w);
   }
+  if (c.family && c.family->learned_positions)
+    w.position_embd = &b.require("position_embd.weight", {c.n_embd, c.n_ctx_train});
 
   if (b.find("rope_freqs.weight")) c.rope_freq_factors = b.vector("rope_freqs.weight", c.n_rot / 2);
   if (b.find("rope_factors_short.weight"))

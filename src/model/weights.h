@@ -38,6 +38,11 @@ struct LayerWeights {
   const TensorInfo* ffn_up = nullptr;    // [n_embd, n_ff], or [n_embd, 2 * n_ff] gate then up (Phi-3)
   const TensorInfo* ffn_down = nullptr;  // [n_ff, n_embd]
   std::vector<float> ffn_post_norm;      // [n_embd] norm of the FFN output (Gemma 2/3, OLMo2)
+  // BERT's biases and its LayerNorms after each residual (weight and bias, [n_embd] each).
+  std::vector<float> ffn_up_b;           // [n_ff]
+  std::vector<float> ffn_down_b;         // [n_embd]
+  std::vector<float> attn_out_norm, attn_out_norm_b;
+  std::vector<float> layer_out_norm, layer_out_norm_b;
 
   // Mixture of experts (layers with a router; ffn_gate/up/down stay null there).
   const TensorInfo* ffn_gate_inp = nullptr;   // [n_embd, n_expert] the router
@@ -68,6 +73,18 @@ struct ModelWeights {
   std::vector<float> output_norm;          // [n_embd]
   const TensorInfo* output = nullptr;      // [n_embd, n_vocab]; == token_embd when tied
   bool tied_embeddings = false;
+  // Encoders (BERT): learned positions [n_embd, n_ctx_train]; token type 0's row [n_embd]
+  // (added to every token: inputs here are of one type); the embeddings' LayerNorm; a
+  // cross-encoder's classification head: tanh(x . cls^T + cls_b) . cls_out^T + cls_out_b, cls
+  // [n_embd, n_embd], cls_out [n_embd, n_class] (null: none).
+  const TensorInfo* position_embd = nullptr;
+  std::vector<float> token_type0;
+  int64_t n_token_types = 0;
+  std::vector<float> token_embd_norm, token_embd_norm_b;
+  const TensorInfo* cls = nullptr;
+  std::vector<float> cls_b;
+  const TensorInfo* cls_out = nullptr;
+  std::vector<float> cls_out_b;
   std::vector<LayerWeights> layers;
   // What was bound from the file, for costs and placement (runtime/backends.cpp): every tensor of
   // layer il ([n_layer]), and those of the head (output norm, output matrix unless tied).
@@ -100,6 +117,7 @@ std::vector<int64_t> heads(const Config& c, int il);          // [n_head(il)]
 std::vector<int64_t> experts(const Config& c, int il);        // [n_expert]
 std::vector<int64_t> gate_up_exps_b(const Config& c, int il); // [n_ff_exp, n_expert]
 std::vector<int64_t> down_exps_b(const Config& c, int il);    // [n_embd, n_expert]
+std::vector<int64_t> ff(const Config& c, int il);             // [n_ff(il)]
 }  // namespace shapes
 
 // Which layers a table entry belongs to: every layer, the dense FFN layers, or the layers with

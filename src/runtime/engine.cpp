@@ -10,7 +10,10 @@ namespace jitllm {
 Engine::Engine(std::shared_ptr<const ModelFile> file, EngineOptions options)
     : options_(options),
       model_(create_model(std::move(file))),
-      kv_layout_(model_->kv_layout(options_.kv_page_tokens, options_.kv_type)),
+      // An encoder's K and V live for one step (no session is continued): f32, as llama.cpp
+      // keeps them, costs nothing that lasts.
+      kv_layout_(model_->kv_layout(options_.kv_page_tokens,
+                                   model_->family().lm_head ? options_.kv_type : QuantType::F32)),
       pool_(kv_layout_, options.max_kv_pages) {
   if (options_.n_batch <= 0) throw_error("batch size must be positive, got {}", options_.n_batch);
   if (options_.kv_page_tokens <= 0)
@@ -51,7 +54,10 @@ std::vector<int32_t> Engine::step_greedy(std::span<const StepInput> inputs) {
 }
 
 size_t Engine::run_step(std::span<const StepInput> inputs, std::vector<float>* logits,
-                        std::vector<int32_t>* argmax) {
+                        std::vector<int32_t>* argmax, std::vector<float>* hidden) {
+  if (!hidden && !model_->family().lm_head)
+    throw_error("{} is an encoder: it gives embeddings (jitllm embed, /v1/embeddings), not logits",
+                config().name.empty() ? config().arch : config().name);
   std::vector<int32_t> tokens, pos, seq, out_rows;
   std::vector<KvSeq> seqs;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -86,10 +92,11 @@ size_t Engine::run_step(std::span<const StepInput> inputs, std::vector<float>* l
   }
   if (logits) logits->assign(out_rows.size() * size_t(config().n_vocab), 0.0f);
   if (argmax) argmax->assign(out_rows.size(), 0);
+  if (hidden) hidden->assign(out_rows.size() * size_t(config().n_embd), 0.0f);
   if (tokens.empty()) return 0;
   Batch b{tokens, pos, seq, seqs, out_rows};
   model_->forward(backends_.route, b, kv_layout_, logits ? logits->data() : nullptr,
-                  argmax ? argmax->data() : nullptr);
+                  argmax ? argmax->data() : nullptr, hidden ? hidden->data() : nullptr);
   // Positions advance only after the step succeeded.
   for (const StepInput& in : inputs)
     in.session->append(in.tokens.data(), int64_t(in.tokens.size()));

@@ -87,6 +87,18 @@ class Engine {
   // One token; returns the greedy next token (step_greedy).
   int32_t decode_greedy(Session& session, int32_t token);
 
+  // Embeddings of whole inputs (engine_embed.cpp): each input on a throwaway session, several
+  // together in steps of at most options().n_batch tokens (a longer input alone: in chunks for a
+  // causal model, whole for a bidirectional one, up to its training context). Returns
+  // [inputs.size(), n_embd]: each input's final hidden states pooled (mean over its tokens, its
+  // first's for cls, its last's for last), divided by their Euclidean norm when `normalize`.
+  // Pooling::Rank gives a cross-encoder's scores instead, [inputs.size(), n_class]: its
+  // classification head over the first token. Throws for none/unspecified and for rank on a
+  // model without the head.
+  std::vector<float> embed(std::span<const std::vector<int32_t>> inputs, Pooling pooling,
+                           bool normalize);
+  // The width of each row embed() returns for `pooling`.
+  int64_t embedding_width(Pooling pooling) const;
   // Copies the KV of the first `pages` pages of `from` into those of `to` on every backend (the
   // host pages and each card's copies of them): fork_session's copy, between steps.
   void copy_kv_pages(const KvSeq& from, const KvSeq& to, int64_t pages);
@@ -105,9 +117,10 @@ class Engine {
   // token (CpuOps::prepared).
   void warm_up_host();
   // step() and step_greedy(): writes the logits of the requested rows to `logits` or, with
-  // `argmax` set, their greedy tokens there. Returns the number of requested rows.
+  // `argmax` set, their greedy tokens there, or with `hidden` set their final hidden states
+  // ([rows, n_embd], embed()). Returns the number of requested rows.
   size_t run_step(std::span<const StepInput> inputs, std::vector<float>* logits,
-                  std::vector<int32_t>* argmax);
+                  std::vector<int32_t>* argmax, std::vector<float>* hidden = nullptr);
 
   EngineOptions options_;
   std::unique_ptr<Model> model_;

@@ -74,6 +74,11 @@ void Engine::warm_up() {
 
 void Engine::warm_up_host() {
   const DumpPause no_dumps(*model_);
+  if (!model_->family().lm_head) {  // an encoder's steps give hidden states only
+    const std::vector<int32_t> one{0};
+    embed(std::span<const std::vector<int32_t>>(&one, 1), Pooling::Mean, false);
+    return;
+  }
   auto session = new_session(1);
   const int32_t id = 0;
   prefill(*session, std::span<const int32_t>(&id, 1), false);

@@ -370,6 +370,7 @@ void HttpServer::install_routes() {
   });
 
   install_responses_routes();
+  install_embedding_routes();
 
   post("/v1/systemone", [this](const httplib::Request&, const std::string& text,
                                httplib::Response& res) {

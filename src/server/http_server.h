@@ -70,6 +70,8 @@ class HttpServer {
   void install_anthropic_routes();
   // POST /v1/responses and the stored-response routes it implies (responses_routes.cpp).
   void install_responses_routes();
+  // POST /v1/embeddings and /v1/rerank (embedding_routes.cpp).
+  void install_embedding_routes();
   // CORS preflight and headers; true when the request was answered (a preflight).
   bool apply_cors(const httplib::Request& req, httplib::Response& res) const;
   // Reads the body of a POST (counting decoded bytes, so chunked and gzip bodies meet the same

@@ -30,6 +30,11 @@ using json = nlohmann::json;
 std::shared_ptr<Job> make_job(const ServedModel& model, std::vector<int32_t> prompt,
                               const GenerationOptions& o, bool chat, bool add_implicit_stops) {
   const char* prompt_param = chat ? "messages" : "prompt";
+  if (model.is_encoder())
+    throw ApiError(400, "invalid_request_error",
+                   fmt::format("model '{}' is an encoder: it embeds (/v1/embeddings) or reranks "
+                               "(/v1/rerank), it does not generate", model.id()),
+                   "model");
   if (prompt.empty()) throw invalid_request(prompt_param, "the prompt is empty");
   for (int32_t id : prompt)
     if (id < 0 || id >= model.n_vocab())

@@ -294,6 +294,19 @@ std::string message_content(const json& message, size_t index) {
 
 }  // namespace
 
+json parse_json_object_body(const std::string& text) {
+  json body = parse_json_body(text);
+  if (!body.is_object()) throw ApiError(400, "invalid_request_error", "the request body must be a JSON object");
+  return body;
+}
+
+std::string model_field(const json& body) {
+  const auto it = body.find("model");
+  if (it == body.end() || it->is_null()) return "";
+  if (!it->is_string()) throw invalid_request("model", "'model' must be a string");
+  return it->get<std::string>();
+}
+
 json parse_json_body(const std::string& text) {
   // Before anything recurses: nlohmann parses iteratively, but dump(), comparisons and the
   // template's conversions recurse once per level (a message nested 70,000 deep overflowed the

@@ -114,5 +114,9 @@ constexpr size_t kMaxJsonDepth = 128;
 // The JSON text of a body; malformed JSON, or nesting deeper than kMaxJsonDepth -> ApiError 400
 // with the position.
 nlohmann::json parse_json_body(const std::string& text);
+// parse_json_body of a body that must be an object (else ApiError 400).
+nlohmann::json parse_json_object_body(const std::string& text);
+// A body's optional "model" ("" when absent or null: the default model); not a string -> 400.
+std::string model_field(const nlohmann::json& body);
 
 }  // namespace jitllm::server

@@ -27,7 +27,12 @@ ServedModel::ServedModel(ModelOptions options, Metrics& metrics)
   eo.cpu_kernels = options.kernels;
   eo.batch_invariant = options.scheduler.deterministic;
   eo.warm_sessions = options.scheduler.parallel;  // the running batch's sizes, warmed before ready
+  pooling_ = options.pooling.empty() ? Pooling::Unspecified : parse_pooling(options.pooling);
   model_ = std::make_unique<app::LoadedModel>(lo);
+  if (is_encoder())
+    log(LogLevel::Info, "{}: an encoder ({} pooling): /v1/embeddings{}", id_,
+        pooling_name(pooling_ != Pooling::Unspecified ? pooling_ : engine().config().pooling),
+        engine().model().weights().cls_out ? " and /v1/rerank" : "");
   if (!model_->has_own_template())
     log(LogLevel::Warn, "{}: the model has no chat template; /v1/chat/completions uses a "
         "ChatML-like default (pass --chat-template FILE to choose one)", id_);
@@ -48,6 +53,30 @@ int32_t ServedModel::n_vocab() const { return int32_t(model_->tokenizer().n_voca
 
 ServedModel::~ServedModel() {
   if (scheduler_) scheduler_->stop(false);
+}
+
+std::vector<float> ServedModel::run_embeddings(const std::vector<std::vector<int32_t>>& inputs,
+                                              Pooling pooling, bool normalize) {
+  const int64_t width = engine().embedding_width(pooling);
+  // A few steps' worth of tokens per visit to the scheduler thread.
+  const int64_t group_tokens = 4 * engine().options().n_batch;
+  std::vector<float> out;
+  out.reserve(inputs.size() * size_t(width));
+  Connection* client = Connection::current();
+  for (size_t i = 0; i < inputs.size();) {
+    if (client && client->peer_closed()) throw ApiError(499, "cancelled", "the client went away");
+    size_t end = i + 1;
+    int64_t tokens = int64_t(inputs[i].size());
+    while (end < inputs.size() && tokens + int64_t(inputs[end].size()) <= group_tokens)
+      tokens += int64_t(inputs[end++].size());
+    const std::span<const std::vector<int32_t>> group(inputs.data() + i, end - i);
+    std::vector<float> part;
+    scheduler_->run_exclusive(
+        [&](Engine& engine, PrefixCache&) { part = engine.embed(group, pooling, normalize); });
+    out.insert(out.end(), part.begin(), part.end());
+    i = end;
+  }
+  return out;
 }
 
 app::SystemOneResult ServedModel::run_systemone(const app::SystemOneRequest& r) {

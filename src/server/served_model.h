@@ -32,6 +32,8 @@ struct ModelOptions {
   std::string flash_attn = "auto", cache_type_k = "f16", cache_type_v = "f16";
   // --reasoning-format: where a thinking model's thoughts go (server/reasoning_parser.h).
   ReasoningFormat reasoning_format = ReasoningFormat::Auto;
+  // --pooling: how /v1/embeddings pools ("" = the model's <arch>.pooling_type).
+  std::string pooling;
   SchedulerOptions scheduler;
   // Found in a -models folder: a file that does not load is skipped (logged), not fatal.
   bool skip_if_unloadable = false;
@@ -95,6 +97,17 @@ class ServedModel {
     return model_->tokenize_text(text, add_special, parse_special);
   }
 
+  // Pooled embeddings or a reranker's scores of whole inputs (Engine::embed), on the scheduler
+  // thread in groups of inputs (the running sequences get a step between two groups); throws
+  // ApiError 499 when the client goes away. [inputs.size(), engine().embedding_width(pooling)].
+  std::vector<float> run_embeddings(const std::vector<std::vector<int32_t>>& inputs,
+                                    Pooling pooling, bool normalize);
+  // The pooling /v1/embeddings uses (jitllmd --pooling, else the model's; may be unspecified).
+  Pooling pooling() const { return pooling_; }
+  // An encoder (BERT): embeddings and reranking only, no generation.
+  bool is_encoder() const { return !engine().model().family().lm_head; }
+  const app::LoadedModel& loaded() const { return *model_; }
+
   // Answers System One questions (app/systemone_scoring.h): tokenized on the calling thread,
   // evaluated on the scheduler thread between steps, sharing the prefix cache.
   app::SystemOneResult run_systemone(const app::SystemOneRequest& request);
@@ -104,6 +117,7 @@ class ServedModel {
   ToolSyntax tool_syntax_ = ToolSyntax::Generic;
   bool thinks_ = false;
   ReasoningFormat reasoning_format_ = ReasoningFormat::Auto;
+  Pooling pooling_ = Pooling::Unspecified;
   std::string path_;  // as given ("" = the bundled default model)
   std::unique_ptr<app::LoadedModel> model_;
   std::unique_ptr<Scheduler> scheduler_;  // declared last: stopped before the model goes

@@ -21,14 +21,6 @@ namespace {
 
 using json = nlohmann::json;
 
-// A body's optional "model" (the default model when absent).
-std::string model_field(const json& body) {
-  auto it = body.find("model");
-  if (it == body.end() || it->is_null()) return "";
-  if (!it->is_string()) throw invalid_request("model", "'model' must be a string");
-  return it->get<std::string>();
-}
-
 bool bool_field(const json& body, const char* name, bool fallback) {
   auto it = body.find(name);
   if (it == body.end() || it->is_null()) return fallback;
@@ -36,11 +28,6 @@ bool bool_field(const json& body, const char* name, bool fallback) {
   return it->get<bool>();
 }
 
-json object_body(const std::string& text) {
-  json body = parse_json_body(text);
-  if (!body.is_object()) throw ApiError(400, "invalid_request_error", "the request body must be a JSON object");
-  return body;
-}
 
 // The sampling defaults a request without options gets (GenerationOptions' own defaults).
 json default_generation_settings() {
@@ -121,7 +108,7 @@ void HttpServer::install_utility_routes() {
   // The defaults are llama-server's (control-token texts become their ids unless told not to).
   post_route("/tokenize", [this](const httplib::Request&, const std::string& text,
                                  httplib::Response& res) {
-    const json body = object_body(text);
+    const json body = parse_json_object_body(text);
     for (const auto& [key, value] : body.items())
       if (key != "model" && key != "content" && key != "add_special" && key != "parse_special" &&
           key != "with_pieces")
@@ -145,7 +132,7 @@ void HttpServer::install_utility_routes() {
   // {"tokens": [ids]} -> {"content": "text"}.
   post_route("/detokenize", [this](const httplib::Request&, const std::string& text,
                                    httplib::Response& res) {
-    const json body = object_body(text);
+    const json body = parse_json_object_body(text);
     ServedModel& m = model_for(model_field(body));
     auto tokens = body.find("tokens");
     if (tokens == body.end() || !tokens->is_array())

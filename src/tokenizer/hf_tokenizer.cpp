@@ -210,6 +210,72 @@ Metadata bpe_json_metadata(const fs::path& folder, const json& tok) {
   return md;
 }
 
+// HF WordPiece tokenizer.json (BERT's) -> "bert" metadata as llama.cpp's converter writes it:
+// word-initial pieces get the "▁" word mark, "##" continuations lose their prefix, bracketed
+// specials stay as they are; [CLS] is the BOS token and [SEP] the separator, both added around
+// an input; the normalizer's lowercase and strip_accents flags.
+Metadata wordpiece_json_metadata(const fs::path& folder, const json& tok) {
+  const std::string path = (folder / "tokenizer.json").string();
+  const json& model = tok["model"];
+  if (!model.contains("vocab") || !model["vocab"].is_object())
+    throw_error("{}: model.vocab is missing", path);
+  std::map<std::string, int64_t> text_to_id;
+  int64_t max_id = -1;
+  for (const auto& [text, id] : model["vocab"].items()) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > (int64_t(1) << 24))
+      throw_error("{}: model.vocab['{}'] is not an id", path, text);
+    text_to_id[text] = id.get<int64_t>();
+    max_id = std::max(max_id, id.get<int64_t>());
+  }
+  if (max_id < 0) throw_error("{}: model.vocab is empty", path);
+  const size_t n = size_t(max_id + 1);
+  std::vector<std::string> tokens(n);
+  std::vector<int32_t> types(n, int32_t(TokenType::Unused));
+  for (size_t i = 0; i < n; ++i) tokens[i] = "[PAD" + std::to_string(i) + "]";
+  for (const auto& [text, id] : text_to_id) {
+    const bool bracketed = text.size() >= 2 && text.front() == '[' && text.back() == ']';
+    tokens[size_t(id)] = bracketed ? text : text.rfind("##", 0) == 0 ? text.substr(2) : "\xE2\x96\x81" + text;
+    types[size_t(id)] = int32_t(TokenType::Normal);
+  }
+  const json* added = tok.contains("added_tokens") ? &tok["added_tokens"] : nullptr;
+  if (added)
+    for (const json& a : *added) {
+      const int64_t id = a.value("id", int64_t(-1));
+      if (id >= 0 && size_t(id) < n && a.value("special", false)) types[size_t(id)] = int32_t(TokenType::Control);
+    }
+  Metadata md;
+  md.set("tokenizer.ggml.model", Value::string("bert"));
+  md.set("tokenizer.ggml.tokens", Value::string_array(tokens));
+  md.set("tokenizer.ggml.token_type", Value::i32_array(types));
+  if (tok.contains("normalizer") && tok["normalizer"].is_object()) {
+    const json& norm = tok["normalizer"];
+    const bool lower = norm.value("lowercase", true);
+    md.set("tokenizer.ggml.normalizer.lowercase", Value::boolean(lower));
+    const auto strip = norm.find("strip_accents");
+    md.set("tokenizer.ggml.normalizer.strip_accents",
+           Value::boolean(strip != norm.end() && strip->is_boolean() ? strip->get<bool>() : lower));
+  }
+  auto id_of = [&](const char* text) -> int64_t {
+    const auto it = text_to_id.find(text);
+    return it == text_to_id.end() ? -1 : it->second;
+  };
+  SpecialIds special = special_ids(folder, added, n, text_to_id);
+  // BERT's inputs are [CLS] text [SEP]: the CLS token plays BOS.
+  const int64_t cls = special.ids.count("cls") ? special.ids["cls"] : id_of("[CLS]");
+  const int64_t sep = special.ids.count("sep") ? special.ids["sep"] : id_of("[SEP]");
+  if (cls < 0 || sep < 0) throw_error("{}: a WordPiece vocabulary without [CLS] and [SEP]", path);
+  special.ids["bos"] = cls;
+  special.ids["sep"] = sep;
+  special.ids.erase("cls");
+  special.ids.erase("eos");
+  special.add["bos"] = true;
+  special.add["sep"] = true;
+  for (const int64_t id : {cls, sep}) types[size_t(id)] = int32_t(TokenType::Control);
+  md.set("tokenizer.ggml.token_type", Value::i32_array(types));
+  write_special(md, special);
+  return md;
+}
+
 std::string base64_decode(const std::string& in, const std::string& what) {
   std::string out;
   uint32_t acc = 0;
@@ -452,6 +518,7 @@ Metadata hf_tokenizer_metadata(const std::string& folder_str) {
     const bool byte_fallback = (*tok)["model"].value("byte_fallback", false);
     if (type == "BPE" && !byte_fallback) return bpe_json_metadata(folder, *tok);
     if (type == "Unigram") return unigram_json_metadata(folder, *tok);
+    if (type == "WordPiece") return wordpiece_json_metadata(folder, *tok);
     // SentencePiece-derived tokenizer.json files: use the .model next to them when present.
     if (!fs::is_regular_file(folder / "tokenizer.model"))
       throw_error("{}: model type '{}'{} is not supported without tokenizer.model", path, type,

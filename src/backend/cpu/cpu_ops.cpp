@@ -105,12 +105,14 @@ void CpuOps::rope(Act x, int n_heads, int head_dim, const RopeParams& params) {
 }
 
 void CpuOps::attention(int il, Act q, Act k, Act v, Act out, const AttnSpec& spec) {
-  // Sliding windows, soft-capping and sinks are implemented; unequal K/V widths are not.
-  if (spec.head_dim_k != spec.head_dim_v || !spec.causal) {
+  // Sliding windows, soft-capping, sinks and bidirectional attention are implemented; unequal
+  // K/V widths are not.
+  if (spec.head_dim_k != spec.head_dim_v) {
     AttnSpec rest = spec;
     rest.window = 0;
     rest.softcap = 0.0f;
     rest.sinks = nullptr;
+    rest.causal = true;
     refuse_unplain_attention(rest, "CPU attention");
   }
   const KvLayout& kv = kv_;
@@ -130,7 +132,20 @@ void CpuOps::attention(int il, Act q, Act k, Act v, Act out, const AttnSpec& spe
     n_kv_[i] = int64_t(batch_.pos[i]) + 1;
     kv_start_[i] = spec.window > 0 ? std::max<int64_t>(0, n_kv_[i] - spec.window) : 0;
   }
-  // K and V of every row are stored first: rows of one sequence attend to each other causally.
+  if (!spec.causal) {
+    // Every row sees its whole sequence, which must therefore be in this step from position 0
+    // (an earlier step's rows would not have seen this one's).
+    for (size_t i = 0; i < n;) {
+      size_t end = i;
+      while (end < n && batch_.seq[end] == batch_.seq[i]) ++end;
+      if (batch_.pos[i] != 0)
+        throw_error("bidirectional attention: a sequence starts at position {} in this step; it "
+                    "must come whole, in one step", batch_.pos[i]);
+      for (size_t j = i; j < end; ++j) n_kv_[j] = int64_t(batch_.pos[end - 1]) + 1;
+      i = end;
+    }
+  }
+  // K and V of every row are stored first: rows of one sequence attend to each other.
   for (size_t i = 0; i < n; ++i) dst_[i] = k_rows_[i].row(batch_.pos[i]);
   k_.store_rows(kv.type, k.data, int64_t(n), spec.k_dim(), dst_.data());
   for (size_t i = 0; i < n; ++i) dst_[i] = v_rows_[i].row(batch_.pos[i]);
@@ -180,6 +195,29 @@ void CpuOps::add_bias(Act x, const std::vector<float>& bias) {
 void CpuOps::scale(Act x, float s) { k_.scale(x.data, s, x.rows * x.cols); }
 
 void CpuOps::softcap(Act x, float cap) { k_.softcap(x.data, cap, x.rows * x.cols); }
+
+void CpuOps::layer_norm(Act x, const std::vector<float>& w, const std::vector<float>& b, float eps,
+                        Act out) {
+  if ((!w.empty() && int64_t(w.size()) != x.cols) || (!b.empty() && int64_t(b.size()) != x.cols))
+    throw_error("layer_norm: {} weights and {} biases for rows of {}", w.size(), b.size(), x.cols);
+  k_.layer_norm(x.data, w.empty() ? nullptr : w.data(), b.empty() ? nullptr : b.data(), x.rows,
+                x.cols, eps, out.data);
+}
+
+void CpuOps::gelu(Act x, Act out) { k_.gelu_erf(x.data, out.data, x.rows * x.cols); }
+
+void CpuOps::add_table_rows(const TensorInfo& table, std::span<const int32_t> ids, Act x) {
+  if (table.row_length() != x.cols || int64_t(ids.size()) != x.rows)
+    throw_error("{}: rows of {} for {} ids into [{}, {}]", table.name, table.row_length(), ids.size(),
+                x.rows, x.cols);
+  for (const int32_t id : ids)
+    if (id < 0 || id >= table.rows())
+      throw_error("{}: row {} is out of range ({} rows; the model's context is that long)",
+                  table.name, id, table.rows());
+  rows_f32_.resize(size_t(x.rows * x.cols));
+  k_.get_rows(table.type, table.data, table.row_length(), ids.data(), x.rows, rows_f32_.data());
+  k_.add(x.data, rows_f32_.data(), x.rows * x.cols);
+}
 
 void CpuOps::copy_cols(Act x, int64_t first, Act out) {
   if (first < 0 || first + out.cols > x.cols)

@@ -34,6 +34,10 @@ class CpuOps final : public Ops {
   void swiglu_oai(Act gate, Act up, Act out, float alpha, float limit) override;
   void scale(Act x, float s) override;
   void softcap(Act x, float cap) override;
+  void layer_norm(Act x, const std::vector<float>& w, const std::vector<float>& b, float eps,
+                  Act out) override;
+  void gelu(Act x, Act out) override;
+  void add_table_rows(const TensorInfo& table, std::span<const int32_t> ids, Act x) override;
   void copy_cols(Act x, int64_t first, Act out) override;
   void select_rows(Act x, std::span<const int32_t> rows, Act out) override;
   void weighted_sum_rows(Act x, std::span<const int32_t> rows, std::span<const float> coef,
@@ -66,6 +70,7 @@ class CpuOps final : public Ops {
   const PreparedWeights* existing_copy(const TensorInfo& w) const;  // nullptr: none made yet
   std::vector<uint8_t> rows_;  // embed(): the batch's table rows from a decode copy
   std::vector<int32_t> ids_;   // 0..n-1 into rows_
+  std::vector<float> rows_f32_;  // add_table_rows(): the rows as floats [n, cols]
   std::unordered_set<const TensorInfo*> experts_prepared_;  // layers (their first gate expert) done
 };
 

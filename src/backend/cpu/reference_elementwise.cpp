@@ -59,4 +59,31 @@ void CpuKernels::softcap(float* x, float cap, int64_t count) const {
   });
 }
 
+void CpuKernels::layer_norm(const float* x, const float* w, const float* b, int64_t n, int64_t dim,
+                            float eps, float* out) const {
+  // Mean and variance accumulated in double, as ggml_norm does (sums of hundreds of floats).
+  ThreadPool::global().parallel_for(n, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const float* xr = x + t * dim;
+      float* o = out + t * dim;
+      double sum = 0.0;
+      for (int64_t i = 0; i < dim; ++i) sum += xr[i];
+      const float mean = float(sum / double(dim));
+      double var = 0.0;
+      for (int64_t i = 0; i < dim; ++i) var += double(xr[i] - mean) * double(xr[i] - mean);
+      const float inv = 1.0f / std::sqrt(float(var / double(dim)) + eps);
+      for (int64_t i = 0; i < dim; ++i) {
+        const float y = (xr[i] - mean) * inv;
+        o[i] = y * (w ? w[i] : 1.0f) + (b ? b[i] : 0.0f);
+      }
+    }
+  });
+}
+
+void CpuKernels::gelu_erf(const float* x, float* out, int64_t count) const {
+  for_pieces(count, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) out[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * float(M_SQRT1_2)));
+  });
+}
+
 }  // namespace jitllm

@@ -155,6 +155,12 @@ class CpuKernels {
   virtual void scale(float* x, float s, int64_t count) const;
   // x[i] = cap * tanh(x[i] / cap).
   virtual void softcap(float* x, float cap, int64_t count) const;
+  // LayerNorm of each row: out[t, i] = (x[t, i] - mean(x[t])) / sqrt(var(x[t]) + eps) * w[i] +
+  // b[i], w or b null: 1 or 0. x, out: [n, dim] (may alias).
+  virtual void layer_norm(const float* x, const float* w, const float* b, int64_t n, int64_t dim,
+                          float eps, float* out) const;
+  // out[i] = gelu(x[i]) = x/2 (1 + erf(x / sqrt 2)), the exact GELU (BERT's); out may alias x.
+  virtual void gelu_erf(const float* x, float* out, int64_t count) const;
 
   // Converts n rows of `dim` floats (src: [n, dim]) to `type` (F16 or F32) at dst[t].
   virtual void store_rows(QuantType type, const float* src, int64_t n, int64_t dim,

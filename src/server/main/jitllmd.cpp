@@ -95,6 +95,10 @@ void add_serve_options(CLI::App& app, Args& a) {
   app.add_option("-t,--threads", a.threads, "compute threads (default: all cores)")
       ->check(CLI::Range(1, 1024));
   app.add_option("--kernels", mo.kernels, "CPU kernels: jit (default) or reference");
+  app.add_option("--pooling", mo.pooling,
+                 "how /v1/embeddings pools a text's hidden states: mean, cls or last (default: "
+                 "the model's pooling_type)")
+      ->check(CLI::IsMember({"mean", "cls", "last"}));
   app.add_option("--drain-timeout", so.drain_timeout_s,
                  "seconds SIGTERM waits for requests in flight, then cancels them (default 120)")
       ->check(CLI::Range(0, 86400));

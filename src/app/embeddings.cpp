@@ -1,0 +1,43 @@
+// Embedding and reranking inputs (see embeddings.h).
+#include "app/embeddings.h"
+
+#include "core/error.h"
+#include "tokenizer/tokenizer.h"
+
+namespace jitllm::app {
+
+Pooling embedding_pooling(const Engine& engine, Pooling requested) {
+  const Pooling p = requested != Pooling::Unspecified ? requested : engine.config().pooling;
+  if (p == Pooling::Unspecified || p == Pooling::None)
+    throw_error("the model names no pooling for its embeddings ({}.pooling_type); choose one: "
+                "--pooling mean, cls or last", engine.config().arch);
+  if (p == Pooling::Rank)
+    throw_error("the model is a reranker (rank pooling): it scores query/document pairs "
+                "(/v1/rerank, jitllm embed --rerank), it does not embed texts");
+  return p;
+}
+
+std::vector<int32_t> embedding_tokens(const LoadedModel& model, const std::string& text) {
+  return model.tokenize_text(text, /*add_special=*/true);
+}
+
+std::vector<int32_t> rerank_tokens(const LoadedModel& model, const std::string& query,
+                                   const std::string& document) {
+  const Engine& engine = model.engine();
+  if (!engine.model().weights().cls_out)
+    throw_error("the model has no classification head (cls.output.weight): it cannot rerank");
+  if (engine.model().weights().n_token_types > 1)
+    throw_error("the model has {} token types; cross-encoders that mark the document with type 1 "
+                "are not supported (every token is read as type 0)",
+                engine.model().weights().n_token_types);
+  const TokenId sep = model.tokenizer().vocab().sep;
+  if (sep == kNoToken) throw_error("the vocabulary has no separator token to join query and document");
+  std::vector<int32_t> ids = model.tokenize_text(query, /*add_special=*/true);
+  if (ids.empty() || ids.back() != sep) ids.push_back(sep);
+  const std::vector<int32_t> doc = model.tokenize_text(document, /*add_special=*/false);
+  ids.insert(ids.end(), doc.begin(), doc.end());
+  ids.push_back(sep);
+  return ids;
+}
+
+}  // namespace jitllm::app
