@@ -24,12 +24,15 @@ std::vector<int32_t> embedding_tokens(const LoadedModel& model, const std::strin
 std::vector<int32_t> rerank_tokens(const LoadedModel& model, const std::string& query,
                                    const std::string& document) {
   const Engine& engine = model.engine();
-  if (!engine.model().weights().cls_out)
+  if (engine.rank_classes() == 0)
     throw_error("the model has no classification head (cls.output.weight): it cannot rerank");
-  if (engine.model().weights().n_token_types > 1)
+  // Two classes (relevant or not) would need the relevant one's logit: not guessed.
+  if (engine.rank_classes() != 1)
+    throw_error("the model's classification head has {} classes; reranking reads a one-label "
+                "head's score", engine.rank_classes());
+  if (engine.token_types() > 1)
     throw_error("the model has {} token types; cross-encoders that mark the document with type 1 "
-                "are not supported (every token is read as type 0)",
-                engine.model().weights().n_token_types);
+                "are not supported (every token is read as type 0)", engine.token_types());
   const TokenId sep = model.tokenizer().vocab().sep;
   if (sep == kNoToken) throw_error("the vocabulary has no separator token to join query and document");
   std::vector<int32_t> ids = model.tokenize_text(query, /*add_special=*/true);

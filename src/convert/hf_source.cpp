@@ -277,6 +277,18 @@ void read_sentence_transformers_pooling(const std::string& dir, const std::strin
   for (const char* mode : {"pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens",
                            "pooling_mode_weightedmean_tokens"})
     if (on(mode)) throw_error("{}: {} is not supported (mean, cls or last token)", path.string(), mode);
+  if (on("pooling_mode_mean_tokens") + on("pooling_mode_cls_token") + on("pooling_mode_lasttoken") > 1)
+    throw_error("{}: several pooling modes at once (concatenated vectors) are not supported", path.string());
+  // Stages after the pooling (a Dense projection, LaBSE's) would change the vectors.
+  if (std::ifstream modules{std::filesystem::path(dir) / "modules.json"}) {
+    try {
+      for (const nlohmann::json& m : nlohmann::json::parse(modules))
+        if (m.is_object() && m.value("type", "").find("Dense") != std::string::npos)
+          throw_error("{}/modules.json: a {} stage after pooling is not supported", dir, m.value("type", ""));
+    } catch (const nlohmann::json::exception& e) {
+      throw_error("{}/modules.json: invalid JSON: {}", dir, e.what());
+    }
+  }
   if (on("pooling_mode_mean_tokens")) m.set(key, Value::u32(1));
   else if (on("pooling_mode_cls_token")) m.set(key, Value::u32(2));
   else if (on("pooling_mode_lasttoken")) m.set(key, Value::u32(3));

@@ -195,16 +195,19 @@ void bind_encoder_weights(const Binder& b, const Config& c, ModelWeights& w) {
   }
   w.token_embd_norm = b.vector("token_embd_norm.weight", c.n_embd);
   if (b.find("token_embd_norm.bias")) w.token_embd_norm_b = b.vector("token_embd_norm.bias", c.n_embd);
-  if (b.find("cls.weight")) {
+  if (b.find("cls.weight")) {  // the pooler (llama.cpp's converter drops it; HF's models have it)
     w.cls = &b.require("cls.weight", {c.n_embd, c.n_embd});
     w.cls_b = b.vector("cls.bias", c.n_embd);
-    const TensorInfo* out = b.find("cls.output.weight");
-    if (!out || out->shape.size() < 2 || out->shape[0] != c.n_embd)
-      throw_error("{}: cls.weight without a cls.output.weight of [{}, n_class]", b.file().path, c.n_embd);
-    w.cls_out = &b.require("cls.output.weight", {c.n_embd, out->shape[1]});
-    w.cls_out_b = b.vector("cls.output.bias", out->shape[1]);
     w.head_tensors.push_back(w.cls);
+  }
+  if (const TensorInfo* out = b.find("cls.output.weight")) {
+    if (out->shape.size() < 2 || out->shape[0] != c.n_embd)
+      throw_error("cls.output.weight: expected [{}, n_class], got {}", c.n_embd, shape_str(out->shape));
+    w.cls_out = &b.require("cls.output.weight", {c.n_embd, out->shape[1]});
+    if (b.find("cls.output.bias")) w.cls_out_b = b.vector("cls.output.bias", out->shape[1]);
     w.head_tensors.push_back(w.cls_out);
+  } else if (w.cls) {
+    throw_error("{}: cls.weight without a cls.output.weight of [{}, n_class]", b.file().path, c.n_embd);
   }
 }
 

@@ -76,10 +76,11 @@ struct ModelWeights {
   // Encoders (BERT): learned positions [n_embd, n_ctx_train]; token type 0's row [n_embd]
   // (added to every token: inputs here are of one type); the embeddings' LayerNorm; a
   // cross-encoder's classification head: tanh(x . cls^T + cls_b) . cls_out^T + cls_out_b, cls
-  // [n_embd, n_embd], cls_out [n_embd, n_class] (null: none).
+  // [n_embd, n_embd] (the pooler; null in llama.cpp's files: then x . cls_out^T + cls_out_b),
+  // cls_out [n_embd, n_class] (null: no head).
   const TensorInfo* position_embd = nullptr;
   std::vector<float> token_type0;
-  int64_t n_token_types = 0;
+  int64_t n_token_types = 0;  // rows of token_types.weight
   std::vector<float> token_embd_norm, token_embd_norm_b;
   const TensorInfo* cls = nullptr;
   std::vector<float> cls_b;

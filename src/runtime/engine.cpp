@@ -11,11 +11,14 @@ Engine::Engine(std::shared_ptr<const ModelFile> file, EngineOptions options)
     : options_(options),
       model_(create_model(std::move(file))),
       // An encoder's K and V live for one step (no session is continued): f32, as llama.cpp
-      // keeps them, costs nothing that lasts.
-      kv_layout_(model_->kv_layout(options_.kv_page_tokens,
+      // keeps them, costs nothing that lasts
+      // and pages of 16 positions, since every input of a step holds one.
+      kv_layout_(model_->kv_layout(model_->family().lm_head ? options_.kv_page_tokens : 16,
                                    model_->family().lm_head ? options_.kv_type : QuantType::F32)),
       pool_(kv_layout_, options.max_kv_pages) {
   if (options_.n_batch <= 0) throw_error("batch size must be positive, got {}", options_.n_batch);
+  if (is_encoder() && options_.devices != "cpu")
+    throw_error("{} is an encoder, which runs on the CPU only here (--devices cpu)", config().arch);
   if (options_.kv_page_tokens <= 0)
     throw_error("KV page size must be positive, got {}", options_.kv_page_tokens);
   backends_ = make_backends(*model_, options_);

@@ -99,6 +99,11 @@ class Engine {
                            bool normalize);
   // The width of each row embed() returns for `pooling`.
   int64_t embedding_width(Pooling pooling) const;
+  // An encoder (BERT): steps give hidden states only, no logits.
+  bool is_encoder() const { return !model_->family().lm_head; }
+  // A cross-encoder's classes (0: no classification head) and the token types it embeds.
+  int64_t rank_classes() const;
+  int64_t token_types() const { return model_->weights().n_token_types; }
   // Copies the KV of the first `pages` pages of `from` into those of `to` on every backend (the
   // host pages and each card's copies of them): fork_session's copy, between steps.
   void copy_kv_pages(const KvSeq& from, const KvSeq& to, int64_t pages);

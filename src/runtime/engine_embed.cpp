@@ -12,6 +12,11 @@ namespace jitllm {
 
 namespace {
 
+// Inputs sharing one step: each holds a KV page for the step (pages are pooled, never freed), so
+// this bounds the memory many tiny inputs could take (64 pages of 16 positions: 80 MB for
+// BERT-base's F32 K/V).
+constexpr size_t kMaxEmbedInputsPerStep = 64;
+
 // x . w^T + b for one row, w a [k, rows] matrix of any format (the classification head: two
 // small matrices applied to one row per input, so plain host loops).
 std::vector<float> host_affine(const TensorInfo& w, const std::vector<float>& b, const float* x) {
@@ -28,6 +33,11 @@ std::vector<float> host_affine(const TensorInfo& w, const std::vector<float>& b,
 }
 
 }  // namespace
+
+int64_t Engine::rank_classes() const {
+  const TensorInfo* out = model_->weights().cls_out;
+  return out ? out->rows() : 0;
+}
 
 int64_t Engine::embedding_width(Pooling pooling) const {
   const ModelWeights& w = model_->weights();
@@ -64,8 +74,11 @@ std::vector<float> Engine::embed(std::span<const std::vector<int32_t>> inputs, P
     float* dst = out.data() + i * size_t(width);
     if (pooling == Pooling::Rank) {
       const ModelWeights& w = model_->weights();
-      std::vector<float> h = host_affine(*w.cls, w.cls_b, pooled.data());
-      for (float& v : h) v = std::tanh(v);
+      std::vector<float> h(pooled);
+      if (w.cls) {  // the pooler (HF's; llama.cpp's files may not have it)
+        h = host_affine(*w.cls, w.cls_b, pooled.data());
+        for (float& v : h) v = std::tanh(v);
+      }
       const std::vector<float> scores = host_affine(*w.cls_out, w.cls_out_b, h.data());
       std::copy(scores.begin(), scores.end(), dst);
       return;
@@ -110,7 +123,8 @@ std::vector<float> Engine::embed(std::span<const std::vector<int32_t>> inputs, P
     // Inputs i..end together (a bidirectional input longer than the budget alone, whole).
     size_t end = i + 1;
     int64_t total = len;
-    while (end < inputs.size() && total + int64_t(inputs[end].size()) <= budget)
+    while (end < inputs.size() && end - i < kMaxEmbedInputsPerStep &&
+           total + int64_t(inputs[end].size()) <= budget)
       total += int64_t(inputs[end++].size());
     std::vector<std::unique_ptr<Session>> sessions;
     std::vector<StepInput> step_in;

@@ -4,7 +4,9 @@
 #include <httplib.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "app/embeddings.h"
 #include "server/api_error.h"
@@ -174,8 +176,12 @@ void HttpServer::install_embedding_routes() {
     const size_t width = size_t(m.engine().embedding_width(Pooling::Rank));
     std::vector<size_t> order(inputs.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return scores[a * width] > scores[b * width]; });
+    // Best first; a NaN score (a broken model) last, so the order stays a strict weak one.
+    const auto key = [&](size_t i) {
+      const float v = scores[i * width];
+      return std::isnan(v) ? -std::numeric_limits<float>::infinity() : v;
+    };
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key(a) > key(b); });
     json results = json::array();
     for (size_t k = 0; k < top_n; ++k) {
       const size_t i = order[k];

@@ -32,7 +32,7 @@ ServedModel::ServedModel(ModelOptions options, Metrics& metrics)
   if (is_encoder())
     log(LogLevel::Info, "{}: an encoder ({} pooling): /v1/embeddings{}", id_,
         pooling_name(pooling_ != Pooling::Unspecified ? pooling_ : engine().config().pooling),
-        engine().model().weights().cls_out ? " and /v1/rerank" : "");
+        engine().rank_classes() == 1 && engine().token_types() <= 1 ? " and /v1/rerank" : "");
   if (!model_->has_own_template())
     log(LogLevel::Warn, "{}: the model has no chat template; /v1/chat/completions uses a "
         "ChatML-like default (pass --chat-template FILE to choose one)", id_);

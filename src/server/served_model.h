@@ -105,7 +105,7 @@ class ServedModel {
   // The pooling /v1/embeddings uses (jitllmd --pooling, else the model's; may be unspecified).
   Pooling pooling() const { return pooling_; }
   // An encoder (BERT): embeddings and reranking only, no generation.
-  bool is_encoder() const { return !engine().model().family().lm_head; }
+  bool is_encoder() const { return engine().is_encoder(); }
   const app::LoadedModel& loaded() const { return *model_; }
 
   // Answers System One questions (app/systemone_scoring.h): tokenized on the calling thread,

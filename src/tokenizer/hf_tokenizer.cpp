@@ -146,19 +146,26 @@ std::string pre_name_from_json(const json& tok, const std::string& path) {
               path, patterns.size(), patterns.empty() ? "" : ", first: " + patterns[0]);
 }
 
-Metadata bpe_json_metadata(const fs::path& folder, const json& tok) {
-  const std::string path = (folder / "tokenizer.json").string();
-  const json& model = tok["model"];
+// A tokenizer.json model's vocab object (text -> id) into text_to_id; returns the largest id.
+int64_t read_vocab_object(const json& model, const std::string& path,
+                          std::map<std::string, int64_t>& text_to_id) {
   if (!model.contains("vocab") || !model["vocab"].is_object())
     throw_error("{}: model.vocab is missing", path);
-  std::map<std::string, int64_t> text_to_id;
   int64_t max_id = -1;
   for (const auto& [text, id] : model["vocab"].items()) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0)
-      throw_error("{}: model.vocab['{}'] is not a non-negative id", path, text);
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > (int64_t(1) << 24))
+      throw_error("{}: model.vocab['{}'] is not an id in [0, 2^24]", path, text);
     text_to_id[text] = id.get<int64_t>();
     max_id = std::max(max_id, id.get<int64_t>());
   }
+  return max_id;
+}
+
+Metadata bpe_json_metadata(const fs::path& folder, const json& tok) {
+  const std::string path = (folder / "tokenizer.json").string();
+  const json& model = tok["model"];
+  std::map<std::string, int64_t> text_to_id;
+  int64_t max_id = read_vocab_object(model, path, text_to_id);
   const json* added = tok.contains("added_tokens") ? &tok["added_tokens"] : nullptr;
   if (added)
     for (const json& a : *added) max_id = std::max(max_id, a.value("id", int64_t(-1)));
@@ -216,17 +223,8 @@ Metadata bpe_json_metadata(const fs::path& folder, const json& tok) {
 // an input; the normalizer's lowercase and strip_accents flags.
 Metadata wordpiece_json_metadata(const fs::path& folder, const json& tok) {
   const std::string path = (folder / "tokenizer.json").string();
-  const json& model = tok["model"];
-  if (!model.contains("vocab") || !model["vocab"].is_object())
-    throw_error("{}: model.vocab is missing", path);
   std::map<std::string, int64_t> text_to_id;
-  int64_t max_id = -1;
-  for (const auto& [text, id] : model["vocab"].items()) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > (int64_t(1) << 24))
-      throw_error("{}: model.vocab['{}'] is not an id", path, text);
-    text_to_id[text] = id.get<int64_t>();
-    max_id = std::max(max_id, id.get<int64_t>());
-  }
+  const int64_t max_id = read_vocab_object(tok["model"], path, text_to_id);
   if (max_id < 0) throw_error("{}: model.vocab is empty", path);
   const size_t n = size_t(max_id + 1);
   std::vector<std::string> tokens(n);
@@ -247,8 +245,12 @@ Metadata wordpiece_json_metadata(const fs::path& folder, const json& tok) {
   md.set("tokenizer.ggml.model", Value::string("bert"));
   md.set("tokenizer.ggml.tokens", Value::string_array(tokens));
   md.set("tokenizer.ggml.token_type", Value::i32_array(types));
-  if (tok.contains("normalizer") && tok["normalizer"].is_object()) {
+  if (tok.contains("normalizer") && !tok["normalizer"].is_null()) {
     const json& norm = tok["normalizer"];
+    // Only BERT's normalizer is what the WordPiece tokenizer here applies.
+    if (!norm.is_object() || norm.value("type", "") != "BertNormalizer")
+      throw_error("{}: normalizer {} is not supported with WordPiece (BertNormalizer only)", path,
+                  norm.is_object() ? norm.value("type", "?") : norm.dump());
     const bool lower = norm.value("lowercase", true);
     md.set("tokenizer.ggml.normalizer.lowercase", Value::boolean(lower));
     const auto strip = norm.find("strip_accents");
@@ -260,6 +262,9 @@ Metadata wordpiece_json_metadata(const fs::path& folder, const json& tok) {
     return it == text_to_id.end() ? -1 : it->second;
   };
   SpecialIds special = special_ids(folder, added, n, text_to_id);
+  if (!special.ids.count("unk"))  // the model's own unk_token (else the default id would stand)
+    if (const int64_t unk = id_of(tok["model"].value("unk_token", "[UNK]").c_str()); unk >= 0)
+      special.ids["unk"] = unk;
   // BERT's inputs are [CLS] text [SEP]: the CLS token plays BOS.
   const int64_t cls = special.ids.count("cls") ? special.ids["cls"] : id_of("[CLS]");
   const int64_t sep = special.ids.count("sep") ? special.ids["sep"] : id_of("[SEP]");

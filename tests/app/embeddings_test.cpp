@@ -53,7 +53,7 @@ TEST_P(BertOracle, TokenIdsMatchTransformersTokenizer) {
 }
 
 TEST_P(BertOracle, PooledHiddenStatesMatchTransformers) {
-  // A batch of 32 tokens: the 66-token text runs whole in a step of its own (bidirectional), the
+  // A batch of 32 tokens: the 74-token text runs whole in a step of its own (bidirectional), the
   // others share steps.
   for (const int64_t n_batch : {int64_t(256), int64_t(32)}) {
     LoadedModel m = load("bert", GetParam(), n_batch);
