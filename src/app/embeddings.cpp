@@ -1,6 +1,8 @@
 // Embedding and reranking inputs (see embeddings.h).
 #include "app/embeddings.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "tokenizer/tokenizer.h"
 
@@ -21,8 +23,8 @@ std::vector<int32_t> embedding_tokens(const LoadedModel& model, const std::strin
   return model.tokenize_text(text, /*add_special=*/true);
 }
 
-std::vector<int32_t> rerank_tokens(const LoadedModel& model, const std::string& query,
-                                   const std::string& document) {
+RerankInput rerank_input(const LoadedModel& model, const std::string& query,
+                         const std::string& document) {
   const Engine& engine = model.engine();
   if (engine.rank_classes() == 0)
     throw_error("the model has no classification head (cls.output.weight): it cannot rerank");
@@ -30,17 +32,20 @@ std::vector<int32_t> rerank_tokens(const LoadedModel& model, const std::string& 
   if (engine.rank_classes() != 1)
     throw_error("the model's classification head has {} classes; reranking reads a one-label "
                 "head's score", engine.rank_classes());
-  if (engine.token_types() > 1)
-    throw_error("the model has {} token types; cross-encoders that mark the document with type 1 "
-                "are not supported (every token is read as type 0)", engine.token_types());
   const TokenId sep = model.tokenizer().vocab().sep;
   if (sep == kNoToken) throw_error("the vocabulary has no separator token to join query and document");
-  std::vector<int32_t> ids = model.tokenize_text(query, /*add_special=*/true);
-  if (ids.empty() || ids.back() != sep) ids.push_back(sep);
+  RerankInput in;
+  in.ids = model.tokenize_text(query, /*add_special=*/true);
+  if (in.ids.empty() || in.ids.back() != sep) in.ids.push_back(sep);
+  const size_t first_of_document = in.ids.size();
   const std::vector<int32_t> doc = model.tokenize_text(document, /*add_special=*/false);
-  ids.insert(ids.end(), doc.begin(), doc.end());
-  ids.push_back(sep);
-  return ids;
+  in.ids.insert(in.ids.end(), doc.begin(), doc.end());
+  in.ids.push_back(sep);
+  if (engine.token_types() > 1) {
+    in.types.assign(in.ids.size(), 0);
+    std::fill(in.types.begin() + ptrdiff_t(first_of_document), in.types.end(), 1);
+  }
+  return in;
 }
 
 }  // namespace jitllm::app

@@ -20,10 +20,14 @@ Pooling embedding_pooling(const Engine& engine, Pooling requested);
 // One text's ids for an embedding: the tokenizer's special framing added.
 std::vector<int32_t> embedding_tokens(const LoadedModel& model, const std::string& text);
 
-// A (query, document) pair's ids for a cross-encoder: [CLS] query [SEP] document [SEP]. Throws
-// when the model has no classification head or more than one token type (segment ids are not
-// modelled: every token is of type 0, as llama.cpp does).
-std::vector<int32_t> rerank_tokens(const LoadedModel& model, const std::string& query,
-                                   const std::string& document);
+// A (query, document) pair for a cross-encoder: the ids [CLS] query [SEP] document [SEP] and,
+// for a model with token types, their types (0 for [CLS] query [SEP], 1 for document [SEP], as
+// HF's pair template; empty for a one-type model). Throws when the model has no one-label
+// classification head.
+struct RerankInput {
+  std::vector<int32_t> ids;
+  std::vector<int32_t> types;
+};
+RerankInput rerank_input(const LoadedModel& model, const std::string& query, const std::string& document);
 
 }  // namespace jitllm::app

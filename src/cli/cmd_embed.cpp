@@ -48,16 +48,21 @@ int run_embed(EmbedArgs a) {
   app::LoadedModel model(lo);
   Engine& engine = model.engine();
 
-  std::vector<std::vector<int32_t>> inputs;
+  std::vector<std::vector<int32_t>> inputs, types;
   Pooling pooling = Pooling::Rank;
   if (!a.rerank.empty()) {
     if (requested != Pooling::Unspecified) throw_error("--pooling does not apply to --rerank");
-    for (const std::string& doc : a.texts) inputs.push_back(app::rerank_tokens(model, a.rerank, doc));
+    for (const std::string& doc : a.texts) {
+      app::RerankInput in = app::rerank_input(model, a.rerank, doc);
+      inputs.push_back(std::move(in.ids));
+      types.push_back(std::move(in.types));
+    }
+    if (types.front().empty()) types.clear();  // a one-type model: all type 0
   } else {
     pooling = app::embedding_pooling(engine, requested);
     for (const std::string& text : a.texts) inputs.push_back(app::embedding_tokens(model, text));
   }
-  const std::vector<float> out = engine.embed(inputs, pooling, !a.no_normalize);
+  const std::vector<float> out = engine.embed(inputs, pooling, !a.no_normalize, types);
   const size_t width = size_t(engine.embedding_width(pooling));
   if (a.json) {
     nlohmann::json j;

@@ -48,6 +48,9 @@ struct HfTensorMapping {
   Columns rows = Columns::All;
   // More GGUF tensors made from the same HF tensor (gpt-oss's gate_up -> gate and up).
   std::vector<HfTensorMapping> also;
+  // Dimensions of 1 dropped (LFM2's conv kernel: HF [n_embd, 1, L], GGUF [L, n_embd]); the
+  // bytes are the same.
+  bool squeeze = false;
 };
 
 // A tensor computed from the config rather than read (F32, 1-D).

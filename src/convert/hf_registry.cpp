@@ -18,6 +18,7 @@ extern const HfArchitecture kHfQwen3Moe;  // hf_qwen3.cpp
 extern const HfArchitecture kHfOlmoe;     // hf_olmoe.cpp
 extern const HfArchitecture kHfGptOss;    // hf_gpt_oss.cpp
 extern const HfArchitecture kHfBert;      // hf_bert.cpp
+extern const HfArchitecture kHfLfm2;      // hf_lfm2.cpp
 
 namespace {
 
@@ -45,6 +46,7 @@ const Entry kEntries[] = {
     {"GptOssForCausalLM", &kHfGptOss},     {"gpt_oss", &kHfGptOss},
     {"BertModel", &kHfBert},               {"BertForMaskedLM", &kHfBert},
     {"BertForSequenceClassification", &kHfBert}, {"bert", &kHfBert},
+    {"Lfm2ForCausalLM", &kHfLfm2},         {"lfm2", &kHfLfm2},
 };
 
 }  // namespace

@@ -402,6 +402,7 @@ ConvertSource open_hf_source(const std::string& dir, const SourceOptions& option
     out.name = map->gguf_name;
     out.type = type;
     out.shape = t.info.shape;
+    if (map->squeeze) std::erase(out.shape, int64_t(1));
     if (map->plus_one || map->f32) {
       out.type = QuantType::F32;
       const float add = map->plus_one ? 1.0f : 0.0f;

@@ -125,6 +125,15 @@ const std::vector<SynthShape>& synth_shapes() {
        .n_head = 64, .n_head_kv = 8, .head_dim = 64, .n_vocab = 201088, .n_ctx = 131072,
        .rope_base = 150000.0f, .sliding_window = 128, .sliding_period = 2, .n_ctx_orig = 4096,
        .n_expert = 32, .n_expert_used = 4, .n_ff_exp = 2880, .rope_yarn_factor = 32.0f},
+      // LFM2: short convolutions (3 taps) between GQA layers with per-head q/k norms, tied head.
+      {.name = "tiny-lfm2", .arch = "lfm2", .n_embd = 256, .n_ff = 512, .n_layer = 5,
+       .n_head = 4, .n_head_kv = 2, .head_dim = 64, .n_vocab = 512, .n_ctx = 2048,
+       .rope_base = 1000000.0f, .tied = true, .qk_norm = true, .layer_kinds = "cacca",
+       .shortconv_l_cache = 3},
+      {.name = "lfm2-1.2b", .arch = "lfm2", .n_embd = 2048, .n_ff = 8192, .n_layer = 16,
+       .n_head = 32, .n_head_kv = 8, .head_dim = 64, .n_vocab = 65536, .n_ctx = 128000,
+       .rope_base = 1000000.0f, .tied = true, .qk_norm = true,
+       .layer_kinds = "ccaccaccacacacac", .shortconv_l_cache = 3},
       {.name = "mixtral-8x7b", .arch = "llama", .n_embd = 4096, .n_ff = 14336, .n_layer = 32,
        .n_head = 32, .n_head_kv = 8, .head_dim = 128, .n_vocab = 32000, .n_ctx = 32768,
        .rope_base = 1000000.0f, .n_expert = 8, .n_expert_used = 2, .expert_weights_norm = true},
@@ -234,7 +243,14 @@ Metadata synth_metadata(const SynthShape& s, const std::string& mix) {
   md.set(a + "embedding_length", u32(s.n_embd));
   md.set(a + "feed_forward_length", u32(s.n_ff));
   md.set(a + "attention.head_count", u32(s.n_head));
-  md.set(a + "attention.head_count_kv", u32(s.n_head_kv));
+  if (s.layer_kinds.empty()) {
+    md.set(a + "attention.head_count_kv", u32(s.n_head_kv));
+  } else {  // 0 KV heads on the convolution layers
+    std::vector<int32_t> kv;
+    for (const char k : s.layer_kinds) kv.push_back(k == 'c' ? 0 : int32_t(s.n_head_kv));
+    md.set(a + "attention.head_count_kv", Value::i32_array(kv));
+    md.set(a + "shortconv.l_cache", u32(s.shortconv_l_cache));
+  }
   md.set(a + "attention.key_length", u32(s.head_dim));
   md.set(a + "attention.value_length", u32(s.head_dim));
   md.set(a + "rope.dimension_count", u32(s.n_rot > 0 ? s.n_rot : s.head_dim));
@@ -337,9 +353,21 @@ std::vector<SynthTensor> synth_tensors(const SynthShape& s, const std::string& m
     vec("rope_factors_long.weight", n_rot / 2, true);
     vec("rope_factors_short.weight", n_rot / 2, true);
   }
+  if (!s.layer_kinds.empty() && int64_t(s.layer_kinds.size()) != s.n_layer)
+    throw_error("synth {}: {} layer kinds for {} layers", s.name, s.layer_kinds.size(), s.n_layer);
   for (int il = 0; il < nl; ++il) {
     const std::string p = fmt::format("blk.{}.", il);
     if (!olmo2) vec(p + "attn_norm.weight", s.n_embd, true);
+    if (!s.layer_kinds.empty() && s.layer_kinds[size_t(il)] == 'c') {  // LFM2's convolution
+      specs.push_back({p + "shortconv.conv.weight", QuantType::F32, {s.shortconv_l_cache, s.n_embd}, false});
+      matrix(p + "shortconv.in_proj.weight", il, s.n_embd, 3 * s.n_embd);
+      matrix(p + "shortconv.out_proj.weight", il, s.n_embd, s.n_embd);
+      vec(p + "ffn_norm.weight", s.n_embd, true);
+      matrix(p + "ffn_gate.weight", il, s.n_embd, s.n_ff);
+      matrix(p + "ffn_up.weight", il, s.n_embd, s.n_ff);
+      matrix(p + "ffn_down.weight", il, s.n_ff, s.n_embd);
+      continue;
+    }
     if (phi3) {
       matrix(p + "attn_qkv.weight", il, s.n_embd, q_dim + 2 * kv_dim);
     } else {
@@ -391,7 +419,7 @@ std::vector<SynthTensor> synth_tensors(const SynthShape& s, const std::string& m
     matrix(p + "ffn_down.weight", il, s.n_ff, s.n_embd);
     if (gemma || olmo2) vec(p + "post_ffw_norm.weight", s.n_embd, true);
   }
-  vec("output_norm.weight", s.n_embd, true);
+  vec(s.arch == "lfm2" ? "token_embd_norm.weight" : "output_norm.weight", s.n_embd, true);  // llama.cpp's names
   if (!s.tied) matrix("output.weight", -1, s.n_embd, s.n_vocab);
   return specs;
 }

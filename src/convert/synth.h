@@ -43,11 +43,16 @@ struct SynthShape {
   int64_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
   bool expert_weights_norm = false;  // the chosen weights renormalised (norm_topk_prob)
   float rope_yarn_factor = 0.0f;     // > 0: YaRN over n_ctx_orig positions (gpt-oss)
+  // LFM2: one letter per layer, 'c' a short-convolution layer (no KV heads), 'a' attention; and
+  // the convolution's taps.
+  std::string layer_kinds;
+  int64_t shortconv_l_cache = 0;
 };
 
 // The known shapes (tiny, llama-3.2-1b, llama-3.2-3b, llama-3.1-8b, mistral-7b, qwen2.5-7b,
 // qwen3-4b, qwen3-8b, gemma-2-9b, gemma-3-4b, gemma-3-12b, phi-4-mini, olmo2-7b; with experts
-// tiny-moe, qwen3-30b-a3b, olmoe-1b-7b, mixtral-8x7b, gpt-oss-20b; gpt-oss's biases, sinks and
+// tiny-moe, qwen3-30b-a3b, olmoe-1b-7b, mixtral-8x7b, gpt-oss-20b; the hybrids tiny-lfm2 and
+// lfm2-1.2b; gpt-oss's biases, sinks and
 // post_attention_norm come with its arch).
 const std::vector<SynthShape>& synth_shapes();
 // Throws naming the known shapes when `name` is not one of them.

@@ -18,6 +18,9 @@ struct Batch {
   std::span<const int32_t> seq;
   std::span<const KvSeq> seqs;
   std::span<const int32_t> out_rows;
+  // Each row's token type (an encoder's segment: 0 for a cross-encoder's query, 1 for its
+  // document), or empty: every row of type 0.
+  std::span<const int32_t> types = {};
   size_t n_rows() const { return tokens.size(); }
 };
 

@@ -5,14 +5,18 @@ namespace jitllm {
 
 bool KvLayout::uniform() const {
   for (const LayerKv& l : layers)
-    if (l.k_dim != kv_dim || l.v_dim != kv_dim) return false;
+    if (l.k_dim != kv_dim || l.v_dim != kv_dim || l.f32) return false;
   return layers.empty() || int(layers.size()) == n_layer;
 }
 
 size_t KvLayout::k_offset(int il) const {
   if (layers.empty()) return plane_bytes() * size_t(2 * il);
   size_t off = 0;
-  for (int j = 0; j < il; ++j) off += plane(layers[size_t(j)].k_dim) + plane(layers[size_t(j)].v_dim);
+  for (int j = 0; j < il; ++j) {
+    const LayerKv& l = layers[size_t(j)];
+    const size_t elem = l.f32 ? 4 : elem_bytes();
+    off += plane(l.k_dim, elem) + plane(l.v_dim, elem);
+  }
   return off;
 }
 

@@ -42,6 +42,14 @@ void Ops::add_table_rows(const TensorInfo&, std::span<const int32_t>, Act) {
   throw_error("add_table_rows is not implemented on this backend (encoders run on the CPU)");
 }
 
+void Ops::mul(Act, Act) {
+  throw_error("mul is not implemented on this backend (hybrid models run on the CPU)");
+}
+
+void Ops::short_conv(int, Act, const std::vector<float>&, int, Act) {
+  throw_error("short_conv is not implemented on this backend (hybrid models run on the CPU)");
+}
+
 void Ops::copy_kv_page(const uint8_t* from, uint8_t* to, const KvLayout& kv) {
   std::memcpy(to, from, kv.page_bytes());
 }

@@ -82,6 +82,15 @@ class Ops {
   // x[i] += row ids[i] of `table` ([x.cols, rows]): learned position embeddings (ids the
   // positions). ids are host memory.
   virtual void add_table_rows(const TensorInfo& table, std::span<const int32_t> ids, Act x);
+  // The hybrids' ops (LFM2); the defaults refuse, naming the op, on a backend without them.
+  // acc *= x elementwise (LFM2's gates: B * x, C * conv).
+  virtual void mul(Act acc, Act x);
+  // A depthwise causal convolution over each sequence's positions (LFM2's short convolution):
+  // stores x [n, cols] at the rows' positions in layer il's cache (its K plane, one row of cols
+  // per position: the state lives with the KV, so forks and prefix reuse carry it), then
+  // out[i, c] = sum_{j < L} kernel[c * L + j] * row(pos_i - (L - 1) + j)[c], rows before
+  // position 0 zero. kernel: host [cols * L].
+  virtual void short_conv(int il, Act x, const std::vector<float>& kernel, int L, Act out);
   // out[j] = x[rows[j]].
   virtual void select_rows(Act x, std::span<const int32_t> rows, Act out) = 0;
   // out[r] = sum over j < t of coef[r * t + j] * x[rows[r * t + j]], t = rows.size() / out.rows:

@@ -18,7 +18,7 @@ GraphBuilder::GraphBuilder(const Config& config, const ModelWeights& weights, co
     throw_error("forward: the ops route covers {} of {} layers", route.layers.size(), c_.n_layer);
   int q = 0, k = 0, v = 0, out = 0, ff = 0;
   bool qk_norms = false, fused_qkv = false, fused_ffn = false, post_norms = false, moe = false,
-       shared_gate = false;
+       shared_gate = false, short_conv = false;
   for (const LayerWeights& l : w_.layers) {
     moe |= l.is_moe();
     shared_gate |= l.ffn_gate_inp_shexp != nullptr;
@@ -26,6 +26,7 @@ GraphBuilder::GraphBuilder(const Config& config, const ModelWeights& weights, co
     fused_qkv |= l.wqkv != nullptr;
     fused_ffn |= !l.is_moe() && l.ffn_gate == nullptr;  // an MoE layer has no dense FFN
     post_norms |= !l.attn_post_norm.empty() || !l.ffn_post_norm.empty();
+    short_conv |= l.shortconv_in != nullptr;
   }
   for (int il = 0; il < c_.n_layer; ++il) {
     q = std::max(q, c_.q_dim_of(il));
@@ -55,6 +56,12 @@ GraphBuilder::GraphBuilder(const Config& config, const ModelWeights& weights, co
       if (fused_qkv) b.qkv = o->alloc(n, int64_t(q) + k + v);  // [n, q + k + v]
       if (fused_ffn) b.gate_up = o->alloc(n, 2 * int64_t(ff));  // [n, 2 * n_ff]
       if (post_norms) b.normed = o->alloc(n, c_.n_embd);        // [n, n_embd]
+      if (short_conv) {
+        b.conv_bcx = o->alloc(n, 3 * int64_t(c_.n_embd));  // [n, 3 n_embd]: B, C, x
+        b.conv_b = o->alloc(n, c_.n_embd);                 // [n, n_embd]: B, then B * x
+        b.conv_c = o->alloc(n, c_.n_embd);                 // [n, n_embd]: C, then C * conv
+        b.conv_x = o->alloc(n, c_.n_embd);                 // [n, n_embd]: x, then conv
+      }
       if (moe) {
         const int64_t k = c_.n_expert_used, s = c_.n_ff_shexp > 0 ? 1 : 0;
         b.moe.logits = o->alloc(n, c_.n_expert);              // [n, n_expert]
@@ -118,7 +125,10 @@ void GraphBuilder::build_inp_embd() {
     dump_(*at_, x_, "inp_scaled", -1);
   }
   if (w_.position_embd) at_->add_table_rows(*w_.position_embd, batch_.pos, x_);
-  if (!w_.token_type0.empty()) at_->add_bias(x_, w_.token_type0);
+  if (!batch_.types.empty() && w_.token_types)
+    at_->add_table_rows(*w_.token_types, batch_.types, x_);
+  else if (!w_.token_type0.empty())
+    at_->add_bias(x_, w_.token_type0);
   if (!w_.token_embd_norm.empty()) {
     at_->layer_norm(x_, w_.token_embd_norm, w_.token_embd_norm_b, c_.norm_eps, x_);
     dump_(*at_, x_, "inp_norm", -1);
@@ -290,6 +300,25 @@ Act GraphBuilder::build_ffn(int il, Act cur, const LayerWeights& l) {
     ops.swiglu(gate, up, gate);
   dump_(ops, gate, name, il);
   return gate;
+}
+
+Act GraphBuilder::build_short_conv(int il, Act cur, const LayerWeights& l) {
+  Buffers& b = on(at_);
+  const int64_t n = cur.rows, d = c_.n_embd;
+  const Act bcx = view(b.conv_bcx, n, 3 * d), bb = view(b.conv_b, n, d), cc = view(b.conv_c, n, d),
+            xx = view(b.conv_x, n, d);
+  if (!live()) return cc;
+  Ops& ops = *at_;
+  ops.matmul(*l.shortconv_in, cur, bcx);
+  dump_(ops, bcx, "shortconv_in", il);
+  ops.copy_cols(bcx, 0, bb);
+  ops.copy_cols(bcx, d, cc);
+  ops.copy_cols(bcx, 2 * d, xx);
+  ops.mul(bb, xx);  // B * x
+  ops.short_conv(il, bb, l.shortconv_conv, c_.shortconv_l_cache, xx);
+  dump_(ops, xx, "shortconv_conv", il);
+  ops.mul(cc, xx);  // C * conv
+  return cc;
 }
 
 Act GraphBuilder::build_moe_ffn(int il, Act cur, const LayerWeights& l) {

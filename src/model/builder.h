@@ -37,8 +37,8 @@ class GraphBuilder {
   AttnSpec attn_spec(int il) const;
 
   // x = the token embeddings, on the embedding's backend ("inp_embd"), times the Config's
-  // embd_scale where it has one ("inp_scaled"); an encoder's learned positions and token type
-  // added and its LayerNorm applied ("inp_norm").
+  // embd_scale where it has one ("inp_scaled"); an encoder's learned positions and token types
+  // (the batch's, else type 0) added and its LayerNorm applied ("inp_norm").
   void build_inp_embd();
   // Moves the residual stream to the backend that runs layer il (a no-op on one backend).
   void begin_layer(int il);
@@ -79,6 +79,10 @@ class GraphBuilder {
   void build_layer_norm(const std::vector<float>& w, const std::vector<float>& bias, const char* name, int il);
   // An ungated FFN's first half: gelu(cur . up^T + up bias) [rows, n_ff(il)] ("ffn_gelu").
   Act build_ffn_gelu(int il, Act cur, const LayerWeights& l);
+  // LFM2's short convolution block up to its out_proj: B, C, x = cur . in_proj^T; C * conv(B * x)
+  // over each sequence's positions with the layer's state (Ops::short_conv) [rows, n_embd]
+  // ("shortconv_in", "shortconv_conv").
+  Act build_short_conv(int il, Act cur, const LayerWeights& l);
   // False once the step has nothing left to compute (no output rows after the last attention).
   bool live() const { return x_.rows > 0; }
 
@@ -92,6 +96,7 @@ class GraphBuilder {
     Act normed;                           // [n, n_embd] only for families with post-norms
     MoeScratch moe;                       // only for models with experts (graph/moe.h)
     Act moe_out;                          // [n, n_embd] only for models with experts
+    Act conv_bcx, conv_b, conv_c, conv_x; // [n, 3 n_embd], [n, n_embd] x 3: only for LFM2
   };
   Buffers& on(Ops* o);
   void move_to(Ops* to);

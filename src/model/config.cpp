@@ -40,7 +40,9 @@ std::vector<float> llama3_factors(int n_rot, float base, float factor, float low
 
 // A count that is one number for every layer or an array of n_layer numbers (llama.cpp reads
 // head counts and FFN widths either way). Returns the largest; fills per_layer for an array.
-int per_layer_int(const Metadata& md, const std::string& key, int n_layer, std::vector<int>& per_layer) {
+// allow_zero: an array may hold 0 for some layers (LFM2's KV heads: 0 on its convolution layers).
+int per_layer_int(const Metadata& md, const std::string& key, int n_layer, std::vector<int>& per_layer,
+                  bool allow_zero = false) {
   const Value* v = md.find(key);
   if (!v) throw_error("metadata key '{}' is missing", key);
   if (v->type() != ValueType::Array) return positive_int(md, key);
@@ -49,7 +51,8 @@ int per_layer_int(const Metadata& md, const std::string& key, int n_layer, std::
     throw_error("metadata key '{}': {} values for {} layers", key, items.size(), n_layer);
   int largest = 0;
   for (const int64_t x : items) {
-    if (x <= 0 || x > (int64_t(1) << 30)) throw_error("metadata key '{}': value {} is out of range", key, x);
+    if (x < (allow_zero ? 0 : 1) || x > (int64_t(1) << 30))
+      throw_error("metadata key '{}': value {} is out of range", key, x);
     per_layer.push_back(int(x));
     largest = std::max(largest, int(x));
   }
@@ -158,12 +161,14 @@ Config config_from_metadata(const Metadata& md) {
   c.n_ff = per_layer_int(md, a + "feed_forward_length", c.n_layer, c.n_ff_per_layer);
   c.n_head = per_layer_int(md, a + "attention.head_count", c.n_layer, c.n_head_per_layer);
   c.n_head_kv = md.has(a + "attention.head_count_kv")
-                    ? per_layer_int(md, a + "attention.head_count_kv", c.n_layer, c.n_head_kv_per_layer)
+                    ? per_layer_int(md, a + "attention.head_count_kv", c.n_layer, c.n_head_kv_per_layer,
+                                    c.family->recurrent_layers)
                     : c.n_head;
+  if (c.n_head_kv == 0) throw_error("metadata: {}attention.head_count_kv is 0 on every layer", a);
   if (c.n_head_kv_per_layer.empty() && !c.n_head_per_layer.empty() && !md.has(a + "attention.head_count_kv"))
     c.n_head_kv_per_layer = c.n_head_per_layer;
   for (int il = 0; il < c.n_layer; ++il)
-    if (c.n_head_of(il) % c.n_head_kv_of(il) != 0)
+    if (c.n_head_kv_of(il) > 0 && c.n_head_of(il) % c.n_head_kv_of(il) != 0)
       throw_error("metadata: {}attention.head_count {} is not a multiple of head_count_kv {}", a,
                   c.n_head_of(il), c.n_head_kv_of(il));
   c.head_dim = md.has(a + "attention.key_length") ? positive_int(md, a + "attention.key_length")

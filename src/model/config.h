@@ -42,6 +42,10 @@ struct Config {
   float norm_eps = 1e-12f;
   bool causal = true;
   Pooling pooling = Pooling::Unspecified;
+  // LFM2's short convolution: taps per channel (<arch>.shortconv.l_cache) of the layers whose
+  // n_head_kv_of is 0.
+  int shortconv_l_cache = 0;
+  bool is_recurrent(int il) const { return n_head_kv_of(il) == 0; }
   // Per-layer values from metadata arrays ([n_layer]); empty when the key was a single number.
   std::vector<int> n_head_per_layer, n_head_kv_per_layer, n_ff_per_layer;
 

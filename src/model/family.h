@@ -33,6 +33,11 @@ struct Family {
   // A head that makes logits (output_norm, output or the tied embedding); false: an encoder,
   // whose steps give hidden states only (embeddings, a cross-encoder's scores).
   bool lm_head = true;
+  // Some layers carry a recurrent state instead of attention (LFM2's convolutions): their
+  // <arch>.attention.head_count_kv is 0.
+  bool recurrent_layers = false;
+  // The final norm's GGUF name (LFM2's files call it token_embd_norm.weight).
+  const char* output_norm_name = "output_norm.weight";
 };
 
 // Throws naming <arch>.attention.value_length when V heads differ in size from K heads: every

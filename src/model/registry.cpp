@@ -17,6 +17,7 @@ extern const Family kQwen3MoeFamily;  // archs/qwen3moe.cpp
 extern const Family kOlmoeFamily;     // archs/olmoe.cpp
 extern const Family kGptOssFamily;    // archs/gpt_oss.cpp
 extern const Family kBertFamily;      // archs/bert.cpp
+extern const Family kLfm2Family;      // archs/lfm2.cpp
 
 namespace {
 
@@ -24,7 +25,7 @@ const Family* const kFamilies[] = {
     &kLlamaFamily, &kQwen2Family, &kQwen3Family, &kGemmaFamily,
     &kGemma2Family, &kGemma3Family, &kPhi3Family, &kOlmo2Family,
     &kQwen2MoeFamily, &kQwen3MoeFamily, &kOlmoeFamily, &kGptOssFamily,
-    &kBertFamily,
+    &kBertFamily, &kLfm2Family,
 };
 
 }  // namespace

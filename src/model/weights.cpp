@@ -110,6 +110,9 @@ std::vector<int64_t> experts(const Config& c, int) { return {c.n_expert}; }
 std::vector<int64_t> gate_up_exps_b(const Config& c, int) { return {c.n_ff_exp, c.n_expert}; }
 std::vector<int64_t> down_exps_b(const Config& c, int) { return {c.n_embd, c.n_expert}; }
 std::vector<int64_t> ff(const Config& c, int il) { return {c.n_ff_of(il)}; }
+std::vector<int64_t> conv_in(const Config& c, int) { return {c.n_embd, 3 * int64_t(c.n_embd)}; }
+std::vector<int64_t> conv_kernel(const Config& c, int) { return {c.shortconv_l_cache, c.n_embd}; }
+std::vector<int64_t> embd_square(const Config& c, int) { return {c.n_embd, c.n_embd}; }
 }  // namespace shapes
 
 std::vector<LayerTensor> with_moe_tensors(std::vector<LayerTensor> table) {
@@ -190,6 +193,7 @@ void bind_encoder_weights(const Binder& b, const Config& c, ModelWeights& w) {
       throw_error("token_types.weight: expected [{}, n_types], got {}", c.n_embd, shape_str(t->shape));
     w.token_type0 = b.vector_of(*t, t->elements());
     w.n_token_types = t->elements() / c.n_embd;
+    w.token_types = &b.require("token_types.weight", {c.n_embd, w.n_token_types});
     w.token_type0.resize(size_t(c.n_embd));
     w.head_tensors.push_back(t);
   }
@@ -226,8 +230,9 @@ ModelWeights bind_weights(const ModelFile& file, Config& c, std::span<const Laye
   w.token_embd = &b.require("token_embd.weight", {c.n_embd, c.n_vocab});
 
   if (!c.family || c.family->lm_head) {
-    w.output_norm = b.vector("output_norm.weight", c.n_embd);
-    w.head_tensors.push_back(b.find("output_norm.weight"));
+    const char* norm = c.family ? c.family->output_norm_name : "output_norm.weight";
+    w.output_norm = b.vector(norm, c.n_embd);
+    w.head_tensors.push_back(b.find(norm));
     if (b.find("output.weight")) {
       w.output = &b.require("output.weight", {c.n_embd, c.n_vocab});
       w.head_tensors.push_back(w.output);
@@ -270,9 +275,14 @@ ModelWeights bind_weights(const ModelFile& file, Config& c, std::span<const Laye
       else
         l.*std::get<std::vector<float> LayerWeights::*>(lt.slot) = b.vector_of(info, info.elements());
     }
-    if (!l.wqkv && !(l.wq && l.wk && l.wv))
+    if (c.n_head_kv_of(il) == 0) {  // a recurrent layer (LFM2's convolution)
+      if (!l.shortconv_in || !l.shortconv_out || l.shortconv_conv.empty())
+        throw_error("{}: layer {} has no KV heads but no {}shortconv.{{in_proj,conv,out_proj}}.weight",
+                    file.path, il, p);
+    } else if (!l.wqkv && !(l.wq && l.wk && l.wv)) {
       throw_error("{}: layer {} has neither {}attn_qkv.weight nor attn_q/attn_k/attn_v", file.path,
                   il, p);
+    }
     if (moe) {
       l.gate_exp = expert_matrices(*l.ffn_gate_exps);
       l.up_exp = expert_matrices(*l.ffn_up_exps);

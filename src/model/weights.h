@@ -43,6 +43,12 @@ struct LayerWeights {
   std::vector<float> ffn_down_b;         // [n_embd]
   std::vector<float> attn_out_norm, attn_out_norm_b;
   std::vector<float> layer_out_norm, layer_out_norm_b;
+  // LFM2's short convolution (layers without KV heads): in_proj [n_embd, 3 * n_embd] (B, C and x
+  // in that order), the depthwise kernel [L * n_embd] (L taps per channel), out_proj [n_embd,
+  // n_embd].
+  const TensorInfo* shortconv_in = nullptr;
+  std::vector<float> shortconv_conv;
+  const TensorInfo* shortconv_out = nullptr;
 
   // Mixture of experts (layers with a router; ffn_gate/up/down stay null there).
   const TensorInfo* ffn_gate_inp = nullptr;   // [n_embd, n_expert] the router
@@ -80,7 +86,8 @@ struct ModelWeights {
   // cls_out [n_embd, n_class] (null: no head).
   const TensorInfo* position_embd = nullptr;
   std::vector<float> token_type0;
-  int64_t n_token_types = 0;  // rows of token_types.weight
+  const TensorInfo* token_types = nullptr;  // [n_embd, n_types] (null: none)
+  int64_t n_token_types = 0;                // its rows
   std::vector<float> token_embd_norm, token_embd_norm_b;
   const TensorInfo* cls = nullptr;
   std::vector<float> cls_b;
@@ -119,6 +126,9 @@ std::vector<int64_t> experts(const Config& c, int il);        // [n_expert]
 std::vector<int64_t> gate_up_exps_b(const Config& c, int il); // [n_ff_exp, n_expert]
 std::vector<int64_t> down_exps_b(const Config& c, int il);    // [n_embd, n_expert]
 std::vector<int64_t> ff(const Config& c, int il);             // [n_ff(il)]
+std::vector<int64_t> conv_in(const Config& c, int il);        // [n_embd, 3 * n_embd]
+std::vector<int64_t> conv_kernel(const Config& c, int il);    // [shortconv_l_cache, n_embd]
+std::vector<int64_t> embd_square(const Config& c, int il);    // [n_embd, n_embd]
 }  // namespace shapes
 
 // Which layers a table entry belongs to: every layer, the dense FFN layers, or the layers with

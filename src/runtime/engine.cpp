@@ -61,7 +61,7 @@ size_t Engine::run_step(std::span<const StepInput> inputs, std::vector<float>* l
   if (!hidden && !model_->family().lm_head)
     throw_error("{} is an encoder: it gives embeddings (jitllm embed, /v1/embeddings), not logits",
                 config().name.empty() ? config().arch : config().name);
-  std::vector<int32_t> tokens, pos, seq, out_rows;
+  std::vector<int32_t> tokens, pos, seq, out_rows, types;
   std::vector<KvSeq> seqs;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const StepInput& in = inputs[i];
@@ -74,6 +74,8 @@ size_t Engine::run_step(std::span<const StepInput> inputs, std::vector<float>* l
   for (const StepInput& in : inputs) {
     Session& s = *in.session;
     const int64_t room = s.n_ctx() - s.position();
+    if (!in.types.empty() && in.types.size() != in.tokens.size())
+      throw_error("step: {} token types for {} tokens", in.types.size(), in.tokens.size());
     if (int64_t(in.tokens.size()) > room)
       throw_error("context overflow: {} tokens in the session + {} new exceed the context size "
                   "of {}", s.position(), in.tokens.size(), s.n_ctx());
@@ -88,6 +90,7 @@ size_t Engine::run_step(std::span<const StepInput> inputs, std::vector<float>* l
       if (in.all_logits || (t + 1 == in.tokens.size() && !in.no_logits))
         out_rows.push_back(int32_t(tokens.size()));
       tokens.push_back(in.tokens[t]);
+      types.push_back(in.types.empty() ? 0 : in.types[t]);
       pos.push_back(int32_t(s.position() + int64_t(t)));
       seq.push_back(sid);
     }
@@ -97,7 +100,10 @@ size_t Engine::run_step(std::span<const StepInput> inputs, std::vector<float>* l
   if (argmax) argmax->assign(out_rows.size(), 0);
   if (hidden) hidden->assign(out_rows.size() * size_t(config().n_embd), 0.0f);
   if (tokens.empty()) return 0;
+  bool typed = false;
+  for (const StepInput& in : inputs) typed |= !in.types.empty();
   Batch b{tokens, pos, seq, seqs, out_rows};
+  if (typed) b.types = types;
   model_->forward(backends_.route, b, kv_layout_, logits ? logits->data() : nullptr,
                   argmax ? argmax->data() : nullptr, hidden ? hidden->data() : nullptr);
   // Positions advance only after the step succeeded.

@@ -52,6 +52,7 @@ struct StepInput {
   std::span<const int32_t> tokens;  // appended at the session's position
   bool all_logits = false;          // logits for every token (else only the last)
   bool no_logits = false;           // without all_logits: no logits at all (a prefill chunk)
+  std::span<const int32_t> types;   // an encoder's token types, one per token (empty: all 0)
 };
 
 class Engine {
@@ -95,8 +96,9 @@ class Engine {
   // Pooling::Rank gives a cross-encoder's scores instead, [inputs.size(), n_class]: its
   // classification head over the first token. Throws for none/unspecified and for rank on a
   // model without the head.
+  // `types`: each input's token types (a cross-encoder's segments), or empty (all type 0).
   std::vector<float> embed(std::span<const std::vector<int32_t>> inputs, Pooling pooling,
-                           bool normalize);
+                           bool normalize, std::span<const std::vector<int32_t>> types = {});
   // The width of each row embed() returns for `pooling`.
   int64_t embedding_width(Pooling pooling) const;
   // An encoder (BERT): steps give hidden states only, no logits.

@@ -49,7 +49,12 @@ int64_t Engine::embedding_width(Pooling pooling) const {
 }
 
 std::vector<float> Engine::embed(std::span<const std::vector<int32_t>> inputs, Pooling pooling,
-                                 bool normalize) {
+                                 bool normalize, std::span<const std::vector<int32_t>> types) {
+  if (!types.empty() && types.size() != inputs.size())
+    throw_error("embeddings: token types for {} of {} inputs", types.size(), inputs.size());
+  auto types_of = [&](size_t i) {
+    return types.empty() ? std::span<const int32_t>() : std::span<const int32_t>(types[i]);
+  };
   if (pooling == Pooling::None || pooling == Pooling::Unspecified)
     throw_error("embeddings need a pooling (mean, cls, last or rank); the model names {}",
                 pooling_name(pooling));
@@ -108,6 +113,7 @@ std::vector<float> Engine::embed(std::span<const std::vector<int32_t>> inputs, P
         const bool last_chunk = off + n == len;
         StepInput in{session.get(), std::span<const int32_t>(inputs[i]).subspan(size_t(off), size_t(n)),
                      every_row};
+        if (!types_of(i).empty()) in.types = types_of(i).subspan(size_t(off), size_t(n));
         in.no_logits = !every_row && !last_chunk;
         run_step(std::span<const StepInput>(&in, 1), nullptr, nullptr, &hidden);
         if (pooling == Pooling::Cls || pooling == Pooling::Rank) {
@@ -131,6 +137,7 @@ std::vector<float> Engine::embed(std::span<const std::vector<int32_t>> inputs, P
     for (size_t j = i; j < end; ++j) {
       sessions.push_back(new_session(int64_t(inputs[j].size())));
       step_in.push_back({sessions.back().get(), inputs[j], every_row});
+      step_in.back().types = types_of(j);
     }
     run_step(step_in, nullptr, nullptr, &hidden);
     const float* rows = hidden.data();

@@ -162,17 +162,19 @@ void HttpServer::install_embedding_routes() {
       return_documents = r->get<bool>();
     }
     ServedModel& m = model_for(model_field(body));
-    std::vector<std::vector<int32_t>> inputs;
+    std::vector<std::vector<int32_t>> inputs, types;
     for (size_t i = 0; i < docs->size(); ++i) {
       if (!(*docs)[i].is_string())
         throw invalid_request("documents", fmt::format("document {} is not a string", i));
-      inputs.push_back(app::rerank_tokens(m.loaded(), query->get<std::string>(), (*docs)[i].get<std::string>()));
+      app::RerankInput in = app::rerank_input(m.loaded(), query->get<std::string>(), (*docs)[i].get<std::string>());
+      inputs.push_back(std::move(in.ids));
+      if (!in.types.empty()) types.push_back(std::move(in.types));
       if (int64_t(inputs.back().size()) > m.engine().config().n_ctx_train)
         throw invalid_request("documents", fmt::format("query and document {} make {} tokens, more "
                                                        "than the model's context of {}", i,
                                                        inputs.back().size(), m.engine().config().n_ctx_train));
     }
-    const std::vector<float> scores = m.run_embeddings(inputs, Pooling::Rank, false);
+    const std::vector<float> scores = m.run_embeddings(inputs, Pooling::Rank, false, types);
     const size_t width = size_t(m.engine().embedding_width(Pooling::Rank));
     std::vector<size_t> order(inputs.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;

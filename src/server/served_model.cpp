@@ -32,7 +32,7 @@ ServedModel::ServedModel(ModelOptions options, Metrics& metrics)
   if (is_encoder())
     log(LogLevel::Info, "{}: an encoder ({} pooling): /v1/embeddings{}", id_,
         pooling_name(pooling_ != Pooling::Unspecified ? pooling_ : engine().config().pooling),
-        engine().rank_classes() == 1 && engine().token_types() <= 1 ? " and /v1/rerank" : "");
+        engine().rank_classes() == 1 ? " and /v1/rerank" : "");
   if (!model_->has_own_template())
     log(LogLevel::Warn, "{}: the model has no chat template; /v1/chat/completions uses a "
         "ChatML-like default (pass --chat-template FILE to choose one)", id_);
@@ -56,7 +56,8 @@ ServedModel::~ServedModel() {
 }
 
 std::vector<float> ServedModel::run_embeddings(const std::vector<std::vector<int32_t>>& inputs,
-                                              Pooling pooling, bool normalize) {
+                                              Pooling pooling, bool normalize,
+                                              const std::vector<std::vector<int32_t>>& types) {
   const int64_t width = engine().embedding_width(pooling);
   // A few steps' worth of tokens per visit to the scheduler thread.
   const int64_t group_tokens = 4 * engine().options().n_batch;
@@ -70,9 +71,12 @@ std::vector<float> ServedModel::run_embeddings(const std::vector<std::vector<int
     while (end < inputs.size() && tokens + int64_t(inputs[end].size()) <= group_tokens)
       tokens += int64_t(inputs[end++].size());
     const std::span<const std::vector<int32_t>> group(inputs.data() + i, end - i);
+    const std::span<const std::vector<int32_t>> group_types =
+        types.empty() ? std::span<const std::vector<int32_t>>() : std::span(types.data() + i, end - i);
     std::vector<float> part;
-    scheduler_->run_exclusive(
-        [&](Engine& engine, PrefixCache&) { part = engine.embed(group, pooling, normalize); });
+    scheduler_->run_exclusive([&](Engine& engine, PrefixCache&) {
+      part = engine.embed(group, pooling, normalize, group_types);
+    });
     out.insert(out.end(), part.begin(), part.end());
     i = end;
   }

@@ -100,8 +100,10 @@ class ServedModel {
   // Pooled embeddings or a reranker's scores of whole inputs (Engine::embed), on the scheduler
   // thread in groups of inputs (the running sequences get a step between two groups); throws
   // ApiError 499 when the client goes away. [inputs.size(), engine().embedding_width(pooling)].
+  // `types`: each input's token types, or empty (Engine::embed).
   std::vector<float> run_embeddings(const std::vector<std::vector<int32_t>>& inputs,
-                                    Pooling pooling, bool normalize);
+                                    Pooling pooling, bool normalize,
+                                    const std::vector<std::vector<int32_t>>& types = {});
   // The pooling /v1/embeddings uses (jitllmd --pooling, else the model's; may be unspecified).
   Pooling pooling() const { return pooling_; }
   // An encoder (BERT): embeddings and reranking only, no generation.

@@ -89,14 +89,23 @@ TEST_P(BertOracle, RerankScoresMatchTransformers) {
   EXPECT_EQ(e.config().pooling, Pooling::Rank);
   ASSERT_EQ(e.embedding_width(Pooling::Rank), 1);
   const nlohmann::json ref = reference("bert-rerank");
-  std::vector<std::vector<int32_t>> inputs;
+  EXPECT_EQ(e.token_types(), 2);
+  std::vector<std::vector<int32_t>> inputs, types;
   for (const auto& p : ref["pairs"]) {
-    inputs.push_back(rerank_tokens(m, p["query"], p["document"]));
-    EXPECT_EQ(inputs.back(), p["ids"].get<std::vector<int32_t>>());
+    RerankInput in = rerank_input(m, p["query"], p["document"]);
+    EXPECT_EQ(in.ids, p["ids"].get<std::vector<int32_t>>());
+    EXPECT_EQ(in.types, p["types"].get<std::vector<int32_t>>());
+    inputs.push_back(in.ids);
+    types.push_back(in.types);
   }
-  const std::vector<float> scores = e.embed(inputs, Pooling::Rank, false);
-  for (size_t i = 0; i < inputs.size(); ++i)
+  const std::vector<float> scores = e.embed(inputs, Pooling::Rank, false, types);
+  const std::vector<float> untyped = e.embed(inputs, Pooling::Rank, false);
+  float moved = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
     EXPECT_NEAR(scores[i], ref["pairs"][i]["score"].get<float>(), 1e-3f) << "pair " << i;
+    moved = std::max(moved, std::fabs(untyped[i] - scores[i]));
+  }
+  EXPECT_GT(moved, 5e-3f) << "the document's token type changes nothing: the fixture tests nothing";
   // Its pooling is rank: it does not embed.
   EXPECT_THROW(embedding_pooling(e, Pooling::Unspecified), Error);
 }
@@ -115,7 +124,7 @@ TEST(Embeddings, AnEncoderRefusesLogitsAndRankWithoutAHead) {
     EXPECT_NE(std::string(err.what()).find("encoder"), std::string::npos) << err.what();
   }
   EXPECT_THROW(e.embedding_width(Pooling::Rank), Error);
-  EXPECT_THROW(rerank_tokens(m, "q", "d"), Error);
+  EXPECT_THROW(rerank_input(m, "q", "d"), Error);
   EXPECT_THROW(e.embed({&ids, 1}, Pooling::None, true), Error);
 }
 

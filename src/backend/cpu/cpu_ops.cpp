@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/mapped_file.h"
+#include "core/thread_pool.h"
 #include "graph/moe.h"
 #include "quant/quant.h"
 
@@ -212,11 +213,52 @@ void CpuOps::add_table_rows(const TensorInfo& table, std::span<const int32_t> id
                 x.rows, x.cols);
   for (const int32_t id : ids)
     if (id < 0 || id >= table.rows())
-      throw_error("{}: row {} is out of range ({} rows; the model's context is that long)",
-                  table.name, id, table.rows());
+      throw_error("{}: row {} is out of range ({} rows)", table.name, id, table.rows());
   rows_f32_.resize(size_t(x.rows * x.cols));
   k_.get_rows(table.type, table.data, table.row_length(), ids.data(), x.rows, rows_f32_.data());
   k_.add(x.data, rows_f32_.data(), x.rows * x.cols);
+}
+
+void CpuOps::mul(Act acc, Act x) {
+  const int64_t count = acc.rows * acc.cols;
+  for (int64_t i = 0; i < count; ++i) acc.data[i] *= x.data[i];
+}
+
+void CpuOps::short_conv(int il, Act x, const std::vector<float>& kernel, int L, Act out) {
+  const KvLayout& kv = kv_;
+  if (kv.layer(il).k_dim != x.cols || kv.layer(il).v_dim != 0)
+    throw_error("short_conv: layer {} keeps rows of {}/{}, the step gives {}", il, kv.layer(il).k_dim,
+                kv.layer(il).v_dim, x.cols);
+  if (L < 1 || int64_t(kernel.size()) != x.cols * L)
+    throw_error("short_conv: {} kernel values for {} channels of {} taps", kernel.size(), x.cols, L);
+  const size_t n = batch_.n_rows();
+  k_rows_.resize(n);
+  dst_.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    k_rows_[i] = kv.k_rows(batch_.seqs[size_t(batch_.seq[i])].pages, il);
+    dst_[i] = k_rows_[i].row(batch_.pos[i]);
+  }
+  // Every row's input first: rows of one sequence read the ones before them in this step.
+  const QuantType type = kv.type_of(il);
+  k_.store_rows(type, x.data, int64_t(n), x.cols, dst_.data());
+  const int64_t cols = x.cols;
+  ThreadPool::global().parallel_for(int64_t(n), 1, [&](int64_t r0, int64_t r1) {
+    std::vector<float> row(static_cast<size_t>(cols));
+    for (int64_t r = r0; r < r1; ++r) {
+      float* o = out.data + r * cols;
+      std::fill(o, o + cols, 0.0f);
+      for (int j = 0; j < L; ++j) {
+        const int64_t p = int64_t(batch_.pos[size_t(r)]) - (L - 1) + j;
+        if (p < 0) continue;
+        const uint8_t* src = k_rows_[size_t(r)].row(p);
+        if (type == QuantType::F32)
+          std::memcpy(row.data(), src, size_t(cols) * sizeof(float));
+        else
+          dequantize_row(type, src, row.data(), cols);
+        for (int64_t c = 0; c < cols; ++c) o[c] += kernel[size_t(c * L + j)] * row[size_t(c)];
+      }
+    }
+  });
 }
 
 void CpuOps::copy_cols(Act x, int64_t first, Act out) {

@@ -38,6 +38,8 @@ class CpuOps final : public Ops {
                   Act out) override;
   void gelu(Act x, Act out) override;
   void add_table_rows(const TensorInfo& table, std::span<const int32_t> ids, Act x) override;
+  void mul(Act acc, Act x) override;
+  void short_conv(int il, Act x, const std::vector<float>& kernel, int L, Act out) override;
   void copy_cols(Act x, int64_t first, Act out) override;
   void select_rows(Act x, std::span<const int32_t> rows, Act out) override;
   void weighted_sum_rows(Act x, std::span<const int32_t> rows, std::span<const float> coef,
