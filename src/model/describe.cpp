@@ -30,6 +30,12 @@ FamilyDescription describe_family(const Config& c) {
   if (c.family && !c.family->lm_head)
     q.push_back(fmt::format("encoder: {} attention, LayerNorm after each residual, GELU FFN, "
                             "{} pooling", c.causal ? "causal" : "bidirectional", pooling_name(c.pooling)));
+  if (c.shortconv_l_cache > 0) {
+    int conv = 0;
+    for (int il = 0; il < c.n_layer; ++il) conv += c.is_recurrent(il);
+    q.push_back(fmt::format("short convolutions ({} taps) on {} of {} layers, their state kept "
+                            "per position in f32", c.shortconv_l_cache, conv, c.n_layer));
+  }
   if (c.n_rot == 0) q.push_back("learned positions (no RoPE)");
   else if (c.rope_mode == RopeMode::Neox) q.push_back("NEOX rotation");
   if (c.n_rot != c.head_dim && c.n_rot > 0) q.push_back(fmt::format("partial rotary ({} of {} dims)", c.n_rot, c.head_dim));
