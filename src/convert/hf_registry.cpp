@@ -1,6 +1,6 @@
 // The HF architectures the converter knows: config.json names -> one HfArchitecture per family
 // file (hf_llama.cpp, hf_qwen2.cpp, hf_qwen3.cpp, hf_gemma.cpp, hf_phi3.cpp, hf_olmo2.cpp,
-// hf_olmoe.cpp).
+// hf_olmoe.cpp, hf_gpt_oss.cpp, hf_deepseek2.cpp).
 #include "convert/hf_arch.h"
 
 namespace jitllm {
@@ -17,6 +17,7 @@ extern const HfArchitecture kHfQwen2Moe;  // hf_qwen2.cpp
 extern const HfArchitecture kHfQwen3Moe;  // hf_qwen3.cpp
 extern const HfArchitecture kHfOlmoe;     // hf_olmoe.cpp
 extern const HfArchitecture kHfGptOss;    // hf_gpt_oss.cpp
+extern const HfArchitecture kHfDeepseek2; // hf_deepseek2.cpp
 
 namespace {
 
@@ -42,6 +43,8 @@ const Entry kEntries[] = {
     {"OlmoeForCausalLM", &kHfOlmoe},       {"qwen2_moe", &kHfQwen2Moe},
     {"qwen3_moe", &kHfQwen3Moe},           {"olmoe", &kHfOlmoe},
     {"GptOssForCausalLM", &kHfGptOss},     {"gpt_oss", &kHfGptOss},
+    {"DeepseekV2ForCausalLM", &kHfDeepseek2}, {"DeepseekV3ForCausalLM", &kHfDeepseek2},
+    {"deepseek_v2", &kHfDeepseek2},           {"deepseek_v3", &kHfDeepseek2},
 };
 
 }  // namespace

@@ -72,6 +72,9 @@ class Ops {
   // out[r, c] = x[r, first + c] for c < out.cols: one part of a fused projection's output (the
   // q, k and v of Phi-3's attn_qkv, the gate and up halves of its ffn_up).
   virtual void copy_cols(Act x, int64_t first, Act out) = 0;
+  // out[r, first + c] = x[r, c] for c < x.cols: the other way, x written into part of each row of
+  // out (MLA assembles each head's absorbed query and its rotated part side by side).
+  virtual void copy_cols_into(Act x, Act out, int64_t first) = 0;
   // out[j] = x[rows[j]].
   virtual void select_rows(Act x, std::span<const int32_t> rows, Act out) = 0;
   // out[r] = sum over j < t of coef[r * t + j] * x[rows[r * t + j]], t = rows.size() / out.rows:

@@ -49,7 +49,12 @@ FamilyDescription describe_family(const Config& c) {
   if (c.n_expert > 0) {
     std::string s = fmt::format("{} of {} experts a token (width {}), ", c.n_expert_used, c.n_expert,
                                 c.n_ff_exp);
-    s += c.expert_gating == MoeGating::Softmax ? "softmax then top-k" : "top-k then softmax";
+    s += c.expert_gating == MoeGating::Softmax   ? "softmax then top-k"
+         : c.expert_gating == MoeGating::Sigmoid ? "sigmoid then top-k"
+                                                 : "top-k then softmax";
+    if (c.n_expert_groups > 1)
+      s += fmt::format(" within the best {} of {} groups ({})", c.n_group_used, c.n_expert_groups,
+                       c.expert_group_score == MoeGroupScore::Max ? "by their best" : "by their best two");
     if (c.expert_weights_norm) s += ", weights renormalised";
     if (c.expert_weights_scale != 0 && c.expert_weights_scale != 1)
       s += fmt::format(", weights x {:g}", c.expert_weights_scale);
@@ -57,6 +62,20 @@ FamilyDescription describe_family(const Config& c) {
     if (c.n_ff_shexp > 0) q.push_back(fmt::format("shared expert of width {}", c.n_ff_shexp));
     if (c.expert_swiglu_limit > 0)
       q.push_back(fmt::format("clamped SwiGLU experts (limit {:g})", c.expert_swiglu_limit));
+  }
+  if (c.is_mla()) {
+    std::string s = fmt::format("multi-head latent attention: {} heads of {} (q/k, {} rotated) and {} "
+                                "(v) from a cached latent of {}",
+                                c.n_head, c.head_dim_k_mla, c.n_rot, c.head_dim_v_mla, c.n_lora_kv);
+    if (c.n_lora_q > 0) s += fmt::format(", q through a LoRA of {}", c.n_lora_q);
+    q.push_back(s);
+  }
+  if (c.n_layer_dense_lead > 0 && c.n_expert > 0)
+    q.push_back(fmt::format("first {} layers dense", c.n_layer_dense_lead));
+  for (int il = 0; il < c.n_layer; ++il) {
+    const LayerKv kv = c.family && c.family->layer_memory ? c.family->layer_memory(c, il)
+                                                          : LayerKv{c.k_dim_of(il), c.v_dim_of(il)};
+    d.kv_values_per_token += int64_t(kv.k_dim) + kv.v_dim;
   }
   if (c.family) {
     const Family& f = *c.family;

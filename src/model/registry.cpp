@@ -16,6 +16,7 @@ extern const Family kQwen2MoeFamily;  // archs/qwen2moe.cpp
 extern const Family kQwen3MoeFamily;  // archs/qwen3moe.cpp
 extern const Family kOlmoeFamily;     // archs/olmoe.cpp
 extern const Family kGptOssFamily;    // archs/gpt_oss.cpp
+extern const Family kDeepseek2Family; // archs/deepseek2.cpp
 
 namespace {
 
@@ -23,6 +24,7 @@ const Family* const kFamilies[] = {
     &kLlamaFamily, &kQwen2Family, &kQwen3Family, &kGemmaFamily,
     &kGemma2Family, &kGemma3Family, &kPhi3Family, &kOlmo2Family,
     &kQwen2MoeFamily, &kQwen3MoeFamily, &kOlmoeFamily, &kGptOssFamily,
+    &kDeepseek2Family,
 };
 
 }  // namespace

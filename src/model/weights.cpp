@@ -109,6 +109,25 @@ std::vector<int64_t> heads(const Config& c, int il) { return {c.n_head_of(il)}; 
 std::vector<int64_t> experts(const Config& c, int) { return {c.n_expert}; }
 std::vector<int64_t> gate_up_exps_b(const Config& c, int) { return {c.n_ff_exp, c.n_expert}; }
 std::vector<int64_t> down_exps_b(const Config& c, int) { return {c.n_embd, c.n_expert}; }
+std::vector<int64_t> mla_q(const Config& c, int il) {
+  return {c.n_embd, int64_t(c.n_head_of(il)) * c.head_dim_k_mla};
+}
+std::vector<int64_t> mla_q_a(const Config& c, int) { return {c.n_embd, c.n_lora_q}; }
+std::vector<int64_t> mla_q_a_norm(const Config& c, int) { return {c.n_lora_q}; }
+std::vector<int64_t> mla_q_b(const Config& c, int il) {
+  return {c.n_lora_q, int64_t(c.n_head_of(il)) * c.head_dim_k_mla};
+}
+std::vector<int64_t> mla_kv_a(const Config& c, int) { return {c.n_embd, int64_t(c.n_lora_kv) + c.n_rot}; }
+std::vector<int64_t> mla_kv_a_norm(const Config& c, int) { return {c.n_lora_kv}; }
+std::vector<int64_t> mla_k_b(const Config& c, int il) {
+  return {c.qk_nope_dim(), c.n_lora_kv, c.n_head_of(il)};
+}
+std::vector<int64_t> mla_v_b(const Config& c, int il) {
+  return {c.n_lora_kv, c.head_dim_v_mla, c.n_head_of(il)};
+}
+std::vector<int64_t> mla_o(const Config& c, int il) {
+  return {int64_t(c.n_head_of(il)) * c.head_dim_v_mla, c.n_embd};
+}
 }  // namespace shapes
 
 std::vector<LayerTensor> with_moe_tensors(std::vector<LayerTensor> table) {
@@ -233,9 +252,16 @@ ModelWeights bind_weights(const ModelFile& file, Config& c, std::span<const Laye
       else
         l.*std::get<std::vector<float> LayerWeights::*>(lt.slot) = b.vector_of(info, info.elements());
     }
-    if (!l.wqkv && !(l.wq && l.wk && l.wv))
+    if (l.is_mla()) {  // q directly or through its LoRA; kv_b's halves cut per head
+      if (!l.wq && !(l.wq_a && l.wq_b && !l.attn_q_a_norm.empty()))
+        throw_error("{}: layer {} has neither {}attn_q.weight nor attn_q_a/attn_q_a_norm/attn_q_b",
+                    file.path, il, p);
+      l.k_b_head = expert_matrices(*l.wk_b);
+      l.v_b_head = expert_matrices(*l.wv_b);
+    } else if (!l.wqkv && !(l.wq && l.wk && l.wv)) {
       throw_error("{}: layer {} has neither {}attn_qkv.weight nor attn_q/attn_k/attn_v", file.path,
                   il, p);
+    }
     if (moe) {
       l.gate_exp = expert_matrices(*l.ffn_gate_exps);
       l.up_exp = expert_matrices(*l.ffn_up_exps);

@@ -35,6 +35,7 @@ class CpuOps final : public Ops {
   void scale(Act x, float s) override;
   void softcap(Act x, float cap) override;
   void copy_cols(Act x, int64_t first, Act out) override;
+  void copy_cols_into(Act x, Act out, int64_t first) override;
   void select_rows(Act x, std::span<const int32_t> rows, Act out) override;
   void weighted_sum_rows(Act x, std::span<const int32_t> rows, std::span<const float> coef,
                          Act out) override;

@@ -413,6 +413,9 @@ bool same_view(const PagedRows& x, const PagedRows& y) {
 }  // namespace
 
 void JitKernels::attention(const AttentionArgs& a) const {
+  // V heads of another width than K's (MLA's latent, 512 of 576) run on the reference kernel:
+  // the generated one keeps one head width for its tiles.
+  if (a.head_dim_v > 0 && a.head_dim_v != a.head_dim) return ref_.attention(a);
   if (a.head_dim <= 0 || a.head_dim % 64 != 0 || a.n_head <= 0 || a.n_head_kv <= 0 ||
       a.n_head % a.n_head_kv != 0 ||
       (a.kv_type != QuantType::F16 && a.kv_type != QuantType::F32))
