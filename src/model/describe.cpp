@@ -25,10 +25,13 @@ FamilyDescription describe_family(const Config& c) {
   FamilyDescription d;
   d.family = c.family ? c.family->name : c.arch;
   auto& q = d.quirks;
-  if (c.head_dim * c.n_head != c.n_embd) q.push_back(fmt::format("head size {} of its own", c.head_dim));
-  if (c.n_head_kv != c.n_head) q.push_back(fmt::format("GQA {} query heads on {} KV heads", c.n_head, c.n_head_kv));
+  // MLA's head_dim / n_head_kv describe the absorbed MQA over the latent (said below instead).
+  if (!c.is_mla()) {
+    if (c.head_dim * c.n_head != c.n_embd) q.push_back(fmt::format("head size {} of its own", c.head_dim));
+    if (c.n_head_kv != c.n_head) q.push_back(fmt::format("GQA {} query heads on {} KV heads", c.n_head, c.n_head_kv));
+    if (c.n_rot != c.head_dim) q.push_back(fmt::format("partial rotary ({} of {} dims)", c.n_rot, c.head_dim));
+  }
   if (c.rope_mode == RopeMode::Neox) q.push_back("NEOX rotation");
-  if (c.n_rot != c.head_dim) q.push_back(fmt::format("partial rotary ({} of {} dims)", c.n_rot, c.head_dim));
   if (c.rope_scaling != "none") q.push_back("RoPE scaling " + c.rope_scaling);
   if (!c.rope_freq_factors_long.empty())
     q.push_back(fmt::format("LongRoPE (short factors up to {} positions)", c.rope_ctx_orig));
@@ -40,7 +43,8 @@ FamilyDescription describe_family(const Config& c) {
       s += fmt::format(" (RoPE base {:g} there)", c.rope_freq_base_swa);
     q.push_back(s);
   }
-  if (c.attn_scale > 0 && std::fabs(c.attn_scale * std::sqrt(float(c.head_dim)) - 1.0f) > 1e-6f)
+  const int scored_dim = c.is_mla() ? c.head_dim_k_mla : c.head_dim;
+  if (c.attn_scale > 0 && std::fabs(c.attn_scale * std::sqrt(float(scored_dim)) - 1.0f) > 1e-6f)
     q.push_back(fmt::format("attention scale {:g}", c.attn_scale));
   if (c.attn_softcap > 0) q.push_back(fmt::format("attention soft-cap {:g}", c.attn_softcap));
   if (c.final_softcap > 0) q.push_back(fmt::format("final logit soft-cap {:g}", c.final_softcap));
