@@ -20,7 +20,11 @@ namespace {
 void deepseek2_metadata(const nlohmann::json& c, Metadata& m) {
   auto u32 = [](int64_t v) { return Value::u32(uint32_t(v)); };
   const std::string a = "deepseek2.";
-  const bool v3 = c.value("model_type", std::string()) == "deepseek_v3";
+  // V3's routing (Moonlight says model_type deepseek_v3, Kimi-K2 kimi_k2; both name the class).
+  const std::string type_name = c.value("model_type", std::string());
+  const bool v3 = type_name == "deepseek_v3" || type_name == "kimi_k2" ||
+                  (c.contains("architectures") && c["architectures"].is_array() &&
+                   !c["architectures"].empty() && c["architectures"][0] == "DeepseekV3ForCausalLM");
   if (config_bool_or(c, "attention_bias", false))
     throw_error("config.json: attention_bias is not supported for deepseek2");
   if (v3 && !config_bool_or(c, "rope_interleave", true))

@@ -174,6 +174,35 @@ TEST_F(Deepseek2Hf, FolderRunsLikeTheGguf) {
   EXPECT_EQ(diff, 0.0f) << "of logits up to " << scale;
 }
 
+// The routing keys each class's config says: V2's group_limited_greedy scores a group by its
+// best expert (our expert_group_score "max"), V3 (and Kimi-K2's model_type) routes sigmoid over
+// groups scored by their best two, renormalised.
+TEST_F(Deepseek2Hf, RoutingKeysFollowTheClass) {
+  nlohmann::json c = config_;
+  c["topk_method"] = "group_limited_greedy";
+  c["n_group"] = 4;
+  c["topk_group"] = 2;
+  Config v2 = Engine(convert(c), EngineOptions{}).config();
+  EXPECT_EQ(v2.expert_gating, MoeGating::Softmax);
+  EXPECT_EQ(v2.n_expert_groups, 4);
+  EXPECT_EQ(v2.n_group_used, 2);
+  EXPECT_EQ(v2.expert_group_score, MoeGroupScore::Max);
+  for (const char* type : {"deepseek_v3", "kimi_k2"}) {
+    c = config_;
+    c["model_type"] = type;
+    c["architectures"] = {"DeepseekV3ForCausalLM"};
+    c["n_group"] = 4;
+    c["topk_group"] = 2;
+    c["norm_topk_prob"] = true;
+    c["topk_method"] = "noaux_tc";
+    const Config v3 = Engine(convert(c), EngineOptions{}).config();
+    EXPECT_EQ(v3.expert_gating, MoeGating::Sigmoid) << type;
+    EXPECT_EQ(v3.n_expert_groups, 4) << type;
+    EXPECT_EQ(v3.expert_group_score, MoeGroupScore::Top2Sum) << type;
+    EXPECT_TRUE(v3.expert_weights_norm) << type;
+  }
+}
+
 TEST_F(Deepseek2Hf, RefusesWhatItCannotSay) {
   auto refused = [&](nlohmann::json c, const char* what) {
     try {
