@@ -73,9 +73,13 @@ struct LayerWeights {
   std::vector<float> attn_kv_a_norm;      // [n_lora_kv]
   const TensorInfo* wk_b = nullptr;       // [qk_nope, n_lora_kv, n_head]: q_nope -> latent
   const TensorInfo* wv_b = nullptr;       // [n_lora_kv, head_dim_v_mla, n_head]: latent -> v
+  // Older converters' unsplit form: per head qk_nope rows of k_b then head_dim_v_mla of v_b.
+  const TensorInfo* wkv_b = nullptr;      // [n_lora_kv, n_head * (qk_nope + head_dim_v_mla)]
   // [n_head] head h's matrix of wk_b ([qk_nope, n_lora_kv]) and of wv_b ([n_lora_kv,
-  // head_dim_v_mla]), views of their bytes as the matmul ops take them.
+  // head_dim_v_mla]) as the matmul ops take them: views of their bytes, or from wkv_b its v rows
+  // as a view and its k rows transposed into k_b_owned (F32, [n_head][n_lora_kv][qk_nope]).
   std::vector<TensorInfo> k_b_head, v_b_head;
+  std::vector<float> k_b_owned;
 
   bool is_moe() const { return ffn_gate_inp != nullptr; }
   bool is_mla() const { return wkv_a_mqa != nullptr; }
@@ -127,6 +131,7 @@ std::vector<int64_t> mla_kv_a(const Config& c, int il);       // [n_embd, n_lora
 std::vector<int64_t> mla_kv_a_norm(const Config& c, int il);  // [n_lora_kv]
 std::vector<int64_t> mla_k_b(const Config& c, int il);        // [qk_nope, n_lora_kv, n_head]
 std::vector<int64_t> mla_v_b(const Config& c, int il);        // [n_lora_kv, head_dim_v_mla, n_head]
+std::vector<int64_t> mla_kv_b(const Config& c, int il);       // [n_lora_kv, n_head * (qk_nope + v)]
 std::vector<int64_t> mla_o(const Config& c, int il);          // [n_head * head_dim_v_mla, n_embd]
 }  // namespace shapes
 

@@ -18,6 +18,7 @@
 #include "convert/synth.h"
 #include "core/tuning.h"
 #include "graph/rope.h"
+#include "io/gguf.h"
 #include "quant/quant.h"
 #include "runtime/engine.h"
 #include "runtime/model_loader.h"
@@ -154,6 +155,76 @@ TEST_F(Deepseek2, ChunksDecodeAndKernelsAgree) {
   const float d = max_abs_diff(last_rows[1], last_rows[0], scale);
   EXPECT_GT(scale, 0.1f);
   EXPECT_LT(d, 1e-2f * scale) << "generated kernels against the reference";
+}
+
+// Older converters' GGUFs: attn_kv_b unsplit, with n_head KV heads of the decompressed widths in
+// the metadata. The same weights in that form (kv_b built from the split attn_k_b / attn_v_b)
+// run to the split form's logits; only attn_k_b's products differ (F32 after the transposition,
+// whose activations are not rounded to F16 as the F16 weights' are).
+TEST_F(Deepseek2, UnsplitKvBRunsLikeTheSplitForm) {
+  const std::string split = tiny_deepseek2("f16");
+  const ModelFile f = open_model_file(split);
+  Metadata md = f.metadata;
+  md.erase("deepseek2.attention.key_length_mla");
+  md.erase("deepseek2.attention.value_length_mla");
+  md.set("deepseek2.attention.head_count_kv", Value::u32(4));
+  md.set("deepseek2.attention.key_length", Value::u32(96));
+  md.set("deepseek2.attention.value_length", Value::u32(64));
+  const int64_t H = 4, R = 256, nope = 64, hv = 64;
+  std::vector<TensorInfo> ts;
+  std::vector<std::vector<uint16_t>> kv_b(2);
+  for (const TensorInfo& t : f.tensors) {
+    if (t.name.ends_with("attn_v_b.weight")) continue;
+    if (!t.name.ends_with("attn_k_b.weight")) {
+      ts.push_back(t);
+      continue;
+    }
+    const std::string blk = t.name.substr(0, t.name.size() - std::string("attn_k_b.weight").size());
+    const int il = blk == "blk.0." ? 0 : 1;
+    const auto* kb = reinterpret_cast<const uint16_t*>(t.data);  // [nope, R, H]
+    const TensorInfo* v = nullptr;
+    for (const TensorInfo& u : f.tensors)
+      if (u.name == blk + "attn_v_b.weight") v = &u;
+    ASSERT_NE(v, nullptr);
+    const auto* vb = reinterpret_cast<const uint16_t*>(v->data);  // [R, hv, H]
+    std::vector<uint16_t>& w = kv_b[size_t(il)];
+    w.resize(size_t(H * (nope + hv) * R));
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t c = 0; c < R; ++c) {
+        for (int64_t d = 0; d < nope; ++d)
+          w[size_t((h * (nope + hv) + d) * R + c)] = kb[size_t((h * R + c) * nope + d)];
+        for (int64_t e = 0; e < hv; ++e)
+          w[size_t((h * (nope + hv) + nope + e) * R + c)] = vb[size_t((h * hv + e) * R + c)];
+      }
+    TensorInfo m;
+    m.name = blk + "attn_kv_b.weight";
+    m.type = QuantType::F16;
+    m.shape = {R, H * (nope + hv)};
+    m.bytes = w.size() * 2;
+    m.data = reinterpret_cast<const uint8_t*>(w.data());
+    ts.push_back(m);
+  }
+  const std::string unsplit = (fs::temp_directory_path() / ("jlm_ds2_kvb_" + std::to_string(::getpid()) + ".gguf")).string();
+  write_gguf(unsplit, md, ts);
+  EngineOptions o;
+  o.cpu_kernels = "reference";
+  o.kv_type = QuantType::F32;
+  Engine a(load_model_file(split), o), b(load_model_file(unsplit), o);
+  EXPECT_EQ(b.config().head_dim_k_mla, 96);
+  EXPECT_EQ(b.config().n_head_kv, 1);
+  EXPECT_EQ(b.config().attn_scale, a.config().attn_scale);
+  EXPECT_EQ(b.model().kv_layout(16, QuantType::F16).page_bytes(),
+            a.model().kv_layout(16, QuantType::F16).page_bytes());
+  std::vector<int32_t> ids = {1};
+  for (int i = 0; i < 24; ++i) ids.push_back(3 + (i * 41 + 9) % 500);
+  auto sa = a.new_session(), sb = b.new_session();
+  const std::vector<float> la = a.prefill(*sa, ids, true, 256), lb = b.prefill(*sb, ids, true, 256);
+  float scale = 0;
+  const float d = max_abs_diff(lb, la, scale);
+  EXPECT_GT(scale, 0.1f);
+  EXPECT_LT(d, 2e-3f * scale) << "max |diff| " << d << " of " << scale;
+  std::printf("unsplit attn_kv_b against the split form: max |diff| %.3g of %.3g\n", d, scale);
+  fs::remove(unsplit);
 }
 
 TEST_F(Deepseek2, AbsorbedAttentionEqualsDecompressedHeads) {

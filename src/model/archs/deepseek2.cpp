@@ -6,7 +6,8 @@
 // softmax (V2) or sigmoid plus exp_probs_b (V3), optionally among the best expert groups, the
 // weights renormalised and scaled as the file says. RoPE on pairs (2i, 2i + 1), llama.cpp's NORM
 // mode; the attention scale carries DeepSeek's YaRN mscale rule (read_mla_scales). Names and
-// keys are llama.cpp b10472's; the unsplit attn_kv_b of older converters is refused.
+// keys are llama.cpp b10472's, with either kv_b form: the split attn_k_b / attn_v_b, or older
+// converters' attn_kv_b (with their metadata of n_head KV heads), split when bound.
 #include <cmath>
 
 #include "core/error.h"
@@ -52,20 +53,29 @@ void read_mla_scales(const Metadata& md, Config& c) {
 void read_deepseek2_hparams(const Metadata& md, Config& c) {
   const std::string a = c.arch + ".";
   c.rope_mode = RopeMode::Normal;
-  if (!md.has(a + "attention.key_length_mla") || !md.has(a + "attention.value_length_mla"))
-    throw_error("metadata keys '{0}attention.key_length_mla' / '{0}attention.value_length_mla' are "
-                "missing: this is the unsplit attn_kv_b form of older converters, which is not "
-                "supported (convert again with llama.cpp's current convert_hf_to_gguf.py, or from "
-                "the Hugging Face folder with jitllm)",
-                a);
   if (md.has(a + "attention.temperature_scale"))
     throw_error("metadata key '{}attention.temperature_scale': attention temperature tuning is not "
                 "supported",
                 a);
   c.n_lora_q = int(md.get_i64_or(a + "attention.q_lora_rank", 0));
   c.n_lora_kv = int(md.get_i64(a + "attention.kv_lora_rank"));
-  c.head_dim_k_mla = int(md.get_i64(a + "attention.key_length_mla"));
-  c.head_dim_v_mla = int(md.get_i64(a + "attention.value_length_mla"));
+  const bool split = md.has(a + "attention.key_length_mla") && md.has(a + "attention.value_length_mla");
+  if (split) {
+    c.head_dim_k_mla = int(md.get_i64(a + "attention.key_length_mla"));
+    c.head_dim_v_mla = int(md.get_i64(a + "attention.value_length_mla"));
+  } else {
+    // Older converters (attn_kv_b unsplit) describe the decompressed heads: n_head KV heads of
+    // key_length / value_length. The graph is the same absorbed MQA (weights.cpp splits kv_b).
+    if (c.n_head_kv != c.n_head || !c.n_head_kv_per_layer.empty())
+      throw_error("metadata: {}attention.head_count_kv {} differs from head_count {} in the unsplit "
+                  "attn_kv_b form",
+                  a, c.n_head_kv, c.n_head);
+    c.head_dim_k_mla = c.head_dim;
+    c.head_dim_v_mla = c.head_dim_v;
+    c.n_head_kv = 1;
+    c.head_dim = c.n_lora_kv + c.n_rot;
+    c.head_dim_v = c.n_lora_kv;
+  }
   c.n_layer_dense_lead = int(md.get_i64_or(a + "leading_dense_block_count", 0));
   if (c.n_lora_q < 0 || c.n_lora_kv <= 0 || c.head_dim_v_mla <= 0 || c.head_dim_k_mla <= c.n_rot ||
       c.n_layer_dense_lead < 0 || c.n_layer_dense_lead > c.n_layer)
@@ -99,8 +109,9 @@ std::vector<LayerTensor> deepseek2_layer_tensors() {
       {"attn_q_b.weight", &LayerWeights::wq_b, shapes::mla_q_b, true},
       {"attn_kv_a_mqa.weight", &LayerWeights::wkv_a_mqa, shapes::mla_kv_a},
       {"attn_kv_a_norm.weight", &LayerWeights::attn_kv_a_norm, shapes::mla_kv_a_norm},
-      {"attn_k_b.weight", &LayerWeights::wk_b, shapes::mla_k_b},
-      {"attn_v_b.weight", &LayerWeights::wv_b, shapes::mla_v_b},
+      {"attn_k_b.weight", &LayerWeights::wk_b, shapes::mla_k_b, true},
+      {"attn_v_b.weight", &LayerWeights::wv_b, shapes::mla_v_b, true},
+      {"attn_kv_b.weight", &LayerWeights::wkv_b, shapes::mla_kv_b, true},  // older converters
       {"attn_output.weight", &LayerWeights::wo, shapes::mla_o},
       {"ffn_norm.weight", &LayerWeights::ffn_norm, shapes::embd},
       {"ffn_gate.weight", &LayerWeights::ffn_gate, shapes::gate_up},
