@@ -12,8 +12,8 @@
 //    accumulated key after key in registers.
 // Both honour a sliding window (keys before AttentionArgs::kv_start skipped, tiles still aligned
 // to key 0) and soft-capped scores. Heads whose size is not a multiple of 64 go to the reference.
-// V heads of their own width (MLA's latent: K 576, V its first 512) run on the one_chunk path
-// when that width is a multiple of 8; prompts of such heads go to the reference.
+// V heads of their own width (MLA's latent: K 576, V its first 512, read from the K rows) run on
+// both paths when that width is a multiple of 64.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -234,13 +234,13 @@ void transpose8(__m256 r[8]) {
 constexpr int64_t kMaxBlockRows = 16;
 struct TiledScratch {
   std::vector<float> kt;      // [head_dim][64]: the key tile, transposed
-  std::vector<float> vt;      // [64][head_dim]: the value tile as floats
-  std::vector<float> acc;     // [rows][group][head_dim]: V accumulators
+  std::vector<float> vt;      // [64][hv]: the value tile as floats
+  std::vector<float> acc;     // [rows][group][hv]: V accumulators
   std::vector<float> S, M;    // [rows][group]: softmax sums and running maxima
   std::vector<const float*> vrow;  // [64]: value rows (into vt, or the cache when F32)
-  TiledScratch(int hd, int group)
-      : kt(size_t(hd) * kKvTile), vt(size_t(hd) * kKvTile),
-        acc(size_t(kMaxBlockRows) * size_t(group) * size_t(hd)),
+  TiledScratch(int hd, int hv, int group)
+      : kt(size_t(hd) * kKvTile), vt(size_t(hv) * kKvTile),
+        acc(size_t(kMaxBlockRows) * size_t(group) * size_t(hv)),
         S(size_t(kMaxBlockRows) * size_t(group)), M(S.size()), vrow(kKvTile) {}
 };
 
@@ -254,8 +254,8 @@ inline __m256 visible(__m256i lane, int lo, int hi) {
 // One query head's share of one 64-key tile (ggml's tiled arithmetic, as attend_tiled in
 // reference_attention.cpp): scores as one FMA chain per key over d (eight keys per ymm), the tile
 // maximum, the rescale, ggml's expf, the per-16 pairwise sum added in double, and V accumulated
-// key after key. acc: [hd] (kept in registers 64 dims at a time).
-void tile_one_head(const float* q, int hd, float scale, float cap, const float* kt,
+// key after key. acc: [hv] (kept in registers 64 dims at a time).
+void tile_one_head(const float* q, int hd, int hv, float scale, float cap, const float* kt,
                    const float* const* vrow, int64_t first, int64_t tile, float* acc, float& S,
                    float& M) {
   alignas(32) float scores[kKvTile];
@@ -290,7 +290,7 @@ void tile_one_head(const float* q, int hd, float scale, float cap, const float* 
   if (m_new > M) {
     const float msf = std::exp(M - m_new);
     const __m256 ms = _mm256_set1_ps(msf);
-    for (int d = 0; d < hd; d += 8) _mm256_storeu_ps(acc + d, _mm256_mul_ps(_mm256_loadu_ps(acc + d), ms));
+    for (int d = 0; d < hv; d += 8) _mm256_storeu_ps(acc + d, _mm256_mul_ps(_mm256_loadu_ps(acc + d), ms));
     S *= msf;
   }
   M = m_new;
@@ -322,7 +322,7 @@ void tile_one_head(const float* q, int hd, float scale, float cap, const float* 
     sum += double(_mm_cvtss_f32(x4));
   }
   S = float(double(S) + sum);
-  for (int d0 = 0; d0 < hd; d0 += 64) {  // 64 dims = 8 ymm accumulators in registers
+  for (int d0 = 0; d0 < hv; d0 += 64) {  // 64 dims = 8 ymm accumulators in registers
     __m256 va[8];
     for (int c = 0; c < 8; ++c) va[c] = _mm256_loadu_ps(acc + d0 + 8 * c);
     for (int64_t t = 0; t < tile; ++t) {
@@ -339,16 +339,17 @@ void tile_one_head(const float* q, int hd, float scale, float cap, const float* 
 // tile converted) once for all of them, then every (row, head) runs tile_one_head on it. The
 // per-(row, head) arithmetic is the reference's; only the sharing of tiles is new.
 void attend_tiled_block(const AttentionArgs& a, int64_t r0, int64_t r1, int kvh, TiledScratch& s) {
-  const int hd = a.head_dim;
+  const int hd = a.head_dim, hv = a.head_dim_v > 0 ? a.head_dim_v : a.head_dim;
   const int group = a.n_head / a.n_head_kv;
   const bool f16 = a.kv_type == QuantType::F16;
   const size_t head_off = size_t(kvh) * hd * (f16 ? 2 : 4);
+  const size_t v_head_off = a.v_in_k ? head_off : size_t(kvh) * hv * (f16 ? 2 : 4);
   const PagedRows& K = a.k[r0];
   const PagedRows& V = a.v[r0];
   const int64_t rows = r1 - r0;
   int64_t max_kv = 0;
   for (int64_t r = r0; r < r1; ++r) max_kv = std::max(max_kv, a.n_kv[r]);
-  std::fill(s.acc.begin(), s.acc.begin() + rows * group * hd, 0.0f);
+  std::fill(s.acc.begin(), s.acc.begin() + rows * group * hv, 0.0f);
   std::fill(s.S.begin(), s.S.begin() + rows * group, 0.0f);
   std::fill(s.M.begin(), s.M.begin() + rows * group, -std::numeric_limits<float>::infinity());
   int64_t min_start = max_kv;  // the block's earliest visible key (sliding windows)
@@ -370,10 +371,10 @@ void attend_tiled_block(const AttentionArgs& a, int64_t r0, int64_t r1, int kvh,
       }
     }
     for (int64_t t = 0; t < len; ++t) {
-      const uint8_t* vr = V.row(j0 + t) + head_off;
+      const uint8_t* vr = V.row(j0 + t) + v_head_off;
       if (f16) {
-        float* dst = s.vt.data() + t * hd;
-        for (int d = 0; d < hd; d += 8)
+        float* dst = s.vt.data() + t * hv;
+        for (int d = 0; d < hv; d += 8)
           _mm256_storeu_ps(dst + d, load8(reinterpret_cast<const uint16_t*>(vr) + d));
         s.vrow[size_t(t)] = dst;
       } else {
@@ -388,8 +389,8 @@ void attend_tiled_block(const AttentionArgs& a, int64_t r0, int64_t r1, int kvh,
       for (int hg = 0; hg < group; ++hg) {
         const size_t st = size_t((r - r0) * group + hg);
         const float* q = a.q + (r * a.n_head + kvh * group + hg) * hd;
-        tile_one_head(q, hd, a.scale, a.softcap, s.kt.data(), s.vrow.data(), first, tile,
-                      s.acc.data() + st * hd, s.S[st], s.M[st]);
+        tile_one_head(q, hd, hv, a.scale, a.softcap, s.kt.data(), s.vrow.data(), first, tile,
+                      s.acc.data() + st * hv, s.S[st], s.M[st]);
       }
     }
   }
@@ -398,10 +399,10 @@ void attend_tiled_block(const AttentionArgs& a, int64_t r0, int64_t r1, int kvh,
       const size_t st = size_t((r - r0) * group + hg);
       const float sink_ms = a.sinks ? apply_sink(a.sinks[kvh * group + hg], s.M[st], s.S[st]) : 1.0f;
       const float s_inv = s.S[st] == 0.0f ? 0.0f : 1.0f / s.S[st];
-      float* out = a.out + (r * a.n_head + kvh * group + hg) * hd;
-      const float* acc = s.acc.data() + st * hd;
+      float* out = a.out + (r * a.n_head + kvh * group + hg) * hv;
+      const float* acc = s.acc.data() + st * hv;
       const __m256 vi = _mm256_set1_ps(s_inv), vms = _mm256_set1_ps(sink_ms);
-      for (int d = 0; d < hd; d += 8) {
+      for (int d = 0; d < hv; d += 8) {
         __m256 y = _mm256_loadu_ps(acc + d);
         if (sink_ms != 1.0f) y = _mm256_mul_ps(y, vms);
         _mm256_storeu_ps(out + d, _mm256_mul_ps(y, vi));
@@ -417,11 +418,9 @@ bool same_view(const PagedRows& x, const PagedRows& y) {
 }  // namespace
 
 void JitKernels::attention(const AttentionArgs& a) const {
-  // V heads of another width than K's (MLA's latent, 512 of 576): the one_chunk path takes them
-  // (a multiple of 8); the tiled path keeps one head width for its tiles, so prompts of such
-  // heads run on the reference.
-  if (a.head_dim_v > 0 && a.head_dim_v != a.head_dim && (a.f32_tiles || a.head_dim_v % 8 != 0))
-    return ref_.attention(a);
+  // V heads of another width than K's (MLA's latent, 512 of 576): both paths take a multiple of
+  // 64 (the tiled path accumulates V 64 dims at a time), anything else runs on the reference.
+  if (a.head_dim_v > 0 && a.head_dim_v % 64 != 0) return ref_.attention(a);
   if (a.head_dim <= 0 || a.head_dim % 64 != 0 || a.n_head <= 0 || a.n_head_kv <= 0 ||
       a.n_head % a.n_head_kv != 0 ||
       (a.kv_type != QuantType::F16 && a.kv_type != QuantType::F32))
@@ -438,7 +437,7 @@ void JitKernels::attention(const AttentionArgs& a) const {
     starts.push_back(a.n_rows);
     const int64_t n_blocks = int64_t(starts.size()) - 1;
     ThreadPool::global().parallel_for(n_blocks * a.n_head_kv, 1, [&](int64_t p0, int64_t p1) {
-      TiledScratch scratch(a.head_dim, group);
+      TiledScratch scratch(a.head_dim, a.head_dim_v > 0 ? a.head_dim_v : a.head_dim, group);
       for (int64_t p = p0; p < p1; ++p) {
         // Last blocks first: in a causal prefill they attend the most keys, and handing out the
         // longest work first leaves the shortest pieces to balance the threads at the end.

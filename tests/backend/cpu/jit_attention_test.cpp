@@ -76,14 +76,15 @@ void check(QuantType kv, int head_dim, bool tiles, uint32_t seed) {
 
 // MLA's absorbed decode (DeepSeek-V2-Lite's widths): 16 query heads on one KV head of 576 whose
 // first 512 values are V (v_in_k: K's rows are all there is), and V heads of their own width in a
-// plane beside K (GQA, 128 / 64). Decode rows of several lengths, F16 and F32: bit-identical.
+// plane beside K (GQA, 128 / 64). Rows of several lengths, both paths, F16 and F32: bit-identical.
 TEST(JitAttention, VHeadsOfTheirOwnWidthBitIdentical) {
   struct Shape {
     int n_head, n_kv, hd, hv;
     bool v_in_k;
   };
   for (const Shape sh : {Shape{16, 1, 576, 512, true}, Shape{8, 2, 128, 64, false}})
-    for (QuantType kv : {QuantType::F16, QuantType::F32}) {
+    for (QuantType kv : {QuantType::F16, QuantType::F32})
+      for (bool tiles : {false, true}) {
       const int64_t n_rows = 4, page_rows = 32, max_kv = 150;
       const int k_dim = sh.n_kv * sh.hd, v_dim = sh.n_kv * sh.hv;
       const size_t esz = kv == QuantType::F16 ? 2 : 4;
@@ -124,13 +125,15 @@ TEST(JitAttention, VHeadsOfTheirOwnWidthBitIdentical) {
       a.n_kv = n_kv.data();
       a.k = ks.data();
       a.v = vs.data();
+      a.f32_tiles = tiles;
       std::vector<float> ref(size_t(n_rows * sh.n_head * sh.hv)), got(ref.size(), -7.0f);
       a.out = ref.data();
       reference_kernels().attention(a);
       a.out = got.data();
       jit_kernels().attention(a);
       for (size_t i = 0; i < ref.size(); ++i)
-        ASSERT_EQ(ref[i], got[i]) << quant_name(kv) << " " << sh.hd << "/" << sh.hv << " at " << i;
+        ASSERT_EQ(ref[i], got[i]) << quant_name(kv) << " " << sh.hd << "/" << sh.hv
+                                  << (tiles ? " tiles" : " one_chunk") << " at " << i;
     }
 }
 
