@@ -68,9 +68,10 @@ int run_batched(const BatchedOptions& o) {
   std::uniform_int_distribution<int32_t> tok(0, int32_t(nv - 1));
   fmt::print("model: {}, devices: {}, prompt {} tokens per session, {} steps\n", file->path,
              o.devices, o.prompt, o.gen);
-  const auto& cfg = engine.config();
-  // Bytes per attended position: K and V of every layer.
-  const double kv_bytes_per_pos = 2.0 * cfg.n_layer * cfg.kv_dim() * (eo.kv_type == QuantType::F32 ? 4 : 2);
+  // Bytes per attended position: what every layer keeps (K and V, or MLA's latent), from the
+  // pages' layout, which knows each layer's widths.
+  const KvLayout& kv = engine.kv_pool().layout();
+  const double kv_bytes_per_pos = double(kv.page_bytes()) / double(kv.page_tokens);
   const ReadWall wall = measure_read_wall(o.devices);
   for (int S : counts) {
     std::vector<std::unique_ptr<Session>> ses;

@@ -106,10 +106,15 @@ int run_info(const InfoArgs& args) {
   std::string family_text;
   try {
     const FamilyDescription d = describe_family(config_from_metadata(source.metadata));
-    json["family"] = {{"name", d.family}, {"quirks", d.quirks}};
+    json["family"] = {{"name", d.family},
+                      {"quirks", d.quirks},
+                      {"kv_values_per_token", d.kv_values_per_token},
+                      {"kv_bytes_per_token_f16", 2 * d.kv_values_per_token}};
     family_text = "family: " + d.family;
     for (size_t i = 0; i < d.quirks.size(); ++i) family_text += (i ? ", " : ": ") + d.quirks[i];
-    family_text += "\n";
+    family_text += fmt::format("\nKV per token: {} values, {} bytes at F16 ({} at F32)\n",
+                               d.kv_values_per_token, 2 * d.kv_values_per_token,
+                               4 * d.kv_values_per_token);
   } catch (const Error& e) {
     json["family"] = {{"error", e.what()}};
     family_text = std::string("family: none (") + e.what() + ")\n";

@@ -123,6 +123,11 @@ int run_speed(const SpeedOptions& o) {
   fmt::print("model: {} ({}), devices: {}, kernels: {}, threads: {}\n", file->path,
              engine.config().n_layer, eo.devices, engine.cpu_kernels_name(), pool.size());
   if (o.devices != "cpu") fmt::print("{}", engine.placement().table());
+  {  // what one position costs in the cache (each layer's widths: MLA keeps its latent)
+    const KvLayout& kv = engine.kv_pool().layout();
+    fmt::print("KV per token: {} bytes ({})\n", kv.page_bytes() / size_t(kv.page_tokens),
+               kv.type == QuantType::F32 ? "f32" : "f16");
+  }
   auto list = [](const std::vector<double>& v) {
     std::string s;
     for (double x : v) s += fmt::format("{}{:.2f}", s.empty() ? "" : " ", x);

@@ -39,6 +39,11 @@ struct HfTensorMapping {
   enum class Columns { All, Even, Odd };
   Columns columns = Columns::All;
   bool transpose = false;
+  // > 0: a 2-D [heads * per, cols] matrix read as `heads` slices of `per` rows, keeping rows
+  // [head_first, head_first + head_rows) of each: a stacked [heads][head_rows][cols] tensor
+  // (then `transpose` applies within each). MLA's kv_b_proj holds per head the qk_nope rows of
+  // k_b then the v_head_dim rows of v_b; llama.cpp's attn_k_b is the first part transposed.
+  int64_t heads = 0, head_first = 0, head_rows = 0;
   // gpt-oss's MXFP4 experts (OpenAI's checkpoints): this tensor is the blocks ([n_expert, rows,
   // in / 32, 16] bytes, two 4-bit codes a byte, low nibble first) or the scales ([n_expert, rows,
   // in / 32] E8M0 bytes) of the MXFP4 tensor gguf_name, which keeps all `rows` or the even / odd

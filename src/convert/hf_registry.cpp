@@ -1,6 +1,6 @@
 // The HF architectures the converter knows: config.json names -> one HfArchitecture per family
 // file (hf_llama.cpp, hf_qwen2.cpp, hf_qwen3.cpp, hf_gemma.cpp, hf_phi3.cpp, hf_olmo2.cpp,
-// hf_olmoe.cpp).
+// hf_olmoe.cpp, hf_gpt_oss.cpp, hf_deepseek2.cpp).
 #include "convert/hf_arch.h"
 
 namespace jitllm {
@@ -19,6 +19,7 @@ extern const HfArchitecture kHfOlmoe;     // hf_olmoe.cpp
 extern const HfArchitecture kHfGptOss;    // hf_gpt_oss.cpp
 extern const HfArchitecture kHfBert;      // hf_bert.cpp
 extern const HfArchitecture kHfLfm2;      // hf_lfm2.cpp
+extern const HfArchitecture kHfDeepseek2; // hf_deepseek2.cpp
 
 namespace {
 
@@ -47,6 +48,8 @@ const Entry kEntries[] = {
     {"BertModel", &kHfBert},               {"BertForMaskedLM", &kHfBert},
     {"BertForSequenceClassification", &kHfBert}, {"bert", &kHfBert},
     {"Lfm2ForCausalLM", &kHfLfm2},         {"lfm2", &kHfLfm2},
+    {"DeepseekV2ForCausalLM", &kHfDeepseek2}, {"DeepseekV3ForCausalLM", &kHfDeepseek2},
+    {"deepseek_v2", &kHfDeepseek2},           {"deepseek_v3", &kHfDeepseek2},
 };
 
 }  // namespace

@@ -101,6 +101,7 @@ std::span<const uint8_t> load_one(const SafetensorsTensor& t, int64_t permute_he
 // elements, into scratch; returns the GGUF shape of the result.
 std::vector<int64_t> rearranged_shape(const std::vector<int64_t>& shape, const HfTensorMapping& m) {
   std::vector<int64_t> out = shape;
+  if (m.heads > 0) out = {shape[0], m.head_rows, m.heads};  // [cols, head_rows, heads]
   if (out.size() < 2) out.push_back(1);
   if (m.columns != HfTensorMapping::Columns::All) out[0] /= 2;
   if (m.transpose) std::swap(out[0], out[1]);
@@ -111,8 +112,11 @@ std::vector<int64_t> rearranged_shape(const std::vector<int64_t>& shape, const H
 std::span<const uint8_t> load_rearranged(const SafetensorsTensor& t, const HfTensorMapping& m,
                                          std::vector<uint8_t>& scratch) {
   const TensorInfo& info = t.info;
-  const int64_t cols = info.shape[0], rows = info.shape.size() > 1 ? info.shape[1] : 1;
-  const int64_t outer = info.elements() / (cols * rows);
+  const int64_t cols = info.shape[0];
+  // A per-head cut reads `rows` of every `per` source rows, from `skip` on.
+  const int64_t per = m.heads > 0 ? info.shape[1] / m.heads : (info.shape.size() > 1 ? info.shape[1] : 1);
+  const int64_t rows = m.heads > 0 ? m.head_rows : per, skip = m.heads > 0 ? m.head_first : 0;
+  const int64_t outer = info.elements() / (cols * per);
   const size_t es = info.bytes / size_t(info.elements());
   const bool pick = m.columns != HfTensorMapping::Columns::All;
   const int64_t first = m.columns == HfTensorMapping::Columns::Odd ? 1 : 0, step = pick ? 2 : 1;
@@ -121,7 +125,7 @@ std::span<const uint8_t> load_rearranged(const SafetensorsTensor& t, const HfTen
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < kept; ++c) {
-        const int64_t from = (o * rows + r) * cols + first + c * step;
+        const int64_t from = (o * per + skip + r) * cols + first + c * step;
         const int64_t to = m.transpose ? (o * kept + c) * rows + r : (o * rows + r) * kept + c;
         std::memcpy(scratch.data() + size_t(to) * es, info.data + size_t(from) * es, es);
       }
@@ -359,14 +363,21 @@ ConvertSource open_hf_source(const std::string& dir, const SourceOptions& option
       continue;
     }
     const QuantType type = float_type(t);
-    if (map->columns != HfTensorMapping::Columns::All || map->transpose) {
-      // gpt-oss's stacked experts and their biases: each mapping its own part of the tensor.
+    if (map->columns != HfTensorMapping::Columns::All || map->transpose || map->heads > 0) {
+      // gpt-oss's stacked experts and their biases, MLA's kv_b halves: each mapping its own part
+      // of the tensor.
       std::vector<HfTensorMapping> parts{*map};
       parts.insert(parts.end(), map->also.begin(), map->also.end());
       for (const HfTensorMapping& part : parts) {
         if (part.columns != HfTensorMapping::Columns::All && t.info.shape[0] % 2 != 0)
           throw_error("{}: tensor '{}' has {} columns, not an even number to split", dir,
                       t.info.name, t.info.shape[0]);
+        if (part.heads > 0 && (t.info.shape.size() != 2 || t.info.shape[1] % part.heads != 0 ||
+                               part.head_first < 0 || part.head_rows <= 0 ||
+                               part.head_first + part.head_rows > t.info.shape[1] / part.heads))
+          throw_error("{}: tensor '{}' of {} rows cannot give rows [{}, {}) of each of {} heads",
+                      dir, t.info.name, t.info.shape.size() > 1 ? t.info.shape[1] : 1,
+                      part.head_first, part.head_first + part.head_rows, part.heads);
         SourceTensor out;
         out.name = part.gguf_name;
         out.type = part.f32 ? QuantType::F32 : type;

@@ -137,6 +137,23 @@ const std::vector<SynthShape>& synth_shapes() {
       {.name = "mixtral-8x7b", .arch = "llama", .n_embd = 4096, .n_ff = 14336, .n_layer = 32,
        .n_head = 32, .n_head_kv = 8, .head_dim = 128, .n_vocab = 32000, .n_ctx = 32768,
        .rope_base = 1000000.0f, .n_expert = 8, .n_expert_used = 2, .expert_weights_norm = true},
+      // tiny-deepseek2: the MLA tests' file (latent 256 + rope 32, heads of 64 + 32 / 64, a dense
+      // first layer, 8 experts of which 2 chosen, 1 shared, YaRN x4 with DeepSeek's mscale).
+      {.name = "tiny-deepseek2", .arch = "deepseek2", .n_embd = 256, .n_ff = 512, .n_layer = 2,
+       .n_head = 4, .n_head_kv = 1, .head_dim = 256 + 32, .n_vocab = 512, .n_ctx = 2048,
+       .rms_eps = 1e-6f, .n_rot = 32, .n_ctx_orig = 512, .n_expert = 8, .n_expert_used = 2,
+       .n_ff_exp = 256, .rope_yarn_factor = 4.0f, .n_lora_kv = 256, .qk_nope = 64,
+       .head_dim_v = 64, .n_dense_lead = 1, .n_expert_shared = 1, .expert_weights_scale = 1.5f,
+       .yarn_mscale_all_dim = 0.707f},
+      // DeepSeek-V2-Lite (16B, 2.4B active): q projected directly, latent 512 + rope 64, 16 heads
+      // of 128 + 64 / 128, 26 of 27 layers with 64 experts of 1408 (6 chosen) and 2 shared, YaRN
+      // x40 over 4096 with mscale 0.707.
+      {.name = "deepseek-v2-lite", .arch = "deepseek2", .n_embd = 2048, .n_ff = 10944,
+       .n_layer = 27, .n_head = 16, .n_head_kv = 1, .head_dim = 512 + 64, .n_vocab = 102400,
+       .n_ctx = 163840, .rms_eps = 1e-6f, .n_rot = 64, .n_ctx_orig = 4096, .n_expert = 64,
+       .n_expert_used = 6, .n_ff_exp = 1408, .rope_yarn_factor = 40.0f, .n_lora_kv = 512,
+       .qk_nope = 128, .head_dim_v = 128, .n_dense_lead = 1, .n_expert_shared = 2,
+       .expert_weights_scale = 1.0f, .yarn_mscale_all_dim = 0.707f},
   };
   return shapes;
 }
@@ -280,6 +297,21 @@ Metadata synth_metadata(const SynthShape& s, const std::string& mix) {
     if (s.arch != "gpt-oss")  // its softmax over the chosen is never renormalised
       md.set(a + "expert_weights_norm", Value::boolean(s.expert_weights_norm));
   }
+  if (s.arch == "deepseek2") {  // as llama.cpp's converter writes MLA (conversion/deepseek.py)
+    md.set(a + "attention.value_length", u32(s.n_lora_kv));
+    if (s.n_lora_q > 0) md.set(a + "attention.q_lora_rank", u32(s.n_lora_q));
+    md.set(a + "attention.kv_lora_rank", u32(s.n_lora_kv));
+    md.set(a + "attention.key_length_mla", u32(s.qk_nope + s.n_rot));
+    md.set(a + "attention.value_length_mla", u32(s.head_dim_v));
+    md.set(a + "leading_dense_block_count", u32(s.n_dense_lead));
+    md.set(a + "expert_shared_count", u32(s.n_expert_shared));
+    md.erase(a + "expert_weights_norm");  // the converter writes it only when true
+    if (s.expert_weights_norm) md.set(a + "expert_weights_norm", Value::boolean(true));
+    if (s.expert_weights_scale > 0) md.set(a + "expert_weights_scale", Value::f32(s.expert_weights_scale));
+    md.set(a + "expert_gating_func", u32(1));
+    if (s.yarn_mscale_all_dim > 0)
+      md.set(a + "rope.scaling.yarn_log_multiplier", Value::f32(0.1f * s.yarn_mscale_all_dim));
+  }
   if (s.rope_yarn_factor > 0) {
     md.set(a + "rope.scaling.type", Value::string("yarn"));
     md.set(a + "rope.scaling.factor", Value::f32(s.rope_yarn_factor));
@@ -331,7 +363,14 @@ std::vector<SynthTensor> synth_tensors(const SynthShape& s, const std::string& m
   auto matrix = [&](const std::string& name, int layer, int64_t cols, int64_t rows,
                     int64_t experts = 0) {
     const bool as_output = name == "output.weight" || (s.tied && name == "token_embd.weight");
-    const QuantType type = synth_tensor_type(mix, as_output ? "output.weight" : name, layer, nl);
+    QuantType type = synth_tensor_type(mix, as_output ? "output.weight" : name, layer, nl);
+    // llama-quantize's fallback for rows that do not fill a K-quant super-block (deepseek2's
+    // attn_k_b rows of qk_nope): the legacy format of about the same bits.
+    if (cols % quant_traits(type).block_elems != 0) {
+      if (type == QuantType::Q4_K) type = QuantType::Q5_0;
+      else if (type == QuantType::Q5_K) type = QuantType::Q5_1;
+      else if (type == QuantType::Q6_K) type = QuantType::Q8_0;
+    }
     if (cols % quant_traits(type).block_elems != 0)
       throw_error("synth {}: {} rows of {} do not divide into {} blocks", s.name, name, cols,
                   quant_name(type));
@@ -355,7 +394,40 @@ std::vector<SynthTensor> synth_tensors(const SynthShape& s, const std::string& m
   }
   if (!s.layer_kinds.empty() && int64_t(s.layer_kinds.size()) != s.n_layer)
     throw_error("synth {}: {} layer kinds for {} layers", s.name, s.layer_kinds.size(), s.n_layer);
-  for (int il = 0; il < nl; ++il) {
+  for (int il = 0; il < nl && s.arch == "deepseek2"; ++il) {
+    // llama.cpp's deepseek2 layer (src/models/deepseek2.cpp), split attn_k_b / attn_v_b.
+    const std::string p = fmt::format("blk.{}.", il);
+    const int64_t hk = s.qk_nope + s.n_rot;
+    vec(p + "attn_norm.weight", s.n_embd, true);
+    if (s.n_lora_q > 0) {
+      matrix(p + "attn_q_a.weight", il, s.n_embd, s.n_lora_q);
+      vec(p + "attn_q_a_norm.weight", s.n_lora_q, true);
+      matrix(p + "attn_q_b.weight", il, s.n_lora_q, s.n_head * hk);
+    } else {
+      matrix(p + "attn_q.weight", il, s.n_embd, s.n_head * hk);
+    }
+    matrix(p + "attn_kv_a_mqa.weight", il, s.n_embd, s.n_lora_kv + s.n_rot);
+    vec(p + "attn_kv_a_norm.weight", s.n_lora_kv, true);
+    matrix(p + "attn_k_b.weight", il, s.qk_nope, s.n_lora_kv, s.n_head);
+    matrix(p + "attn_v_b.weight", il, s.n_lora_kv, s.head_dim_v, s.n_head);
+    matrix(p + "attn_output.weight", il, s.n_head * s.head_dim_v, s.n_embd);
+    vec(p + "ffn_norm.weight", s.n_embd, true);
+    if (il < s.n_dense_lead) {
+      matrix(p + "ffn_gate.weight", il, s.n_embd, s.n_ff);
+      matrix(p + "ffn_up.weight", il, s.n_embd, s.n_ff);
+      matrix(p + "ffn_down.weight", il, s.n_ff, s.n_embd);
+      continue;
+    }
+    specs.push_back({p + "ffn_gate_inp.weight", QuantType::F32, {s.n_embd, s.n_expert}, false});
+    matrix(p + "ffn_gate_exps.weight", il, s.n_embd, s.n_ff_exp, s.n_expert);
+    matrix(p + "ffn_up_exps.weight", il, s.n_embd, s.n_ff_exp, s.n_expert);
+    matrix(p + "ffn_down_exps.weight", il, s.n_ff_exp, s.n_embd, s.n_expert);
+    const int64_t shared = s.n_ff_exp * s.n_expert_shared;
+    matrix(p + "ffn_gate_shexp.weight", il, s.n_embd, shared);
+    matrix(p + "ffn_up_shexp.weight", il, s.n_embd, shared);
+    matrix(p + "ffn_down_shexp.weight", il, shared, s.n_embd);
+  }
+  for (int il = 0; il < nl && s.arch != "deepseek2"; ++il) {
     const std::string p = fmt::format("blk.{}.", il);
     if (!olmo2) vec(p + "attn_norm.weight", s.n_embd, true);
     if (!s.layer_kinds.empty() && s.layer_kinds[size_t(il)] == 'c') {  // LFM2's convolution

@@ -47,13 +47,21 @@ struct SynthShape {
   // the convolution's taps.
   std::string layer_kinds;
   int64_t shortconv_l_cache = 0;
+  // deepseek2 (multi-head latent attention): q directly (n_lora_q 0) or through a LoRA, the
+  // latent of n_lora_kv, q/k heads of qk_nope + n_rot, v heads of head_dim_v; written in
+  // llama.cpp's absorbed form (1 KV head of n_lora_kv + n_rot, split attn_k_b / attn_v_b). The
+  // first n_dense_lead layers dense, then experts with n_expert_shared shared ones; routed
+  // weights times expert_weights_scale; yarn_mscale_all_dim as llama.cpp's yarn_log_multiplier.
+  int64_t n_lora_q = 0, n_lora_kv = 0, qk_nope = 0, head_dim_v = 0, n_dense_lead = 0;
+  int64_t n_expert_shared = 0;
+  float expert_weights_scale = 0.0f, yarn_mscale_all_dim = 0.0f;
 };
 
 // The known shapes (tiny, llama-3.2-1b, llama-3.2-3b, llama-3.1-8b, mistral-7b, qwen2.5-7b,
 // qwen3-4b, qwen3-8b, gemma-2-9b, gemma-3-4b, gemma-3-12b, phi-4-mini, olmo2-7b; with experts
-// tiny-moe, qwen3-30b-a3b, olmoe-1b-7b, mixtral-8x7b, gpt-oss-20b; the hybrids tiny-lfm2 and
-// lfm2-1.2b; gpt-oss's biases, sinks and
-// post_attention_norm come with its arch).
+// tiny-moe, qwen3-30b-a3b, olmoe-1b-7b, mixtral-8x7b, gpt-oss-20b, tiny-deepseek2,
+// deepseek-v2-lite; the hybrids tiny-lfm2 and lfm2-1.2b; gpt-oss's biases, sinks and post_attention_norm come with its arch, as
+// deepseek2's latent attention and shared experts with its).
 const std::vector<SynthShape>& synth_shapes();
 // Throws naming the known shapes when `name` is not one of them.
 const SynthShape& synth_shape(const std::string& name);

@@ -17,14 +17,19 @@ struct AttnSpec {
   int window = 0;                 // > 0: a row sees only the last `window` positions (itself incl.)
   float softcap = 0.0f;           // > 0: scores = softcap * tanh(scores / softcap) (Gemma 2)
   const float* sinks = nullptr;   // [n_head] per-head sink logits in the softmax (gpt-oss), or null
+  // V is the first head_dim_v values of each K row (MLA's absorbed form: one latent per position
+  // serves as K with its rope part, and as V without it), so the layer keeps one plane, K's.
+  bool v_in_k = false;
 
   int q_dim() const { return n_head * head_dim_k; }
   int k_dim() const { return n_head_kv * head_dim_k; }
-  int v_dim() const { return n_head_kv * head_dim_v; }
+  // The V plane's row width (0 when V is read from K's rows).
+  int v_dim() const { return v_in_k ? 0 : n_head_kv * head_dim_v; }
   int out_dim() const { return n_head * head_dim_v; }
   // True for the plain causal, full-window, equal-width attention every backend implements.
   bool is_plain() const {
-    return causal && window == 0 && softcap == 0.0f && sinks == nullptr && head_dim_k == head_dim_v;
+    return causal && window == 0 && softcap == 0.0f && sinks == nullptr &&
+           head_dim_k == head_dim_v && !v_in_k;
   }
 };
 

@@ -10,14 +10,85 @@
 
 namespace jitllm {
 
+namespace {
+
+// Experts outside the n_group_used best groups (by `score` of their selection values) get -inf
+// in `sel` ([E]), so no top k reaches them (llama.cpp's ffn_moe_probs_masked).
+void mask_groups(const MoeRouting& r, std::vector<float>& sel, std::vector<float>& group,
+                 std::vector<int32_t>& gidx) {
+  const int G = r.n_group, per = r.n_expert / G;
+  for (int g = 0; g < G; ++g) {
+    const float* v = sel.data() + size_t(g) * size_t(per);
+    float best = -INFINITY, second = -INFINITY;
+    for (int i = 0; i < per; ++i) {
+      if (v[i] > best) {
+        second = best;
+        best = v[i];
+      } else if (v[i] > second) {
+        second = v[i];
+      }
+    }
+    group[size_t(g)] = r.group_score == MoeGroupScore::Max || per < 2 ? best : best + second;
+  }
+  std::iota(gidx.begin(), gidx.end(), 0);
+  std::partial_sort(gidx.begin(), gidx.begin() + r.n_group_used, gidx.end(), [&](int32_t a, int32_t b) {
+    return group[size_t(a)] > group[size_t(b)] || (group[size_t(a)] == group[size_t(b)] && a < b);
+  });
+  for (int j = r.n_group_used; j < G; ++j)
+    std::fill_n(sel.begin() + ptrdiff_t(gidx[size_t(j)]) * per, per, -INFINITY);
+}
+
+}  // namespace
+
 void route_experts(const float* logits, int64_t rows, const MoeRouting& r, int32_t* ids,
                    float* weights) {
   const int E = r.n_expert, k = r.n_used;
   if (E <= 0 || k <= 0 || k > E) throw_error("moe: {} of {} experts per row", k, E);
+  const bool groups = r.n_group > 1;
+  if (groups && (E % r.n_group != 0 || r.n_group_used < 1 || r.n_group_used > r.n_group ||
+                 int64_t(r.n_group_used) * (E / r.n_group) < k))
+    throw_error("moe: {} experts in {} groups, {} groups kept, cannot choose {}", E, r.n_group,
+                r.n_group_used, k);
+  if (!r.plain_choice() && r.gating == MoeGating::SoftmaxChosen)
+    throw_error("moe: a softmax over the chosen with a selection bias or groups is not implemented");
   std::vector<int32_t> idx(static_cast<size_t>(E));
-  std::vector<float> p(static_cast<size_t>(E));
+  std::vector<float> p(static_cast<size_t>(E)), sel(static_cast<size_t>(E));
+  std::vector<float> group(size_t(std::max(r.n_group, 1)));
+  std::vector<int32_t> gidx(group.size());
   for (int64_t row = 0; row < rows; ++row) {
     const float* l = logits + row * E;
+    if (!r.plain_choice()) {  // the probabilities first: the choice reads them (and the bias)
+      if (r.gating == MoeGating::Sigmoid) {
+        for (int e = 0; e < E; ++e) p[size_t(e)] = 1.0f / (1.0f + std::exp(-l[e]));
+      } else {
+        float max = l[0];
+        for (int e = 1; e < E; ++e) max = std::max(max, l[e]);
+        float sum = 0.0f;
+        for (int e = 0; e < E; ++e) sum += p[size_t(e)] = std::exp(l[e] - max);
+        for (int e = 0; e < E; ++e) p[size_t(e)] /= sum;
+      }
+      for (int e = 0; e < E; ++e) sel[size_t(e)] = p[size_t(e)] + (r.selection_bias ? r.selection_bias[e] : 0.0f);
+      if (groups) mask_groups(r, sel, group, gidx);
+      std::iota(idx.begin(), idx.end(), 0);
+      std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int32_t a, int32_t b) {
+        return sel[size_t(a)] > sel[size_t(b)] || (sel[size_t(a)] == sel[size_t(b)] && a < b);
+      });
+      int32_t* out_ids = ids + row * k;
+      float* w = weights + row * k;
+      for (int j = 0; j < k; ++j) {
+        out_ids[j] = idx[size_t(j)];
+        w[j] = p[size_t(idx[size_t(j)])];
+      }
+      if (r.norm_weights) {  // llama.cpp clamps the sum at f16's smallest normal
+        float sum = 0.0f;
+        for (int j = 0; j < k; ++j) sum += w[j];
+        sum = std::max(sum, 6.103515625e-5f);
+        for (int j = 0; j < k; ++j) w[j] /= sum;
+      }
+      if (r.weights_scale != 0.0f && r.weights_scale != 1.0f)
+        for (int j = 0; j < k; ++j) w[j] *= r.weights_scale;
+      continue;
+    }
     // Softmax is monotonic, so the top k of the probabilities are the top k of the logits.
     std::iota(idx.begin(), idx.end(), 0);
     std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int32_t a, int32_t b) {

@@ -17,6 +17,13 @@ namespace jitllm {
 enum class MoeGating {
   Softmax,        // softmax over every expert, then the top k (Mixtral, Qwen2/3-MoE, OLMoE)
   SoftmaxChosen,  // the top k of the logits, softmax over those k (gpt-oss)
+  Sigmoid,        // sigmoid of every logit, then the top k (DeepSeek-V3, Kimi-K2, Moonlight)
+};
+
+// How a group of experts is scored when the choice is limited to the best groups.
+enum class MoeGroupScore {
+  Top2Sum,  // the sum of its two best selection scores (llama.cpp, DeepSeek-V3)
+  Max,      // its best one (DeepSeek-V2's group_limited_greedy in transformers)
 };
 
 struct MoeRouting {
@@ -25,12 +32,25 @@ struct MoeRouting {
   MoeGating gating = MoeGating::Softmax;
   bool norm_weights = false;  // the k chosen weights divided by their sum (Mixtral, Qwen3-MoE)
   float weights_scale = 0.0f; // the chosen weights times this; 0 or 1: none
+  // Group-limited choice (DeepSeek): the experts in n_group equal groups, only those of the
+  // n_group_used best groups chosen. n_group <= 1: no groups.
+  int n_group = 0, n_group_used = 0;
+  MoeGroupScore group_score = MoeGroupScore::Top2Sum;
+  // [n_expert] added to the probabilities for the choice only, the weights stay unbiased
+  // (DeepSeek-V3's exp_probs_b); null: none.
+  const float* selection_bias = nullptr;
+  // True when the choice is the top k of the logits themselves (softmax or softmax over the
+  // chosen, no bias, no groups): the routing a backend's fused kernel may implement.
+  bool plain_choice() const {
+    return gating != MoeGating::Sigmoid && n_group <= 1 && selection_bias == nullptr;
+  }
 };
 
 // For each of `rows` rows of router logits ([rows, n_expert]): the n_used experts of highest
-// probability, highest first (ties: the lower expert id), into ids [rows, n_used], and their
-// weights after gating, normalisation and scale into weights [rows, n_used]. A row holding NaN
-// is not ordered (its choice is unspecified but in range).
+// selection score (the probability, plus the selection bias where there is one, within the
+// kept groups where the choice is group-limited), highest first (ties: the lower expert id), into
+// ids [rows, n_used], and their weights after gating, normalisation and scale into weights
+// [rows, n_used]. A row holding NaN is not ordered (its choice is unspecified but in range).
 void route_experts(const float* logits, int64_t rows, const MoeRouting& r, int32_t* ids,
                    float* weights);
 

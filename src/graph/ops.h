@@ -91,6 +91,9 @@ class Ops {
   // out[i, c] = sum_{j < L} kernel[c * L + j] * row(pos_i - (L - 1) + j)[c], rows before
   // position 0 zero. kernel: host [cols * L].
   virtual void short_conv(int il, Act x, const std::vector<float>& kernel, int L, Act out);
+  // out[r, first + c] = x[r, c] for c < x.cols: the other way, x written into part of each row of
+  // out (MLA assembles each head's absorbed query and its rotated part side by side).
+  virtual void copy_cols_into(Act x, Act out, int64_t first) = 0;
   // out[j] = x[rows[j]].
   virtual void select_rows(Act x, std::span<const int32_t> rows, Act out) = 0;
   // out[r] = sum over j < t of coef[r * t + j] * x[rows[r * t + j]], t = rows.size() / out.rows:

@@ -18,9 +18,10 @@ GraphBuilder::GraphBuilder(const Config& config, const ModelWeights& weights, co
     throw_error("forward: the ops route covers {} of {} layers", route.layers.size(), c_.n_layer);
   int q = 0, k = 0, v = 0, out = 0, ff = 0;
   bool qk_norms = false, fused_qkv = false, fused_ffn = false, post_norms = false, moe = false,
-       shared_gate = false, short_conv = false;
+       shared_gate = false, short_conv = false, mla = false;
   for (const LayerWeights& l : w_.layers) {
     moe |= l.is_moe();
+    mla |= l.is_mla();
     shared_gate |= l.ffn_gate_inp_shexp != nullptr;
     qk_norms |= !l.attn_q_norm.empty() || !l.attn_k_norm.empty();
     fused_qkv |= l.wqkv != nullptr;
@@ -76,6 +77,19 @@ GraphBuilder::GraphBuilder(const Config& config, const ModelWeights& weights, co
           b.moe.sup = o->alloc(n, c_.n_ff_shexp);             // [n, n_ff_shexp]
         }
         b.moe_out = o->alloc(n, c_.n_embd);                   // [n, n_embd]
+      }
+      if (mla) {
+        b.mla_q = o->alloc(n, int64_t(c_.n_head) * c_.head_dim_k_mla);
+        if (c_.n_lora_q > 0) {
+          b.mla_q_a = o->alloc(n, c_.n_lora_q);
+          b.mla_q_a_n = o->alloc(n, c_.n_lora_q);
+        }
+        b.mla_kv_a = o->alloc(n, int64_t(c_.n_lora_kv) + c_.n_rot);
+        b.mla_lat = o->alloc(n, c_.n_lora_kv);
+        b.mla_nope = o->alloc(n, c_.qk_nope_dim());
+        b.mla_pe = o->alloc(n, c_.n_rot);
+        b.mla_v = o->alloc(n, int64_t(c_.n_head) * c_.head_dim_v_mla);
+        b.mla_vh = o->alloc(n, c_.head_dim_v_mla);
       }
     }
     buffers_.push_back(b);
@@ -343,8 +357,10 @@ Act GraphBuilder::build_moe_ffn(int il, Act cur, const LayerWeights& l) {
   e.up_bias = l.up_exp_b;
   e.down_bias = l.down_exp_b;
   e.swiglu_limit = c_.expert_swiglu_limit;
+  MoeRouting r = c_.moe_routing();
+  if (!l.ffn_exp_probs_b.empty()) r.selection_bias = l.ffn_exp_probs_b.data();
   Ops& ops = *at_;
-  ops.moe_ffn(cur, e, c_.moe_routing(), b.moe, out);
+  ops.moe_ffn(cur, e, r, b.moe, out);
   dump_(ops, view(b.moe.logits, cur.rows, c_.n_expert), "ffn_moe_logits", il);
   dump_(ops, out, "ffn_moe_out", il);
   return out;

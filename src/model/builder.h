@@ -52,6 +52,16 @@ class GraphBuilder {
   // projection ("Qcur_normed", "Kcur_normed"); RoPE on q and k; the KV store of layer il and
   // attention: the attention output [rows, spec.out_dim()] ("Qcur", "Kcur", "Vcur", "kqv_out").
   Act build_attn(int il, Act cur, const LayerWeights& l, const AttnSpec& spec, const RopeParams& rope);
+  // Multi-head latent attention (builder_mla.cpp; Config::is_mla) in llama.cpp's absorbed form:
+  // q (direct or through its LoRA) split per head into its nope and rope parts; the latent and
+  // the shared rope part from wkv_a_mqa, the latent RMS-normed; RoPE on the rope parts only; each
+  // head's q_nope absorbed through its wk_b into the latent space. Attention is then MQA over
+  // rows [latent, k_pe] that the cache keeps (spec: one KV head of n_lora_kv + n_rot, V the
+  // first n_lora_kv of each row), and each head's output [n_lora_kv] goes through its wv_b.
+  // Returns [rows, n_head * head_dim_v_mla], the input of attn_output ("q", "kv_cmpr",
+  // "Qcur", "Kcur", "kqv_out" as llama.cpp names them).
+  Act build_mla_attn(int il, Act cur, const LayerWeights& l, const AttnSpec& spec,
+                     const RopeParams& rope);
   // x += in . w^T (+ bias where one is given and not empty: gpt-oss's attn_output.bias)
   // ("<name>" the product, "<sum_name>" the new x), or, with a post-norm (Gemma 2/3, OLMo2),
   // x += rms_norm(in . w^T) ("<post_name>" the normed product). In the last layer, the first
@@ -97,6 +107,16 @@ class GraphBuilder {
     MoeScratch moe;                       // only for models with experts (graph/moe.h)
     Act moe_out;                          // [n, n_embd] only for models with experts
     Act conv_bcx, conv_b, conv_c, conv_x; // [n, 3 n_embd], [n, n_embd] x 3: only for LFM2
+    // Only for multi-head latent attention (builder_mla.cpp), widest layer's:
+    Act mla_q;      // [n, n_head * head_dim_k_mla] q of the decompressed heads
+    Act mla_q_a;    // [n, n_lora_q] q's LoRA, then normed in mla_q_a_n (when n_lora_q > 0)
+    Act mla_q_a_n;  // [n, n_lora_q]
+    Act mla_kv_a;   // [n, n_lora_kv + n_rot] the latent and the shared rope part
+    Act mla_lat;    // [n, n_lora_kv] the normed latent; then per head its absorbed q / its output
+    Act mla_nope;   // [n, qk_nope] one head's q_nope
+    Act mla_pe;     // [n, n_rot] one head's q_pe, or k_pe
+    Act mla_v;      // [n, n_head * head_dim_v_mla] every head's v
+    Act mla_vh;     // [n, head_dim_v_mla] one head's v
   };
   Buffers& on(Ops* o);
   void move_to(Ops* to);

@@ -220,9 +220,30 @@ Config config_from_metadata(const Metadata& md) {
       if (!std::isfinite(c.expert_weights_scale))
         throw_error("metadata key '{}expert_weights_scale' is not finite", a);
     }
-    if (md.has(a + "expert_gating_func") && md.get_i64(a + "expert_gating_func") != 1)
-      throw_error("metadata key '{}expert_gating_func': {} is not supported (1, softmax)", a,
-                  md.get_i64(a + "expert_gating_func"));
+    // llama.cpp's llama_expert_gating_func_type: 1 softmax, 2 sigmoid (0 none: the family's).
+    const int64_t gating = md.get_i64_or(a + "expert_gating_func", 0);
+    if (gating == 2)
+      c.expert_gating = MoeGating::Sigmoid;
+    else if (gating != 0 && gating != 1)
+      throw_error("metadata key '{}expert_gating_func': {} is not supported (1 softmax, 2 sigmoid)",
+                  a, gating);
+    // Group-limited choice, as llama.cpp reads it for every architecture.
+    const int64_t groups = md.get_i64_or(a + "expert_group_count", 0);
+    const int64_t groups_used = md.get_i64_or(a + "expert_group_used_count", 0);
+    if (groups > 1) {
+      if (c.n_expert % groups != 0 || groups_used < 1 || groups_used > groups ||
+          groups_used * (c.n_expert / groups) < c.n_expert_used)
+        throw_error("metadata keys '{}expert_group_count' {} and 'expert_group_used_count' {}: "
+                    "{} experts cannot be chosen {} at a time from them",
+                    a, groups, groups_used, c.n_expert, c.n_expert_used);
+      c.n_expert_groups = int(groups);
+      c.n_group_used = int(groups_used);
+      const std::string score = md.get_string_or(a + "expert_group_score", "top2_sum");
+      if (score == "max")
+        c.expert_group_score = MoeGroupScore::Max;
+      else if (score != "top2_sum")
+        throw_error("metadata key '{}expert_group_score': '{}' (top2_sum or max)", a, score);
+    }
   }
 
   c.n_rot = md.has(a + "rope.dimension_count") ? positive_int(md, a + "rope.dimension_count")

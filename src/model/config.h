@@ -92,9 +92,31 @@ struct Config {
   // > 0: the experts' activation is gpt-oss's clamped SwiGLU with this limit (llama.cpp's
   // LLM_FFN_SWIGLU_OAI_MOE; 7 in every gpt-oss).
   float expert_swiglu_limit = 0.0f;
+  // Group-limited choice (<arch>.expert_group_count, expert_group_used_count; 0: none) and how
+  // groups are scored (llama.cpp's top-2 sum; jitllm's converter writes "max" for DeepSeek-V2's
+  // group_limited_greedy as <arch>.expert_group_score).
+  int n_expert_groups = 0, n_group_used = 0;
+  MoeGroupScore expert_group_score = MoeGroupScore::Top2Sum;
+  // The layer's selection bias (exp_probs_b) is the layer's, set by the builder.
   MoeRouting moe_routing() const {
-    return MoeRouting{n_expert, n_expert_used, expert_gating, expert_weights_norm, expert_weights_scale};
+    MoeRouting r{n_expert, n_expert_used, expert_gating, expert_weights_norm, expert_weights_scale};
+    r.n_group = n_expert_groups;
+    r.n_group_used = n_group_used;
+    r.group_score = expert_group_score;
+    return r;
   }
+
+  // Multi-head latent attention (deepseek2: DeepSeek-V2/V3, Kimi-K2, Moonlight), in llama.cpp's
+  // absorbed form: the cache keeps per position the normalised latent (n_lora_kv) and the shared
+  // rotated key part (n_rot); head_dim / head_dim_v / n_head_kv are then the absorbed MQA's
+  // (n_lora_kv + n_rot, n_lora_kv, 1) and these the decompressed heads'. 0: not MLA.
+  int n_lora_q = 0;            // attention.q_lora_rank (0: q projected directly)
+  int n_lora_kv = 0;           // attention.kv_lora_rank
+  int head_dim_k_mla = 0;      // attention.key_length_mla: q/k head, nope + rope part
+  int head_dim_v_mla = 0;      // attention.value_length_mla: v head
+  int n_layer_dense_lead = 0;  // leading_dense_block_count: the first layers' FFN is dense
+  bool is_mla() const { return n_lora_kv > 0; }
+  int qk_nope_dim() const { return head_dim_k_mla - n_rot; }
 
   bool is_swa(int il) const { return n_swa > 0 && !swa_layers.empty() && swa_layers[size_t(il)]; }
   int window_of(int il) const { return is_swa(il) ? n_swa : 0; }

@@ -14,6 +14,9 @@ namespace jitllm {
 struct FamilyDescription {
   std::string family;
   std::vector<std::string> quirks;
+  // KV cache values one position keeps over all layers (what Family::layer_memory says: K and V
+  // of every layer for the llama shape, MLA's latent and rope part for deepseek2).
+  int64_t kv_values_per_token = 0;
 };
 FamilyDescription describe_family(const Config& c);
 

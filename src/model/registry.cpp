@@ -18,6 +18,7 @@ extern const Family kOlmoeFamily;     // archs/olmoe.cpp
 extern const Family kGptOssFamily;    // archs/gpt_oss.cpp
 extern const Family kBertFamily;      // archs/bert.cpp
 extern const Family kLfm2Family;      // archs/lfm2.cpp
+extern const Family kDeepseek2Family; // archs/deepseek2.cpp
 
 namespace {
 
@@ -26,6 +27,7 @@ const Family* const kFamilies[] = {
     &kGemma2Family, &kGemma3Family, &kPhi3Family, &kOlmo2Family,
     &kQwen2MoeFamily, &kQwen3MoeFamily, &kOlmoeFamily, &kGptOssFamily,
     &kBertFamily, &kLfm2Family,
+    &kDeepseek2Family,
 };
 
 }  // namespace

@@ -113,6 +113,28 @@ std::vector<int64_t> ff(const Config& c, int il) { return {c.n_ff_of(il)}; }
 std::vector<int64_t> conv_in(const Config& c, int) { return {c.n_embd, 3 * int64_t(c.n_embd)}; }
 std::vector<int64_t> conv_kernel(const Config& c, int) { return {c.shortconv_l_cache, c.n_embd}; }
 std::vector<int64_t> embd_square(const Config& c, int) { return {c.n_embd, c.n_embd}; }
+std::vector<int64_t> mla_q(const Config& c, int il) {
+  return {c.n_embd, int64_t(c.n_head_of(il)) * c.head_dim_k_mla};
+}
+std::vector<int64_t> mla_q_a(const Config& c, int) { return {c.n_embd, c.n_lora_q}; }
+std::vector<int64_t> mla_q_a_norm(const Config& c, int) { return {c.n_lora_q}; }
+std::vector<int64_t> mla_q_b(const Config& c, int il) {
+  return {c.n_lora_q, int64_t(c.n_head_of(il)) * c.head_dim_k_mla};
+}
+std::vector<int64_t> mla_kv_a(const Config& c, int) { return {c.n_embd, int64_t(c.n_lora_kv) + c.n_rot}; }
+std::vector<int64_t> mla_kv_a_norm(const Config& c, int) { return {c.n_lora_kv}; }
+std::vector<int64_t> mla_k_b(const Config& c, int il) {
+  return {c.qk_nope_dim(), c.n_lora_kv, c.n_head_of(il)};
+}
+std::vector<int64_t> mla_v_b(const Config& c, int il) {
+  return {c.n_lora_kv, c.head_dim_v_mla, c.n_head_of(il)};
+}
+std::vector<int64_t> mla_kv_b(const Config& c, int il) {
+  return {c.n_lora_kv, int64_t(c.n_head_of(il)) * (c.qk_nope_dim() + c.head_dim_v_mla)};
+}
+std::vector<int64_t> mla_o(const Config& c, int il) {
+  return {int64_t(c.n_head_of(il)) * c.head_dim_v_mla, c.n_embd};
+}
 }  // namespace shapes
 
 std::vector<LayerTensor> with_moe_tensors(std::vector<LayerTensor> table) {
@@ -161,6 +183,39 @@ std::vector<std::vector<float>> expert_vectors(const std::vector<float>& stacked
     out.emplace_back(stacked.begin() + ptrdiff_t(size_t(e) * width),
                      stacked.begin() + ptrdiff_t(size_t(e + 1) * width));
   return out;
+}
+
+// The unsplit attn_kv_b ([n_lora_kv, n_head * (nope + v)]): head h's v rows are a view of their
+// bytes ([n_lora_kv, v]); its k rows ([nope] of n_lora_kv) are dequantized and transposed into
+// l.k_b_owned, so q_nope . k_b maps into the latent as the split attn_k_b does ([nope, n_lora_kv]).
+void split_kv_b(const TensorInfo& kv_b, const Config& c, int il, LayerWeights& l) {
+  const int64_t H = c.n_head_of(il), R = c.n_lora_kv, nope = c.qk_nope_dim(), v = c.head_dim_v_mla;
+  const size_t row = row_bytes(kv_b.type, R);
+  std::vector<float> deq(static_cast<size_t>(R));
+  l.k_b_owned.assign(size_t(H * R * nope), 0.0f);
+  for (int64_t h = 0; h < H; ++h) {
+    for (int64_t d = 0; d < nope; ++d) {
+      dequantize_row(kv_b.type, kv_b.data + size_t(h * (nope + v) + d) * row, deq.data(), R);
+      for (int64_t r = 0; r < R; ++r) l.k_b_owned[size_t((h * R + r) * nope + d)] = deq[size_t(r)];
+    }
+    TensorInfo vb;
+    vb.name = kv_b.name + "[v " + std::to_string(h) + "]";
+    vb.type = kv_b.type;
+    vb.shape = {R, v};
+    vb.offset = kv_b.offset + uint64_t(h * (nope + v) + nope) * row;
+    vb.bytes = row * size_t(v);
+    vb.data = kv_b.data + size_t(h * (nope + v) + nope) * row;
+    l.v_b_head.push_back(vb);
+  }
+  for (int64_t h = 0; h < H; ++h) {
+    TensorInfo kb;
+    kb.name = kv_b.name + "[k " + std::to_string(h) + "]";
+    kb.type = QuantType::F32;
+    kb.shape = {nope, R};
+    kb.bytes = size_t(R * nope) * sizeof(float);
+    kb.data = reinterpret_cast<const uint8_t*>(l.k_b_owned.data() + h * R * nope);
+    l.k_b_head.push_back(kb);
+  }
 }
 
 std::vector<TensorInfo> expert_matrices(const TensorInfo& t) {
@@ -279,6 +334,18 @@ ModelWeights bind_weights(const ModelFile& file, Config& c, std::span<const Laye
       if (!l.shortconv_in || !l.shortconv_out || l.shortconv_conv.empty())
         throw_error("{}: layer {} has no KV heads but no {}shortconv.{{in_proj,conv,out_proj}}.weight",
                     file.path, il, p);
+    } else if (l.is_mla()) {  // q directly or through its LoRA; kv_b's halves cut per head
+      if (!l.wq && !(l.wq_a && l.wq_b && !l.attn_q_a_norm.empty()))
+        throw_error("{}: layer {} has neither {}attn_q.weight nor attn_q_a/attn_q_a_norm/attn_q_b",
+                    file.path, il, p);
+      if (l.wk_b && l.wv_b) {
+        l.k_b_head = expert_matrices(*l.wk_b);
+        l.v_b_head = expert_matrices(*l.wv_b);
+      } else if (l.wkv_b) {
+        split_kv_b(*l.wkv_b, c, il, l);
+      } else {
+        throw_error("{}: layer {} has neither {}attn_k_b/attn_v_b nor attn_kv_b", file.path, il, p);
+      }
     } else if (!l.wqkv && !(l.wq && l.wk && l.wv)) {
       throw_error("{}: layer {} has neither {}attn_qkv.weight nor attn_q/attn_k/attn_v", file.path,
                   il, p);

@@ -71,7 +71,29 @@ struct LayerWeights {
   const TensorInfo* ffn_up_shexp = nullptr;    // [n_embd, n_ff_shexp]
   const TensorInfo* ffn_down_shexp = nullptr;  // [n_ff_shexp, n_embd]
 
+  // DeepSeek-V3's expert selection bias [n_expert] (exp_probs_b.bias): added for the choice only.
+  std::vector<float> ffn_exp_probs_b;
+
+  // Multi-head latent attention (deepseek2; Config::is_mla), llama.cpp's names and shapes: q
+  // directly (wq, [n_embd, n_head * head_dim_k_mla]) or through a LoRA, the latent with the
+  // shared rope part, and the per-head halves of kv_b in the split form llama.cpp writes.
+  const TensorInfo* wq_a = nullptr;       // [n_embd, n_lora_q]
+  std::vector<float> attn_q_a_norm;       // [n_lora_q]
+  const TensorInfo* wq_b = nullptr;       // [n_lora_q, n_head * head_dim_k_mla]
+  const TensorInfo* wkv_a_mqa = nullptr;  // [n_embd, n_lora_kv + n_rot]
+  std::vector<float> attn_kv_a_norm;      // [n_lora_kv]
+  const TensorInfo* wk_b = nullptr;       // [qk_nope, n_lora_kv, n_head]: q_nope -> latent
+  const TensorInfo* wv_b = nullptr;       // [n_lora_kv, head_dim_v_mla, n_head]: latent -> v
+  // Older converters' unsplit form: per head qk_nope rows of k_b then head_dim_v_mla of v_b.
+  const TensorInfo* wkv_b = nullptr;      // [n_lora_kv, n_head * (qk_nope + head_dim_v_mla)]
+  // [n_head] head h's matrix of wk_b ([qk_nope, n_lora_kv]) and of wv_b ([n_lora_kv,
+  // head_dim_v_mla]) as the matmul ops take them: views of their bytes, or from wkv_b its v rows
+  // as a view and its k rows transposed into k_b_owned (F32, [n_head][n_lora_kv][qk_nope]).
+  std::vector<TensorInfo> k_b_head, v_b_head;
+  std::vector<float> k_b_owned;
+
   bool is_moe() const { return ffn_gate_inp != nullptr; }
+  bool is_mla() const { return wkv_a_mqa != nullptr; }
 };
 
 struct ModelWeights {
@@ -129,6 +151,17 @@ std::vector<int64_t> ff(const Config& c, int il);             // [n_ff(il)]
 std::vector<int64_t> conv_in(const Config& c, int il);        // [n_embd, 3 * n_embd]
 std::vector<int64_t> conv_kernel(const Config& c, int il);    // [shortconv_l_cache, n_embd]
 std::vector<int64_t> embd_square(const Config& c, int il);    // [n_embd, n_embd]
+// Multi-head latent attention (Config::is_mla).
+std::vector<int64_t> mla_q(const Config& c, int il);          // [n_embd, n_head * head_dim_k_mla]
+std::vector<int64_t> mla_q_a(const Config& c, int il);        // [n_embd, n_lora_q]
+std::vector<int64_t> mla_q_a_norm(const Config& c, int il);   // [n_lora_q]
+std::vector<int64_t> mla_q_b(const Config& c, int il);        // [n_lora_q, n_head * head_dim_k_mla]
+std::vector<int64_t> mla_kv_a(const Config& c, int il);       // [n_embd, n_lora_kv + n_rot]
+std::vector<int64_t> mla_kv_a_norm(const Config& c, int il);  // [n_lora_kv]
+std::vector<int64_t> mla_k_b(const Config& c, int il);        // [qk_nope, n_lora_kv, n_head]
+std::vector<int64_t> mla_v_b(const Config& c, int il);        // [n_lora_kv, head_dim_v_mla, n_head]
+std::vector<int64_t> mla_kv_b(const Config& c, int il);       // [n_lora_kv, n_head * (qk_nope + v)]
+std::vector<int64_t> mla_o(const Config& c, int il);          // [n_head * head_dim_v_mla, n_embd]
 }  // namespace shapes
 
 // Which layers a table entry belongs to: every layer, the dense FFN layers, or the layers with

@@ -213,6 +213,48 @@ TEST(Synth, ScaledDownFilesHaveTheConvertersNamesAndKeys) {
   }
 }
 
+// deepseek2 as llama.cpp's converter writes DeepSeek-V2-Lite: MLA's absorbed-MQA keys (1 KV head
+// of 512 + 64, V of 512, key/value_length_mla 192 / 128), the split attn_k_b / attn_v_b per head,
+// a dense first layer, 64 experts of 1408 and 2 shared; attn_k_b's rows of 128 take
+// llama-quantize's fallback for Q4_K (Q5_0). tiny-deepseek2 is written and read back.
+TEST(Synth, DeepseekShapesAreLlamaCppsMla) {
+  const SynthShape& s = synth_shape("deepseek-v2-lite");
+  const Metadata m = synth_metadata(s, "q4_k_m");
+  EXPECT_EQ(m.get_i64("deepseek2.attention.head_count_kv"), 1);
+  EXPECT_EQ(m.get_i64("deepseek2.attention.key_length"), 576);
+  EXPECT_EQ(m.get_i64("deepseek2.attention.value_length"), 512);
+  EXPECT_EQ(m.get_i64("deepseek2.attention.key_length_mla"), 192);
+  EXPECT_EQ(m.get_i64("deepseek2.attention.value_length_mla"), 128);
+  EXPECT_EQ(m.get_i64("deepseek2.rope.dimension_count"), 64);
+  EXPECT_EQ(m.get_i64("deepseek2.leading_dense_block_count"), 1);
+  EXPECT_EQ(m.get_i64("deepseek2.expert_shared_count"), 2);
+  EXPECT_FALSE(m.has("deepseek2.attention.q_lora_rank"));  // V2-Lite projects q directly
+  EXPECT_NEAR(m.get_f64("deepseek2.rope.scaling.yarn_log_multiplier"), 0.0707, 1e-6);
+  const std::vector<SynthTensor> ts = synth_tensors(s, "q4_k_m");
+  EXPECT_EQ(find(ts, "blk.0.attn_q.weight")->shape, (std::vector<int64_t>{2048, 3072}));
+  EXPECT_EQ(find(ts, "blk.0.attn_kv_a_mqa.weight")->shape, (std::vector<int64_t>{2048, 576}));
+  EXPECT_EQ(find(ts, "blk.0.attn_k_b.weight")->shape, (std::vector<int64_t>{128, 512, 16}));
+  EXPECT_EQ(find(ts, "blk.0.attn_k_b.weight")->type, QuantType::Q5_0);
+  EXPECT_EQ(find(ts, "blk.0.attn_v_b.weight")->shape, (std::vector<int64_t>{512, 128, 16}));
+  EXPECT_EQ(find(ts, "blk.0.attn_output.weight")->shape, (std::vector<int64_t>{2048, 2048}));
+  EXPECT_EQ(find(ts, "blk.0.ffn_gate.weight")->shape, (std::vector<int64_t>{2048, 10944}));
+  EXPECT_EQ(find(ts, "blk.0.ffn_gate_inp.weight"), nullptr);
+  EXPECT_EQ(find(ts, "blk.26.ffn_gate_exps.weight")->shape, (std::vector<int64_t>{2048, 1408, 64}));
+  EXPECT_EQ(find(ts, "blk.26.ffn_down_shexp.weight")->shape, (std::vector<int64_t>{2816, 2048}));
+
+  const TempDir dir;
+  const std::string gguf = dir.file("tiny-deepseek2.gguf");
+  write_synth_model(gguf, "tiny-deepseek2", "q4_k_m", 1);
+  const ModelFile f = open_model_file(gguf);
+  const std::vector<SynthTensor> plan = synth_tensors(synth_shape("tiny-deepseek2"), "q4_k_m");
+  ASSERT_EQ(f.tensors.size(), plan.size());
+  for (size_t i = 0; i < plan.size(); ++i) {
+    EXPECT_EQ(f.tensors[i].name, plan[i].name);
+    EXPECT_EQ(f.tensors[i].shape, plan[i].shape) << plan[i].name;
+  }
+  EXPECT_EQ(f.metadata.architecture(), "deepseek2");
+}
+
 TEST(Synth, UnknownShapeNamesTheKnownOnes) {
   try {
     synth_shape("gemma-7b");

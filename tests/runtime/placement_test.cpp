@@ -271,6 +271,7 @@ class PrivateKvOps final : public Ops {
   void scale(Act x, float s) override { inner_.scale(x, s); }
   void softcap(Act x, float cap) override { inner_.softcap(x, cap); }
   void copy_cols(Act x, int64_t first, Act out) override { inner_.copy_cols(x, first, out); }
+  void copy_cols_into(Act x, Act out, int64_t first) override { inner_.copy_cols_into(x, out, first); }
   void select_rows(Act x, std::span<const int32_t> rows, Act out) override {
     inner_.select_rows(x, rows, out);
   }

@@ -106,16 +106,12 @@ void CpuOps::rope(Act x, int n_heads, int head_dim, const RopeParams& params) {
 }
 
 void CpuOps::attention(int il, Act q, Act k, Act v, Act out, const AttnSpec& spec) {
-  // Sliding windows, soft-capping, sinks and bidirectional attention are implemented; unequal
-  // K/V widths are not.
-  if (spec.head_dim_k != spec.head_dim_v) {
-    AttnSpec rest = spec;
-    rest.window = 0;
-    rest.softcap = 0.0f;
-    rest.sinks = nullptr;
-    rest.causal = true;
-    refuse_unplain_attention(rest, "CPU attention");
-  }
+  // Every field of AttnSpec is implemented here: sliding windows, soft-capping, sinks,
+  // bidirectional attention (a sequence whole in its step), V heads of their own width and V
+  // read from the K rows (MLA).
+  if (spec.v_in_k && spec.head_dim_v > spec.head_dim_k)
+    throw_error("CPU attention: V heads of {} cannot be read from K heads of {}", spec.head_dim_v,
+                spec.head_dim_k);
   const KvLayout& kv = kv_;
   if (kv.layer(il).k_dim != spec.k_dim() || kv.layer(il).v_dim != spec.v_dim())
     throw_error("CPU attention: layer {} keeps K/V rows of {}/{}, the step gives {}/{}", il,
@@ -129,7 +125,7 @@ void CpuOps::attention(int il, Act q, Act k, Act v, Act out, const AttnSpec& spe
   for (size_t i = 0; i < n; ++i) {
     const KvSeq& s = batch_.seqs[size_t(batch_.seq[i])];
     k_rows_[i] = kv.k_rows(s.pages, il);
-    v_rows_[i] = kv.v_rows(s.pages, il);
+    v_rows_[i] = spec.v_in_k ? k_rows_[i] : kv.v_rows(s.pages, il);
     n_kv_[i] = int64_t(batch_.pos[i]) + 1;
     kv_start_[i] = spec.window > 0 ? std::max<int64_t>(0, n_kv_[i] - spec.window) : 0;
   }
@@ -149,13 +145,17 @@ void CpuOps::attention(int il, Act q, Act k, Act v, Act out, const AttnSpec& spe
   // K and V of every row are stored first: rows of one sequence attend to each other.
   for (size_t i = 0; i < n; ++i) dst_[i] = k_rows_[i].row(batch_.pos[i]);
   k_.store_rows(kv.type, k.data, int64_t(n), spec.k_dim(), dst_.data());
-  for (size_t i = 0; i < n; ++i) dst_[i] = v_rows_[i].row(batch_.pos[i]);
-  k_.store_rows(kv.type, v.data, int64_t(n), spec.v_dim(), dst_.data());
+  if (!spec.v_in_k) {  // else V is part of what was just stored
+    for (size_t i = 0; i < n; ++i) dst_[i] = v_rows_[i].row(batch_.pos[i]);
+    k_.store_rows(kv.type, v.data, int64_t(n), spec.v_dim(), dst_.data());
+  }
 
   AttentionArgs a;
   a.n_head = spec.n_head;
   a.n_head_kv = spec.n_head_kv;
   a.head_dim = spec.head_dim_k;
+  a.head_dim_v = spec.head_dim_v;
+  a.v_in_k = spec.v_in_k;
   a.scale = spec.scale;
   a.kv_type = kv.type;
   a.n_rows = int64_t(n);
@@ -266,6 +266,14 @@ void CpuOps::copy_cols(Act x, int64_t first, Act out) {
     throw_error("copy_cols: columns [{}, {}) of rows of {}", first, first + out.cols, x.cols);
   for (int64_t r = 0; r < out.rows; ++r)
     std::memcpy(out.data + r * out.cols, x.data + r * x.cols + first, size_t(out.cols) * sizeof(float));
+}
+
+void CpuOps::copy_cols_into(Act x, Act out, int64_t first) {
+  if (first < 0 || first + x.cols > out.cols || x.rows != out.rows)
+    throw_error("copy_cols_into: {} rows of {} into columns [{}, {}) of {} rows of {}", x.rows,
+                x.cols, first, first + x.cols, out.rows, out.cols);
+  for (int64_t r = 0; r < x.rows; ++r)
+    std::memcpy(out.data + r * out.cols + first, x.data + r * x.cols, size_t(x.cols) * sizeof(float));
 }
 
 void CpuOps::select_rows(Act x, std::span<const int32_t> rows, Act out) {

@@ -41,6 +41,7 @@ class CpuOps final : public Ops {
   void mul(Act acc, Act x) override;
   void short_conv(int il, Act x, const std::vector<float>& kernel, int L, Act out) override;
   void copy_cols(Act x, int64_t first, Act out) override;
+  void copy_cols_into(Act x, Act out, int64_t first) override;
   void select_rows(Act x, std::span<const int32_t> rows, Act out) override;
   void weighted_sum_rows(Act x, std::span<const int32_t> rows, std::span<const float> coef,
                          Act out) override;

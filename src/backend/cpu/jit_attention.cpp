@@ -12,6 +12,8 @@
 //    accumulated key after key in registers.
 // Both honour a sliding window (keys before AttentionArgs::kv_start skipped, tiles still aligned
 // to key 0) and soft-capped scores. Heads whose size is not a multiple of 64 go to the reference.
+// V heads of their own width (MLA's latent: K 576, V its first 512, read from the K rows) run on
+// both paths when that width is a multiple of 64.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -63,10 +65,10 @@ inline __m128i to_half(__m256 v) { return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEARE
 // Scratch of one thread for attend_one_chunk_group.
 struct ChunkScratch {
   std::vector<float> qf;        // [group][hd]: queries (F16-rounded when K is F16) as floats
-  std::vector<uint16_t> acc16;  // [group][hd]: F16 V accumulators (V in F16)
-  std::vector<float> acc32;     // [group][hd]: f32 V accumulators (V in F32)
-  ChunkScratch(int hd, int group)
-      : qf(size_t(hd) * size_t(group)), acc16(qf.size()), acc32(qf.size()) {}
+  std::vector<uint16_t> acc16;  // [group][hv]: F16 V accumulators (V in F16)
+  std::vector<float> acc32;     // [group][hv]: f32 V accumulators (V in F32)
+  ChunkScratch(int hd, int hv, int group)
+      : qf(size_t(hd) * size_t(group)), acc16(size_t(hv) * size_t(group)), acc32(acc16.size()) {}
 };
 
 // How many keys ahead the K/V rows are prefetched: rows are 1 KiB apart in the cache (all KV
@@ -80,11 +82,12 @@ constexpr int64_t kPrefetchKeys = 8;
 // rounded to F16 and converted back is exact, so dots on those floats give the same bits.
 void attend_one_chunk_group(const AttentionArgs& a, int64_t r, int kvh, int hg0, int hg1,
                             ChunkScratch& sc) {
-  const int hd = a.head_dim;
+  const int hd = a.head_dim, hv = a.head_dim_v > 0 ? a.head_dim_v : a.head_dim;
   const int group = a.n_head / a.n_head_kv;
   const bool f16 = a.kv_type == QuantType::F16;
-  const size_t row_bytes = size_t(hd) * (f16 ? 2 : 4);
+  const size_t row_bytes = size_t(hd) * (f16 ? 2 : 4), v_bytes = size_t(hv) * (f16 ? 2 : 4);
   const size_t head_off = size_t(kvh) * row_bytes;
+  const size_t v_head_off = a.v_in_k ? head_off : size_t(kvh) * v_bytes;
   const PagedRows& K = a.k[r];
   const PagedRows& V = a.v[r];
   const int64_t n_kv = a.n_kv[r];
@@ -108,14 +111,15 @@ void attend_one_chunk_group(const AttentionArgs& a, int64_t r, int kvh, int hg0,
   for (int64_t j = a.kv_start ? a.kv_start[r] : 0; j < n_kv; ++j) {
     if (j + kPrefetchKeys < n_kv) {
       const uint8_t* kp = K.row(j + kPrefetchKeys) + head_off;
-      const uint8_t* vp = V.row(j + kPrefetchKeys) + head_off;
-      for (size_t o = 0; o < row_bytes; o += 64) {
+      const uint8_t* vp = V.row(j + kPrefetchKeys) + v_head_off;
+      for (size_t o = 0; o < row_bytes; o += 64)
         _mm_prefetch(reinterpret_cast<const char*>(kp + o), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(vp + o), _MM_HINT_T0);
-      }
+      if (!a.v_in_k)  // else the K row's prefetch brought it
+        for (size_t o = 0; o < v_bytes; o += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(vp + o), _MM_HINT_T0);
     }
     const uint8_t* krow = K.row(j) + head_off;
-    const uint8_t* vrow = V.row(j) + head_off;
+    const uint8_t* vrow = V.row(j) + v_head_off;
     for (int hg = hg0; hg < hg1; ++hg) {
       const float* qf = sc.qf.data() + size_t(hg) * hd;
       const float s = soft_capped((f16 ? dot_vec(reinterpret_cast<const uint16_t*>(krow), qf, hd)
@@ -133,8 +137,8 @@ void attend_one_chunk_group(const AttentionArgs& a, int64_t r, int kvh, int hg0,
       const __m256 vms = _mm256_set1_ps(ms), vvs = _mm256_set1_ps(vs);
       if (f16) {
         const auto* v = reinterpret_cast<const uint16_t*>(vrow);
-        uint16_t* acc = sc.acc16.data() + size_t(hg) * hd;
-        for (int d = 0; d < hd; d += 8) {
+        uint16_t* acc = sc.acc16.data() + size_t(hg) * hv;
+        for (int d = 0; d < hv; d += 8) {
           __m256 y = load8(acc + d);
           if (ms != 1.0f) y = _mm256_cvtph_ps(to_half(_mm256_mul_ps(y, vms)));
           _mm_storeu_si128(reinterpret_cast<__m128i*>(acc + d),
@@ -142,8 +146,8 @@ void attend_one_chunk_group(const AttentionArgs& a, int64_t r, int kvh, int hg0,
         }
       } else {
         const auto* v = reinterpret_cast<const float*>(vrow);
-        float* acc = sc.acc32.data() + size_t(hg) * hd;
-        for (int d = 0; d < hd; d += 8) {
+        float* acc = sc.acc32.data() + size_t(hg) * hv;
+        for (int d = 0; d < hv; d += 8) {
           __m256 y = _mm256_loadu_ps(acc + d);
           if (ms != 1.0f) y = _mm256_mul_ps(y, vms);
           _mm256_storeu_ps(acc + d, _mm256_fmadd_ps(_mm256_loadu_ps(v + d), vvs, y));
@@ -155,11 +159,11 @@ void attend_one_chunk_group(const AttentionArgs& a, int64_t r, int kvh, int hg0,
   for (int hg = hg0; hg < hg1; ++hg) {
     const float sink_ms = a.sinks ? apply_sink(a.sinks[kvh * group + hg], M[hg], S[hg]) : 1.0f;
     const float s_inv = S[hg] == 0.0f ? 0.0f : 1.0f / S[hg];
-    float* out = a.out + (r * a.n_head + kvh * group + hg) * hd;
+    float* out = a.out + (r * a.n_head + kvh * group + hg) * hv;
     const __m256 vi = _mm256_set1_ps(s_inv), vms = _mm256_set1_ps(sink_ms);
-    for (int d = 0; d < hd; d += 8) {
-      __m256 acc = f16 ? load8(sc.acc16.data() + size_t(hg) * hd + d)
-                       : _mm256_loadu_ps(sc.acc32.data() + size_t(hg) * hd + d);
+    for (int d = 0; d < hv; d += 8) {
+      __m256 acc = f16 ? load8(sc.acc16.data() + size_t(hg) * hv + d)
+                       : _mm256_loadu_ps(sc.acc32.data() + size_t(hg) * hv + d);
       if (sink_ms != 1.0f) acc = _mm256_mul_ps(acc, vms);
       _mm256_storeu_ps(out + d, _mm256_mul_ps(acc, vi));
     }
@@ -230,13 +234,13 @@ void transpose8(__m256 r[8]) {
 constexpr int64_t kMaxBlockRows = 16;
 struct TiledScratch {
   std::vector<float> kt;      // [head_dim][64]: the key tile, transposed
-  std::vector<float> vt;      // [64][head_dim]: the value tile as floats
-  std::vector<float> acc;     // [rows][group][head_dim]: V accumulators
+  std::vector<float> vt;      // [64][hv]: the value tile as floats
+  std::vector<float> acc;     // [rows][group][hv]: V accumulators
   std::vector<float> S, M;    // [rows][group]: softmax sums and running maxima
   std::vector<const float*> vrow;  // [64]: value rows (into vt, or the cache when F32)
-  TiledScratch(int hd, int group)
-      : kt(size_t(hd) * kKvTile), vt(size_t(hd) * kKvTile),
-        acc(size_t(kMaxBlockRows) * size_t(group) * size_t(hd)),
+  TiledScratch(int hd, int hv, int group)
+      : kt(size_t(hd) * kKvTile), vt(size_t(hv) * kKvTile),
+        acc(size_t(kMaxBlockRows) * size_t(group) * size_t(hv)),
         S(size_t(kMaxBlockRows) * size_t(group)), M(S.size()), vrow(kKvTile) {}
 };
 
@@ -250,8 +254,8 @@ inline __m256 visible(__m256i lane, int lo, int hi) {
 // One query head's share of one 64-key tile (ggml's tiled arithmetic, as attend_tiled in
 // reference_attention.cpp): scores as one FMA chain per key over d (eight keys per ymm), the tile
 // maximum, the rescale, ggml's expf, the per-16 pairwise sum added in double, and V accumulated
-// key after key. acc: [hd] (kept in registers 64 dims at a time).
-void tile_one_head(const float* q, int hd, float scale, float cap, const float* kt,
+// key after key. acc: [hv] (kept in registers 64 dims at a time).
+void tile_one_head(const float* q, int hd, int hv, float scale, float cap, const float* kt,
                    const float* const* vrow, int64_t first, int64_t tile, float* acc, float& S,
                    float& M) {
   alignas(32) float scores[kKvTile];
@@ -286,7 +290,7 @@ void tile_one_head(const float* q, int hd, float scale, float cap, const float* 
   if (m_new > M) {
     const float msf = std::exp(M - m_new);
     const __m256 ms = _mm256_set1_ps(msf);
-    for (int d = 0; d < hd; d += 8) _mm256_storeu_ps(acc + d, _mm256_mul_ps(_mm256_loadu_ps(acc + d), ms));
+    for (int d = 0; d < hv; d += 8) _mm256_storeu_ps(acc + d, _mm256_mul_ps(_mm256_loadu_ps(acc + d), ms));
     S *= msf;
   }
   M = m_new;
@@ -318,7 +322,7 @@ void tile_one_head(const float* q, int hd, float scale, float cap, const float* 
     sum += double(_mm_cvtss_f32(x4));
   }
   S = float(double(S) + sum);
-  for (int d0 = 0; d0 < hd; d0 += 64) {  // 64 dims = 8 ymm accumulators in registers
+  for (int d0 = 0; d0 < hv; d0 += 64) {  // 64 dims = 8 ymm accumulators in registers
     __m256 va[8];
     for (int c = 0; c < 8; ++c) va[c] = _mm256_loadu_ps(acc + d0 + 8 * c);
     for (int64_t t = 0; t < tile; ++t) {
@@ -335,16 +339,17 @@ void tile_one_head(const float* q, int hd, float scale, float cap, const float* 
 // tile converted) once for all of them, then every (row, head) runs tile_one_head on it. The
 // per-(row, head) arithmetic is the reference's; only the sharing of tiles is new.
 void attend_tiled_block(const AttentionArgs& a, int64_t r0, int64_t r1, int kvh, TiledScratch& s) {
-  const int hd = a.head_dim;
+  const int hd = a.head_dim, hv = a.head_dim_v > 0 ? a.head_dim_v : a.head_dim;
   const int group = a.n_head / a.n_head_kv;
   const bool f16 = a.kv_type == QuantType::F16;
   const size_t head_off = size_t(kvh) * hd * (f16 ? 2 : 4);
+  const size_t v_head_off = a.v_in_k ? head_off : size_t(kvh) * hv * (f16 ? 2 : 4);
   const PagedRows& K = a.k[r0];
   const PagedRows& V = a.v[r0];
   const int64_t rows = r1 - r0;
   int64_t max_kv = 0;
   for (int64_t r = r0; r < r1; ++r) max_kv = std::max(max_kv, a.n_kv[r]);
-  std::fill(s.acc.begin(), s.acc.begin() + rows * group * hd, 0.0f);
+  std::fill(s.acc.begin(), s.acc.begin() + rows * group * hv, 0.0f);
   std::fill(s.S.begin(), s.S.begin() + rows * group, 0.0f);
   std::fill(s.M.begin(), s.M.begin() + rows * group, -std::numeric_limits<float>::infinity());
   int64_t min_start = max_kv;  // the block's earliest visible key (sliding windows)
@@ -366,10 +371,10 @@ void attend_tiled_block(const AttentionArgs& a, int64_t r0, int64_t r1, int kvh,
       }
     }
     for (int64_t t = 0; t < len; ++t) {
-      const uint8_t* vr = V.row(j0 + t) + head_off;
+      const uint8_t* vr = V.row(j0 + t) + v_head_off;
       if (f16) {
-        float* dst = s.vt.data() + t * hd;
-        for (int d = 0; d < hd; d += 8)
+        float* dst = s.vt.data() + t * hv;
+        for (int d = 0; d < hv; d += 8)
           _mm256_storeu_ps(dst + d, load8(reinterpret_cast<const uint16_t*>(vr) + d));
         s.vrow[size_t(t)] = dst;
       } else {
@@ -384,8 +389,8 @@ void attend_tiled_block(const AttentionArgs& a, int64_t r0, int64_t r1, int kvh,
       for (int hg = 0; hg < group; ++hg) {
         const size_t st = size_t((r - r0) * group + hg);
         const float* q = a.q + (r * a.n_head + kvh * group + hg) * hd;
-        tile_one_head(q, hd, a.scale, a.softcap, s.kt.data(), s.vrow.data(), first, tile,
-                      s.acc.data() + st * hd, s.S[st], s.M[st]);
+        tile_one_head(q, hd, hv, a.scale, a.softcap, s.kt.data(), s.vrow.data(), first, tile,
+                      s.acc.data() + st * hv, s.S[st], s.M[st]);
       }
     }
   }
@@ -394,10 +399,10 @@ void attend_tiled_block(const AttentionArgs& a, int64_t r0, int64_t r1, int kvh,
       const size_t st = size_t((r - r0) * group + hg);
       const float sink_ms = a.sinks ? apply_sink(a.sinks[kvh * group + hg], s.M[st], s.S[st]) : 1.0f;
       const float s_inv = s.S[st] == 0.0f ? 0.0f : 1.0f / s.S[st];
-      float* out = a.out + (r * a.n_head + kvh * group + hg) * hd;
-      const float* acc = s.acc.data() + st * hd;
+      float* out = a.out + (r * a.n_head + kvh * group + hg) * hv;
+      const float* acc = s.acc.data() + st * hv;
       const __m256 vi = _mm256_set1_ps(s_inv), vms = _mm256_set1_ps(sink_ms);
-      for (int d = 0; d < hd; d += 8) {
+      for (int d = 0; d < hv; d += 8) {
         __m256 y = _mm256_loadu_ps(acc + d);
         if (sink_ms != 1.0f) y = _mm256_mul_ps(y, vms);
         _mm256_storeu_ps(out + d, _mm256_mul_ps(y, vi));
@@ -413,6 +418,9 @@ bool same_view(const PagedRows& x, const PagedRows& y) {
 }  // namespace
 
 void JitKernels::attention(const AttentionArgs& a) const {
+  // V heads of another width than K's (MLA's latent, 512 of 576): both paths take a multiple of
+  // 64 (the tiled path accumulates V 64 dims at a time), anything else runs on the reference.
+  if (a.head_dim_v > 0 && a.head_dim_v % 64 != 0) return ref_.attention(a);
   if (a.head_dim <= 0 || a.head_dim % 64 != 0 || a.n_head <= 0 || a.n_head_kv <= 0 ||
       a.n_head % a.n_head_kv != 0 ||
       (a.kv_type != QuantType::F16 && a.kv_type != QuantType::F32))
@@ -429,7 +437,7 @@ void JitKernels::attention(const AttentionArgs& a) const {
     starts.push_back(a.n_rows);
     const int64_t n_blocks = int64_t(starts.size()) - 1;
     ThreadPool::global().parallel_for(n_blocks * a.n_head_kv, 1, [&](int64_t p0, int64_t p1) {
-      TiledScratch scratch(a.head_dim, group);
+      TiledScratch scratch(a.head_dim, a.head_dim_v > 0 ? a.head_dim_v : a.head_dim, group);
       for (int64_t p = p0; p < p1; ++p) {
         // Last blocks first: in a causal prefill they attend the most keys, and handing out the
         // longest work first leaves the shortest pieces to balance the threads at the end.
@@ -447,7 +455,7 @@ void JitKernels::attention(const AttentionArgs& a) const {
   const int64_t pairs = a.n_rows * a.n_head_kv;
   const int parts = int(std::clamp<int64_t>((2 * pool.size() + pairs - 1) / pairs, 1, group));
   pool.parallel_for(pairs * parts, 1, [&](int64_t p0, int64_t p1) {
-    ChunkScratch scratch(a.head_dim, group);
+    ChunkScratch scratch(a.head_dim, a.head_dim_v > 0 ? a.head_dim_v : a.head_dim, group);
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t pair = p / parts;
       const int part = int(p % parts);

@@ -29,11 +29,15 @@ namespace jitllm {
 // first n_kv[r] positions of its sequence's K and V (causal: n_kv[r] = its position + 1).
 struct AttentionArgs {
   int n_head = 0, n_head_kv = 0, head_dim = 0;  // query head h uses KV head h / (n_head / n_head_kv)
+  // Per head: v and output width; 0 = head_dim. Wider or narrower than the q/k head for MLA, whose
+  // V rows are the K rows' first head_dim_v values (k and v then point at the same rows).
+  int head_dim_v = 0;
+  bool v_in_k = false;  // V rows are the K rows: KV head g's V starts where its K head does
   float scale = 1.0f;                           // 1/sqrt(head_dim)
   QuantType kv_type = QuantType::F16;           // F16 or F32 rows of n_head_kv * head_dim
   int64_t n_rows = 0;
   const float* q = nullptr;   // [n_rows, n_head * head_dim]
-  float* out = nullptr;       // [n_rows, n_head * head_dim]
+  float* out = nullptr;       // [n_rows, n_head * head_dim_v]
   const int64_t* n_kv = nullptr;       // [n_rows] keys [kv_start, n_kv) of its sequence
   const int64_t* kv_start = nullptr;   // [n_rows] first key a row sees (sliding window); null: 0
   float softcap = 0.0f;                // > 0: scores = softcap * tanh(scale * q.k / softcap)

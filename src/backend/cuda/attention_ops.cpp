@@ -41,8 +41,9 @@ int CudaOps::attention_splits(const Batch& batch) const {
 }
 
 int CudaOps::card_layer(int il, const AttnSpec& spec) const {
-  // Sliding windows, soft-capping and sinks are implemented; unequal K/V widths are not.
-  if (spec.head_dim_k != spec.head_dim_v || !spec.causal) {
+  // Sliding windows, soft-capping and sinks are implemented; unequal K/V widths and V read from
+  // the K rows (MLA's latent cache) are not.
+  if (spec.head_dim_k != spec.head_dim_v || !spec.causal || spec.v_in_k) {
     AttnSpec rest = spec;
     rest.window = 0;
     rest.softcap = 0.0f;

@@ -533,6 +533,11 @@ void CudaOps::copy_cols(Act x, int64_t first, Act out) {
   wrote(out);
 }
 
+void CudaOps::copy_cols_into(Act, Act, int64_t) {
+  // Only multi-head latent attention assembles rows so, and the card refuses its attention.
+  throw_error("CUDA copy_cols_into (multi-head latent attention) is not implemented");
+}
+
 void CudaOps::weighted_sum_rows(Act x, std::span<const int32_t> rows, std::span<const float> coef,
                                 Act out) {
   if (out.rows == 0) return;

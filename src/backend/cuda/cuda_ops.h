@@ -58,6 +58,7 @@ class CudaOps final : public Ops {
   void scale(Act x, float s) override;
   void softcap(Act x, float cap) override;
   void copy_cols(Act x, int64_t first, Act out) override;
+  void copy_cols_into(Act x, Act out, int64_t first) override;
   void weighted_sum_rows(Act x, std::span<const int32_t> rows, std::span<const float> coef,
                          Act out) override;
   // Routed on the card (moe_ops.cpp): the router's top-k kernel writes the expert ids and

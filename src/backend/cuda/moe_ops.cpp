@@ -73,9 +73,11 @@ const CudaOps::MoeTables& CudaOps::moe_tables(const MoeExperts& w) {
 void CudaOps::moe_ffn(Act x, const MoeExperts& w, const MoeRouting& r, const MoeScratch& s, Act out) {
   const int64_t n = x.rows, cols = x.cols;
   const int k = r.n_used, n_expert = r.n_expert;
-  if (n_expert > CudaKernels::kMaxRouteExperts || k > CudaKernels::kMaxRouteUsed) {
-    // Beyond what the routing kernel holds: the plain twin, which routes on the host (its read of
-    // the logits cannot be captured, so the decode graphs go).
+  if (n_expert > CudaKernels::kMaxRouteExperts || k > CudaKernels::kMaxRouteUsed ||
+      !r.plain_choice()) {
+    // Beyond what the routing kernel holds (or a sigmoid, group-limited or biased choice, which
+    // it does not implement): the plain twin, which routes on the host (its read of the logits
+    // cannot be captured, so the decode graphs go).
     if (mode_ != Mode::Direct)
       throw_error("CUDA: a host-routed MoE layer in a captured decode step");
     if (graphs_enabled_) {

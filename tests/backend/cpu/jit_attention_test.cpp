@@ -74,6 +74,69 @@ void check(QuantType kv, int head_dim, bool tiles, uint32_t seed) {
                               << " at " << i;
 }
 
+// MLA's absorbed decode (DeepSeek-V2-Lite's widths): 16 query heads on one KV head of 576 whose
+// first 512 values are V (v_in_k: K's rows are all there is), and V heads of their own width in a
+// plane beside K (GQA, 128 / 64). Rows of several lengths, both paths, F16 and F32: bit-identical.
+TEST(JitAttention, VHeadsOfTheirOwnWidthBitIdentical) {
+  struct Shape {
+    int n_head, n_kv, hd, hv;
+    bool v_in_k;
+  };
+  for (const Shape sh : {Shape{16, 1, 576, 512, true}, Shape{8, 2, 128, 64, false}})
+    for (QuantType kv : {QuantType::F16, QuantType::F32})
+      for (bool tiles : {false, true}) {
+      const int64_t n_rows = 4, page_rows = 32, max_kv = 150;
+      const int k_dim = sh.n_kv * sh.hd, v_dim = sh.n_kv * sh.hv;
+      const size_t esz = kv == QuantType::F16 ? 2 : 4;
+      std::mt19937 rng(uint32_t(sh.hd + esz));
+      std::normal_distribution<float> nd(0.0f, 1.0f);
+      const int64_t n_pages = (max_kv + page_rows - 1) / page_rows;
+      std::vector<std::vector<uint8_t>> pages(static_cast<size_t>(n_pages));
+      std::vector<uint8_t*> ptr;
+      for (auto& page : pages) {
+        page.resize(size_t(page_rows) * size_t(k_dim + v_dim) * esz);
+        for (size_t i = 0; i < page.size() / esz; ++i) {
+          const float v = nd(rng);
+          if (esz == 2) {
+            const uint16_t h = f32_to_fp16(v);
+            std::memcpy(page.data() + 2 * i, &h, 2);
+          } else {
+            std::memcpy(page.data() + 4 * i, &v, 4);
+          }
+        }
+        ptr.push_back(page.data());
+      }
+      const PagedRows K{ptr.data(), page_rows, 0, size_t(k_dim) * esz};
+      const PagedRows V = sh.v_in_k ? K : PagedRows{ptr.data(), page_rows, size_t(page_rows * k_dim) * esz, size_t(v_dim) * esz};
+      std::vector<float> q(size_t(n_rows * sh.n_head * sh.hd));
+      for (float& v : q) v = nd(rng) * 0.3f;
+      std::vector<int64_t> n_kv = {1, 33, 64, max_kv};
+      std::vector<PagedRows> ks(size_t(n_rows), K), vs(size_t(n_rows), V);
+      AttentionArgs a;
+      a.n_head = sh.n_head;
+      a.n_head_kv = sh.n_kv;
+      a.head_dim = sh.hd;
+      a.head_dim_v = sh.hv;
+      a.v_in_k = sh.v_in_k;
+      a.scale = 0.07f;
+      a.kv_type = kv;
+      a.n_rows = n_rows;
+      a.q = q.data();
+      a.n_kv = n_kv.data();
+      a.k = ks.data();
+      a.v = vs.data();
+      a.f32_tiles = tiles;
+      std::vector<float> ref(size_t(n_rows * sh.n_head * sh.hv)), got(ref.size(), -7.0f);
+      a.out = ref.data();
+      reference_kernels().attention(a);
+      a.out = got.data();
+      jit_kernels().attention(a);
+      for (size_t i = 0; i < ref.size(); ++i)
+        ASSERT_EQ(ref[i], got[i]) << quant_name(kv) << " " << sh.hd << "/" << sh.hv
+                                  << (tiles ? " tiles" : " one_chunk") << " at " << i;
+    }
+}
+
 TEST(JitAttention, BitIdenticalToReference) {
   for (QuantType kv : {QuantType::F16, QuantType::F32})
     for (int hd : {64, 128})

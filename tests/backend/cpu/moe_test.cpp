@@ -57,6 +57,62 @@ TEST(MoeRouting, EveryExpertAndBadCountsRefused) {
   EXPECT_THROW(route_experts(logits, 2, MoeRouting{3, 0, MoeGating::Softmax, true, 0.0f}, ids, w), Error);
 }
 
+// DeepSeek-V3's routing: sigmoid probabilities, a selection bias for the choice only, groups
+// scored by their best two (llama.cpp) and only the best groups' experts eligible; the weights
+// are the unbiased probabilities, renormalised and scaled. DeepSeek-V2's groups by their best.
+TEST(MoeRouting, SigmoidBiasAndGroupLimitedChoice) {
+  // 8 experts in 4 groups of 2: {0,1} {2,3} {4,5} {6,7}.
+  const float logits[] = {2.0f, -3.0f, 1.5f, 1.4f, 0.0f, 0.1f, 2.5f, -4.0f};
+  const float bias[] = {0.0f, 0.0f, 0.0f, 0.0f, 0.9f, 0.0f, 0.0f, 0.0f};
+  auto sig = [](float x) { return 1.0f / (1.0f + std::exp(-x)); };
+  MoeRouting r{8, 2, MoeGating::Sigmoid, false, 0.0f};
+  int32_t ids[2];
+  float w[2];
+  route_experts(logits, 1, r, ids, w);  // no groups, no bias: the two largest logits
+  EXPECT_EQ(ids[0], 6);
+  EXPECT_EQ(ids[1], 0);
+  EXPECT_FLOAT_EQ(w[0], sig(2.5f));
+  // The bias lifts expert 4 (0.5 + 0.9) into the choice; its weight stays unbiased.
+  r.selection_bias = bias;
+  route_experts(logits, 1, r, ids, w);
+  EXPECT_EQ(ids[0], 4);
+  EXPECT_EQ(ids[1], 6);
+  EXPECT_FLOAT_EQ(w[0], sig(0.0f));
+  // Groups kept 2 of 4 by the sum of their best two selection scores: {4,5} (1.40 + 0.52) and
+  // {2,3} (0.82 + 0.80) beat {6,7} (0.92 + 0.02) and {0,1} (0.88 + 0.05): 6 and 0 are out.
+  r.n_group = 4;
+  r.n_group_used = 2;
+  r.norm_weights = true;
+  r.weights_scale = 2.5f;
+  route_experts(logits, 1, r, ids, w);
+  EXPECT_EQ(ids[0], 4);
+  EXPECT_EQ(ids[1], 2);
+  const float sum = sig(0.0f) + sig(1.5f);
+  EXPECT_NEAR(w[0], 2.5f * sig(0.0f) / sum, 1e-6);
+  EXPECT_NEAR(w[1], 2.5f * sig(1.5f) / sum, 1e-6);
+  // Scored by their best alone, {4,5} (1.40) and {6,7} (0.92) are kept.
+  r.group_score = MoeGroupScore::Max;
+  route_experts(logits, 1, r, ids, w);
+  EXPECT_EQ(ids[0], 4);
+  EXPECT_EQ(ids[1], 6);
+  // Softmax with groups (DeepSeek-V2's group_limited_greedy): probabilities, not logits, chosen.
+  MoeRouting v2{8, 2, MoeGating::Softmax, false, 1.5f};
+  v2.n_group = 4;
+  v2.n_group_used = 1;
+  v2.group_score = MoeGroupScore::Max;
+  route_experts(logits, 1, v2, ids, w);
+  EXPECT_EQ(ids[0], 6);  // the group {6,7} holds the best expert
+  EXPECT_EQ(ids[1], 7);
+  double z = 0;
+  for (const float l : logits) z += std::exp(double(l));
+  EXPECT_NEAR(w[0], 1.5 * std::exp(2.5) / z, 1e-6);
+  // Groups that cannot hold k experts, or do not divide the experts, are refused.
+  v2.n_used = 3;
+  EXPECT_THROW(route_experts(logits, 1, v2, ids, w), Error);
+  v2.n_group = 3;
+  EXPECT_THROW(route_experts(logits, 1, v2, ids, w), Error);
+}
+
 TEST(MoeRouting, GroupsRowsByExpertInRowOrder) {
   // 4 rows choosing 2 of 4 experts: expert 3 is chosen by nobody.
   const std::vector<int32_t> ids = {1, 0, 2, 1, 0, 1, 2, 0};

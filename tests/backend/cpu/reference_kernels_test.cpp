@@ -1,13 +1,14 @@
 // Reference kernels against plain double-precision math written independently here: matmul
 // (F32, F16 and a quantized format via dequantize), RMSNorm, RoPE (normal and NeoX, partial
 // rotary), SwiGLU, and causal GQA attention over paged K/V in both of ggml's paths and both KV
-// types, including ragged rows of different sequences.
+// types, including ragged rows of different sequences, and V heads of their own width (MLA).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 #include <vector>
 
+#include "backend/cpu/jit_kernels.h"
 #include "backend/cpu/reference_kernels.h"
 #include "core/fp16.h"
 #include "quant/quant.h"
@@ -190,6 +191,87 @@ TEST(ReferenceKernels, AttentionMatchesSoftmaxMath) {
           }
         }
     }
+}
+
+// V heads of their own width: a V plane of 24 per head beside K heads of 16 (GQA), and MLA's
+// absorbed form, one KV head of 40 (latent 32 + rope 8) whose first 32 values are V (v_in_k:
+// the K rows are all the cache holds). One sequence of 70 keys, both of ggml's paths.
+TEST(ReferenceKernels, AttentionWithVHeadsOfTheirOwnWidth) {
+  struct Shape {
+    int n_head, n_kv, hk, hv;
+    bool v_in_k;
+  };
+  for (const Shape sh : {Shape{4, 2, 16, 24, false}, Shape{4, 1, 40, 32, true}})
+    for (QuantType type : {QuantType::F16, QuantType::F32})
+      for (bool tiled : {false, true}) {
+        const int64_t len = 70, page = 16, k_dim = sh.n_kv * sh.hk, v_dim = sh.n_kv * sh.hv;
+        const size_t esz = type == QuantType::F16 ? 2 : 4;
+        std::vector<float> kf = randn(size_t(len * k_dim), 11), vf = randn(size_t(len * v_dim), 21);
+        std::vector<std::vector<uint8_t>> storage;
+        std::vector<uint8_t*> pages;
+        for (int64_t p = 0; p < (len + page - 1) / page; ++p) {
+          storage.emplace_back(size_t(page * (k_dim + v_dim)) * esz);
+          pages.push_back(storage.back().data());
+        }
+        const PagedRows krows{pages.data(), page, 0, size_t(k_dim) * esz};
+        const PagedRows vrows = sh.v_in_k ? krows
+                                          : PagedRows{pages.data(), page, size_t(page * k_dim) * esz,
+                                                      size_t(v_dim) * esz};
+        std::vector<uint8_t*> kd, vd;
+        for (int64_t p = 0; p < len; ++p) {
+          kd.push_back(krows.row(p));
+          vd.push_back(vrows.row(p));
+        }
+        K().store_rows(type, kf.data(), len, k_dim, kd.data());
+        if (!sh.v_in_k) K().store_rows(type, vf.data(), len, v_dim, vd.data());
+        if (type == QuantType::F16)  // the math below sees the stored (rounded) values
+          for (std::vector<float>* v : {&kf, &vf})
+            for (float& x : *v) x = fp16_to_f32(f32_to_fp16(x));
+        // V of key j, head g, dim i: its own plane, or K's row.
+        auto vval = [&](int64_t j, int g, int i) {
+          return sh.v_in_k ? kf[size_t(j * k_dim + g * sh.hk + i)] : vf[size_t(j * v_dim + g * sh.hv + i)];
+        };
+        const auto q = randn(size_t(sh.n_head * sh.hk), 31);
+        std::vector<float> out(size_t(sh.n_head * sh.hv), -1.0f);
+        const int64_t n_kv[] = {len};
+        AttentionArgs a;
+        a.n_head = sh.n_head;
+        a.n_head_kv = sh.n_kv;
+        a.head_dim = sh.hk;
+        a.head_dim_v = sh.hv;
+        a.v_in_k = sh.v_in_k;
+        a.scale = 0.3f;
+        a.kv_type = type;
+        a.n_rows = 1;
+        a.q = q.data();
+        a.out = out.data();
+        a.n_kv = n_kv;
+        a.k = &krows;
+        a.v = &vrows;
+        a.f32_tiles = tiled;
+        for (const CpuKernels* kernels : {&K(), &jit_kernels()}) {
+          kernels->attention(a);
+          for (int h = 0; h < sh.n_head; ++h) {
+            const int g = h / (sh.n_head / sh.n_kv);
+            std::vector<double> sc(static_cast<size_t>(len));
+            double mx = -1e300, sum = 0;
+            for (int64_t j = 0; j < len; ++j) {
+              double d = 0;
+              for (int i = 0; i < sh.hk; ++i) d += double(q[size_t(h * sh.hk + i)]) * kf[size_t(j * k_dim + g * sh.hk + i)];
+              sc[size_t(j)] = d * 0.3;
+              mx = std::max(mx, sc[size_t(j)]);
+            }
+            for (double& x : sc) sum += (x = std::exp(x - mx));
+            for (int i = 0; i < sh.hv; ++i) {
+              double want = 0;
+              for (int64_t j = 0; j < len; ++j) want += sc[size_t(j)] / sum * vval(j, g, i);
+              EXPECT_NEAR(out[size_t(h * sh.hv + i)], want, type == QuantType::F16 ? 3e-3 : 1e-5)
+                  << sh.hk << "/" << sh.hv << (sh.v_in_k ? " v_in_k " : " ") << quant_name(type)
+                  << (tiled ? " tiled" : " one_chunk") << " head " << h << " dim " << i;
+            }
+          }
+        }
+      }
 }
 
 }  // namespace
