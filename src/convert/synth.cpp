@@ -145,6 +145,14 @@ const std::vector<SynthShape>& synth_shapes() {
        .n_ff_exp = 256, .rope_yarn_factor = 4.0f, .n_lora_kv = 256, .qk_nope = 64,
        .head_dim_v = 64, .n_dense_lead = 1, .n_expert_shared = 1, .expert_weights_scale = 1.5f,
        .yarn_mscale_all_dim = 0.707f},
+      // tiny-deepseek2-qlora: the same with q through a LoRA of 128 (llama.cpp takes only 26-,
+      // 27- and some 48-layer files as q-direct, so this is the tiny one it loads).
+      {.name = "tiny-deepseek2-qlora", .arch = "deepseek2", .n_embd = 256, .n_ff = 512,
+       .n_layer = 2, .n_head = 4, .n_head_kv = 1, .head_dim = 256 + 32, .n_vocab = 512,
+       .n_ctx = 2048, .rms_eps = 1e-6f, .n_rot = 32, .n_ctx_orig = 512, .n_expert = 8,
+       .n_expert_used = 2, .n_ff_exp = 256, .rope_yarn_factor = 4.0f, .n_lora_q = 128,
+       .n_lora_kv = 256, .qk_nope = 64, .head_dim_v = 64, .n_dense_lead = 1,
+       .n_expert_shared = 1, .expert_weights_scale = 1.5f, .yarn_mscale_all_dim = 0.707f},
       // DeepSeek-V2-Lite (16B, 2.4B active): q projected directly, latent 512 + rope 64, 16 heads
       // of 128 + 64 / 128, 26 of 27 layers with 64 experts of 1408 (6 chosen) and 2 shared, YaRN
       // x40 over 4096 with mscale 0.707.
