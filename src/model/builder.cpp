@@ -382,6 +382,17 @@ void GraphBuilder::build_residual_sum(int il, Act y, const char* sum_name,
   dump_(ops, x_, sum_name, il);
 }
 
+void GraphBuilder::build_ffn_block(int il, const LayerWeights& l) {
+  const Act cur = build_norm(l.ffn_norm, "ffn_norm", il);
+  if (l.is_moe()) {
+    const Act moe = build_moe_ffn(il, cur, l);
+    build_residual_sum(il, moe, "l_out", &l.ffn_post_norm, "ffn_post_norm");
+    return;
+  }
+  const Act ffn = build_ffn(il, cur, l);
+  build_residual(il, *l.ffn_down, ffn, "ffn_out", "l_out", &l.ffn_post_norm, "ffn_post_norm");
+}
+
 void GraphBuilder::build_output(float* logits, int32_t* argmax, float* hidden) {
   if (n_out_ == 0) return;
   move_to(route_.head);

@@ -81,6 +81,10 @@ class GraphBuilder {
   // post-norm; "<sum_name>" the new x.
   void build_residual_sum(int il, Act y, const char* sum_name,
                           const std::vector<float>* post_norm = nullptr, const char* post_name = nullptr);
+  // The FFN half of a block: the layer's ffn_norm, then its experts (build_moe_ffn) or its
+  // gated FFN, added to x with the layer's post-FFN norm where it has one ("ffn_norm",
+  // "ffn_out", "ffn_post_norm", "l_out").
+  void build_ffn_block(int il, const LayerWeights& l);
   // Output norm and matrix on the head's backend, the Config's final soft-capping, then the
   // logits or greedy ids home ("result_norm", "result_output"); with `hidden` set, the output
   // rows' normed hidden states [out_rows, n_embd] home instead (embeddings).

@@ -133,17 +133,10 @@ void build_deepseek2_graph(GraphBuilder& b) {
     spec.v_in_k = true;
     const Act attn = b.build_mla_attn(il, cur, l, spec, c.rope_params_of(il));
     b.build_residual(il, *l.wo, attn, "attn_out", "ffn_inp");
-    cur = b.build_norm(l.ffn_norm, "ffn_norm", il);
-    if (l.is_moe()) {
-      const Act moe = b.build_moe_ffn(il, cur, l);  // the shared experts are part of it
-      b.build_residual_sum(il, moe, "l_out");
-      continue;
-    }
-    if (il >= c.n_layer_dense_lead && c.n_expert > 0)
+    if (!l.is_moe() && il >= c.n_layer_dense_lead && c.n_expert > 0)
       throw_error("layer {}: past the {} leading dense layers but no router (ffn_gate_inp)", il,
                   c.n_layer_dense_lead);
-    const Act ffn = b.build_ffn(il, cur, l);
-    b.build_residual(il, *l.ffn_down, ffn, "ffn_out", "l_out");
+    b.build_ffn_block(il, l);  // an MoE layer's shared experts are part of its moe_ffn
   }
 }
 

@@ -62,9 +62,7 @@ void build_lfm2_graph(GraphBuilder& b) {
       const Act attn = b.build_attn(il, cur, l, b.attn_spec(il), c.rope_params_of(il));
       b.build_residual(il, *l.wo, attn, "attn_out", "ffn_inp");
     }
-    cur = b.build_norm(l.ffn_norm, "ffn_norm", il);
-    const Act ffn = b.build_ffn(il, cur, l);
-    b.build_residual(il, *l.ffn_down, ffn, "ffn_out", "l_out");
+    b.build_ffn_block(il, l);
   }
 }
 

@@ -56,14 +56,7 @@ void build_llama_graph(GraphBuilder& b) {
     Act attn = b.build_attn(il, cur, l, b.attn_spec(il), c.rope_params_of(il));
     b.build_residual(il, *l.wo, attn, "attn_out", "ffn_inp", &l.attn_post_norm, "attn_post_norm",
                      &l.bo);
-    cur = b.build_norm(l.ffn_norm, "ffn_norm", il);
-    if (l.is_moe()) {
-      const Act moe = b.build_moe_ffn(il, cur, l);
-      b.build_residual_sum(il, moe, "l_out", &l.ffn_post_norm, "ffn_post_norm");
-      continue;
-    }
-    Act ffn = b.build_ffn(il, cur, l);
-    b.build_residual(il, *l.ffn_down, ffn, "ffn_out", "l_out", &l.ffn_post_norm, "ffn_post_norm");
+    b.build_ffn_block(il, l);
   }
 }
 
