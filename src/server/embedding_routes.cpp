@@ -104,7 +104,8 @@ void HttpServer::install_embedding_routes() {
   post_route("/v1/embeddings", [this](const httplib::Request&, const std::string& text,
                                       httplib::Response& res) {
     const json body = parse_json_object_body(text);
-    refuse_unknown_fields(body, {"input", "model", "encoding_format", "dimensions", "user"});
+    // `user` (OpenAI's abuse-monitoring id) would be accepted and ignored here: refused.
+    refuse_unknown_fields(body, {"input", "model", "encoding_format", "dimensions"});
     const auto input = body.find("input");
     if (input == body.end()) throw invalid_request("input", "'input' is required");
     std::string format = "float";
@@ -113,8 +114,6 @@ void HttpServer::install_embedding_routes() {
         throw invalid_request("encoding_format", "'encoding_format' must be \"float\" or \"base64\"");
       format = f->get<std::string>();
     }
-    if (const auto u = body.find("user"); u != body.end() && !u->is_null() && !u->is_string())
-      throw invalid_request("user", "'user' must be a string");
     ServedModel& m = model_for(model_field(body));
     const Pooling pooling = app::embedding_pooling(m.engine(), m.pooling());
     const int64_t width = m.engine().embedding_width(pooling);

@@ -38,6 +38,7 @@ expect_error "$URL_E" /v1/completions '{"prompt":"hi"}' 400 '.message | test("en
 expect_error "$URL_E" /v1/rerank '{"query":"q","documents":["d"]}' 400 '.message | test("classification head")'
 expect_error "$URL_R" /v1/embeddings '{"input":"x"}' 400 '.message | test("reranker")'
 expect_error "$URL_E" /v1/embeddings '{"input":"x","pooling":"max"}' 400 '.param == "pooling"'
+expect_error "$URL_E" /v1/embeddings '{"input":"x","user":"u1"}' 400 '.param == "user"'
 expect_error "$URL_E" /v1/embeddings '{"input":[[1,2,99999]]}' 400 '.param == "input"'
 expect_error "$URL_E" /v1/embeddings '{"input":[]}' 400 '.param == "input"'
 expect_error "$URL_E" /v1/embeddings '{"input":"x","encoding_format":"int8"}' 400 '.param == "encoding_format"'
