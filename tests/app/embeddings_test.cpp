@@ -104,6 +104,27 @@ TEST_P(BertOracle, RerankScoresMatchTransformers) {
   EXPECT_THROW(embedding_pooling(e, Pooling::Unspecified), Error);
 }
 
+// A cross-encoder with two token types (every BERT cross-encoder users bring): rerank_input types
+// "[CLS] q [SEP]" 0 and "d [SEP]" 1 as transformers' BERT pair convention does, and the scores
+// follow transformers' with those types.
+TEST_P(BertOracle, RerankWithTwoTypesMatchesTransformers) {
+  LoadedModel m = load("bert-rerank2", GetParam());
+  Engine& e = m.engine();
+  ASSERT_EQ(e.token_types(), 2);
+  const nlohmann::json ref = reference("bert-rerank2");
+  std::vector<std::vector<int32_t>> inputs, types;
+  for (const auto& p : ref["pairs"]) {
+    const RerankInput in = rerank_input(m, p["query"], p["document"]);
+    EXPECT_EQ(in.ids, p["ids"].get<std::vector<int32_t>>());
+    EXPECT_EQ(in.types, p["types"].get<std::vector<int32_t>>());
+    inputs.push_back(in.ids);
+    types.push_back(in.types);
+  }
+  const std::vector<float> scores = e.embed(inputs, Pooling::Rank, false, types);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    EXPECT_NEAR(scores[i], ref["pairs"][i]["score"].get<float>(), 1e-3f) << "pair " << i;
+}
+
 INSTANTIATE_TEST_SUITE_P(Kernels, BertOracle, ::testing::Values("reference", "jit"));
 
 // Token types (bert-tiny has two): type 0 given explicitly is the default bit for bit; type 1

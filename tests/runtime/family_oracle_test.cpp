@@ -102,6 +102,9 @@ const Case kCases[] = {
     {"olmoe", "olmoe", "reference"},       {"olmoe", "olmoe", "jit"},
     {"mixtral", "llama", "reference"},     {"mixtral", "llama", "jit"},
     {"gpt-oss", "gpt-oss", "reference"},   {"gpt-oss", "gpt-oss", "jit"},
+    {"lfm2", "lfm2", "reference"},         {"lfm2", "lfm2", "jit"},
+    {"deepseek2", "deepseek2", "reference"}, {"deepseek2", "deepseek2", "jit"},
+    {"deepseek3", "deepseek2", "reference"}, {"deepseek3", "deepseek2", "jit"},
 };
 INSTANTIATE_TEST_SUITE_P(Families, FamilyOracle, ::testing::ValuesIn(kCases), case_name);
 

@@ -110,7 +110,8 @@ const Case kCases[] = {
     {"qwen3moe", "reference"}, {"qwen3moe", "jit"}, {"qwen2moe", "reference"},
     {"qwen2moe", "jit"},       {"olmoe", "reference"}, {"olmoe", "jit"},
     {"mixtral", "reference"},  {"mixtral", "jit"},  {"gpt-oss", "reference"},
-    {"gpt-oss", "jit"},
+    {"gpt-oss", "jit"},        {"deepseek2", "reference"}, {"deepseek2", "jit"},
+    {"deepseek3", "reference"}, {"deepseek3", "jit"},
 };
 INSTANTIATE_TEST_SUITE_P(Families, MoeOracle, ::testing::ValuesIn(kCases),
                          [](const ::testing::TestParamInfo<Case>& i) {
@@ -126,7 +127,8 @@ TEST(MoeOracle, GgufTwinsRunLikeTheirFolders) {
                            ("jitllm-moe-gguf-" + std::to_string(getpid())))
                               .string();
   std::filesystem::create_directories(dir);
-  for (const char* family : {"qwen3moe", "qwen2moe", "olmoe", "mixtral", "gpt-oss"}) {
+  for (const char* family :
+       {"qwen3moe", "qwen2moe", "olmoe", "mixtral", "gpt-oss", "deepseek2", "deepseek3"}) {
     const std::shared_ptr<const ModelFile> hf = load_model_file(family_hf_folder(family));
     const std::string twin = dir + "/" + family + ".gguf";
     write_gguf(twin, hf->metadata, hf->tensors);
