@@ -54,6 +54,16 @@ void Ops::copy_kv_page(const uint8_t* from, uint8_t* to, const KvLayout& kv) {
   std::memcpy(to, from, kv.page_bytes());
 }
 
+void Ops::pick_logits(Act x, const LogitsPicks& picks) {
+  if (picks.rows.size() != size_t(x.rows) || picks.cols > x.cols)
+    throw_error("pick_logits: {} picks of {} columns for {} rows of {}", picks.rows.size(),
+                picks.cols, x.rows, x.cols);
+  std::vector<float> v(size_t(x.rows * x.cols));  // [rows, cols of x]
+  read(x, v.data());
+  for (int64_t r = 0; r < x.rows; ++r)
+    pick_row(v.data() + size_t(r * x.cols), picks.cols, picks.rows[size_t(r)], picks.out[r]);
+}
+
 void Ops::argmax_rows(Act x, int32_t* host) {
   std::vector<float> v(size_t(x.rows * x.cols));
   read(x, v.data());

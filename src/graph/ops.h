@@ -19,6 +19,7 @@
 #include "graph/attention.h"
 #include "graph/batch.h"
 #include "graph/kv.h"
+#include "graph/logits_pick.h"
 #include "graph/moe.h"
 #include "graph/rope.h"
 #include "io/tensor_info.h"
@@ -138,6 +139,10 @@ class Ops {
   // (rows holding NaN are not ordered). A backend that keeps x on a device can do this there
   // and bring home only the ids; this default reads x and scans it on the host.
   virtual void argmax_rows(Act x, int32_t* host);
+  // picks.out[i] = what picks.rows[i] asks of row i of x (graph/logits_pick.h): a sampler's
+  // candidates. A backend that keeps x on a device selects there and brings home only those;
+  // this default reads x and picks on the host (pick_row, the twin every backend equals).
+  virtual void pick_logits(Act x, const LogitsPicks& picks);
   // Copies the KV this backend keeps for the positions of host page `from` into those of page
   // `to` (a forked session, runtime/session_fork.h), between steps. The default copies the host
   // page itself (kv.page_bytes()); a backend that keeps KV on a device copies its device pages.

@@ -393,7 +393,8 @@ void GraphBuilder::build_ffn_block(int il, const LayerWeights& l) {
   build_residual(il, *l.ffn_down, ffn, "ffn_out", "l_out", &l.ffn_post_norm, "ffn_post_norm");
 }
 
-void GraphBuilder::build_output(float* logits, int32_t* argmax, float* hidden) {
+void GraphBuilder::build_output(float* logits, int32_t* argmax, float* hidden,
+                                const LogitsPicks* picks) {
   if (n_out_ == 0) return;
   move_to(route_.head);
   Ops& ops = *at_;
@@ -410,7 +411,9 @@ void GraphBuilder::build_output(float* logits, int32_t* argmax, float* hidden) {
   ops.matmul(*w_.output, norm, out);
   if (c_.final_softcap > 0.0f) ops.softcap(out, c_.final_softcap);
   dump_(ops, out, "result_output", -1);
-  if (argmax)
+  if (picks)
+    ops.pick_logits(out, *picks);
+  else if (argmax)
     ops.argmax_rows(out, argmax);
   else
     ops.read(out, logits);

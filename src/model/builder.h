@@ -88,7 +88,8 @@ class GraphBuilder {
   // Output norm and matrix on the head's backend, the Config's final soft-capping, then the
   // logits or greedy ids home ("result_norm", "result_output"); with `hidden` set, the output
   // rows' normed hidden states [out_rows, n_embd] home instead (embeddings).
-  void build_output(float* logits, int32_t* argmax, float* hidden = nullptr);
+  void build_output(float* logits, int32_t* argmax, float* hidden = nullptr,
+                    const LogitsPicks* picks = nullptr);
   // x = LayerNorm(x) by w and bias (BERT's norms after each residual), "<name>".
   void build_layer_norm(const std::vector<float>& w, const std::vector<float>& bias, const char* name, int il);
   // An ungated FFN's first half: gelu(cur . up^T + up bias) [rows, n_ff(il)] ("ffn_gelu").

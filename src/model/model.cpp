@@ -29,11 +29,11 @@ KvLayout Model::kv_layout(int64_t page_tokens, QuantType type) const {
 }
 
 void Model::forward(const OpsRoute& route, const Batch& batch, const KvLayout& kv, float* logits,
-                    int32_t* argmax, float* hidden) {
+                    int32_t* argmax, float* hidden, const LogitsPicks* picks) {
   if (batch.n_rows() == 0) return;
   GraphBuilder b(config_, weights_, route, batch, kv, dump_, crossing_);
   family().build(b);
-  b.build_output(logits, argmax, hidden);
+  b.build_output(logits, argmax, hidden, picks);
 }
 
 std::unique_ptr<Model> create_model(std::shared_ptr<const ModelFile> file) {

@@ -34,12 +34,15 @@ class Model {
   // Runs `batch` (KV pages already allocated for every row's position) and writes the logits of
   // batch.out_rows to `logits` ([out_rows.size(), n_vocab]); with `argmax` set, it writes only
   // the greedy token of each of those rows there (Ops::argmax_rows) and leaves `logits` alone.
+  // With `picks` set, it writes what each output row's pick asks for to picks->out instead
+  // (Ops::pick_logits: a sampler's candidates) and leaves `logits` alone.
   // With no out_rows the step only stores every row's KV (a prefill chunk).
   // Each part of the graph runs on the backend `route` names for it (a split model: placement).
   // With `hidden` set, it writes the output rows' final hidden states there instead
   // ([out_rows.size(), n_embd], after the output norm where the family has one): embeddings.
   void forward(const OpsRoute& route, const Batch& batch, const KvLayout& kv, float* logits,
-               int32_t* argmax = nullptr, float* hidden = nullptr);
+               int32_t* argmax = nullptr, float* hidden = nullptr,
+               const LogitsPicks* picks = nullptr);
   // Steps run while paused write no JITLLM_DUMP tensors (Engine's warm-up).
   void pause_dump(bool paused) { dump_.pause(paused); }
 

@@ -56,8 +56,20 @@ std::vector<int32_t> Engine::step_greedy(std::span<const StepInput> inputs) {
   return ids;
 }
 
+std::vector<PickedLogits> Engine::step_picked(std::span<const StepInput> inputs,
+                                              std::span<const LogitsPick> picks, int64_t cols) {
+  if (cols <= 0 || cols > config().n_vocab)
+    throw_error("step: picks over {} columns of {} logits", cols, config().n_vocab);
+  for (const LogitsPick& p : picks) check_pick(p, cols);
+  std::vector<PickedLogits> out(picks.size());
+  const LogitsPicks want{cols, picks, out.data()};
+  run_step(inputs, nullptr, nullptr, nullptr, &want);
+  return out;
+}
+
 size_t Engine::run_step(std::span<const StepInput> inputs, std::vector<float>* logits,
-                        std::vector<int32_t>* argmax, std::vector<float>* hidden) {
+                        std::vector<int32_t>* argmax, std::vector<float>* hidden,
+                        const LogitsPicks* picks) {
   if (!hidden && !model_->family().lm_head)
     throw_error("{} is an encoder: it gives embeddings (jitllm embed, /v1/embeddings), not logits",
                 config().name.empty() ? config().arch : config().name);
@@ -99,13 +111,15 @@ size_t Engine::run_step(std::span<const StepInput> inputs, std::vector<float>* l
   if (logits) logits->assign(out_rows.size() * size_t(config().n_vocab), 0.0f);
   if (argmax) argmax->assign(out_rows.size(), 0);
   if (hidden) hidden->assign(out_rows.size() * size_t(config().n_embd), 0.0f);
+  if (picks && picks->rows.size() != out_rows.size())
+    throw_error("step: {} picks for {} requested rows", picks->rows.size(), out_rows.size());
   if (tokens.empty()) return 0;
   bool typed = false;
   for (const StepInput& in : inputs) typed |= !in.types.empty();
   Batch b{tokens, pos, seq, seqs, out_rows};
   if (typed) b.types = types;
   model_->forward(backends_.route, b, kv_layout_, logits ? logits->data() : nullptr,
-                  argmax ? argmax->data() : nullptr, hidden ? hidden->data() : nullptr);
+                  argmax ? argmax->data() : nullptr, hidden ? hidden->data() : nullptr, picks);
   // Positions advance only after the step succeeded.
   for (const StepInput& in : inputs)
     in.session->append(in.tokens.data(), int64_t(in.tokens.size()));

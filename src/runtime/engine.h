@@ -78,6 +78,12 @@ class Engine {
   // lowest id among equal maxima, as the sampler's greedy pick), in input order, instead of the
   // logits; a backend on a device brings home only these ids (Ops::argmax_rows).
   std::vector<int32_t> step_greedy(std::span<const StepInput> inputs);
+  // The same step for callers that sample with a chain that needs only part of each row
+  // (SamplerChain::reduction): picks[i] says what to bring home of requested row i, among the
+  // first `cols` columns (the tokenizer's tokens); a backend on a device selects there
+  // (Ops::pick_logits). Returns one PickedLogits per requested row, in input order.
+  std::vector<PickedLogits> step_picked(std::span<const StepInput> inputs,
+                                        std::span<const LogitsPick> picks, int64_t cols);
 
   // Runs `tokens` on `session` in steps of at most `chunk` tokens (0 = options().n_batch).
   // Returns the logits of every token ([n, n_vocab]) or of the last one ([1, n_vocab]).
@@ -125,9 +131,11 @@ class Engine {
   void warm_up_host();
   // step() and step_greedy(): writes the logits of the requested rows to `logits` or, with
   // `argmax` set, their greedy tokens there, or with `hidden` set their final hidden states
-  // ([rows, n_embd], embed()). Returns the number of requested rows.
+  // ([rows, n_embd], embed()), or with `picks` set what picks->rows ask of each row there.
+  // Returns the number of requested rows.
   size_t run_step(std::span<const StepInput> inputs, std::vector<float>* logits,
-                  std::vector<int32_t>* argmax, std::vector<float>* hidden = nullptr);
+                  std::vector<int32_t>* argmax, std::vector<float>* hidden = nullptr,
+                  const LogitsPicks* picks = nullptr);
 
   EngineOptions options_;
   std::unique_ptr<Model> model_;

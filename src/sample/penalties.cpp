@@ -1,6 +1,8 @@
 // Penalty window (see penalties.h).
 #include "sample/penalties.h"
 
+#include <algorithm>
+
 namespace jitllm {
 
 void PenaltyWindow::accept(int32_t token) {
@@ -17,6 +19,14 @@ void PenaltyWindow::accept(int32_t token) {
 void PenaltyWindow::clear() {
   window_.clear();
   counts_.clear();
+}
+
+std::vector<int32_t> PenaltyWindow::tokens() const {
+  std::vector<int32_t> out;
+  out.reserve(counts_.size());
+  for (const auto& [token, n] : counts_) out.push_back(token);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 int32_t PenaltyWindow::count(int32_t token) const {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <unordered_map>
+#include <vector>
 
 namespace jitllm {
 
@@ -20,6 +21,8 @@ class PenaltyWindow {
   // How often `token` occurs among the remembered tokens.
   int32_t count(int32_t token) const;
   size_t size() const { return window_.size(); }
+  // The distinct tokens of the window, ascending.
+  std::vector<int32_t> tokens() const;
 
   // For each candidate seen n > 0 times in the window (llama.cpp's rule):
   //   logit = logit <= 0 ? logit * repeat : logit / repeat   (pushes it toward less likely)

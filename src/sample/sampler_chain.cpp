@@ -168,6 +168,75 @@ int32_t SamplerChain::sample(std::span<const float> logits, std::span<const uint
   return cur_.data[chosen].id;
 }
 
+bool SamplerChain::penalties_active() const {
+  if (params_.penalty_last_n == 0 || penalties_.size() == 0) return false;
+  if (params_.repeat_penalty == 1.0f && params_.frequency_penalty == 0.0f &&
+      params_.presence_penalty == 0.0f)
+    return false;
+  return std::find(params_.order.begin(), params_.order.end(), SamplerStage::Penalties) !=
+         params_.order.end();
+}
+
+std::optional<SamplerChain::Reduction> SamplerChain::reduction(int32_t max_top) const {
+  int32_t k = 1;  // greedy: the best one
+  if (params_.temperature > 0.0f) {
+    // top_k must be the first stage that looks at more than single logits (penalties move only
+    // the touched tokens; dry and xtc are no-ops here).
+    bool first = false;
+    for (const SamplerStage stage : params_.order) {
+      if (stage == SamplerStage::TopK) {
+        first = true;
+        break;
+      }
+      if (stage != SamplerStage::Penalties && stage != SamplerStage::Dry &&
+          stage != SamplerStage::Xtc)
+        break;
+    }
+    if (!first || params_.top_k <= 0) return std::nullopt;
+    k = params_.top_k;
+  }
+  Reduction r;
+  if (penalties_active()) r.touched = penalties_.tokens();
+  for (const auto& [token, bias] : params_.logit_bias) r.touched.push_back(token);
+  std::sort(r.touched.begin(), r.touched.end());
+  r.touched.erase(std::unique(r.touched.begin(), r.touched.end()), r.touched.end());
+  const int64_t top = int64_t(k) + int64_t(r.touched.size());
+  if (top > max_top || top >= n_vocab_) return std::nullopt;
+  r.top = int32_t(top);
+  return r;
+}
+
+int32_t SamplerChain::sample_reduced(std::span<const Candidate> row) {
+  cur_.data.assign(row.begin(), row.end());
+  cur_.sorted = false;
+  for (Candidate& c : cur_.data) {
+    if (c.id < 0 || c.id >= n_vocab_)
+      throw_error("sampling: candidate {} is outside the vocabulary [0, {})", c.id, n_vocab_);
+    if (std::isnan(c.logit) || c.logit == INFINITY)
+      throw ModelOutputError(
+          fmt::format("sampling: logits[{}] is {}", c.id, std::isnan(c.logit) ? "NaN" : "+inf"));
+    c.p = 0.0f;
+    // The bias by id (sample() adds it by index over the whole row): the same float add.
+    if (const auto it = params_.logit_bias.find(c.id); it != params_.logit_bias.end())
+      c.logit += it->second;
+  }
+  probs_.clear();
+  if (params_.temperature <= 0.0f) {
+    for (SamplerStage stage : params_.order)
+      if (stage == SamplerStage::Penalties) apply_stage(stage, cur_);
+    const Candidate& best = cur_.data[argmax_candidate(cur_)];
+    if (best.logit == -INFINITY) throw_error("sampling: every token is banned (logit -inf)");
+    probs_.push_back({best.id, 1.0f});
+    return best.id;
+  }
+  for (SamplerStage stage : params_.order) apply_stage(stage, cur_);
+  softmax_candidates(cur_);
+  const size_t chosen = draw(cur_);
+  probs_.reserve(cur_.size());
+  for (const auto& c : cur_.data) probs_.push_back({c.id, c.p});
+  return cur_.data[chosen].id;
+}
+
 std::vector<TokenProb> SamplerChain::top_probabilities(size_t n) const {
   std::vector<TokenProb> top(probs_.begin(), probs_.end());
   n = std::min(n, top.size());

@@ -37,6 +37,26 @@ class SamplerChain {
   // draw see only what the grammar allows. Throws jitllm::Error when it allows nothing.
   int32_t sample(std::span<const float> logits, std::span<const uint64_t> allowed = {});
 
+  // What a row must hold for sample_reduced() to choose exactly what sample() chooses over the
+  // whole row (same token, same probabilities, same RNG draws): the row's `top` best logits
+  // (logit_before order) and the logits of `touched`, the tokens the logit bias or the penalty
+  // window may move. Why it is exact: a token outside both keeps its raw logit and ranks below
+  // `top` = k + |touched| others, at most |touched| of which can move below it, so the k best after
+  // bias and penalties are all in the reduced row, and every stage after top-k sees only them.
+  // nullopt when the chain needs the whole row: drawn with no top_k (or one that is not the first
+  // filter, or a temperature before it: dividing can tie distinct logits), or `top` past max_top.
+  // Greedy needs only 1 + |touched|. A grammar's mask is not covered: masked sampling takes the row.
+  struct Reduction {
+    int32_t top = 0;
+    std::vector<int32_t> touched;  // ascending, unique
+  };
+  std::optional<Reduction> reduction(int32_t max_top) const;
+
+  // sample() over a reduced row: `row` holds (id, raw logit) of at least what reduction() asked
+  // for, ids unique, in any order (p unused). Same result, probabilities() and RNG use as sample()
+  // on the whole row; throws as sample() does for NaN / +inf logits in `row`.
+  int32_t sample_reduced(std::span<const Candidate> row);
+
   // Records a token of the sequence (prompt or generated) in the penalty window.
   void accept(int32_t token);
 
@@ -55,6 +75,8 @@ class SamplerChain {
 
  private:
   void apply_logit_bias(Candidates& cur) const;
+  // Penalties apply: a penalty is not neutral, the window keeps tokens and the order names them.
+  bool penalties_active() const;
   void apply_mask(Candidates& cur, std::span<const uint64_t> allowed) const;
   // The greedy pick read straight off the logits, or nullopt where the full chain is needed
   // (sampling, penalties, a biased token on top).

@@ -73,6 +73,9 @@ struct Scheduler::Sequence {
   int generated = 0;
   bool done = false;
   Clock::time_point last_token;
+  // The tokens this step's pick brought home beyond the best (pick_for): the logit bias's and
+  // the penalty window's.
+  std::vector<int32_t> touched;
 };
 
 Scheduler::Scheduler(Engine& engine, const Tokenizer& tokenizer, Metrics& metrics,
@@ -331,20 +334,30 @@ void Scheduler::run_step() {
 }
 
 void Scheduler::run_group(const std::vector<Sequence*>& owners) {
+  // Only rows whose logits choose a token ask for them: decoding rows and a prompt's last chunk
+  // (the chunks before it only store KV).
   std::vector<StepInput> inputs;
-  for (Sequence* s : owners) {
-    if (s->next >= 0)
-      inputs.push_back({s->session.get(), std::span<const int32_t>(&s->next, 1), false});
-    else
-      inputs.push_back({s->session.get(),
-                        std::span<const int32_t>(s->pending.data() + s->pending_off, s->chunk),
-                        false});
+  std::vector<size_t> row_of(owners.size(), SIZE_MAX);  // owner -> its requested row
+  std::vector<LogitsPick> picks;
+  for (size_t i = 0; i < owners.size(); ++i) {
+    Sequence* s = owners[i];
+    const bool decoding = s->next >= 0;
+    StepInput in{s->session.get(),
+                 decoding ? std::span<const int32_t>(&s->next, 1)
+                          : std::span<const int32_t>(s->pending.data() + s->pending_off, s->chunk),
+                 false};
+    in.no_logits = !decoding && s->pending_off + s->chunk < s->pending.size();
+    if (!in.no_logits) {
+      row_of[i] = picks.size();
+      picks.push_back(pick_for(*s));
+    }
+    inputs.push_back(in);
   }
   metrics_.observe("batch_size", double(inputs.size()));
-  std::vector<float> logits;
+  std::vector<PickedLogits> logits;
   try {
     fault("step");
-    logits = engine_.step(inputs);
+    logits = engine_.step_picked(inputs, picks, int64_t(n_tokens_));
   } catch (const std::exception& e) {
     log(LogLevel::Error, "step of {} sequences failed: {}", inputs.size(), e.what());
     for (Sequence* s : owners) {
@@ -355,8 +368,7 @@ void Scheduler::run_group(const std::vector<Sequence*>& owners) {
     }
     return;
   }
-  const size_t n_vocab = size_t(engine_.config().n_vocab);
-  auto row = [&](size_t i) { return std::span<const float>(logits.data() + i * n_vocab, n_vocab); };
+  auto row = [&](size_t i) -> const PickedLogits& { return logits[row_of[i]]; };
   // Sequences whose choices are all running draw their tokens in parallel (the sampler of each
   // is its own); a prompt that just finished forks its choices first, on this thread.
   std::vector<size_t> drawing;
@@ -436,7 +448,7 @@ void Scheduler::fail_all(const std::string& what) {
   }
 }
 
-void Scheduler::on_logits(Sequence& seq, std::span<const float> logits) {
+void Scheduler::on_logits(Sequence& seq, const PickedLogits& logits) {
   JobRun& run = *seq.run;
   if (!run.forked) {
     // The prompt is in: choices 1..n-1 start from a copy of its KV, each with its own seed.
@@ -466,12 +478,66 @@ void Scheduler::on_logits(Sequence& seq, std::span<const float> logits) {
   emit_token(seq, logits);
 }
 
-Scheduler::Draw Scheduler::draw_token(Sequence& seq, std::span<const float> logits) const {
+Scheduler::Draw Scheduler::draw_reduced(Sequence& seq, const PickedLogits& logits) const {
+  // The reduced row: the best values and the touched tokens (some may be among the best).
+  const Job& job = *seq.run->job;
+  std::vector<Candidate> row;
+  row.reserve(logits.top_ids.size() + logits.extra.size());
+  for (size_t i = 0; i < logits.top_ids.size(); ++i)
+    row.push_back({logits.top_ids[i], logits.top_values[i], 0.0f});
+  const std::vector<int32_t>& touched = seq.touched;
+  for (size_t i = 0; i < touched.size(); ++i)
+    if (std::find(logits.top_ids.begin(), logits.top_ids.end(), touched[i]) == logits.top_ids.end())
+      row.push_back({touched[i], logits.extra[i], 0.0f});
+  Draw d;
+  d.token = seq.sampler->sample_reduced(row);
+  if (job.logprobs && !tokenizer_.vocab().is_eog(d.token)) {
+    // log p = x - max - log(sum exp(x - max)) over the whole row, as sample/logprobs.h computes it.
+    auto logprob = [&](float x) {
+      return float(double(x) - double(logits.max) - logits.log_sum);
+    };
+    TokenLogprobInfo info;
+    info.id = d.token;
+    info.text = tokenizer_.piece(d.token);
+    for (const Candidate& c : row)
+      if (c.id == d.token) info.logprob = logprob(c.logit);
+    const size_t n = std::min(size_t(job.top_logprobs), logits.top_ids.size());
+    for (size_t i = 0; i < n; ++i)
+      info.top.emplace_back(tokenizer_.piece(logits.top_ids[i]), logprob(logits.top_values[i]));
+    d.logprob = std::move(info);
+  }
+  return d;
+}
+
+LogitsPick Scheduler::pick_for(Sequence& seq) const {
+  LogitsPick whole;  // top -1: the whole row
+  seq.touched.clear();
+  const Job& job = *seq.run->job;
+  if (seq.generated >= job.max_tokens) return LogitsPick{0};  // nothing is drawn
+  if (job.matcher && seq.grammar_on) return whole;             // masks are applied on the host
+  if (!seq.run->forked && job.n > 1) return whole;             // n choices draw from this row
+  const std::optional<SamplerChain::Reduction> r = seq.sampler->reduction(kMaxPickTop);
+  if (!r) return whole;
+  seq.touched = r->touched;
+  LogitsPick pick{r->top, seq.touched};
+  if (job.logprobs) {
+    pick.top = std::max(pick.top, job.top_logprobs);
+    if (pick.top > kMaxPickTop || pick.top >= int32_t(n_tokens_)) return whole;
+    pick.log_norm = true;
+  }
+  return pick;
+}
+
+Scheduler::Draw Scheduler::draw_token(Sequence& seq, const PickedLogits& logits) const {
   Draw d;
   const Job& job = *seq.run->job;
   if (seq.generated >= job.max_tokens) return d;  // d.token < 0: the length is reached
-  const std::span<const float> candidates = logits.first(n_tokens_);
   fault("sample");
+  if (logits.bad >= 0)
+    throw ModelOutputError(fmt::format("sampling: logits[{}] is {}", logits.bad,
+                                       std::isnan(logits.bad_value) ? "NaN" : "+inf"));
+  if (logits.row.empty()) return draw_reduced(seq, logits);
+  const std::span<const float> candidates(logits.row);
   if (job.matcher && seq.grammar_on) {
     // Greedy: the best token stands when the grammar allows it (then it is also the best of the
     // allowed ones), so most steps need no mask. Drawn: the draw is over the allowed tokens.
@@ -499,7 +565,7 @@ Scheduler::Draw Scheduler::draw_token(Sequence& seq, std::span<const float> logi
   return d;
 }
 
-void Scheduler::emit_token(Sequence& seq, std::span<const float> logits) {
+void Scheduler::emit_token(Sequence& seq, const PickedLogits& logits) {
   emit_token(seq, draw_token(seq, logits));
 }
 

@@ -93,7 +93,12 @@ class Scheduler {
   void drop_cancelled();
   void run_step();
   void run_group(const std::vector<Sequence*>& group);
-  void on_logits(Sequence& seq, std::span<const float> logits);
+  void on_logits(Sequence& seq, const PickedLogits& logits);
+  // What `seq`'s next draw needs of its logits row: the reduced row its sampler chain asks for
+  // (SamplerChain::reduction, with the logprobs the job wants), or the whole row (a grammar's
+  // mask, a prompt about to fork into n choices, a chain that needs it). The pick's extra
+  // columns live in seq.touched until its draw.
+  LogitsPick pick_for(Sequence& seq) const;
   // A sequence's next token and the logprobs its job asked for (token < 0: the length is
   // reached, nothing was drawn). Touches only that sequence's sampler: runs on pool threads.
   struct Draw {
@@ -101,9 +106,12 @@ class Scheduler {
     std::optional<TokenLogprobInfo> logprob;
     double grammar_seconds = 0;  // choosing under the job's grammar (masks, checks)
   };
-  Draw draw_token(Sequence& seq, std::span<const float> logits) const;
+  Draw draw_token(Sequence& seq, const PickedLogits& logits) const;
+  // draw_token over a reduced row (the sampler's sample_reduced; logprobs from the pick's
+  // log-normaliser).
+  Draw draw_reduced(Sequence& seq, const PickedLogits& logits) const;
   void emit_token(Sequence& seq, Draw draw);  // the scheduler thread's part: events, stops
-  void emit_token(Sequence& seq, std::span<const float> logits);
+  void emit_token(Sequence& seq, const PickedLogits& logits);
   // A lazily applied grammar (tool_choice auto): switches it on when the output shows one of
   // the job's triggers; true when the grammar is then already complete.
   bool watch_for_trigger(Sequence& seq, int32_t tok);

@@ -250,6 +250,16 @@ class CudaKernels {
   void argmax_rows(CUdeviceptr x, int64_t n, int64_t cols, CUdeviceptr scratch, int64_t cap,
                    CUdeviceptr ids, const Stream& s);
 
+  // The logits pick (pick_source.cpp, launched from pick_ops.cpp): one CTA a row of x
+  // [rows][stride]; spec [rows][8] ints {top, out_off, extra_off, extra_n, log_norm}; results at
+  // the named device addresses (see pick_source.cpp).
+  struct PickCall {
+    CUdeviceptr x = 0;
+    int64_t rows = 0, stride = 0, cols = 0;
+    CUdeviceptr spec = 0, extra_ids = 0, ids = 0, vals = 0, extra = 0, bad = 0, stat_f = 0, lse = 0;
+  };
+  void pick_logits(const PickCall& c, const Stream& s);
+
   const Compiler& compiler() const { return compiler_; }
   // Programmatic dependent launch is on (sm_90 and later, unless JITLLM_CUDA_PDL=0).
   bool pdl() const { return pdl_; }
@@ -282,6 +292,7 @@ class CudaKernels {
   Compiler& compiler_;
   const Module* elementwise_ = nullptr;
   const Module* moe_ = nullptr;
+  CUfunction pick_ = nullptr;
   std::map<std::string, CUfunction> matvec_;  // by MatvecSpec::name()
   std::map<std::tuple<int, bool, int>, CUfunction> attention_;  // (head_dim, kv_f16, keys)
   std::map<std::pair<int, bool>, std::pair<CUfunction, CUfunction>> split_attention_;

@@ -81,6 +81,8 @@ class CudaOps final : public Ops {
                       Act out) override;
   void read(Act x, float* host) override;
   void argmax_rows(Act x, int32_t* host) override;
+  // Selects on the card (pick_ops.cpp) and brings home only the picks.
+  void pick_logits(Act x, const LogitsPicks& picks) override;
   // The card's KV lives in its device copies of the host pages (kv_page()): a fork copies those,
   // device to device on the compute stream (ordered after the steps that wrote them and before
   // the next step), and leaves the host pages alone.
@@ -230,6 +232,7 @@ class CudaOps final : public Ops {
   // argmax_rows(): the kernel's counters and partials (CudaKernels::argmax_scratch_bytes), then
   // the ids [n] copied home.
   DeviceBuffer argmax_buf_;
+  DeviceBuffer pick_buf_;  // pick_logits(): its inputs, then its results
   int64_t argmax_cap_ = 0;  // rows argmax_buf_ is laid out for
   std::chrono::steady_clock::time_point step_t0_;        // begin() of this step
   std::chrono::steady_clock::time_point step_launched_;  // its graph launch (replayed steps)

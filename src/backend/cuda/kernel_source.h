@@ -85,6 +85,9 @@ std::string moe_source();
 // The indexed matvec kernels' text, appended to a matvec source whose spec has ids.
 const char* matvec_ids_text();
 
+// The logits pick (logits_pick.h): entry point "pick_logits", one CTA of 1024 threads a row.
+std::string pick_source();
+
 // Decode/prefill attention over paged KV for one head size. Entry point "attention".
 // keys_per_step: keys each warp takes per loop step (1, 2, 4, 8; 1 is the one-key loop).
 std::string attention_source(int head_dim, bool kv_f16, int keys_per_step = 1);

@@ -12,7 +12,7 @@
 # variant), batched (N sessions decoding together: SESSIONS=1,8,32,64), placement (gpuplace:
 # partial offload and two cards), serve (jitllmd under bench/serve/load.py against jitllm batched),
 # moe (an MoE shape's speed beside llama.cpp's, single runs), moeab (the MoE expert paths),
-# constrained (issue 24: free vs constrained serving, arms interleaved), schemas (the structured-
+# peerserve (llama-server under the same client, after serve), constrained (issue 24: free vs constrained serving, arms interleaved), schemas (the structured-
 # output and tool-call checks of tests/server_it against jitllmd on the card)
 set -u -o pipefail
 C=${C:-build/cuda-carry}
@@ -41,6 +41,8 @@ peer_build_wait() {
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.used --format=csv | tee $OUT/gpu.txt
 ldd /tmp/bin/jitllm /tmp/bin/test_backend_cuda | grep -E "not found|fmt|pcre|icu|sentencepiece|httplib" | tee -a $OUT/gpu.txt
 . "$(dirname "$0")/gpu_tiers.sh"
+# The peer build takes minutes: a call that serves it starts it before the tests run.
+case " $stages " in *" peerserve "*) peer_build_start ;; esac
 for s in $stages; do
   case $s in
     tier:*)  # one GPU test tier (gpu_tiers.sh: smoke runs in every call)
@@ -154,11 +156,33 @@ for _ in range(1200):
     except Exception: time.sleep(0.25)
 PY
       python3 bench/serve/load.py --url http://127.0.0.1:18080 --clients ${SERVE_CLIENTS:-1,16,64} \
-        --seconds ${SERVE_S:-15} --json $OUT/serve.json 2>&1 | tee -a $OUT/serve.log
+        --seconds ${SERVE_S:-15} ${SERVE_EXTRA:+--extra "$SERVE_EXTRA"} --json $OUT/serve.json 2>&1 | tee -a $OUT/serve.log
       kill $SPID; wait $SPID
       tail -n 5 $OUT/serve_jitllmd.log
       /tmp/bin/jitllm batched -m /tmp/$shape.gguf -s ${SERVE_CLIENTS:-1,16,64} -p 128 -n 128 --devices cuda 2>&1 |
         grep -E "sessions|rror" | tee -a $OUT/serve.log
+      ;;
+    peerserve)  # llama-server on the same file under the same client (after `serve`, which made the
+      # file): the peer row of issue 19's table. Needs the peer build (.peer/build.sh carried).
+      shape=${SERVE_SHAPE:-llama-3.1-8b}
+      peer_build_start
+      [ -f /tmp/$shape.gguf ] || /tmp/bin/jitllm synth /tmp/$shape.gguf --shape $shape --type q4_k_m 2>&1 | tail -n 1
+      peer_build_wait
+      np=${SERVE_PARALLEL:-64}
+      $LB/llama-server -m /tmp/$shape.gguf -ngl 999 -np $np -c $((np * 512)) --port 18081 \
+        > $OUT/serve_llama.log 2>&1 &
+      LPID=$!
+      t0=$(date +%s.%N)
+      python3 - <<'PY' && echo "llama-server ready after $(python3 -c "import time; print(round(time.time() - $t0, 1))") s" | tee -a $OUT/serve.log
+import time, urllib.request
+for _ in range(1200):
+    try:
+        if urllib.request.urlopen("http://127.0.0.1:18081/health", timeout=2).status == 200: break
+    except Exception: time.sleep(0.25)
+PY
+      python3 bench/serve/load.py --url http://127.0.0.1:18081 --clients ${SERVE_CLIENTS:-1,16,64} \
+        --seconds ${SERVE_S:-15} ${SERVE_EXTRA:+--extra "$SERVE_EXTRA"} --json $OUT/serve_llama.json 2>&1 | tee -a $OUT/serve.log
+      kill $LPID; wait $LPID
       ;;
     constrained)  # the cost of constrained output in jitllmd on the card, then its correctness
       shape=${SERVE_SHAPE:-llama-3.1-8b}

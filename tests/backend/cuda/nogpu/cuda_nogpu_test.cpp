@@ -33,6 +33,7 @@ TEST(CudaNoGpu, EveryGeneratedSourceCompilesForSm90) {
   EXPECT_GT(nvrtc_compile(matvec_source(WeightKind::F16, 2052, 4), "f16 tail", opts).size(), 0u);
   EXPECT_GT(nvrtc_compile(matvec_source(WeightKind::F32, 66, 2), "f32 tail", opts).size(), 0u);
   EXPECT_GT(nvrtc_compile(elementwise_source(), "elementwise", opts).size(), 0u);
+  EXPECT_GT(nvrtc_compile(pick_source(), "logits pick", opts).size(), 1000u);
   // Grouped launches (q/k/v of mixed kinds), several rows per warp, the largest batch tile.
   for (int rpw : {1, 2, 4}) {
     MatvecSpec spec;

@@ -1,0 +1,51 @@
+// The host's pick of a logits row (see logits_pick.h).
+#include "graph/logits_pick.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "core/error.h"
+
+namespace jitllm {
+
+void check_pick(const LogitsPick& pick, int64_t cols) {
+  if (pick.top > kMaxPickTop || pick.top > cols)
+    throw_error("logits pick: top {} of a row of {} (at most {})", pick.top, cols, kMaxPickTop);
+  for (const int32_t c : pick.extra)
+    if (c < 0 || c >= cols) throw_error("logits pick: column {} outside [0, {})", c, cols);
+}
+
+void pick_row(const float* row, int64_t cols, const LogitsPick& pick, PickedLogits& out) {
+  check_pick(pick, cols);
+  out = PickedLogits{};
+  for (int64_t c = 0; c < cols; ++c)
+    if (std::isnan(row[c]) || row[c] == INFINITY) {
+      out.bad = c;
+      out.bad_value = row[c];
+      return;
+    }
+  if (pick.top < 0) {
+    out.row.assign(row, row + cols);
+  } else {
+    std::vector<int32_t> ids(static_cast<size_t>(cols));
+    std::iota(ids.begin(), ids.end(), 0);
+    const auto before = [&](int32_t a, int32_t b) {
+      return row[a] > row[b] || (row[a] == row[b] && a < b);
+    };
+    const auto mid = ids.begin() + pick.top;
+    std::nth_element(ids.begin(), mid, ids.end(), before);
+    std::sort(ids.begin(), mid, before);
+    out.top_ids.assign(ids.begin(), mid);
+    for (const int32_t id : out.top_ids) out.top_values.push_back(row[id]);
+  }
+  for (const int32_t c : pick.extra) out.extra.push_back(row[c]);
+  if (pick.log_norm) {
+    out.max = *std::max_element(row, row + cols);
+    double sum = 0.0;
+    for (int64_t c = 0; c < cols; ++c) sum += std::exp(double(row[c]) - double(out.max));
+    out.log_sum = std::log(sum);
+  }
+}
+
+}  // namespace jitllm
