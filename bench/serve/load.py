@@ -88,6 +88,8 @@ def one_request(args, client, deadline, stats):
         stats["tokens"] += tokens
         if done:
             stats["requests"] += 1
+            if usage and "prompt_tokens" in usage:
+                stats["prompt_tokens"].append(usage["prompt_tokens"])
         if ttft is not None:
             stats["ttft"].append(ttft)
         stats["gaps"].extend(gaps)
@@ -103,7 +105,7 @@ def pct(xs, p):
 
 def run(args, clients):
     stats = {"lock": threading.Lock(), "tokens": 0, "requests": 0, "errors": 0, "ttft": [],
-             "gaps": [], "first_error": ""}
+             "gaps": [], "first_error": "", "prompt_tokens": []}
     start = time.perf_counter()
     deadline = start + args.seconds
 
@@ -126,11 +128,15 @@ def run(args, clients):
     row = {"clients": clients, "requests": stats["requests"], "errors": stats["errors"],
            "output_tok_s": stats["tokens"] / args.seconds,
            "ttft_ms": {p: pct(stats["ttft"], p) for p in (50, 90, 99)},
-           "itl_ms": {p: pct(stats["gaps"], p) for p in (50, 90, 99)}}
+           "itl_ms": {p: pct(stats["gaps"], p) for p in (50, 90, 99)},
+           # the server's count: the engine run to compare with takes this prompt length
+           "prompt_tokens_mean": (sum(stats["prompt_tokens"]) / len(stats["prompt_tokens"])
+                                  if stats["prompt_tokens"] else float("nan"))}
     t, i = row["ttft_ms"], row["itl_ms"]
     print(f"clients {clients}: {row['output_tok_s']:.1f} tok/s, {row['requests']} requests, "
           f"{row['errors']} errors | TTFT p50/p90/p99 {t[50]:.1f}/{t[90]:.1f}/{t[99]:.1f} ms | "
-          f"ITL p50/p90/p99 {i[50]:.1f}/{i[90]:.1f}/{i[99]:.1f} ms"
+          f"ITL p50/p90/p99 {i[50]:.1f}/{i[90]:.1f}/{i[99]:.1f} ms | "
+          f"prompt {row['prompt_tokens_mean']:.0f} tokens"
           + (f" | first error: {stats['first_error']}" if stats["first_error"] else ""), flush=True)
     return row
 

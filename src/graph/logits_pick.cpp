@@ -16,6 +16,49 @@ void check_pick(const LogitsPick& pick, int64_t cols) {
     if (c < 0 || c >= cols) throw_error("logits pick: column {} outside [0, {})", c, cols);
 }
 
+namespace {
+
+// The `top` best of row[0, cols) into ids/values, highest first, ties to the lower column: one
+// pass with the best so far kept in order (a row rarely beats the kept worst, so the insertions
+// are few); past kInsertionTop a selection over every column is cheaper.
+constexpr int32_t kInsertionTop = 64;
+
+void best_in_one_pass(const float* row, int64_t cols, int32_t top, PickedLogits& out) {
+  if (top <= 0) return;
+  std::vector<int32_t>& ids = out.top_ids;
+  std::vector<float>& vals = out.top_values;
+  ids.reserve(size_t(top));
+  vals.reserve(size_t(top));
+  for (int64_t c = 0; c < cols; ++c) {
+    const float v = row[c];
+    // A later column with an equal value ranks after: only a strictly larger one gets in.
+    if (int32_t(vals.size()) == top && !(v > vals.back())) continue;
+    size_t at = vals.size();
+    while (at > 0 && v > vals[at - 1]) --at;
+    if (int32_t(vals.size()) == top) {
+      ids.pop_back();
+      vals.pop_back();
+    }
+    ids.insert(ids.begin() + ptrdiff_t(at), int32_t(c));
+    vals.insert(vals.begin() + ptrdiff_t(at), v);
+  }
+}
+
+void best_by_selection(const float* row, int64_t cols, int32_t top, PickedLogits& out) {
+  std::vector<int32_t> ids(static_cast<size_t>(cols));
+  std::iota(ids.begin(), ids.end(), 0);
+  const auto before = [&](int32_t a, int32_t b) {
+    return row[a] > row[b] || (row[a] == row[b] && a < b);
+  };
+  const auto mid = ids.begin() + top;
+  std::nth_element(ids.begin(), mid, ids.end(), before);
+  std::sort(ids.begin(), mid, before);
+  out.top_ids.assign(ids.begin(), mid);
+  for (const int32_t id : out.top_ids) out.top_values.push_back(row[id]);
+}
+
+}  // namespace
+
 void pick_row(const float* row, int64_t cols, const LogitsPick& pick, PickedLogits& out) {
   check_pick(pick, cols);
   out = PickedLogits{};
@@ -25,20 +68,9 @@ void pick_row(const float* row, int64_t cols, const LogitsPick& pick, PickedLogi
       out.bad_value = row[c];
       return;
     }
-  if (pick.top < 0) {
-    out.row.assign(row, row + cols);
-  } else {
-    std::vector<int32_t> ids(static_cast<size_t>(cols));
-    std::iota(ids.begin(), ids.end(), 0);
-    const auto before = [&](int32_t a, int32_t b) {
-      return row[a] > row[b] || (row[a] == row[b] && a < b);
-    };
-    const auto mid = ids.begin() + pick.top;
-    std::nth_element(ids.begin(), mid, ids.end(), before);
-    std::sort(ids.begin(), mid, before);
-    out.top_ids.assign(ids.begin(), mid);
-    for (const int32_t id : out.top_ids) out.top_values.push_back(row[id]);
-  }
+  if (pick.top < 0) out.row.assign(row, row + cols);
+  else if (pick.top <= kInsertionTop) best_in_one_pass(row, cols, pick.top, out);
+  else best_by_selection(row, cols, pick.top, out);
   for (const int32_t c : pick.extra) out.extra.push_back(row[c]);
   if (pick.log_norm) {
     out.max = *std::max_element(row, row + cols);

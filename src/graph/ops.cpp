@@ -2,6 +2,8 @@
 // logits rows on the host, the KV page copy of a fork.
 #include "graph/ops.h"
 
+#include "core/thread_pool.h"
+
 #include <cstring>
 #include <vector>
 
@@ -58,10 +60,14 @@ void Ops::pick_logits(Act x, const LogitsPicks& picks) {
   if (picks.rows.size() != size_t(x.rows) || picks.cols > x.cols)
     throw_error("pick_logits: {} picks of {} columns for {} rows of {}", picks.rows.size(),
                 picks.cols, x.rows, x.cols);
+  for (const LogitsPick& p : picks.rows) check_pick(p, picks.cols);  // before the pool: no throws there
   std::vector<float> v(size_t(x.rows * x.cols));  // [rows, cols of x]
   read(x, v.data());
-  for (int64_t r = 0; r < x.rows; ++r)
-    pick_row(v.data() + size_t(r * x.cols), picks.cols, picks.rows[size_t(r)], picks.out[r]);
+  // Rows apart on the pool: each is a pass over the vocabulary.
+  ThreadPool::global().parallel_for(x.rows, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r)
+      pick_row(v.data() + size_t(r * x.cols), picks.cols, picks.rows[size_t(r)], picks.out[r]);
+  });
 }
 
 void Ops::argmax_rows(Act x, int32_t* host) {

@@ -66,6 +66,28 @@ TEST(LogitsPick, RefusesWhatNoBackendGives) {
   EXPECT_THROW(pick_row(row.data(), 10, LogitsPick{1, past}, out), Error);
 }
 
+// Both ways pick_row selects (one pass with the best kept in order up to 64, a selection past
+// it) against a full sort, on rows with many ties.
+TEST(LogitsPick, EqualsAFullSortAtEveryTop) {
+  std::mt19937 rng(9);
+  std::uniform_int_distribution<int> grid(-50, 10);
+  std::vector<float> row(5000);
+  for (float& v : row) v = 0.5f * float(grid(rng));
+  row[17] = -INFINITY;
+  std::vector<int32_t> order(row.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return row[size_t(a)] > row[size_t(b)] || (row[size_t(a)] == row[size_t(b)] && a < b);
+  });
+  for (const int32_t top : {1, 2, 40, 64, 65, 300, 1024}) {
+    PickedLogits out;
+    pick_row(row.data(), int64_t(row.size()), LogitsPick{top}, out);
+    EXPECT_EQ(out.top_ids, std::vector<int32_t>(order.begin(), order.begin() + top)) << top;
+    for (size_t i = 0; i < out.top_ids.size(); ++i)
+      EXPECT_EQ(out.top_values[i], row[size_t(out.top_ids[i])]);
+  }
+}
+
 // CpuOps::pick_logits equals pick_row row by row, on rows of a real vocabulary with ties.
 TEST(LogitsPick, CpuOpsPickEachRow) {
   const int64_t rows = 5, n_vocab = 151936, cols = 151665;  // Qwen's padded head
