@@ -14,6 +14,8 @@ void check_pick(const LogitsPick& pick, int64_t cols) {
     throw_error("logits pick: top {} of a row of {} (at most {})", pick.top, cols, kMaxPickTop);
   for (const int32_t c : pick.extra)
     if (c < 0 || c >= cols) throw_error("logits pick: column {} outside [0, {})", c, cols);
+  if (!pick.allowed.empty() && int64_t(pick.allowed.size()) * 64 < cols)
+    throw_error("logits pick: a mask of {} columns for a row of {}", pick.allowed.size() * 64, cols);
 }
 
 namespace {
@@ -68,10 +70,19 @@ void pick_row(const float* row, int64_t cols, const LogitsPick& pick, PickedLogi
       out.bad_value = row[c];
       return;
     }
+  // [cols] the row as the mask leaves it (masked columns -inf), or the row itself.
+  std::vector<float> masked;
+  const float* sel = row;
+  if (!pick.allowed.empty() && pick.top >= 0) {
+    masked.assign(row, row + cols);
+    for (int64_t c = 0; c < cols; ++c)
+      if (!((pick.allowed[size_t(c >> 6)] >> (c & 63)) & 1)) masked[size_t(c)] = -INFINITY;
+    sel = masked.data();
+  }
   if (pick.top < 0) out.row.assign(row, row + cols);
-  else if (pick.top <= kInsertionTop) best_in_one_pass(row, cols, pick.top, out);
-  else best_by_selection(row, cols, pick.top, out);
-  for (const int32_t c : pick.extra) out.extra.push_back(row[c]);
+  else if (pick.top <= kInsertionTop) best_in_one_pass(sel, cols, pick.top, out);
+  else best_by_selection(sel, cols, pick.top, out);
+  for (const int32_t c : pick.extra) out.extra.push_back(sel[c]);
   if (pick.log_norm) {
     out.max = *std::max_element(row, row + cols);
     double sum = 0.0;

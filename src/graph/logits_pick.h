@@ -20,6 +20,10 @@ struct LogitsPick {
   int32_t top = -1;
   std::span<const int32_t> extra;  // columns (< cols) whose values come too
   bool log_norm = false;           // the row's max and log(sum exp(x - max)), in double
+  // Empty, or [ceil(cols / 64)] bits (bit c of word c / 64: column c may be chosen): a grammar's
+  // mask. A column it leaves out counts as -inf for `top` and comes as -inf (top and extra),
+  // as the sampler's mask makes it; `bad` and the log-normaliser still see the raw row.
+  std::span<const uint64_t> allowed;
 };
 
 // What came home of one row. When `bad` >= 0 the rest is unspecified.
@@ -46,7 +50,7 @@ struct LogitsPicks {
 inline constexpr int32_t kMaxPickTop = 1024;
 
 // Throws jitllm::Error when a pick asks for what no backend can give: top past kMaxPickTop or
-// cols, an extra column outside [0, cols).
+// cols, an extra column outside [0, cols), a mask shorter than cols.
 void check_pick(const LogitsPick& pick, int64_t cols);
 
 // The pick of `row` ([>= cols] values) on the host: the reference every backend's pick equals

@@ -206,7 +206,12 @@ std::optional<SamplerChain::Reduction> SamplerChain::reduction(int32_t max_top) 
   return r;
 }
 
-int32_t SamplerChain::sample_reduced(std::span<const Candidate> row) {
+int32_t SamplerChain::sample_reduced(std::span<const Candidate> row,
+                                     std::span<const uint64_t> allowed) {
+  if (!allowed.empty() && allowed.size() * 64 < size_t(n_vocab_))
+    throw_error("sampling: the token mask covers {} tokens, the vocabulary has {}",
+                allowed.size() * 64, n_vocab_);
+  bool any = allowed.empty();
   cur_.data.assign(row.begin(), row.end());
   cur_.sorted = false;
   for (Candidate& c : cur_.data) {
@@ -219,7 +224,13 @@ int32_t SamplerChain::sample_reduced(std::span<const Candidate> row) {
     // The bias by id (sample() adds it by index over the whole row): the same float add.
     if (const auto it = params_.logit_bias.find(c.id); it != params_.logit_bias.end())
       c.logit += it->second;
+    if (!allowed.empty()) {
+      const bool ok = (allowed[size_t(c.id) >> 6] >> (c.id & 63)) & 1;
+      if (!ok) c.logit = -INFINITY;
+      any = any || ok;
+    }
   }
+  if (!any) throw_error("sampling: the grammar allows no token here");
   probs_.clear();
   if (params_.temperature <= 0.0f) {
     for (SamplerStage stage : params_.order)

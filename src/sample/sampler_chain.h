@@ -54,8 +54,10 @@ class SamplerChain {
 
   // sample() over a reduced row: `row` holds (id, raw logit) of at least what reduction() asked
   // for, ids unique, in any order (p unused). Same result, probabilities() and RNG use as sample()
-  // on the whole row; throws as sample() does for NaN / +inf logits in `row`.
-  int32_t sample_reduced(std::span<const Candidate> row);
+  // on the whole row; throws as sample() does for NaN / +inf logits in `row`. With a grammar's
+  // mask (`allowed`, as sample() takes it), the row's best must be chosen as if the tokens it
+  // leaves out were -inf (LogitsPick::allowed): then the draw equals sample(row, allowed).
+  int32_t sample_reduced(std::span<const Candidate> row, std::span<const uint64_t> allowed = {});
 
   // Records a token of the sequence (prompt or generated) in the penalty window.
   void accept(int32_t token);

@@ -76,6 +76,10 @@ struct Scheduler::Sequence {
   // The tokens this step's pick brought home beyond the best (pick_for): the logit bias's and
   // the penalty window's.
   std::vector<int32_t> touched;
+  // The grammar's mask that went with this step's pick (a drawn token under a grammar), and the
+  // time computing it took.
+  std::vector<uint64_t> allowed;
+  double mask_seconds = 0;
 };
 
 Scheduler::Scheduler(Engine& engine, const Tokenizer& tokenizer, Metrics& metrics,
@@ -490,7 +494,9 @@ Scheduler::Draw Scheduler::draw_reduced(Sequence& seq, const PickedLogits& logit
     if (std::find(logits.top_ids.begin(), logits.top_ids.end(), touched[i]) == logits.top_ids.end())
       row.push_back({touched[i], logits.extra[i], 0.0f});
   Draw d;
-  d.token = seq.sampler->sample_reduced(row);
+  const auto t0 = Clock::now();
+  d.token = seq.sampler->sample_reduced(row, seq.allowed);
+  if (!seq.allowed.empty()) d.grammar_seconds = seq.mask_seconds + seconds_between(t0, Clock::now());
   if (job.logprobs && !tokenizer_.vocab().is_eog(d.token)) {
     // log p = x - max - log(sum exp(x - max)) over the whole row, as sample/logprobs.h computes it.
     auto logprob = [&](float x) {
@@ -512,14 +518,34 @@ Scheduler::Draw Scheduler::draw_reduced(Sequence& seq, const PickedLogits& logit
 LogitsPick Scheduler::pick_for(Sequence& seq) const {
   LogitsPick whole;  // top -1: the whole row
   seq.touched.clear();
+  seq.allowed.clear();
+  seq.mask_seconds = 0;
   const Job& job = *seq.run->job;
   if (seq.generated >= job.max_tokens) return LogitsPick{0};  // nothing is drawn
-  if (job.matcher && seq.grammar_on) return whole;             // masks are applied on the host
   if (!seq.run->forked && job.n > 1) return whole;             // n choices draw from this row
+  // Greedy under a grammar tries the best token first and needs a mask only when the grammar
+  // refuses it (draw_token): the whole row, so most steps compute no mask.
+  const bool masked = job.matcher && seq.grammar_on;
+  if (masked && job.sampling.temperature <= 0.0f) return whole;
   const std::optional<SamplerChain::Reduction> r = seq.sampler->reduction(kMaxPickTop);
   if (!r) return whole;
+  LogitsPick pick{r->top};
+  if (masked) {
+    // A drawn token under a grammar: the mask (computed for every such draw anyway) goes with
+    // the pick, which selects among the allowed tokens where the logits are.
+    try {
+      const auto t0 = Clock::now();
+      const std::span<const uint64_t> m = job.matcher->mask(seq.grammar);
+      seq.allowed.assign(m.begin(), m.end());
+      seq.mask_seconds = seconds_between(t0, Clock::now());
+    } catch (const std::exception&) {
+      seq.allowed.clear();
+      return whole;  // draw_token meets the same fault and ends this job alone
+    }
+    pick.allowed = seq.allowed;
+  }
   seq.touched = r->touched;
-  LogitsPick pick{r->top, seq.touched};
+  pick.extra = seq.touched;
   if (job.logprobs) {
     pick.top = std::max(pick.top, job.top_logprobs);
     if (pick.top > kMaxPickTop || pick.top >= int32_t(n_tokens_)) return whole;

@@ -122,6 +122,38 @@ TEST(ReducedSampling, DrawsWhatTheWholeRowDraws) {
   }
 }
 
+// With a grammar's mask: the reduced row is chosen as if masked tokens were -inf (and carries
+// them as -inf), and the draw equals sample(row, mask) over the whole row.
+TEST(ReducedSampling, WithAMaskDrawsWhatTheMaskedRowDraws) {
+  for (const Setting& s : settings()) {
+    SamplerChain whole(s.params, kVocab), reduced(s.params, kVocab);
+    std::mt19937 rng(77);
+    std::bernoulli_distribution keep(0.1);
+    for (int step = 0; step < 100; ++step) {
+      std::vector<float> row = row_of_ties(rng);
+      std::vector<uint64_t> mask((kVocab + 63) / 64, 0);
+      for (int32_t t = 0; t < kVocab; ++t)
+        if (keep(rng) || t == 17) mask[size_t(t) >> 6] |= uint64_t(1) << (t & 63);
+      std::vector<float> masked = row;
+      for (int32_t t = 0; t < kVocab; ++t)
+        if (!((mask[size_t(t) >> 6] >> (t & 63)) & 1)) masked[size_t(t)] = -INFINITY;
+      const std::optional<SamplerChain::Reduction> r = reduced.reduction(1024);
+      ASSERT_TRUE(r) << s.name;
+      const int32_t a = whole.sample(row, mask);
+      const int32_t b = reduced.sample_reduced(reduce(masked, *r), mask);
+      ASSERT_EQ(a, b) << s.name << " step " << step;
+      const auto pa = whole.probabilities(), pb = reduced.probabilities();
+      ASSERT_EQ(pa.size(), pb.size()) << s.name << " step " << step;
+      for (size_t i = 0; i < pa.size(); ++i) {
+        ASSERT_EQ(pa[i].id, pb[i].id) << s.name << " step " << step;
+        ASSERT_EQ(pa[i].p, pb[i].p) << s.name << " step " << step;
+      }
+      whole.accept(a);
+      reduced.accept(b);
+    }
+  }
+}
+
 TEST(ReducedSampling, AsksForTheBestAndTheTouchedTokens) {
   SamplingParams p;
   p.temperature = 0.8f;

@@ -251,12 +251,14 @@ class CudaKernels {
                    CUdeviceptr ids, const Stream& s);
 
   // The logits pick (pick_source.cpp, launched from pick_ops.cpp): one CTA a row of x
-  // [rows][stride]; spec [rows][8] ints {top, out_off, extra_off, extra_n, log_norm}; results at
+  // [rows][stride]; spec [rows][8] ints {top, out_off, extra_off, extra_n, log_norm, mask_off}
+  // (masks: the grammar masks, 64 columns a word); results at
   // the named device addresses (see pick_source.cpp).
   struct PickCall {
     CUdeviceptr x = 0;
     int64_t rows = 0, stride = 0, cols = 0;
-    CUdeviceptr spec = 0, extra_ids = 0, ids = 0, vals = 0, extra = 0, bad = 0, stat_f = 0, lse = 0;
+    CUdeviceptr spec = 0, extra_ids = 0, masks = 0, ids = 0, vals = 0, extra = 0, bad = 0;
+    CUdeviceptr stat_f = 0, lse = 0;
   };
   void pick_logits(const PickCall& c, const Stream& s);
 

@@ -14,11 +14,13 @@ void CudaKernels::pick_logits(const PickCall& c, const Stream& s) {
   if (c.cols <= 0 || c.cols > c.stride || c.stride > INT32_MAX)
     throw_error("pick_logits: {} columns of rows of {}", c.cols, c.stride);
   if (!pick_) pick_ = compiler_.module(pick_source(), "logits pick").function("pick_logits");
-  CUdeviceptr x = c.x, spec = c.spec, extra_ids = c.extra_ids, ids = c.ids, vals = c.vals;
+  CUdeviceptr x = c.x, spec = c.spec, extra_ids = c.extra_ids, masks = c.masks, ids = c.ids;
+  CUdeviceptr vals = c.vals;
   CUdeviceptr extra = c.extra, bad = c.bad, stat_f = c.stat_f, lse = c.lse;
   long long stride = c.stride;
   int cols = int(c.cols);
-  void* args[] = {&x, &stride, &cols, &spec, &extra_ids, &ids, &vals, &extra, &bad, &stat_f, &lse};
+  void* args[] = {&x,   &stride, &cols, &spec, &extra_ids, &masks, &ids,
+                  &vals, &extra, &bad, &stat_f, &lse};
   run(pick_, unsigned(c.rows), 1, 1024, s, args, "pick_logits");
 }
 
@@ -32,6 +34,7 @@ void CudaOps::pick_logits(Act x, const LogitsPicks& picks) {
   // Host side of the call: spec [rows][8], the extra columns, and the results' layout:
   // lse [rows] f64 | ids [tops] | vals [tops] | extra [extras] | bad [rows] | stat_f [rows][2].
   std::vector<int32_t> spec(size_t(rows) * 8, 0), extra_ids;
+  std::vector<uint64_t> masks;  // the rows' grammar masks, one after another
   int64_t tops = 0;
   for (int64_t r = 0; r < rows; ++r) {
     const LogitsPick& p = picks.rows[size_t(r)];
@@ -42,30 +45,41 @@ void CudaOps::pick_logits(Act x, const LogitsPicks& picks) {
     s[2] = int32_t(extra_ids.size());
     s[3] = int32_t(p.extra.size());
     s[4] = p.log_norm ? 1 : 0;
+    s[5] = -1;
+    if (!p.allowed.empty() && p.top >= 0) {
+      s[5] = int32_t(masks.size());
+      masks.insert(masks.end(), p.allowed.begin(), p.allowed.begin() + (picks.cols + 63) / 64);
+    }
     tops += s[0];
     extra_ids.insert(extra_ids.end(), p.extra.begin(), p.extra.end());
   }
   const int64_t extras = int64_t(extra_ids.size());
   const size_t lse_b = size_t(rows) * 8, ids_b = size_t(tops) * 4, extra_b = size_t(extras) * 4;
   const size_t out_b = lse_b + 2 * ids_b + extra_b + size_t(rows) * 12;
-  const size_t in_b = spec.size() * 4 + extra_b;
+  const size_t mask_b = masks.size() * 8;
+  // Inputs: masks (8-byte aligned first) | spec | extra ids.
+  const size_t in_b = (mask_b + spec.size() * 4 + extra_b + 7) / 8 * 8;
   if (pick_buf_.bytes() < in_b + out_b) {
     stream_.sync();  // not part of any graph: growing it drops none
     pick_buf_ = DeviceBuffer(std::max(in_b + out_b, pick_buf_.bytes() * 3 / 2));
   }
   const CUdeviceptr in = pick_buf_.get(), out = in + in_b;
-  check(driver().cuMemcpyHtoDAsync(in, spec.data(), spec.size() * 4, stream_.get()),
+  const CUdeviceptr spec_at = in + mask_b, extra_ids_at = spec_at + spec.size() * 4;
+  if (mask_b > 0)
+    check(driver().cuMemcpyHtoDAsync(in, masks.data(), mask_b, stream_.get()), "cuMemcpyHtoDAsync");
+  check(driver().cuMemcpyHtoDAsync(spec_at, spec.data(), spec.size() * 4, stream_.get()),
         "cuMemcpyHtoDAsync");
   if (extras > 0)
-    check(driver().cuMemcpyHtoDAsync(in + spec.size() * 4, extra_ids.data(), extra_b, stream_.get()),
+    check(driver().cuMemcpyHtoDAsync(extra_ids_at, extra_ids.data(), extra_b, stream_.get()),
           "cuMemcpyHtoDAsync");
   CudaKernels::PickCall c;
   c.x = ptr(x);
   c.rows = rows;
   c.stride = x.cols;
   c.cols = picks.cols;
-  c.spec = in;
-  c.extra_ids = in + spec.size() * 4;
+  c.spec = spec_at;
+  c.extra_ids = extra_ids_at;
+  c.masks = in;
   c.lse = out;
   c.ids = out + lse_b;
   c.vals = c.ids + ids_b;

@@ -6,7 +6,9 @@ namespace jitllm::cuda {
 namespace {
 
 // One CTA of 1024 threads per requested row of x [rows][stride], over its first `cols` columns.
-// spec[r] = {top, out_off, extra_off, extra_n, log_norm, 0, 0, 0}. Writes, in `out`:
+// spec[r] = {top, out_off, extra_off, extra_n, log_norm, mask_off, 0, 0}: mask_off >= 0 is the
+// row's grammar mask in `masks` (64 columns a word; a masked column counts and comes as -inf for
+// the selection and the extra columns, raw for bad / max / lse). Writes, in `out`:
 // ids / vals [sum of top] at out_off (the `top` best of the row, in no order: the host sorts),
 // extra [sum of extra_n] at extra_off, and per row bad (the lowest NaN / +inf column or -1),
 // stat_f[2] (max, the bad value) and lse (log sum exp(x - max), double).
@@ -42,15 +44,18 @@ __device__ __forceinline__ int block_scan(int flag, int* warp_sums, int* total) 
 }
 extern "C" __global__ void __launch_bounds__(1024) pick_logits(
     const float* __restrict__ x, long long stride, int cols, const int* __restrict__ spec,
-    const int* __restrict__ extra_ids, int* __restrict__ ids, float* __restrict__ vals,
-    float* __restrict__ extra, int* __restrict__ bad, float* __restrict__ stat_f,
-    double* __restrict__ lse) {
+    const int* __restrict__ extra_ids, const u64* __restrict__ masks, int* __restrict__ ids,
+    float* __restrict__ vals, float* __restrict__ extra, int* __restrict__ bad,
+    float* __restrict__ stat_f, double* __restrict__ lse) {
   PDL_TRIGGER();
   PDL_WAIT();
   const int r = blockIdx.x, tid = threadIdx.x, nt = blockDim.x;
   const int top = spec[8 * r], out_off = spec[8 * r + 1], extra_off = spec[8 * r + 2];
-  const int extra_n = spec[8 * r + 3], log_norm = spec[8 * r + 4];
+  const int extra_n = spec[8 * r + 3], log_norm = spec[8 * r + 4], mask_off = spec[8 * r + 5];
   const float* xr = x + (size_t)r * stride;
+  const u64* gmask = mask_off >= 0 ? masks + mask_off : 0;
+  // Column c's value as the selection sees it: -inf where the mask leaves it out.
+#define PICK_VALUE(c) ((!gmask || ((gmask[(c) >> 6] >> ((c) & 63)) & 1ull)) ? xr[c] : NEG_INF)
   __shared__ int s_bad, s_total, s_remaining, s_taken;
   __shared__ u32 s_prefix, s_mask;
   __shared__ int warp_sums[32];
@@ -79,7 +84,10 @@ extern "C" __global__ void __launch_bounds__(1024) pick_logits(
   __syncthreads();
   mx = s_max[0];
   if (tid == 0) { bad[r] = -1; stat_f[2 * r] = mx; }
-  for (int j = tid; j < extra_n; j += nt) extra[extra_off + j] = xr[extra_ids[extra_off + j]];
+  for (int j = tid; j < extra_n; j += nt) {
+    const int c = extra_ids[extra_off + j];
+    extra[extra_off + j] = PICK_VALUE(c);
+  }
   if (log_norm) {
     double sum = 0.0;
     for (int c = tid; c < cols; c += nt) sum += exp((double)xr[c] - (double)mx);
@@ -103,7 +111,7 @@ extern "C" __global__ void __launch_bounds__(1024) pick_logits(
     const u32 prefix = s_prefix, mask = s_mask;
     for (int c0 = 0; c0 < cols; c0 += nt) {
       const int c = c0 + tid;
-      const u32 k = c < cols ? order_key(xr[c]) : 0u;
+      const u32 k = c < cols ? order_key(PICK_VALUE(c)) : 0u;
       const bool in = c < cols && (k & mask) == prefix;
       const u32 digit = (k >> shift) & 255u;
       // Lanes with the same digit add once (a warp's logits share a few bins).
@@ -143,7 +151,7 @@ extern "C" __global__ void __launch_bounds__(1024) pick_logits(
   int* ids_r = ids + out_off;
   float* vals_r = vals + out_off;
   for (int c = tid; c < cols; c += nt) {
-    const float v = xr[c];
+    const float v = PICK_VALUE(c);
     if (order_key(v) > T) {
       const int i = atomicAdd(&s_taken, 1);
       ids_r[i] = c;
@@ -155,7 +163,7 @@ extern "C" __global__ void __launch_bounds__(1024) pick_logits(
   int taken = 0;
   for (int c0 = 0; c0 < cols && taken < n_eq; c0 += nt) {
     const int c = c0 + tid;
-    const float v = c < cols ? xr[c] : 0.0f;
+    const float v = c < cols ? PICK_VALUE(c) : 0.0f;
     const int eq = c < cols && order_key(v) == T;
     const int pos = taken + block_scan(eq, warp_sums, &s_total);
     if (eq && pos < n_eq) {
@@ -165,6 +173,7 @@ extern "C" __global__ void __launch_bounds__(1024) pick_logits(
     taken += s_total;
     __syncthreads();  // s_total and warp_sums are rewritten by the next scan
   }
+#undef PICK_VALUE
 }
 )";
 

@@ -41,6 +41,28 @@ TEST(LogitsPick, BestInLogitOrderWithTiesToTheLowerColumn) {
   EXPECT_EQ(out.extra.size(), 2u);
 }
 
+// A grammar's mask: left-out columns count and come as -inf (ties among them to the lower
+// column), the log-normaliser sees the raw row.
+TEST(LogitsPick, AMaskLeavesColumnsOutAsMinusInfinity) {
+  const std::vector<float> row = {5, 1, 4, 2, 3};
+  const std::vector<uint64_t> mask = {0b01010};  // columns 1 and 3
+  const std::vector<int32_t> extra = {0, 3};
+  PickedLogits out;
+  LogitsPick p{4, extra, true};
+  p.allowed = mask;
+  pick_row(row.data(), 5, p, out);
+  EXPECT_EQ(out.top_ids, (std::vector<int32_t>{3, 1, 0, 2}));
+  EXPECT_EQ(out.top_values, (std::vector<float>{2, 1, -INFINITY, -INFINITY}));
+  EXPECT_EQ(out.extra, (std::vector<float>{-INFINITY, 2}));
+  EXPECT_EQ(out.max, 5.0f);
+  p.allowed = std::span<const uint64_t>();
+  const std::vector<uint64_t> none;
+  EXPECT_NO_THROW(pick_row(row.data(), 5, p, out));
+  std::vector<float> wide(100, 0.0f);
+  p.allowed = mask;  // 64 columns for a row of 100
+  EXPECT_THROW(pick_row(wide.data(), 100, p, out), Error);
+}
+
 TEST(LogitsPick, NamesTheFirstBadColumn) {
   std::vector<float> row(100, 1.0f);
   row[70] = NAN;

@@ -2,7 +2,8 @@
 // pick_row (graph/logits_pick.h): on real vocabularies (Qwen's padded 151936-wide head read to
 // its 151665 tokens, Llama 3's 128256) and ragged small ones, rows full of exact ties, -inf
 // columns, an all -inf row, NaN / +inf rows, every kind of request (top 1, 40, the 1024 cap,
-// extra columns, the log-normaliser, whole rows, nothing), and a second call into the same
+// extra columns, the log-normaliser, whole rows, nothing, a grammar's mask), and a second call
+// into the same
 // buffers; then Engine::step_picked against the logits of the same steps, through captured and
 // replayed decode steps and ragged steps of three sessions. Label gpu.
 #include <fmt/format.h>
@@ -59,11 +60,17 @@ TEST(CudaPick, EqualsTheHostPickOnRealShapes) {
       std::vector<int32_t> ex;
       for (int32_t c : extra)
         if (c < cols) ex.push_back(c);
+      // A grammar's mask for every third row: one column in ten, column 5 always.
+      std::vector<uint64_t> mask(size_t((cols + 63) / 64), 0);
+      std::bernoulli_distribution allow(0.1);
+      for (int64_t c = 0; c < cols; ++c)
+        if (allow(rng) || c == 5) mask[size_t(c >> 6)] |= uint64_t(1) << (c & 63);
       std::vector<LogitsPick> picks;
       const int32_t tops[] = {1, 40, int32_t(std::min<int64_t>(kMaxPickTop, cols)), -1, 0, 41};
       for (int64_t r = 0; r < rows; ++r) {
         LogitsPick p{tops[r % 6], ex, r % 2 == 0};
         if (r == 4) p.top = int32_t(std::min<int64_t>(300, cols));
+        if (r % 3 == 1) p.allowed = mask;
         picks.push_back(p);
       }
       DeviceBuffer dx = to_device(x);
