@@ -156,7 +156,7 @@ for _ in range(1200):
     except Exception: time.sleep(0.25)
 PY
       python3 bench/serve/load.py --url http://127.0.0.1:18080 --clients ${SERVE_CLIENTS:-1,16,64} \
-        --seconds ${SERVE_S:-15} ${SERVE_EXTRA:+--extra "$SERVE_EXTRA"} --json $OUT/serve.json 2>&1 | tee -a $OUT/serve.log
+        --seconds ${SERVE_S:-15} --prompt-tokens ${SERVE_PROMPT:-128} ${SERVE_EXTRA:+--extra "$SERVE_EXTRA"} --json $OUT/serve.json 2>&1 | tee -a $OUT/serve.log
       kill $SPID; wait $SPID
       tail -n 5 $OUT/serve_jitllmd.log
       /tmp/bin/jitllm batched -m /tmp/$shape.gguf -s ${SERVE_CLIENTS:-1,16,64} -p 128 -n 128 --devices cuda 2>&1 |
@@ -169,19 +169,20 @@ PY
       [ -f /tmp/$shape.gguf ] || /tmp/bin/jitllm synth /tmp/$shape.gguf --shape $shape --type q4_k_m 2>&1 | tail -n 1
       peer_build_wait
       np=${SERVE_PARALLEL:-64}
+      [ -x $LB/llama-server ] || { echo "peerserve: no llama-server (the peer build failed)"; continue; }
       $LB/llama-server -m /tmp/$shape.gguf -ngl 999 -np $np -c $((np * 512)) --port 18081 \
         > $OUT/serve_llama.log 2>&1 &
       LPID=$!
       t0=$(date +%s.%N)
       python3 - <<'PY' && echo "llama-server ready after $(python3 -c "import time; print(round(time.time() - $t0, 1))") s" | tee -a $OUT/serve.log
 import time, urllib.request
-for _ in range(1200):
+for _ in range(360):
     try:
         if urllib.request.urlopen("http://127.0.0.1:18081/health", timeout=2).status == 200: break
     except Exception: time.sleep(0.25)
 PY
       python3 bench/serve/load.py --url http://127.0.0.1:18081 --clients ${SERVE_CLIENTS:-1,16,64} \
-        --seconds ${SERVE_S:-15} ${SERVE_EXTRA:+--extra "$SERVE_EXTRA"} --json $OUT/serve_llama.json 2>&1 | tee -a $OUT/serve.log
+        --seconds ${SERVE_S:-15} --prompt-tokens ${SERVE_PROMPT:-128} ${SERVE_EXTRA:+--extra "$SERVE_EXTRA"} --json $OUT/serve_llama.json 2>&1 | tee -a $OUT/serve.log
       kill $LPID; wait $LPID
       ;;
     constrained)  # the cost of constrained output in jitllmd on the card, then its correctness

@@ -68,7 +68,7 @@ TEST(CudaPick, EqualsTheHostPickOnRealShapes) {
       std::vector<LogitsPick> picks;
       const int32_t tops[] = {1, 40, int32_t(std::min<int64_t>(kMaxPickTop, cols)), -1, 0, 41};
       for (int64_t r = 0; r < rows; ++r) {
-        LogitsPick p{tops[r % 6], ex, r % 2 == 0};
+        LogitsPick p{int32_t(std::min<int64_t>(tops[r % 6], cols)), ex, r % 2 == 0};
         if (r == 4) p.top = int32_t(std::min<int64_t>(300, cols));
         if (r % 3 == 1) p.allowed = mask;
         picks.push_back(p);
