@@ -63,47 +63,23 @@ extern "C" __global__ void __launch_bounds__(1024) pick_logits(
   __shared__ u32 hist[32][256];
   if (tid == 0) s_bad = 0x7fffffff;
   __syncthreads();
-  // One pass: NaN / +inf, the raw max (log-normaliser) and the best selectable column (a greedy
-  // pick needs nothing more: the highest value, the lowest column among equals).
-  float mx = NEG_INF, bv = NEG_INF;
-  int bi = 0x7fffffff;
-#pragma unroll 4
+  float mx = NEG_INF;
   for (int c = tid; c < cols; c += nt) {
     const float v = xr[c];
     if (v != v || v == __int_as_float(0x7f800000)) atomicMin(&s_bad, c);
     mx = fmaxf(mx, v);
-    const float pv = (!gmask || ((gmask[c >> 6] >> (c & 63)) & 1ull)) ? v : NEG_INF;
-    if (pv > bv || bi == 0x7fffffff) { bv = pv; bi = c; }  // columns rise: the first best stays
   }
-  for (int o = 16; o > 0; o >>= 1) {
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-    const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-    const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-    if (ov > bv || (ov == bv && oi < bi)) { bv = ov; bi = oi; }
-  }
-  __shared__ float s_bv[32];
-  __shared__ int s_bi[32];
-  if ((tid & 31) == 0) { s_max[tid >> 5] = mx; s_bv[tid >> 5] = bv; s_bi[tid >> 5] = bi; }
+  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  if ((tid & 31) == 0) s_max[tid >> 5] = mx;
   __syncthreads();
   if (s_bad != 0x7fffffff) {
     if (tid == 0) { bad[r] = s_bad; stat_f[2 * r + 1] = xr[s_bad]; }
     return;
   }
   if (tid < 32) {
-    const bool in = tid < (nt >> 5);
-    mx = in ? s_max[tid] : NEG_INF;
-    bv = in ? s_bv[tid] : NEG_INF;
-    bi = in ? s_bi[tid] : 0x7fffffff;
-    for (int o = 16; o > 0; o >>= 1) {
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-      const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-      const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-      if (ov > bv || (ov == bv && oi < bi)) { bv = ov; bi = oi; }
-    }
-    if (tid == 0) {
-      s_max[0] = mx;
-      if (top == 1) { ids[out_off] = bi; vals[out_off] = bv; }
-    }
+    mx = tid < (nt >> 5) ? s_max[tid] : NEG_INF;
+    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    if (tid == 0) s_max[0] = mx;
   }
   __syncthreads();
   mx = s_max[0];
@@ -125,7 +101,7 @@ extern "C" __global__ void __launch_bounds__(1024) pick_logits(
       lse[r] = log(t);
     }
   }
-  if (top <= 1) return;  // nothing more, or the best column (written above)
+  if (top <= 0) return;
   // Radix select: the key T of the top-th largest, and how many keys equal to T to take.
   if (tid == 0) { s_prefix = 0u; s_mask = 0u; s_remaining = top; }
   const int lane = tid & 31, w = tid >> 5;
