@@ -147,19 +147,20 @@ int32_t SamplerChain::sample(std::span<const float> logits, std::span<const uint
   cur_.assign(logits.first(size_t(n_vocab_)));
   apply_logit_bias(cur_);
   if (!allowed.empty()) apply_mask(cur_, allowed);
-  probs_.clear();
+  return run_stages();
+}
 
+int32_t SamplerChain::run_stages() {
+  probs_.clear();
   if (params_.temperature <= 0.0f) {
     // Greedy: the filters always keep the best token, so only logit-changing stages matter.
-    for (SamplerStage stage : params_.order) {
+    for (SamplerStage stage : params_.order)
       if (stage == SamplerStage::Penalties) apply_stage(stage, cur_);
-    }
     const Candidate& best = cur_.data[argmax_candidate(cur_)];
     if (best.logit == -INFINITY) throw_error("sampling: every token is banned (logit -inf)");
     probs_.push_back({best.id, 1.0f});
     return best.id;
   }
-
   for (SamplerStage stage : params_.order) apply_stage(stage, cur_);
   softmax_candidates(cur_);
   const size_t chosen = draw(cur_);
@@ -231,21 +232,7 @@ int32_t SamplerChain::sample_reduced(std::span<const Candidate> row,
     }
   }
   if (!any) throw_error("sampling: the grammar allows no token here");
-  probs_.clear();
-  if (params_.temperature <= 0.0f) {
-    for (SamplerStage stage : params_.order)
-      if (stage == SamplerStage::Penalties) apply_stage(stage, cur_);
-    const Candidate& best = cur_.data[argmax_candidate(cur_)];
-    if (best.logit == -INFINITY) throw_error("sampling: every token is banned (logit -inf)");
-    probs_.push_back({best.id, 1.0f});
-    return best.id;
-  }
-  for (SamplerStage stage : params_.order) apply_stage(stage, cur_);
-  softmax_candidates(cur_);
-  const size_t chosen = draw(cur_);
-  probs_.reserve(cur_.size());
-  for (const auto& c : cur_.data) probs_.push_back({c.id, c.p});
-  return cur_.data[chosen].id;
+  return run_stages();
 }
 
 std::vector<TokenProb> SamplerChain::top_probabilities(size_t n) const {

@@ -85,6 +85,9 @@ class SamplerChain {
   std::optional<int32_t> greedy_direct(std::span<const float> logits,
                                        std::span<const uint64_t> allowed) const;
   void apply_stage(SamplerStage stage, Candidates& cur);
+  // The chain over cur_ once bias and mask are in: greedy's argmax, or every stage then the
+  // draw; fills probs_. sample() and sample_reduced() share it.
+  int32_t run_stages();
   size_t draw(const Candidates& cur);
 
   SamplingParams params_;

@@ -44,6 +44,20 @@ std::vector<Candidate> reduce(const std::vector<float>& row, const SamplerChain:
   return out;
 }
 
+// The two chains drew the same token with the same probabilities; both accept it.
+void expect_same_draw(SamplerChain& whole, SamplerChain& reduced, int32_t a, int32_t b,
+                      const char* name, int step) {
+  ASSERT_EQ(a, b) << name << " step " << step;
+  const auto pa = whole.probabilities(), pb = reduced.probabilities();
+  ASSERT_EQ(pa.size(), pb.size()) << name << " step " << step;
+  for (size_t i = 0; i < pa.size(); ++i) {
+    ASSERT_EQ(pa[i].id, pb[i].id) << name << " step " << step;
+    ASSERT_EQ(pa[i].p, pb[i].p) << name << " step " << step;
+  }
+  whole.accept(a);
+  reduced.accept(b);
+}
+
 struct Setting {
   const char* name;
   SamplingParams params;
@@ -107,15 +121,7 @@ TEST(ReducedSampling, DrawsWhatTheWholeRowDraws) {
       EXPECT_TRUE(std::is_sorted(r->touched.begin(), r->touched.end()));
       const int32_t a = whole.sample(row);
       const int32_t b = reduced.sample_reduced(reduce(row, *r));
-      ASSERT_EQ(a, b) << s.name << " step " << step;
-      const auto pa = whole.probabilities(), pb = reduced.probabilities();
-      ASSERT_EQ(pa.size(), pb.size()) << s.name << " step " << step;
-      for (size_t i = 0; i < pa.size(); ++i) {
-        ASSERT_EQ(pa[i].id, pb[i].id) << s.name << " step " << step;
-        ASSERT_EQ(pa[i].p, pb[i].p) << s.name << " step " << step;
-      }
-      whole.accept(a);
-      reduced.accept(b);
+      ASSERT_NO_FATAL_FAILURE(expect_same_draw(whole, reduced, a, b, s.name, step));
       ++steps;
     }
     EXPECT_EQ(steps, 300) << s.name;
@@ -141,15 +147,7 @@ TEST(ReducedSampling, WithAMaskDrawsWhatTheMaskedRowDraws) {
       ASSERT_TRUE(r) << s.name;
       const int32_t a = whole.sample(row, mask);
       const int32_t b = reduced.sample_reduced(reduce(masked, *r), mask);
-      ASSERT_EQ(a, b) << s.name << " step " << step;
-      const auto pa = whole.probabilities(), pb = reduced.probabilities();
-      ASSERT_EQ(pa.size(), pb.size()) << s.name << " step " << step;
-      for (size_t i = 0; i < pa.size(); ++i) {
-        ASSERT_EQ(pa[i].id, pb[i].id) << s.name << " step " << step;
-        ASSERT_EQ(pa[i].p, pb[i].p) << s.name << " step " << step;
-      }
-      whole.accept(a);
-      reduced.accept(b);
+      ASSERT_NO_FATAL_FAILURE(expect_same_draw(whole, reduced, a, b, s.name, step));
     }
   }
 }

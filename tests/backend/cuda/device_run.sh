@@ -40,6 +40,22 @@ peer_build_wait() {
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.used --format=csv | tee $OUT/gpu.txt
 ldd /tmp/bin/jitllm /tmp/bin/test_backend_cuda | grep -E "not found|fmt|pcre|icu|sentencepiece|httplib" | tee -a $OUT/gpu.txt
+# wait_ready PORT SECONDS: polls http://127.0.0.1:PORT/health until it answers 200 (else fails
+# after SECONDS); seconds_since T0: the seconds since `date +%s.%N` gave T0.
+wait_ready() {
+  python3 - "$1" "$2" <<'PY'
+import sys, time, urllib.request
+end = time.time() + float(sys.argv[2])
+while time.time() < end:
+    try:
+        if urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/health", timeout=2).status == 200:
+            sys.exit(0)
+    except Exception:
+        time.sleep(0.25)
+sys.exit(1)
+PY
+}
+seconds_since() { python3 -c "import time; print(round(time.time() - $1, 1))"; }
 . "$(dirname "$0")/gpu_tiers.sh"
 # The peer build takes minutes: a call that serves it starts it before the tests run.
 case " $stages " in *" peerserve "*) peer_build_start ;; esac
@@ -148,13 +164,7 @@ for s in $stages; do
       /tmp/bin/jitllmd serve -m /tmp/$shape.gguf --devices cuda --parallel ${SERVE_PARALLEL:-64} \
         --port 18080 --log-level warn ${SERVE_FLAGS:-} > $OUT/serve_jitllmd.log 2>&1 &
       SPID=$!
-      python3 - <<'PY' && echo "jitllmd ready after $(python3 -c "import time; print(round(time.time() - $t0, 1))") s" | tee $OUT/serve.log
-import time, urllib.request
-for _ in range(1200):
-    try:
-        if urllib.request.urlopen("http://127.0.0.1:18080/health", timeout=2).status == 200: break
-    except Exception: time.sleep(0.25)
-PY
+      wait_ready 18080 300 && echo "jitllmd ready after $(seconds_since $t0) s" | tee $OUT/serve.log
       python3 bench/serve/load.py --url http://127.0.0.1:18080 --clients ${SERVE_CLIENTS:-1,16,64} \
         --seconds ${SERVE_S:-15} --prompt-tokens ${SERVE_PROMPT:-128} ${SERVE_EXTRA:+--extra "$SERVE_EXTRA"} --json $OUT/serve.json 2>&1 | tee -a $OUT/serve.log
       kill $SPID; wait $SPID
@@ -174,13 +184,7 @@ PY
         > $OUT/serve_llama.log 2>&1 &
       LPID=$!
       t0=$(date +%s.%N)
-      python3 - <<'PY' && echo "llama-server ready after $(python3 -c "import time; print(round(time.time() - $t0, 1))") s" | tee -a $OUT/serve.log
-import time, urllib.request
-for _ in range(360):
-    try:
-        if urllib.request.urlopen("http://127.0.0.1:18081/health", timeout=2).status == 200: break
-    except Exception: time.sleep(0.25)
-PY
+      wait_ready 18081 90 && echo "llama-server ready after $(seconds_since $t0) s" | tee -a $OUT/serve.log
       python3 bench/serve/load.py --url http://127.0.0.1:18081 --clients ${SERVE_CLIENTS:-1,16,64} \
         --seconds ${SERVE_S:-15} --prompt-tokens ${SERVE_PROMPT:-128} ${SERVE_EXTRA:+--extra "$SERVE_EXTRA"} --json $OUT/serve_llama.json 2>&1 | tee -a $OUT/serve.log
       kill $LPID; wait $LPID
