@@ -2,7 +2,8 @@
 // with their columns, the values of a few named columns and, on request, the row's
 // log-normaliser, instead of the whole row (a vocabulary of 150k floats per row). The sampler
 // says what its chain needs (sample/sampler_chain.h: SamplerChain::reduction); a backend that
-// keeps the logits on a card selects there and copies home only this (backend/cuda/logits_pick.h).
+// keeps the logits on a card selects there and copies home only this (backend/cuda/pick_ops.cpp,
+// pick_source.cpp).
 // pick_row here is the plain twin every backend's result must equal. Must not know about
 // sampling: it only selects.
 #pragma once
@@ -22,7 +23,8 @@ struct LogitsPick {
   bool log_norm = false;           // the row's max and log(sum exp(x - max)), in double
   // Empty, or [ceil(cols / 64)] bits (bit c of word c / 64: column c may be chosen): a grammar's
   // mask. A column it leaves out counts as -inf for `top` and comes as -inf (top and extra),
-  // as the sampler's mask makes it; `bad` and the log-normaliser still see the raw row.
+  // as the sampler's mask makes it; `bad` and the log-normaliser still see the raw row. Ignored
+  // for a whole row (top -1).
   std::span<const uint64_t> allowed;
 };
 

@@ -17,9 +17,10 @@ namespace jitllm {
 
 namespace {
 // warm_up_together: each throwaway session holds a 1-token prompt and then steps kTogetherSteps
-// times with logits and kTogetherSteps times greedily (a direct step, the capture, a replay).
+// times with logits and kTogetherSteps times greedily (a direct step, the capture, a replay),
+// then once with the logits pick.
 constexpr int kTogetherSteps = 3;
-constexpr int64_t kTogetherCtx = 1 + 2 * kTogetherSteps;
+constexpr int64_t kTogetherCtx = 2 + 2 * kTogetherSteps;
 
 // JITLLM_DUMP writes nothing for the warm-up's throwaway steps.
 struct DumpPause {
@@ -97,6 +98,13 @@ void Engine::warm_up_together(int64_t n) {
     step_in.push_back({sessions[size_t(i)].get(), std::span<const int32_t>(&ids[size_t(i)], 1), false});
   for (int i = 0; i < kTogetherSteps; ++i) step(step_in);
   for (int i = 0; i < kTogetherSteps; ++i) step_greedy(step_in);
+  // A server's sampled steps: the logits pick (its kernel compiled now, not at the first request).
+  const std::vector<int32_t> extra{0};
+  std::vector<uint64_t> mask(size_t((config().n_vocab + 63) / 64), ~uint64_t(0));
+  const int32_t top = int32_t(std::min<int64_t>(40, config().n_vocab));
+  std::vector<LogitsPick> picks(static_cast<size_t>(n), LogitsPick{top, extra, true});
+  picks[0].allowed = mask;
+  step_picked(step_in, picks, config().n_vocab);
 }
 
 }  // namespace jitllm

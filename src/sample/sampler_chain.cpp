@@ -212,7 +212,12 @@ int32_t SamplerChain::sample_reduced(std::span<const Candidate> row,
   if (!allowed.empty() && allowed.size() * 64 < size_t(n_vocab_))
     throw_error("sampling: the token mask covers {} tokens, the vocabulary has {}",
                 allowed.size() * 64, n_vocab_);
+  // As apply_mask: the grammar must allow some token of the vocabulary (not only of this row).
   bool any = allowed.empty();
+  for (size_t w = 0; !any && w * 64 < size_t(n_vocab_); ++w) {
+    const size_t left = size_t(n_vocab_) - w * 64;
+    any = (allowed[w] & (left >= 64 ? ~uint64_t(0) : (uint64_t(1) << left) - 1)) != 0;
+  }
   cur_.data.assign(row.begin(), row.end());
   cur_.sorted = false;
   for (Candidate& c : cur_.data) {
@@ -225,11 +230,8 @@ int32_t SamplerChain::sample_reduced(std::span<const Candidate> row,
     // The bias by id (sample() adds it by index over the whole row): the same float add.
     if (const auto it = params_.logit_bias.find(c.id); it != params_.logit_bias.end())
       c.logit += it->second;
-    if (!allowed.empty()) {
-      const bool ok = (allowed[size_t(c.id) >> 6] >> (c.id & 63)) & 1;
-      if (!ok) c.logit = -INFINITY;
-      any = any || ok;
-    }
+    if (!allowed.empty() && !((allowed[size_t(c.id) >> 6] >> (c.id & 63)) & 1))
+      c.logit = -INFINITY;
   }
   if (!any) throw_error("sampling: the grammar allows no token here");
   return run_stages();

@@ -45,7 +45,8 @@ class SamplerChain {
   // bias and penalties are all in the reduced row, and every stage after top-k sees only them.
   // nullopt when the chain needs the whole row: drawn with no top_k (or one that is not the first
   // filter, or a temperature before it: dividing can tie distinct logits), or `top` past max_top.
-  // Greedy needs only 1 + |touched|. A grammar's mask is not covered: masked sampling takes the row.
+  // Greedy needs only 1 + |touched|. Under a grammar's mask the row's best must be chosen among
+  // the allowed tokens (sample_reduced's `allowed`).
   struct Reduction {
     int32_t top = 0;
     std::vector<int32_t> touched;  // ascending, unique

@@ -489,9 +489,11 @@ Scheduler::Draw Scheduler::draw_reduced(Sequence& seq, const PickedLogits& logit
   row.reserve(logits.top_ids.size() + logits.extra.size());
   for (size_t i = 0; i < logits.top_ids.size(); ++i)
     row.push_back({logits.top_ids[i], logits.top_values[i], 0.0f});
+  std::vector<int32_t> best(logits.top_ids);  // sorted, to find the touched among them
+  std::sort(best.begin(), best.end());
   const std::vector<int32_t>& touched = seq.touched;
   for (size_t i = 0; i < touched.size(); ++i)
-    if (std::find(logits.top_ids.begin(), logits.top_ids.end(), touched[i]) == logits.top_ids.end())
+    if (!std::binary_search(best.begin(), best.end(), touched[i]))
       row.push_back({touched[i], logits.extra[i], 0.0f});
   Draw d;
   const auto t0 = Clock::now();
@@ -527,9 +529,16 @@ LogitsPick Scheduler::pick_for(Sequence& seq) const {
   // refuses it (draw_token): the whole row, so most steps compute no mask.
   const bool masked = job.matcher && seq.grammar_on;
   if (masked && job.sampling.temperature <= 0.0f) return whole;
+  // Logprobs are the raw row's (sample/logprobs.h): a masked pick would list allowed tokens only.
+  if (masked && job.logprobs) return whole;
   const std::optional<SamplerChain::Reduction> r = seq.sampler->reduction(kMaxPickTop);
   if (!r) return whole;
   LogitsPick pick{r->top};
+  if (job.logprobs) {
+    pick.top = std::max(pick.top, job.top_logprobs);
+    if (pick.top > kMaxPickTop || pick.top >= int32_t(n_tokens_)) return whole;
+    pick.log_norm = true;
+  }
   if (masked) {
     // A drawn token under a grammar: the mask (computed for every such draw anyway) goes with
     // the pick, which selects among the allowed tokens where the logits are.
@@ -546,11 +555,6 @@ LogitsPick Scheduler::pick_for(Sequence& seq) const {
   }
   seq.touched = r->touched;
   pick.extra = seq.touched;
-  if (job.logprobs) {
-    pick.top = std::max(pick.top, job.top_logprobs);
-    if (pick.top > kMaxPickTop || pick.top >= int32_t(n_tokens_)) return whole;
-    pick.log_norm = true;
-  }
   return pick;
 }
 

@@ -95,9 +95,10 @@ class Scheduler {
   void run_group(const std::vector<Sequence*>& group);
   void on_logits(Sequence& seq, const PickedLogits& logits);
   // What `seq`'s next draw needs of its logits row: the reduced row its sampler chain asks for
-  // (SamplerChain::reduction, with the logprobs the job wants), or the whole row (a grammar's
-  // mask, a prompt about to fork into n choices, a chain that needs it). The pick's extra
-  // columns live in seq.touched until its draw.
+  // (SamplerChain::reduction, with the logprobs the job wants; under a grammar with its mask), or
+  // the whole row (greedy under a grammar, a grammar with logprobs, a prompt about to fork into
+  // n choices, a chain that needs it). The pick's extra columns and mask live in seq.touched and
+  // seq.allowed until its draw.
   LogitsPick pick_for(Sequence& seq) const;
   // A sequence's next token and the logprobs its job asked for (token < 0: the length is
   // reached, nothing was drawn). Touches only that sequence's sampler: runs on pool threads.

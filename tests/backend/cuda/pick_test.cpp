@@ -3,9 +3,9 @@
 // its 151665 tokens, Llama 3's 128256) and ragged small ones, rows full of exact ties, -inf
 // columns, an all -inf row, NaN / +inf rows, every kind of request (top 1, 40, the 1024 cap,
 // extra columns, the log-normaliser, whole rows, nothing, a grammar's mask), and a second call
-// into the same
-// buffers; then Engine::step_picked against the logits of the same steps, through captured and
-// replayed decode steps and ragged steps of three sessions. Label gpu.
+// into the same buffers, with -0 and +0 tied at the boundary; then Engine::step_picked against
+// the logits of the same steps, through captured and replayed decode steps and ragged steps of
+// three sessions. Label gpu.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -57,6 +57,10 @@ TEST(CudaPick, EqualsTheHostPickOnRealShapes) {
         x[size_t(3 * n_vocab + cols / 2)] = std::nanf("");
       }
       if (rows > 4) std::fill(x.begin() + 4 * n_vocab, x.begin() + 5 * n_vocab, 2.5f);  // all tied
+      if (rows > 5) {  // row 5: -0 and +0 (equal values) mixed at the top, the rest -1
+        std::fill(x.begin() + 5 * n_vocab, x.begin() + 6 * n_vocab, -1.0f);
+        for (int64_t c = 0; c < cols; c += 3) x[size_t(5 * n_vocab + c)] = c % 2 ? -0.0f : 0.0f;
+      }
       std::vector<int32_t> ex;
       for (int32_t c : extra)
         if (c < cols) ex.push_back(c);
