@@ -9,9 +9,9 @@ namespace jitllm::server {
 
 namespace {
 
-// Latency buckets in seconds: 5 ms .. 60 s.
-const std::vector<double> kLatencyBuckets = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-                                             1,     2.5,  5,     10,   30,  60};
+// Latency buckets in seconds: 1 ms (a decode step on a card) .. 60 s.
+const std::vector<double> kLatencyBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                             0.25,  0.5,    1,     2.5,  5,     10,   30, 60};
 const std::vector<double> kBatchBuckets = {1, 2, 4, 8, 16, 32, 64, 128};
 
 std::string number(double v) {
@@ -51,6 +51,9 @@ Metrics::Metrics() {
   describe("time_to_first_token_seconds", "histogram", "request arrival to first token");
   describe("inter_token_latency_seconds", "histogram", "time between two tokens of a stream");
   describe("batch_size", "histogram", "sessions decoded together in one step");
+  describe("step_seconds", "histogram", "one engine step (the device's work and the picks' copy home)");
+  describe("iteration_seconds", "histogram",
+           "one scheduler iteration with work: admission, the steps, the draws and the events");
   histograms_["time_to_first_token_seconds"] = {kLatencyBuckets,
                                                 std::vector<uint64_t>(kLatencyBuckets.size() + 1)};
   histograms_["inter_token_latency_seconds"] = {kLatencyBuckets,

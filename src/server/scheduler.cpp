@@ -181,11 +181,15 @@ void Scheduler::loop() {
     // Faults of one sequence end that job where they happen (run_group); anything that still
     // gets here ends the running jobs, never the thread (and with it the process).
     try {
+      const auto t0 = Clock::now();
       drop_cancelled();
       admit();
-      if (!active_.empty()) run_step();
+      const bool stepped = !active_.empty();
+      if (stepped) run_step();
       retire_done();
       update_gauges();
+      // iteration_seconds - step_seconds: the scheduler's own part of a token's latency.
+      if (stepped) metrics_.observe("iteration_seconds", seconds_between(t0, Clock::now()));
     } catch (const std::exception& e) {
       fail_all(e.what());
     } catch (...) {
@@ -361,7 +365,9 @@ void Scheduler::run_group(const std::vector<Sequence*>& owners) {
   std::vector<PickedLogits> logits;
   try {
     fault("step");
+    const auto t0 = Clock::now();
     logits = engine_.step_picked(inputs, picks, int64_t(n_tokens_));
+    metrics_.observe("step_seconds", seconds_between(t0, Clock::now()));
   } catch (const std::exception& e) {
     log(LogLevel::Error, "step of {} sequences failed: {}", inputs.size(), e.what());
     for (Sequence* s : owners) {

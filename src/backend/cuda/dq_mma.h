@@ -100,6 +100,8 @@ class DqMma {
 
  private:
   CUfunction function(const DqMmaSpec& spec);
+  // Tiles of 16 rows per warp for a (non-SwiGLU) variant: matmul_group's rule.
+  int mt_for(const DqMmaSpec& spec) const;
   void run(CUfunction f, unsigned grid, unsigned grid_y, unsigned block, size_t smem, const Stream& s,
            void** args, const std::string& label);
 

@@ -12,7 +12,8 @@
 # variant), batched (N sessions decoding together: SESSIONS=1,8,32,64), placement (gpuplace:
 # partial offload and two cards), serve (jitllmd under bench/serve/load.py against jitllm batched),
 # moe (an MoE shape's speed beside llama.cpp's, single runs), moeab (the MoE expert paths),
-# peerserve (llama-server under the same client, after serve), constrained (issue 24: free vs constrained serving, arms interleaved), schemas (the structured-
+# peerserve (llama-server under the same client, after serve), coldstart (jitllmd's time to ready on
+# a fresh cubin cache, this build against BASE_SERVE_BIN's), constrained (issue 24: free vs constrained serving, arms interleaved), schemas (the structured-
 # output and tool-call checks of tests/server_it against jitllmd on the card)
 set -u -o pipefail
 C=${C:-build/cuda-carry}
@@ -165,12 +166,53 @@ for s in $stages; do
         --port 18080 --log-level warn ${SERVE_FLAGS:-} > $OUT/serve_jitllmd.log 2>&1 &
       SPID=$!
       wait_ready 18080 300 && echo "jitllmd ready after $(seconds_since $t0) s" | tee $OUT/serve.log
-      python3 bench/serve/load.py --url http://127.0.0.1:18080 --clients ${SERVE_CLIENTS:-1,16,64} \
-        --seconds ${SERVE_S:-15} --prompt-tokens ${SERVE_PROMPT:-128} ${SERVE_EXTRA:+--extra "$SERVE_EXTRA"} --json $OUT/serve.json 2>&1 | tee -a $OUT/serve.log
+      # Per client count, the server's own split of a token's time (/metrics): the engine step
+      # against the scheduler's whole iteration.
+      for c in $(echo ${SERVE_CLIENTS:-1,16,64} | tr ',' ' '); do
+        curl -s localhost:18080/metrics > /tmp/m0
+        python3 bench/serve/load.py --url http://127.0.0.1:18080 --clients $c \
+          --seconds ${SERVE_S:-15} --prompt-tokens ${SERVE_PROMPT:-128} ${SERVE_EXTRA:+--extra "$SERVE_EXTRA"} --json $OUT/serve_$c.json 2>&1 | tee -a $OUT/serve.log
+        curl -s localhost:18080/metrics > /tmp/m1
+        python3 - <<'PY' | tee -a $OUT/serve.log
+def read(path):
+    v = {}
+    for line in open(path):
+        if line.startswith("jitllm_") and ("_sum" in line or "_count" in line) and "{" not in line.split()[0]:
+            k, x = line.split()[:2]
+            v[k] = float(x)
+    return v
+a, b = read("/tmp/m0"), read("/tmp/m1")
+def mean_ms(name):
+    n = b.get(f"jitllm_{name}_count", 0) - a.get(f"jitllm_{name}_count", 0)
+    return (1000 * (b.get(f"jitllm_{name}_sum", 0) - a.get(f"jitllm_{name}_sum", 0)) / n, int(n)) if n else (0, 0)
+st, it = mean_ms("step_seconds"), mean_ms("iteration_seconds")
+print(f"  server split: step {st[0]:.2f} ms x {st[1]}, iteration {it[0]:.2f} ms x {it[1]}")
+PY
+      done
       kill $SPID; wait $SPID
       tail -n 5 $OUT/serve_jitllmd.log
       /tmp/bin/jitllm batched -m /tmp/$shape.gguf -s ${SERVE_CLIENTS:-1,16,64} -p 128 -n 128 --devices cuda 2>&1 |
         grep -E "sessions|rror" | tee -a $OUT/serve.log
+      ;;
+    coldstart)  # seconds from `jitllmd serve` to /health ok on a fresh cubin cache (every kernel
+      # compiled), arms interleaved over COLD_ARMS (default "base new new base": jitllmd-base is
+      # an earlier build carried as BASE_SERVE_BIN, new this one), then once more on a warm cache.
+      shape=${SERVE_SHAPE:-llama-3.1-8b}
+      [ -f /tmp/$shape.gguf ] || /tmp/bin/jitllm synth /tmp/$shape.gguf --shape $shape --type q4_k_m 2>&1 | tail -n 1
+      i=0
+      for arm in ${COLD_ARMS:-base new new base} warm; do
+        bin=/tmp/bin/jitllmd; [ $arm = base ] && bin=/tmp/bin/jitllmd-base
+        [ -x $bin ] || { echo "coldstart: no $bin"; continue; }
+        i=$((i + 1)); cache=/tmp/xdg-cold-$i; [ $arm = warm ] && cache=/tmp/xdg-cold-2
+        [ $arm = warm ] || rm -rf $cache
+        t0=$(date +%s.%N)
+        XDG_CACHE_HOME=$cache JITLLM_CUDA_STATS=1 $bin serve -m /tmp/$shape.gguf --devices cuda \
+          --parallel ${SERVE_PARALLEL:-64} --port 18082 --log-level warn > $OUT/cold_$i.log 2>&1 &
+        CPID=$!
+        if wait_ready 18082 ${COLD_LIMIT_S:-200}; then r=$(seconds_since $t0); else r="not ready"; fi
+        kill $CPID; wait $CPID
+        echo "coldstart $arm: ready after $r s; $(grep -o 'kernels compiled.*disk cache [0-9]*' $OUT/cold_$i.log)" | tee -a $OUT/coldstart.log
+      done
       ;;
     peerserve)  # llama-server on the same file under the same client (after `serve`, which made the
       # file): the peer row of issue 19's table. Needs the peer build (.peer/build.sh carried).

@@ -14,6 +14,9 @@ rm -rf $C && mkdir -p $C/bin $C/lib $C/shared/oracle/models $C/shared/oracle/log
 for b in ${BINS:-$B/jitllm $B/tests/test_backend_cuda $B/tests/test_backend_cuda_nogpu}; do
   strip -o $C/bin/$(basename $b) $b && xz -9 $C/bin/$(basename $b)
 done
+if [ -n "${BASE_SERVE_BIN:-}" ]; then  # an earlier build's jitllmd (device_run.sh coldstart)
+  strip -o $C/bin/jitllmd-base "$BASE_SERVE_BIN" && xz -9 $C/bin/jitllmd-base
+fi
 if [ -n "${BASE_BIN:-}" ]; then  # an earlier build's jitllm for device_run.sh samelogits
   strip -o $C/bin/jitllm-base "$BASE_BIN" && xz -9 $C/bin/jitllm-base
 fi
