@@ -4,6 +4,7 @@
 // a prompt in chunks of matrix-matrix steps; `decode` runs one token.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -45,6 +46,9 @@ struct EngineOptions {
   // differently), so a server's batched decode compiles nothing after "ready" either (jitllmd
   // passes -parallel). 1: single sessions only.
   int warm_sessions = 1;
+  // Called on the loading thread while warm_up() runs: its stage ("warm-up"), the parts done and
+  // the parts in all (jitllmd's /health shows it while loading). Empty: nothing is reported.
+  std::function<void(const char* stage, int64_t done, int64_t total)> progress;
 };
 
 struct StepInput {

@@ -40,28 +40,41 @@ void Engine::warm_up() {
   const int64_t n_ctx = kPrompt + kTail + kSmall + 2 * kDecode;
   if (config().n_ctx_train > 0 && config().n_ctx_train < n_ctx) return;  // a toy model: nothing to gain
   const DumpPause no_dumps(*model_);
-  auto session = new_session(n_ctx);
-  // Any valid ids serve; spread them so the embedding lookup reads several rows.
-  std::vector<int32_t> ids(size_t(kPrompt + kTail + kSmall));
-  for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t((i * 7919) % size_t(config().n_vocab));
-  const std::span<const int32_t> all(ids);
-  prefill(*session, all.first(kPrompt), false, std::min<int64_t>(kPrompt, options_.n_batch));
-  prefill(*session, all.subspan(kPrompt, kTail), false, std::min<int64_t>(kTail, options_.n_batch));
-  prefill(*session, all.subspan(kPrompt + kTail), false, std::min<int64_t>(kSmall, options_.n_batch));
-  for (int64_t i = 0; i < kDecode; ++i) decode(*session, ids[size_t(i)]);
-  for (int64_t i = 0; i < kDecode; ++i) decode_greedy(*session, ids[size_t(i)]);
-  session.reset();
   // Sessions decoding together, up to warm_sessions: the counts whose kernels differ. Below 8
   // rows the matvec takes tiles of 2, 4 or 8 rows (2, 4, 7); from 8 to 64 the batched tensor-core
   // kernels take tiles of 8 rows (every multiple of 8, and warm_sessions itself); larger steps
-  // take the prefill GEMM, which the 16-row prompt above warmed.
+  // take the prefill GEMM, which the 16-row prompt below warms.
   const int64_t top = std::min<int64_t>(options_.warm_sessions, 64);
   std::vector<int64_t> counts;
   for (int64_t c : {2, 4, 7})
     if (c <= top) counts.push_back(c);
   for (int64_t c = 8; c <= top; c += 8) counts.push_back(c);
   if (top > 1 && std::find(counts.begin(), counts.end(), top) == counts.end()) counts.push_back(top);
+  // Progress in parts: the three prompt steps, the two decode runs, each count together.
+  const int64_t parts = 5 + int64_t(counts.size());
+  int64_t done = 0;
+  auto tick = [&] {
+    if (options_.progress) options_.progress("warm-up", done, parts);
+    ++done;
+  };
+  tick();
+  auto session = new_session(n_ctx);
+  // Any valid ids serve; spread them so the embedding lookup reads several rows.
+  std::vector<int32_t> ids(size_t(kPrompt + kTail + kSmall));
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t((i * 7919) % size_t(config().n_vocab));
+  const std::span<const int32_t> all(ids);
+  prefill(*session, all.first(kPrompt), false, std::min<int64_t>(kPrompt, options_.n_batch));
+  tick();
+  prefill(*session, all.subspan(kPrompt, kTail), false, std::min<int64_t>(kTail, options_.n_batch));
+  tick();
+  prefill(*session, all.subspan(kPrompt + kTail), false, std::min<int64_t>(kSmall, options_.n_batch));
+  tick();
+  for (int64_t i = 0; i < kDecode; ++i) decode(*session, ids[size_t(i)]);
+  tick();
+  for (int64_t i = 0; i < kDecode; ++i) decode_greedy(*session, ids[size_t(i)]);
+  session.reset();
   for (int64_t c : counts) {
+    tick();
     // A pool capped below c throwaway sessions' pages cannot serve c sessions together either.
     const size_t cap = pool_.max_pages();
     const int64_t per_session = (kTogetherCtx + options_.kv_page_tokens - 1) / options_.kv_page_tokens;
@@ -71,18 +84,21 @@ void Engine::warm_up() {
     }
     warm_up_together(c);
   }
+  if (options_.progress) options_.progress("warm-up", parts, parts);
 }
 
 void Engine::warm_up_host() {
   const DumpPause no_dumps(*model_);
+  if (options_.progress) options_.progress("warm-up", 0, 1);
   if (!model_->family().lm_head) {  // an encoder's steps give hidden states only
     const std::vector<int32_t> one{0};
     embed(std::span<const std::vector<int32_t>>(&one, 1), Pooling::Mean, false);
-    return;
+  } else {
+    auto session = new_session(1);
+    const int32_t id = 0;
+    prefill(*session, std::span<const int32_t>(&id, 1), false);
   }
-  auto session = new_session(1);
-  const int32_t id = 0;
-  prefill(*session, std::span<const int32_t>(&id, 1), false);
+  if (options_.progress) options_.progress("warm-up", 1, 1);
 }
 
 void Engine::warm_up_together(int64_t n) {

@@ -104,8 +104,19 @@ void HttpServer::load_models() {
     for (const ModelOptions& mo : model_options_) {
       const auto t0 = std::chrono::steady_clock::now();
       std::unique_ptr<ServedModel> m;
+      ModelOptions with_progress = mo;
+      {
+        std::lock_guard lock(models_mutex_);
+        load_progress_ = LoadProgress{mo.path.empty() ? "(bundled default)" : mo.path, "opening", 0, 0};
+      }
+      with_progress.progress = [this](const char* stage, int64_t done, int64_t total) {
+        std::lock_guard lock(models_mutex_);
+        load_progress_.stage = stage;
+        load_progress_.done = done;
+        load_progress_.total = total;
+      };
       try {
-        m = std::make_unique<ServedModel>(mo, metrics_);
+        m = std::make_unique<ServedModel>(with_progress, metrics_);
       } catch (const std::exception& e) {
         if (!mo.skip_if_unloadable) throw;
         log(LogLevel::Error, "{}: skipped, it does not load: {}", mo.path, e.what());

@@ -97,6 +97,11 @@ class HttpServer {
   std::vector<std::unique_ptr<ServedModel>> models_;
   std::atomic<State> state_{State::Loading};
   std::string load_error_;
+  // What loading is doing (under models_mutex_): the model, the stage, the parts done of all.
+  struct LoadProgress {
+    std::string model, stage = "opening";
+    int64_t done = 0, total = 0;
+  } load_progress_;
   std::thread loader_;
   std::atomic<bool> draining_{false};
   std::atomic<int> requests_in_flight_{0};

@@ -27,6 +27,7 @@ ServedModel::ServedModel(ModelOptions options, Metrics& metrics)
   eo.cpu_kernels = options.kernels;
   eo.batch_invariant = options.scheduler.deterministic;
   eo.warm_sessions = options.scheduler.parallel;  // the running batch's sizes, warmed before ready
+  eo.progress = options.progress;
   pooling_ = options.pooling.empty() ? Pooling::Unspecified : parse_pooling(options.pooling);
   model_ = std::make_unique<app::LoadedModel>(lo);
   if (is_encoder())

@@ -4,6 +4,7 @@
 // that runs the engine goes through the scheduler.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +38,8 @@ struct ModelOptions {
   SchedulerOptions scheduler;
   // Found in a -models folder: a file that does not load is skipped (logged), not fatal.
   bool skip_if_unloadable = false;
+  // The engine's loading progress (EngineOptions::progress), for /health while loading.
+  std::function<void(const char* stage, int64_t done, int64_t total)> progress;
 };
 
 class ServedModel {

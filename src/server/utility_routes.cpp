@@ -82,7 +82,15 @@ void HttpServer::install_utility_routes() {
     // Draining is not ready: load balancers take the server out before it goes.
     if (draining_) return send_json(res, 503, {{"status", "draining"}});
     switch (state_.load()) {
-      case State::Loading: return send_json(res, 503, {{"status", "loading"}});
+      case State::Loading: {
+        // Where the load is: the model file, the stage ("opening", then the engine's "warm-up",
+        // which compiles the kernels and places the weights) and its parts done of all.
+        std::lock_guard lock(models_mutex_);
+        const LoadProgress& p = load_progress_;
+        json body = {{"status", "loading"}, {"model", p.model}, {"stage", p.stage}};
+        if (p.total > 0) body["progress"] = double(p.done) / double(p.total);
+        return send_json(res, 503, body);
+      }
       case State::Ok: return send_json(res, 200, {{"status", "ok"}});
       case State::Error: return send_json(res, 500, {{"status", "error"}});
     }

@@ -61,5 +61,32 @@ TEST(EngineWarmUp, SessionsTogetherStopAtACappedPoolAndLeaveNothing) {
   EXPECT_EQ(e.kv_pool().pages_in_use(), 0u);
 }
 
+// The progress a loading server shows: parts done counting up from 0 to all of them, in the
+// warm-up stage, for the host's warm-up (at construction) and the card's (every part of it).
+TEST(EngineWarmUp, ReportsItsProgressFromNothingToAll) {
+  const auto file = load_model_file(oracle_path("models/synth-llama.Q4_K_M.gguf"));
+  std::vector<std::pair<int64_t, int64_t>> seen;
+  EngineOptions o;
+  o.warm_sessions = 20;
+  o.progress = [&](const char* stage, int64_t done, int64_t total) {
+    EXPECT_STREQ(stage, "warm-up");
+    seen.emplace_back(done, total);
+  };
+  Engine e(file, o);  // no card: the host's warm-up
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen.front(), std::make_pair(int64_t(0), int64_t(1)));
+  EXPECT_EQ(seen.back(), std::make_pair(int64_t(1), int64_t(1)));
+  seen.clear();
+  e.warm_up();  // the card's shapes (run here on the host): 5 single-session parts + 6 counts
+  ASSERT_FALSE(seen.empty());
+  const int64_t total = seen.front().second;
+  EXPECT_EQ(total, 5 + 6);  // counts 2, 4, 7, 8, 16, 20
+  for (size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i].first, int64_t(i)) << i;
+    EXPECT_EQ(seen[i].second, total) << i;
+  }
+  EXPECT_EQ(seen.back().first, total);
+}
+
 }  // namespace
 }  // namespace jitllm

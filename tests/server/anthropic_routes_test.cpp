@@ -84,6 +84,17 @@ TEST(AnthropicRoutes, KeyFromXApiKeyOrBearer) {
   EXPECT_FALSE(openai_401.body.contains("type")) << openai_401.body.dump();
 }
 
+// /health while loading says where the load is (here: nothing has started, so "opening").
+TEST(AnthropicRoutes, HealthWhileLoadingSaysTheStage) {
+  set_log_threshold(LogLevel::Error);
+  HttpServer server(ServerOptions{}, {});
+  const Reply r = request(server, "GET", "/health", "", "");
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(r.body["status"], "loading") << r.body.dump();
+  EXPECT_EQ(r.body["stage"], "opening") << r.body.dump();
+  EXPECT_FALSE(r.body.contains("progress")) << r.body.dump();
+}
+
 TEST(AnthropicRoutes, ErrorsInAnthropicsShape) {
   set_log_threshold(LogLevel::Error);
   HttpServer server(ServerOptions{}, {});
