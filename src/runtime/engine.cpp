@@ -7,6 +7,22 @@
 
 namespace jitllm {
 
+namespace {
+
+// EngineOptions::kv_sessions: fills kv_tokens and max_kv_pages; returns the pool's cap.
+size_t resolve_kv_budget(EngineOptions& o, const Model& model) {
+  if (o.kv_sessions <= 0 || o.max_kv_pages > 0 || o.kv_page_tokens <= 0 || !model.family().lm_head)
+    return o.max_kv_pages;
+  const int64_t train = model.config().n_ctx_train > 0 ? model.config().n_ctx_train : 4096;
+  const int64_t n_ctx = o.kv_session_ctx > 0 ? std::min(o.kv_session_ctx, train) : train;
+  if (o.kv_tokens <= 0)
+    o.kv_tokens = std::max(n_ctx, int64_t(o.kv_sessions) * std::min<int64_t>(n_ctx, 4096));
+  o.max_kv_pages = size_t((o.kv_tokens + o.kv_page_tokens - 1) / o.kv_page_tokens);
+  return o.max_kv_pages;
+}
+
+}  // namespace
+
 Engine::Engine(std::shared_ptr<const ModelFile> file, EngineOptions options)
     : options_(options),
       model_(create_model(std::move(file))),
@@ -15,7 +31,7 @@ Engine::Engine(std::shared_ptr<const ModelFile> file, EngineOptions options)
       // and pages of 16 positions, since every input of a step holds one.
       kv_layout_(model_->kv_layout(model_->family().lm_head ? options_.kv_page_tokens : 16,
                                    model_->family().lm_head ? options_.kv_type : QuantType::F32)),
-      pool_(kv_layout_, options.max_kv_pages) {
+      pool_(kv_layout_, resolve_kv_budget(options_, *model_)) {
   if (options_.n_batch <= 0) throw_error("batch size must be positive, got {}", options_.n_batch);
   if (is_encoder() && options_.devices != "cpu")
     throw_error("{} is an encoder, which runs on the CPU only here (--devices cpu)", config().arch);

@@ -37,6 +37,12 @@ struct EngineOptions {
   size_t vram_reserve = size_t(512) << 20;  // per card: left free for the driver and others
   int64_t kv_tokens = 0;               // KV positions planned for on the cards (sessions x n_ctx);
                                        // 0 = max_kv_pages' tokens, else the training context
+  // A server's KV budget: with kv_sessions > 0 and no max_kv_pages, a decoder's KV is planned
+  // (kv_tokens, unless given) and capped (max_kv_pages) at every session at its context up to
+  // 4096 tokens (longer contexts share the pages), but at least one whole context; the context
+  // is kv_session_ctx (0: the training context). Sessions take pages as they grow.
+  int kv_sessions = 0;
+  int64_t kv_session_ctx = 0;
   bool print_placement = true;         // the placement table on stderr at load (cards only)
   // With a card: run warm_up() before the constructor returns, so "ready" means every kernel a
   // first prompt needs is compiled and every weight is on its card. Without: warm_up_host() (the
@@ -67,6 +73,9 @@ class Engine {
   const Model& model() const { return *model_; }
   const EngineOptions& options() const { return options_; }
   const KvPagePool& kv_pool() const { return pool_; }
+  // KvPagePool::set_reclaimer: who frees pages when the pool's cap is reached (a server's
+  // prefix cache); empty to stop.
+  void set_kv_reclaimer(std::function<bool()> reclaim) { pool_.set_reclaimer(std::move(reclaim)); }
   // Which device runs each block (all on the host for --devices cpu).
   const Placement& placement() const { return backends_.placement; }
   // The CPU kernels options().cpu_kernels resolved to ("jit-avx2", "reference", ...).

@@ -18,6 +18,14 @@ uint8_t* KvPagePool::acquire() {
     free_.pop_back();
     return p;
   }
+  // At the cap: whoever holds pages it can give up (a server's cached sessions) frees them.
+  while (max_pages_ && owned_.size() >= max_pages_ && free_.empty() && reclaim_ && reclaim_()) {
+  }
+  if (!free_.empty()) {
+    uint8_t* p = free_.back();
+    free_.pop_back();
+    return p;
+  }
   if (max_pages_ && owned_.size() >= max_pages_)
     throw_error("KV cache is full: all {} pages of {} tokens are in use", max_pages_,
                 layout_.page_tokens);

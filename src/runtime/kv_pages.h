@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/aligned_buffer.h"
@@ -24,8 +25,12 @@ class KvPagePool {
   // pages only as distinct addresses, not layout().page_bytes() of memory each.
   void set_page_alloc_bytes(size_t bytes);
   size_t page_alloc_bytes() const { return alloc_bytes_; }
-  // A page (contents undefined); throws jitllm::Error when the cap is reached.
+  // A page (contents undefined); throws jitllm::Error when the cap is reached and the reclaimer
+  // frees nothing.
   uint8_t* acquire();
+  // Called at the cap before acquire() gives up, until it returns false: frees pages held by
+  // someone who can do without them (a server's cached sessions). Empty: none.
+  void set_reclaimer(std::function<bool()> reclaim) { reclaim_ = std::move(reclaim); }
   void release(uint8_t* page);
   size_t pages_in_use() const { return owned_.size() - free_.size(); }
   size_t max_pages() const { return max_pages_; }  // 0: no cap
@@ -38,6 +43,7 @@ class KvPagePool {
   size_t alloc_bytes_;
   std::vector<AlignedPtr<uint8_t>> owned_;
   std::vector<uint8_t*> free_;
+  std::function<bool()> reclaim_;
 };
 
 }  // namespace jitllm

@@ -44,6 +44,8 @@ Metrics::Metrics() {
   describe("prefix_cache_hits_total", "counter", "requests that reused a cached prefix");
   describe("generated_tokens_total", "counter", "tokens generated");
   describe("sessions_cancelled_total", "counter", "sessions dropped after a client disconnect");
+  describe("sequences_preempted_total", "counter",
+           "running sequences parked because the KV cache was full (their KV recomputed later)");
   describe("sessions_active", "gauge", "sessions in the running batch");
   describe("requests_queued", "gauge", "requests waiting to join the batch");
   describe("kv_pages_used", "gauge", "KV cache pages in use");
@@ -61,7 +63,8 @@ Metrics::Metrics() {
   histograms_["batch_size"] = {kBatchBuckets, std::vector<uint64_t>(kBatchBuckets.size() + 1)};
   for (const char* c : {"prompt_tokens_total", "prompt_tokens_cached_total",
                         "prefix_cache_hits_total", "generated_tokens_total",
-                        "sessions_cancelled_total", "requests_failed_total"})
+                        "sessions_cancelled_total", "sequences_preempted_total",
+                        "requests_failed_total"})
     counters_[c] = 0;
   describe("prefix_cache_sessions", "gauge", "finished sessions kept for prefix reuse");
   // Gauges are per model (labelled by the scheduler that owns them), so none exist up front.

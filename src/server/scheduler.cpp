@@ -13,6 +13,7 @@
 #include "core/thread_pool.h"
 #include "core/tuning.h"
 #include "runtime/session_fork.h"
+#include "server/scheduler_sequence.h"
 #include "sample/logprobs.h"
 #include "server/reasoning_parser.h"
 #include "server/stop_matcher.h"
@@ -27,8 +28,8 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-// What a fault while running a job tells its client: the request's own errors keep their
-// status; the model's unusable output and everything unexpected are the server's (500).
+}  // namespace
+
 ApiError error_of(const std::exception& e) {
   if (const auto* api = dynamic_cast<const ApiError*>(&e)) return *api;
   // A grammar past the matcher's bounds at a state the output reached only now: the request's.
@@ -41,46 +42,6 @@ ApiError error_of(const std::exception& e) {
                     "", "model_output_invalid");
   return ApiError(500, "server_error", e.what());
 }
-
-}  // namespace
-
-// What a job's sequences share: the job, its usage so far, how many sequences are still live.
-struct JobRun {
-  std::shared_ptr<Job> job;
-  Usage usage;
-  int live = 1;
-  bool forked = false;      // choices 1..n-1 created (after the prompt was prefilled)
-  bool first_token = false;  // time to first token observed
-};
-
-struct Scheduler::Sequence {
-  std::shared_ptr<JobRun> run;
-  int index = 0;
-  std::unique_ptr<Session> session;
-  std::optional<SamplerChain> sampler;
-  std::optional<StreamDecoder> decoder;
-  std::optional<StopMatcher> stop;
-  std::vector<int32_t> pending;  // prompt tokens still to prefill
-  size_t pending_off = 0;
-  size_t chunk = 0;              // tokens of `pending` fed in the current step
-  int32_t next = -1;             // sampled token to feed in the next step
-  constrain::Matcher::State grammar = 0;  // where the output is in the job's grammar (if any)
-  bool grammar_on = true;  // false until a trigger shows (Job::grammar_triggers)
-  std::string recent;      // the output's last bytes, searched for a trigger while it is off
-  bool blank_so_far = true;  // the output before `recent` is whitespace (start-only triggers)
-  // The thinking split off before triggers are looked for (Job::triggers_after_thinking).
-  std::optional<ReasoningParser> thinking;
-  int generated = 0;
-  bool done = false;
-  Clock::time_point last_token;
-  // The tokens this step's pick brought home beyond the best (pick_for): the logit bias's and
-  // the penalty window's.
-  std::vector<int32_t> touched;
-  // The grammar's mask that went with this step's pick (a drawn token under a grammar), and the
-  // time computing it took.
-  std::vector<uint64_t> allowed;
-  double mask_seconds = 0;
-};
 
 Scheduler::Scheduler(Engine& engine, const Tokenizer& tokenizer, Metrics& metrics,
                      SchedulerOptions options)
@@ -95,12 +56,28 @@ Scheduler::Scheduler(Engine& engine, const Tokenizer& tokenizer, Metrics& metric
         "per sequence", options_.n_ctx, engine.config().n_ctx_train);
   if (options_.n_ctx <= 0 || options_.n_ctx > engine.config().n_ctx_train)
     options_.n_ctx = engine.config().n_ctx_train;
+  page_tokens_ = std::max<int64_t>(1, engine.options().kv_page_tokens);
+  if (const size_t cap = engine.kv_pool().max_pages(); cap > 0) {
+    kv_cap_pages_ = int64_t(cap);
+    // A sequence alone always fits the budget (fit_step parks others, never the last one).
+    if (options_.n_ctx > kv_cap_pages_ * page_tokens_) {
+      log(LogLevel::Warn, "the KV cache holds {} tokens: serving at most that many per sequence",
+          kv_cap_pages_ * page_tokens_);
+      options_.n_ctx = kv_cap_pages_ * page_tokens_;
+    }
+  }
   // Logits past the tokenizer's last token (a padded head) are never sampled (sampler_chain.h).
   n_tokens_ = std::min<size_t>(tokenizer.n_vocab(), size_t(engine.config().n_vocab));
+  // Pages taken outside the steps' planning (forks, /v1/systemone's sessions) come from cached
+  // sessions first, as the steps' do (evict_for). Every acquire runs on this scheduler's thread.
+  engine_.set_kv_reclaimer([this] { return cache_.evict_one(); });
   thread_ = std::thread([this] { loop(); });
 }
 
-Scheduler::~Scheduler() { stop(false); }
+Scheduler::~Scheduler() {
+  stop(false);
+  engine_.set_kv_reclaimer({});
+}
 
 int64_t Scheduler::n_ctx() const { return options_.n_ctx; }
 
@@ -202,95 +179,27 @@ void Scheduler::loop() {
   queue_.clear();
 }
 
-void Scheduler::admit() {
-  while (true) {
-    std::shared_ptr<Job> job;
-    {
-      std::lock_guard lock(mutex_);
-      if (queue_.empty()) return;
-      // Seats, not jobs: n choices run as n sequences. A job larger than -parallel is refused
-      // at the door (make_job); one that fits waits until its seats are free.
-      const int need = std::max(1, queue_.front()->n);
-      if (seats_ > 0 && seats_ + need > options_.parallel) return;
-      job = std::move(queue_.front());
-      queue_.pop_front();
-      ++active_jobs_;
-      seats_ += need;
-    }
-    auto run = std::make_shared<JobRun>();
-    run->job = job;
-    run->usage.prompt_tokens = int64_t(job->prompt.size());
-    auto seq = std::make_unique<Sequence>();
-    seq->run = run;
-    try {
-      if (job->cancelled) throw ApiError(499, "cancelled", "the client went away");
-      PrefixCache::Match hit = cache_.take_longest(job->prompt, options_.min_reuse_tokens);
-      int64_t keep = 0;
-      if (hit.session) {
-        // The last prompt token always runs again: its logits choose the first new token.
-        // Deterministic steps cut at a chunk boundary, so the rest runs in the chunks a cold run
-        // would use (a warm answer equals a cold one bitwise); otherwise all that is shared is
-        // reused, to the token (a chat's next turn reuses its whole history).
-        keep = std::min<int64_t>(hit.common, int64_t(job->prompt.size()) - 1);
-        if (options_.deterministic) keep -= keep % options_.prefill_chunk;
-        if (keep < options_.min_reuse_tokens) keep = 0;
-        hit.session->truncate(keep);
-        seq->session = std::move(hit.session);
-        if (keep > 0) {
-          metrics_.add_counter("prefix_cache_hits_total");
-          metrics_.add_counter("prompt_tokens_cached_total", double(keep));
-        }
-      } else {
-        seq->session = engine_.new_session(options_.n_ctx);
-      }
-      run->usage.cached_tokens = keep;
-      seq->pending.assign(job->prompt.begin() + keep, job->prompt.end());
-      SamplingParams sp = job->sampling;
-      seq->sampler.emplace(sp, int32_t(n_tokens_));
-      for (int32_t t : job->prompt) seq->sampler->accept(t);
-      // The decoder sees the prompt first (its text dropped), so the first generated token
-      // keeps its leading space as a continuation of the prompt (as `jitllm run` prints it).
-      seq->decoder.emplace(tokenizer_, job->rendered_control_tokens);
-      for (int32_t t : job->prompt) seq->decoder->push(t);
-      seq->grammar_on = job->grammar_triggers.empty();
-      if (!seq->grammar_on && job->triggers_after_thinking) seq->thinking.emplace(job->starts_thinking);
-      seq->stop.emplace(job->stop);
-      metrics_.add_counter("prompt_tokens_total", double(job->prompt.size() - size_t(keep)));
-      active_.push_back(std::move(seq));
-    } catch (const std::exception& e) {
-      job->finish(run->usage, error_of(e));
-      std::lock_guard lock(mutex_);
-      --active_jobs_;
-      seats_ -= std::max(1, job->n);
-    }
-  }
-}
+bool Scheduler::decoding(const Sequence& s) { return s.next >= 0 && s.pending_off >= s.pending.size(); }
 
-void Scheduler::drop_cancelled() {
-  for (auto& seq : active_) {
-    if (seq->done || !seq->run->job->cancelled) continue;
-    seq->done = true;
-    metrics_.add_counter("sessions_cancelled_total");
-  }
+size_t Scheduler::next_chunk(const Sequence& s) const {
+  if (decoding(s)) return 1;
+  // Up to the next chunk boundary, so a prompt always meets the same chunks (a warm run computes
+  // what a cold one does).
+  const int64_t pos = s.session->position();
+  const int64_t to_boundary = options_.prefill_chunk - pos % options_.prefill_chunk;
+  return size_t(std::min<int64_t>(to_boundary, int64_t(s.pending.size() - s.pending_off)));
 }
 
 void Scheduler::run_step() {
-  // How many tokens of `s`'s prompt the next step can take: up to the next chunk boundary, so a
-  // prompt always meets the same chunks (a warm run computes what a cold one does).
-  auto next_chunk = [&](Sequence& s) {
-    const int64_t pos = s.session->position();
-    const int64_t to_boundary = options_.prefill_chunk - pos % options_.prefill_chunk;
-    return size_t(std::min<int64_t>(to_boundary, int64_t(s.pending.size() - s.pending_off)));
-  };
   std::vector<std::vector<Sequence*>> groups(1);
   if (!options_.deterministic) {
     // One step: every decoding row, then prompt chunks while the budget lasts (at least one
     // chunk, so a prompt always advances).
     int64_t prefill = 0;
     for (auto& s : active_)
-      if (!s->done && s->next >= 0) groups[0].push_back(s.get());
+      if (!s->done && !s->parked && decoding(*s)) groups[0].push_back(s.get());
     for (auto& s : active_) {
-      if (s->done || s->next >= 0) continue;
+      if (s->done || s->parked || decoding(*s)) continue;
       s->chunk = next_chunk(*s);
       if (prefill > 0 && prefill + int64_t(s->chunk) > options_.step_prefill_tokens) {
         s->chunk = 0;  // next iteration
@@ -313,10 +222,10 @@ void Scheduler::run_step() {
       rows += n;
     };
     for (auto& s : active_)
-      if (!s->done && s->next >= 0) add(s.get(), 1);
+      if (!s->done && !s->parked && decoding(*s)) add(s.get(), 1);
     Sequence* big = nullptr;
     for (auto& s : active_) {
-      if (s->done || s->next >= 0) continue;
+      if (s->done || s->parked || decoding(*s)) continue;
       s->chunk = next_chunk(*s);
       if (int64_t(s->chunk) > options_.mixed_step_rows) {
         if (!big) big = s.get();
@@ -327,12 +236,13 @@ void Scheduler::run_step() {
     }
     if (big) groups.push_back({big});
   }
+  fit_step(groups);
   static const bool debug = tuning::core_knobs().sched_debug.on();
   if (debug) {
     for (const auto& g : groups) {
       std::string line;
       for (Sequence* q : g)
-        line += fmt::format(" [{}:{}@{}]", q->index, q->next >= 0 ? 1 : int64_t(q->chunk),
+        line += fmt::format(" [{}:{}@{}]", q->index, decoding(*q) ? 1 : int64_t(q->chunk),
                             q->session->position());
       fmt::print(stderr, "group{}\n", line);
     }
@@ -349,12 +259,13 @@ void Scheduler::run_group(const std::vector<Sequence*>& owners) {
   std::vector<LogitsPick> picks;
   for (size_t i = 0; i < owners.size(); ++i) {
     Sequence* s = owners[i];
-    const bool decoding = s->next >= 0;
+    const bool decode = decoding(*s);
     StepInput in{s->session.get(),
-                 decoding ? std::span<const int32_t>(&s->next, 1)
-                          : std::span<const int32_t>(s->pending.data() + s->pending_off, s->chunk),
+                 decode ? std::span<const int32_t>(&s->next, 1)
+                        : std::span<const int32_t>(s->pending.data() + s->pending_off, s->chunk),
                  false};
-    in.no_logits = !decoding && s->pending_off + s->chunk < s->pending.size();
+    // A returning parked sequence recomputes its KV without logits (its next token is known).
+    in.no_logits = !decode && (s->next >= 0 || s->pending_off + s->chunk < s->pending.size());
     if (!in.no_logits) {
       row_of[i] = picks.size();
       picks.push_back(pick_for(*s));
@@ -384,7 +295,7 @@ void Scheduler::run_group(const std::vector<Sequence*>& owners) {
   std::vector<size_t> drawing;
   for (size_t i = 0; i < owners.size(); ++i) {
     Sequence& s = *owners[i];
-    if (s.next >= 0) {
+    if (decoding(s)) {
       s.next = -1;
     } else {
       s.pending_off += s.chunk;
@@ -392,6 +303,7 @@ void Scheduler::run_group(const std::vector<Sequence*>& owners) {
       if (s.pending_off < s.pending.size()) continue;  // more prompt to run
       s.pending.clear();
       s.pending_off = 0;
+      if (s.next >= 0) continue;  // a parked sequence's KV is back: it decodes `next` next
     }
     if (s.done) continue;  // a sibling choice failed its job earlier in this loop
     if (s.run->forked) {

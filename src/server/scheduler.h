@@ -6,6 +6,7 @@
 // Backend-agnostic: it only sees Engine, Session and logits.
 #pragma once
 
+#include <climits>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -89,8 +90,29 @@ class Scheduler {
  private:
   struct Sequence;
   void loop();
+  // Admission and the KV budget (scheduler_admission.cpp). With a capped KV pool (jitllmd's
+  // --kv-tokens) a job is admitted when its prompt's pages are free (the prefix cache's sessions
+  // give way first); a step that would need more pages than are free first evicts cached
+  // sessions, then preempts the sequences admitted last: their KV is dropped and recomputed
+  // (prompt and output so far, no logits) when pages are free again, before any new job is
+  // admitted. So a step never runs out of pages and no request fails for KV.
   void admit();
   void drop_cancelled();
+  // Pages a sequence of `tokens` positions holds; free pages of the pool (no cap: INT64_MAX).
+  int64_t pages_for(int64_t tokens) const;
+  int64_t free_pages() const;
+  // Evicts cached sessions until `need` pages are free; true when they are.
+  bool evict_for(int64_t need);
+  // Fits the step's sequences (`groups`) into the free pages: evicts cached sessions, then parks
+  // sequences from the back of active_ (never the last one left), dropping them from `groups`.
+  void fit_step(std::vector<std::vector<Sequence*>>& groups);
+  void park(Sequence& seq);
+  // Brings parked sequences back (earliest first) while their pages are free; false when one
+  // still waits (then no new job is admitted).
+  bool unpark();
+  // The tokens `seq` feeds in its next step: one when decoding, else its next prompt chunk.
+  size_t next_chunk(const Sequence& seq) const;
+  static bool decoding(const Sequence& seq);
   void run_step();
   void run_group(const std::vector<Sequence*>& group);
   void on_logits(Sequence& seq, const PickedLogits& logits);
@@ -145,6 +167,8 @@ class Scheduler {
   // at admission): at most options_.parallel. Scheduler thread only.
   int seats_ = 0;
   size_t n_tokens_ = 0;  // logits a sequence samples from: the tokenizer's tokens
+  int64_t page_tokens_ = 1;            // positions a KV page holds
+  int64_t kv_cap_pages_ = INT64_MAX;   // the KV pool's cap (INT64_MAX: none)
   std::thread thread_;
 };
 

@@ -22,8 +22,11 @@ ServedModel::ServedModel(ModelOptions options, Metrics& metrics)
   eo.gpu_layers = options.gpu_layers;
   eo.kv_type = kv_cache_type(options.cache_type_k, options.cache_type_v);
   check_flash_attn(options.flash_attn);
-  // KV for every parallel sequence at its full context (0: the training context).
-  if (options.scheduler.n_ctx > 0) eo.kv_tokens = options.scheduler.n_ctx * options.scheduler.parallel;
+  // The KV budget (EngineOptions::kv_sessions): placement plans room for it and the pool stops
+  // there; the scheduler parks sequences rather than run out.
+  eo.kv_sessions = options.scheduler.parallel;
+  eo.kv_session_ctx = options.scheduler.n_ctx;
+  eo.kv_tokens = options.kv_tokens;
   eo.cpu_kernels = options.kernels;
   eo.batch_invariant = options.scheduler.deterministic;
   eo.warm_sessions = options.scheduler.parallel;  // the running batch's sizes, warmed before ready

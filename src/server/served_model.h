@@ -36,6 +36,8 @@ struct ModelOptions {
   // --pooling: how /v1/embeddings pools ("" = the model's <arch>.pooling_type).
   std::string pooling;
   SchedulerOptions scheduler;
+  // --kv-tokens: the KV cache's size in tokens (0: EngineOptions::kv_sessions' default).
+  int64_t kv_tokens = 0;
   // Found in a -models folder: a file that does not load is skipped (logged), not fatal.
   bool skip_if_unloadable = false;
   // The engine's loading progress (EngineOptions::progress), for /health while loading.

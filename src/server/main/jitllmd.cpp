@@ -78,6 +78,11 @@ void add_serve_options(CLI::App& app, Args& a) {
   app.add_option("-c,--ctx-size,--max-seq", mo.scheduler.n_ctx,
                  "context per sequence in tokens (default: the model's)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
+  app.add_option("--kv-tokens", mo.kv_tokens,
+                 "KV cache size in tokens, shared by every sequence in pages as they grow "
+                 "(default: --parallel x the context, at most 4096 tokens a sequence, and at "
+                 "least one whole context); a full cache parks the sequences admitted last")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 32));
   app.add_flag("--deterministic", mo.scheduler.deterministic,
                "batch-invariant steps: a sequence's greedy answer does not depend on what it is "
                "batched with (CPU: steps of at most 63 rows); slower");
