@@ -160,6 +160,7 @@ void Scheduler::loop() {
     try {
       const auto t0 = Clock::now();
       drop_cancelled();
+      retire_done();  // the cancelled sessions' pages and seats are free for what follows
       admit();
       const bool stepped = !active_.empty();
       if (stepped) run_step();
@@ -281,12 +282,9 @@ void Scheduler::run_group(const std::vector<Sequence*>& owners) {
     metrics_.observe("step_seconds", seconds_between(t0, Clock::now()));
   } catch (const std::exception& e) {
     log(LogLevel::Error, "step of {} sequences failed: {}", inputs.size(), e.what());
-    for (Sequence* s : owners) {
-      s->done = true;
-      s->session.reset();
-      if (!s->run->job->finished)
-        s->run->job->finish(s->run->usage, ApiError(500, "server_error", e.what()));
-    }
+    // Every choice of those jobs ends, parked or in another group too.
+    for (Sequence* s : owners)
+      if (!s->done) fail_job(*s, ApiError(500, "server_error", e.what()));
     return;
   }
   auto row = [&](size_t i) -> const PickedLogits& { return logits[row_of[i]]; };

@@ -101,6 +101,9 @@ class Scheduler {
   // Pages a sequence of `tokens` positions holds; free pages of the pool (no cap: INT64_MAX).
   int64_t pages_for(int64_t tokens) const;
   int64_t free_pages() const;
+  // Pages the running sequences will still take for what they have to feed (prompt chunks, a
+  // returning sequence's KV) and their next token: not free for admission.
+  int64_t owed_pages() const;
   // Evicts cached sessions until `need` pages are free; true when they are.
   bool evict_for(int64_t need);
   // Fits the step's sequences (`groups`) into the free pages: evicts cached sessions, then parks

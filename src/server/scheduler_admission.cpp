@@ -28,9 +28,11 @@ void Scheduler::admit() {
       if (seats_ > 0 && seats_ + need > options_.parallel) return;
       pages = pages_for(int64_t(queue_.front()->prompt.size()) + 1) * need;
     }
-    // Only the scheduler takes from the queue, so its front is still this job. One page is left
-    // free beyond the prompt's, so an admission does not preempt a running sequence at once.
-    if (pages + 1 <= kv_cap_pages_ && !evict_for(pages + 1)) return;  // after running ones end
+    // Only the scheduler takes from the queue, so its front is still this job. The pages the
+    // running sequences are still owed (prompts not yet in) are not free; one page is kept free
+    // beyond the prompt's where the cache has it, so an admission does not preempt at once.
+    if (pages <= kv_cap_pages_ && !evict_for(owed_pages() + std::min(pages + 1, kv_cap_pages_)))
+      return;  // after running ones end
     {
       std::lock_guard lock(mutex_);
       job = std::move(queue_.front());
@@ -45,13 +47,13 @@ void Scheduler::admit() {
     seq->run = run;
     try {
       if (job->cancelled) throw ApiError(499, "cancelled", "the client went away");
-      if (pages + 1 > kv_cap_pages_)
+      if (pages > kv_cap_pages_)
         throw ApiError(400, "invalid_request_error",
                        fmt::format("the prompt of {} tokens{} needs {} KV pages of {} tokens; the KV "
                                    "cache holds {} (jitllmd --kv-tokens)",
                                    job->prompt.size(),
                                    job->n > 1 ? fmt::format(" with its {} choices", job->n) : "",
-                                   pages + 1, page_tokens_, kv_cap_pages_),
+                                   pages, page_tokens_, kv_cap_pages_),
                        "", "context_length_exceeded");
       PrefixCache::Match hit = cache_.take_longest(job->prompt, options_.min_reuse_tokens);
       int64_t keep = 0;
@@ -107,6 +109,18 @@ int64_t Scheduler::pages_for(int64_t tokens) const {
   return (tokens + page_tokens_ - 1) / page_tokens_;
 }
 
+int64_t Scheduler::owed_pages() const {
+  if (kv_cap_pages_ == INT64_MAX) return 0;
+  int64_t owed = 0;
+  for (const auto& s : active_) {
+    if (s->done || s->parked || !s->session) continue;
+    const int64_t pos = s->session->position();
+    const int64_t rest = int64_t(s->pending.size() - std::min(s->pending_off, s->pending.size()));
+    owed += pages_for(pos + rest + 1) - pages_for(pos);
+  }
+  return owed;
+}
+
 int64_t Scheduler::free_pages() const {
   if (kv_cap_pages_ == INT64_MAX) return INT64_MAX;
   return kv_cap_pages_ - int64_t(engine_.kv_pool().pages_in_use());
@@ -124,8 +138,12 @@ void Scheduler::fit_step(std::vector<std::vector<Sequence*>>& groups) {
     int64_t need = 0;
     for (const auto& g : groups)
       for (const Sequence* s : g) {
-        const int64_t pos = s->session->position();
-        need += pages_for(pos + int64_t(next_chunk(*s))) - pages_for(pos);
+        const int64_t pos = s->session->position(), n = int64_t(next_chunk(*s));
+        need += pages_for(pos + n) - pages_for(pos);
+        // A prompt that ends in this step forks its other choices after it: copies of its KV.
+        const Job& job = *s->run->job;
+        if (!s->run->forked && job.n > 1 && s->next < 0 && s->pending_off + size_t(n) >= s->pending.size())
+          need += int64_t(job.n - 1) * pages_for(pos + n);
       }
     if (evict_for(need)) return;
     // Park the sequence admitted last (the back of active_) that still runs, unless it is the
@@ -159,7 +177,7 @@ void Scheduler::park(Sequence& seq) {
 bool Scheduler::unpark() {
   for (auto& s : active_) {
     if (s->done || !s->parked) continue;
-    if (!evict_for(pages_for(int64_t(s->pending.size()) + 1))) return false;
+    if (!evict_for(owed_pages() + pages_for(int64_t(s->pending.size()) + 1))) return false;
     s->session = engine_.new_session(options_.n_ctx);
     s->parked = false;
   }

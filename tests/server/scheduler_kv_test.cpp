@@ -68,6 +68,21 @@ TEST(SchedulerKv, CachedSessionsGiveWayBeforeAnyoneIsParked) {
   EXPECT_LE(f.engine->kv_pool().pages_allocated(), 8u);
 }
 
+TEST(SchedulerKv, ChoicesAndALongRunnerUnderASmallCacheAllFinish) {
+  // Two jobs: a long-running one and then one of 3 choices whose fork copies its prompt's pages
+  // right after its last chunk, in a cache of 6 pages.
+  Fixture f(4, 8, {}, testing::oracle_path("pydoc-llama/pydoc-llama.Q8_0.gguf"), true, 6);
+  auto runner = greedy_job(*f.tok, "The module provides", 40);
+  f.sched->submit(runner);
+  auto choices = greedy_job(*f.tok, "A list is", 24);
+  choices->n = 3;
+  f.sched->submit(choices);
+  const Result r = wait(*choices);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(r.text[size_t(i)], r.text[0]) << "greedy choices agree";
+  EXPECT_EQ(r.usage.completion_tokens, 3 * 24);
+  EXPECT_EQ(wait(*runner).usage.completion_tokens, 40);
+}
+
 TEST(SchedulerKv, APromptLargerThanTheWholeCacheIsRefused) {
   Fixture f(2, 8, {}, testing::oracle_path("pydoc-llama/pydoc-llama.Q8_0.gguf"), true, 2);
   std::string longer;

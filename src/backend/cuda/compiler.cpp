@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <system_error>
 #include <thread>
 
 #include "core/cache_dir.h"
@@ -214,7 +215,11 @@ const Module& Compiler::load_together(const KernelSource& wanted,
     const size_t n_threads =
         std::min<size_t>(jobs.size(), std::max(1u, std::thread::hardware_concurrency()));
     std::vector<std::thread> threads;
-    for (size_t t = 1; t < n_threads; ++t) threads.emplace_back(work);
+    try {
+      for (size_t t = 1; t < n_threads; ++t) threads.emplace_back(work);
+    } catch (const std::system_error&) {
+      // no more threads to be had: the ones started and this one share the jobs
+    }
     work();
     for (std::thread& t : threads) t.join();
     stats_.wait_ms +=

@@ -468,13 +468,21 @@ void CudaKernels::argmax_rows(CUdeviceptr x, int64_t n, int64_t cols, CUdevicept
 
 std::vector<KernelSource> attention_siblings(int head_dim, bool kv_f16) {
   std::vector<KernelSource> out;
-  const int keys = CudaKernels::attention_keys_per_step();
-  out.push_back({attention_source(head_dim, kv_f16, keys),
-                 fmt::format("attention head_dim={} keys={}", head_dim, keys)});
-  out.push_back({split_attention_source(head_dim, kv_f16),
-                 fmt::format("split attention head_dim={}", head_dim)});
+  // A variant the generators refuse (e.g. a keys-per-step setting the paged kernel lacks) is no
+  // sibling; the call that asks for it reports it.
+  auto add = [&](auto make_source, std::string what) {
+    try {
+      out.push_back({make_source(), std::move(what)});
+    } catch (const Error&) {
+    }
+  };
+  add([&] { return attention_source(head_dim, kv_f16, CudaKernels::attention_keys_per_step()); },
+      fmt::format("attention head_dim={}", head_dim));
+  add([&] { return split_attention_source(head_dim, kv_f16); },
+      fmt::format("split attention head_dim={}", head_dim));
   if (flash_supported(head_dim, kv_f16))
-    out.push_back({flash_attention_source(head_dim), fmt::format("flash attention head_dim={}", head_dim)});
+    add([&] { return flash_attention_source(head_dim); },
+        fmt::format("flash attention head_dim={}", head_dim));
   return out;
 }
 
