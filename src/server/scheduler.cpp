@@ -258,6 +258,7 @@ void Scheduler::run_group(const std::vector<Sequence*>& owners) {
   std::vector<StepInput> inputs;
   std::vector<size_t> row_of(owners.size(), SIZE_MAX);  // owner -> its requested row
   std::vector<LogitsPick> picks;
+  std::vector<Sequence*> picking;  // the owners whose rows come back, in row order
   for (size_t i = 0; i < owners.size(); ++i) {
     Sequence* s = owners[i];
     const bool decode = decoding(*s);
@@ -268,11 +269,30 @@ void Scheduler::run_group(const std::vector<Sequence*>& owners) {
     // A returning parked sequence recomputes its KV without logits (its next token is known).
     in.no_logits = !decode && (s->next >= 0 || s->pending_off + s->chunk < s->pending.size());
     if (!in.no_logits) {
-      row_of[i] = picks.size();
-      picks.push_back(pick_for(*s));
+      row_of[i] = picking.size();
+      picking.push_back(s);
     }
     inputs.push_back(in);
   }
+  // The picks; a drawn token under a grammar computes its mask here, so with several of them the
+  // picks run on the pool (each touches only its own sequence; the matchers are thread-safe).
+  picks.resize(picking.size());
+  bool masks = false;
+  for (const Sequence* s : picking) masks |= s->run->job->matcher && s->grammar_on;
+  std::vector<std::exception_ptr> pick_faults(picking.size());
+  auto pick_range = [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k) {
+      try {
+        picks[size_t(k)] = pick_for(*picking[size_t(k)]);
+      } catch (...) {
+        pick_faults[size_t(k)] = std::current_exception();
+      }
+    }
+  };
+  if (masks && picking.size() > 1) ThreadPool::global().parallel_for(int64_t(picking.size()), 1, pick_range);
+  else pick_range(0, int64_t(picking.size()));
+  for (const std::exception_ptr& f : pick_faults)
+    if (f) std::rethrow_exception(f);
   metrics_.observe("batch_size", double(inputs.size()));
   std::vector<PickedLogits> logits;
   try {

@@ -94,9 +94,10 @@ TEST(SchedulerSampling, DrawsAndLogprobsEqualTheHostSamplerOnWholeRows) {
 }
 
 // Under a grammar (many tokens allowed: lowercase words), a drawn job sends the grammar's mask
-// with its pick; the tokens equal the loop's masked host sampling.
-TEST(SchedulerSampling, DrawsUnderAGrammarEqualTheHostSamplerWithItsMasks) {
-  Fixture f(1);
+// with its pick; the tokens equal the loop's masked host sampling. `copies` jobs run together
+// (their masks then computed on the pool), each with its own matcher.
+void expect_grammar_draws_equal_the_host_sampler(int copies) {
+  Fixture f(copies);
   const std::string gbnf = R"(root ::= [a-z ]+)";
   auto make_matcher = [&] {
     return std::make_shared<constrain::Matcher>(constrain::parse_gbnf(gbnf),
@@ -126,27 +127,41 @@ TEST(SchedulerSampling, DrawsUnderAGrammarEqualTheHostSamplerWithItsMasks) {
     }
   }
   ASSERT_GT(want.size(), 4u);
-  auto job = std::make_shared<Job>();
-  job->prompt = prompt;
-  job->max_tokens = n;
-  job->sampling = sp;
-  job->logprobs = false;
-  job->matcher = make_matcher();
-  f.sched->submit(job);
-  // Token ids come with logprobs only; compare the text instead.
-  bool done = false;
-  std::string text;
-  for (int spins = 0; !done && spins < 600; ++spins)
-    for (JobEvent& ev : job->take(std::chrono::milliseconds(100), done)) text += ev.text;
-  ASSERT_TRUE(done);
-  ASSERT_FALSE(job->error.has_value()) << job->error->what();
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (int c = 0; c < copies; ++c) {
+    auto job = std::make_shared<Job>();
+    job->prompt = prompt;
+    job->max_tokens = n;
+    job->sampling = sp;
+    job->logprobs = false;
+    job->matcher = make_matcher();
+    jobs.push_back(job);
+    f.sched->submit(job);
+  }
   StreamDecoder d(*f.tok);
   for (int32_t t : prompt) d.push(t);
   std::string want_text;
   for (int32_t t : want) want_text += d.push(t);
   want_text += d.finish();
-  EXPECT_EQ(text, want_text);
+  for (auto& job : jobs) {
+    // Token ids come with logprobs only; compare the text instead.
+    bool done = false;
+    std::string text;
+    for (int spins = 0; !done && spins < 600; ++spins)
+      for (JobEvent& ev : job->take(std::chrono::milliseconds(100), done)) text += ev.text;
+    ASSERT_TRUE(done);
+    ASSERT_FALSE(job->error.has_value()) << job->error->what();
+    EXPECT_EQ(text, want_text);
+  }
   EXPECT_GT(f.metrics.histogram_count("grammar_seconds"), 0u);
+}
+
+TEST(SchedulerSampling, DrawsUnderAGrammarEqualTheHostSamplerWithItsMasks) {
+  expect_grammar_draws_equal_the_host_sampler(1);
+}
+
+TEST(SchedulerSampling, GrammarDrawsOfSeveralJobsTogetherEachEqualTheHostSampler) {
+  expect_grammar_draws_equal_the_host_sampler(4);
 }
 
 }  // namespace
