@@ -83,6 +83,23 @@ TEST(SchedulerKv, ChoicesAndALongRunnerUnderASmallCacheAllFinish) {
   EXPECT_EQ(wait(*runner).usage.completion_tokens, 40);
 }
 
+TEST(SchedulerKv, AForkIsPlannedInTheStepItsPromptEnds) {
+  // 6 pages: a job of 3 choices (1 prompt page, 2 more when it forks) and four one-page jobs are
+  // admitted together; their first step needs 5 pages and the fork 2 more, so the job admitted
+  // last is parked for it instead of the fork failing.
+  Fixture f(8, 8, {}, testing::oracle_path("pydoc-llama/pydoc-llama.Q8_0.gguf"), true, 6);
+  auto choices = greedy_job(*f.tok, "A list is", 8);
+  choices->n = 3;
+  f.sched->submit(choices);
+  std::vector<std::shared_ptr<Job>> others;
+  for (const std::string& p : kPrompts) {
+    others.push_back(greedy_job(*f.tok, p, 8));
+    f.sched->submit(others.back());
+  }
+  EXPECT_EQ(wait(*choices).usage.completion_tokens, 3 * 8);
+  for (auto& j : others) EXPECT_EQ(wait(*j).usage.completion_tokens, 8);
+}
+
 TEST(SchedulerKv, APromptLargerThanTheWholeCacheIsRefused) {
   Fixture f(2, 8, {}, testing::oracle_path("pydoc-llama/pydoc-llama.Q8_0.gguf"), true, 2);
   std::string longer;
