@@ -24,7 +24,9 @@ ServedModel::ServedModel(ModelOptions options, Metrics& metrics)
   check_flash_attn(options.flash_attn);
   // The KV budget (EngineOptions::kv_sessions): placement plans room for it and the pool stops
   // there; the scheduler parks sequences rather than run out.
-  eo.kv_sessions = options.scheduler.parallel;
+  // The running sequences and the finished ones kept for prefix reuse (a budget without room for
+  // those evicted them early and lost their reuse: 16 clients on the demo model ran 9% slower).
+  eo.kv_sessions = options.scheduler.parallel + int(options.scheduler.cache_sessions);
   eo.kv_session_ctx = options.scheduler.n_ctx;
   eo.kv_tokens = options.kv_tokens;
   eo.cpu_kernels = options.kernels;

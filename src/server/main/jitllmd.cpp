@@ -80,8 +80,9 @@ void add_serve_options(CLI::App& app, Args& a) {
       ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
   app.add_option("--kv-tokens", mo.kv_tokens,
                  "KV cache size in tokens, shared by every sequence in pages as they grow "
-                 "(default: --parallel x the context, at most 4096 tokens a sequence, and at "
-                 "least one whole context); a full cache parks the sequences admitted last")
+                 "(default: --parallel plus --cache-sessions sequences at their context, at most "
+                 "4096 tokens each, and at least one whole context); a full cache parks the "
+                 "sequences admitted last")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 32));
   app.add_flag("--deterministic", mo.scheduler.deterministic,
                "batch-invariant steps: a sequence's greedy answer does not depend on what it is "
