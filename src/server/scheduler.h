@@ -98,6 +98,8 @@ class Scheduler {
   // admitted. So a step never runs out of pages and no request fails for KV.
   void admit();
   void drop_cancelled();
+  // The prompt tokens `job` reuses of a cached session (0: none worth it).
+  int64_t reused_tokens(const PrefixCache::Match& hit, const Job& job) const;
   // Pages a sequence of `tokens` positions holds; free pages of the pool (no cap: INT64_MAX).
   int64_t pages_for(int64_t tokens) const;
   int64_t free_pages() const;

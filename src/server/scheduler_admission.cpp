@@ -26,16 +26,36 @@ void Scheduler::admit() {
       // at the door (make_job); one that fits waits until its seats are free.
       const int need = std::max(1, queue_.front()->n);
       if (seats_ > 0 && seats_ + need > options_.parallel) return;
-      pages = pages_for(int64_t(queue_.front()->prompt.size()) + 1) * need;
+      job = queue_.front();
+      pages = pages_for(int64_t(job->prompt.size()) + 1) * need;
     }
     // Only the scheduler takes from the queue, so its front is still this job. The pages the
     // running sequences are still owed (prompts not yet in) are not free; one page is kept free
     // beyond the prompt's where the cache has it, so an admission does not preempt at once.
-    if (pages <= kv_cap_pages_ && !evict_for(owed_pages() + std::min(pages + 1, kv_cap_pages_)))
-      return;  // after running ones end
+    // The cached session this prompt would reuse leaves the cache first (cut to what it reuses),
+    // so making room evicts the others before it; it goes back if that is not enough.
+    PrefixCache::Match hit;
+    int64_t keep = 0;
+    if (!job->cancelled) {
+      hit = cache_.take_longest(job->prompt, options_.min_reuse_tokens);
+      keep = reused_tokens(hit, *job);
+      if (hit.session && keep == 0) {
+        cache_.put(std::move(hit.session));
+        hit = {};
+      }
+      if (hit.session) hit.session->truncate(keep);
+    }
+    if (pages <= kv_cap_pages_) {
+      const int64_t need = owed_pages() + std::min(pages + 1, kv_cap_pages_);
+      if (!evict_for(need - (hit.session ? pages_for(keep) : 0))) {
+        if (hit.session) cache_.put(std::move(hit.session));
+        hit = {};
+        keep = 0;
+        if (!evict_for(need)) return;  // after running ones end
+      }
+    }
     {
       std::lock_guard lock(mutex_);
-      job = std::move(queue_.front());
       queue_.pop_front();
       ++active_jobs_;
       seats_ += std::max(1, job->n);
@@ -55,17 +75,7 @@ void Scheduler::admit() {
                                    job->n > 1 ? fmt::format(" with its {} choices", job->n) : "",
                                    pages, page_tokens_, kv_cap_pages_),
                        "", "context_length_exceeded");
-      PrefixCache::Match hit = cache_.take_longest(job->prompt, options_.min_reuse_tokens);
-      int64_t keep = 0;
       if (hit.session) {
-        // The last prompt token always runs again: its logits choose the first new token.
-        // Deterministic steps cut at a chunk boundary, so the rest runs in the chunks a cold run
-        // would use (a warm answer equals a cold one bitwise); otherwise all that is shared is
-        // reused, to the token (a chat's next turn reuses its whole history).
-        keep = std::min<int64_t>(hit.common, int64_t(job->prompt.size()) - 1);
-        if (options_.deterministic) keep -= keep % options_.prefill_chunk;
-        if (keep < options_.min_reuse_tokens) keep = 0;
-        hit.session->truncate(keep);
         seq->session = std::move(hit.session);
         if (keep > 0) {
           metrics_.add_counter("prefix_cache_hits_total");
@@ -89,6 +99,7 @@ void Scheduler::admit() {
       metrics_.add_counter("prompt_tokens_total", double(job->prompt.size() - size_t(keep)));
       active_.push_back(std::move(seq));
     } catch (const std::exception& e) {
+      if (hit.session) cache_.put(std::move(hit.session));  // unused: kept for others
       job->finish(run->usage, error_of(e));
       std::lock_guard lock(mutex_);
       --active_jobs_;
@@ -103,6 +114,17 @@ void Scheduler::drop_cancelled() {
     seq->done = true;
     metrics_.add_counter("sessions_cancelled_total");
   }
+}
+
+int64_t Scheduler::reused_tokens(const PrefixCache::Match& hit, const Job& job) const {
+  if (!hit.session) return 0;
+  // The last prompt token always runs again: its logits choose the first new token.
+  // Deterministic steps cut at a chunk boundary, so the rest runs in the chunks a cold run would
+  // use (a warm answer equals a cold one bitwise); otherwise all that is shared is reused, to the
+  // token (a chat's next turn reuses its whole history).
+  int64_t keep = std::min<int64_t>(hit.common, int64_t(job.prompt.size()) - 1);
+  if (options_.deterministic) keep -= keep % options_.prefill_chunk;
+  return keep < options_.min_reuse_tokens ? 0 : keep;
 }
 
 int64_t Scheduler::pages_for(int64_t tokens) const {

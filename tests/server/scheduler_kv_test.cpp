@@ -100,6 +100,39 @@ TEST(SchedulerKv, AForkIsPlannedInTheStepItsPromptEnds) {
   for (auto& j : others) EXPECT_EQ(wait(*j).usage.completion_tokens, 8);
 }
 
+TEST(SchedulerKv, TheSessionAPromptReusesIsNotEvictedToMakeRoomForIt) {
+  // A (a long prompt) then B finish and stay cached, A the least recently used, in a cache one
+  // page larger than the two hold; A's prompt again with a word more needs room, which must come
+  // from B, not from A's session, whose prefix it reuses.
+  std::string a;
+  for (int i = 0; i < 4; ++i) a += "The function returns a list of the values found in the file. ";
+  const std::string b = "A list is";
+  const std::string model = testing::oracle_path("pydoc-llama/pydoc-llama.Q8_0.gguf");
+  auto held_after = [&](Fixture& f, const std::string& prompt) {
+    auto job = greedy_job(*f.tok, prompt, 4);
+    f.sched->submit(job);
+    wait(*job);
+    size_t held = 0;
+    f.sched->run_exclusive([&](Engine& e, PrefixCache&) { held = e.kv_pool().pages_in_use(); });
+    return held;
+  };
+  size_t cap = 0;
+  {
+    Fixture probe(1, 2, {}, model, false);  // no cap: what A and B hold
+    held_after(probe, a);
+    cap = held_after(probe, b) + 1;
+  }
+  Fixture f(1, 2, {}, model, false, cap);
+  const size_t held_a = held_after(f, a);
+  ASSERT_GE(held_a, 4u);
+  ASSERT_EQ(held_after(f, b) + 1, cap);
+  const double cached_before = f.metrics.counter("prompt_tokens_cached_total");
+  auto again = greedy_job(*f.tok, a + "Each", 4);
+  f.sched->submit(again);
+  EXPECT_EQ(wait(*again).usage.completion_tokens, 4);
+  EXPECT_GE(f.metrics.counter("prompt_tokens_cached_total") - cached_before, double(16 * (held_a - 1)));
+}
+
 TEST(SchedulerKv, APromptLargerThanTheWholeCacheIsRefused) {
   Fixture f(2, 8, {}, testing::oracle_path("pydoc-llama/pydoc-llama.Q8_0.gguf"), true, 2);
   std::string longer;
