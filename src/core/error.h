@@ -23,6 +23,13 @@ class ModelOutputError : public Error {
   explicit ModelOutputError(const std::string& message) : Error(message) {}
 };
 
+// A resource shared by every request is full for now (the KV cache at its cap): the request was
+// fine and may succeed later. Front ends answer it with 503.
+class CapacityError : public Error {
+ public:
+  explicit CapacityError(const std::string& message) : Error(message) {}
+};
+
 // throw_error("{}: expected {} bytes, got {}", path, want, got)
 template <typename... Args>
 [[noreturn]] void throw_error(fmt::format_string<Args...> format, Args&&... args) {

@@ -27,8 +27,8 @@ uint8_t* KvPagePool::acquire() {
     return p;
   }
   if (max_pages_ && owned_.size() >= max_pages_)
-    throw_error("KV cache is full: all {} pages of {} tokens are in use", max_pages_,
-                layout_.page_tokens);
+    throw CapacityError(fmt::format("KV cache is full: all {} pages of {} tokens are in use",
+                                    max_pages_, layout_.page_tokens));
   owned_.push_back(make_aligned<uint8_t>(alloc_bytes_, 64));
   return owned_.back().get();
 }

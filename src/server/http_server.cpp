@@ -225,6 +225,10 @@ void HttpServer::answer(httplib::Response& res, const std::function<void()>& bod
                    ApiError(500, "server_error",
                             fmt::format("the model's output is not usable: {}", e.what()), "",
                             "model_output_invalid"));
+  } catch (const CapacityError& e) {
+    // The request was fine; the server is full for now (the KV cache).
+    send_error_for(path, res, ApiError(503, "server_error",
+                                       fmt::format("{}; retry shortly", e.what()), "", "server_busy"));
   } catch (const Error& e) {
     // Errors from the tokenizer/template/engine about this request's content.
     send_error_for(path, res, ApiError(400, "invalid_request_error", e.what()));

@@ -35,6 +35,9 @@ ApiError error_of(const std::exception& e) {
   // A grammar past the matcher's bounds at a state the output reached only now: the request's.
   if (dynamic_cast<const constrain::GrammarLimitError*>(&e))
     return ApiError(400, "invalid_request_error", e.what(), "grammar");
+  if (dynamic_cast<const CapacityError*>(&e))
+    return ApiError(503, "server_error", fmt::format("{}; retry shortly", e.what()), "",
+                    "server_busy");
   if (dynamic_cast<const ModelOutputError*>(&e))
     return ApiError(500, "server_error",
                     fmt::format("the model's output is not usable ({}); this request was stopped",

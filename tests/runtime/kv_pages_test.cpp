@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <vector>
 
 #include "core/error.h"
 #include "runtime/kv_pages.h"
@@ -24,12 +25,34 @@ TEST(KvPagePool, RecyclesPagesAndKeepsTheCap) {
   uint8_t* a = pool.acquire();
   uint8_t* b = pool.acquire();
   EXPECT_NE(a, b);
-  EXPECT_THROW(pool.acquire(), Error);  // the cap: 2 pages
+  EXPECT_THROW(pool.acquire(), CapacityError);  // the cap: 2 pages (a server answers 503)
   pool.release(a);
   EXPECT_EQ(pool.acquire(), a);
   EXPECT_EQ(pool.pages_in_use(), 2u);
   EXPECT_EQ(pool.pages_allocated(), 2u);
   EXPECT_EQ(pool.bytes_allocated(), 2 * layout().page_bytes());
+}
+
+TEST(KvPagePool, AtTheCapTheReclaimerFreesPagesFirst) {
+  KvPagePool pool(layout(), 2);
+  std::vector<uint8_t*> held = {pool.acquire(), pool.acquire()};
+  int calls = 0;
+  pool.set_reclaimer([&] {  // gives one page back per call while it holds any
+    ++calls;
+    if (held.empty()) return false;
+    pool.release(held.back());
+    held.pop_back();
+    return true;
+  });
+  uint8_t* c = pool.acquire();
+  EXPECT_EQ(calls, 1);
+  EXPECT_NE(c, nullptr);
+  EXPECT_EQ(pool.pages_allocated(), 2u);
+  uint8_t* d = pool.acquire();
+  EXPECT_NE(d, c);
+  EXPECT_EQ(calls, 2);
+  EXPECT_THROW(pool.acquire(), CapacityError);  // nothing left to reclaim
+  EXPECT_EQ(calls, 3);
 }
 
 TEST(KvPagePool, StubPagesAreDistinctAndSmall) {

@@ -7,9 +7,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "core/tuning.h"
 #include "runtime/engine.h"
 #include "runtime/model_loader.h"
 #include "testutil/shared_data.h"
@@ -198,11 +200,14 @@ TEST(Dump, NamedTensorsAreWrittenPerLayer) {
   const std::string dir = ::testing::TempDir() + "/jitllm-dump";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  ::setenv("JITLLM_DUMP", "attn_norm,result_output", 1);
-  ::setenv("JITLLM_DUMP_DIR", dir.c_str(), 1);
-  Engine engine(fixture("F32"), reference_options());
-  ::unsetenv("JITLLM_DUMP");
-  ::unsetenv("JITLLM_DUMP_DIR");
+  // Through the knob registry (not setenv), so the setting ends with the scope for the tests
+  // that run after this one in the same process.
+  std::optional<Engine> held;
+  {
+    tuning::ScopedOverride names("JITLLM_DUMP", "attn_norm,result_output"), to("JITLLM_DUMP_DIR", dir);
+    held.emplace(fixture("F32"), reference_options());
+  }
+  Engine& engine = *held;
   auto s = engine.new_session();
   const auto logits = engine.prefill(*s, std::span<const int32_t>(kPrompt.data(), 6), true, 4);
   const auto norm0 = testing::read_f32(dir + "/attn_norm.0.f32");

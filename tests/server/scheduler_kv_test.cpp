@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "scheduler_fixture.h"
+#include "server/scheduler_sequence.h"
 
 namespace jitllm::server {
 namespace {
@@ -147,6 +148,14 @@ TEST(SchedulerKv, APromptLargerThanTheWholeCacheIsRefused) {
   auto small = greedy_job(*f.tok, "A list is", 4);
   f.sched->submit(small);
   EXPECT_EQ(wait(*small).usage.completion_tokens, 4);
+}
+
+// A full KV cache met outside the scheduler's planning (a fork, /v1/systemone) is the server's
+// capacity, not the request's fault: 503, retry.
+TEST(SchedulerKv, AFullCacheIsA503) {
+  const ApiError e = error_of(CapacityError("KV cache is full: all 8 pages of 256 tokens are in use"));
+  EXPECT_EQ(e.status(), 503);
+  EXPECT_NE(std::string(e.what()).find("retry"), std::string::npos) << e.what();
 }
 
 }  // namespace
