@@ -8,8 +8,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <system_error>
-#include <thread>
 
 #include "core/cache_dir.h"
 #include "core/error.h"
@@ -127,124 +125,32 @@ void write_cache_file(const std::string& dir, const std::string& path, const std
 
 }  // namespace
 
-std::string Compiler::cache_path(const std::string& k) const {
-  return dir_.empty() ? std::string() : dir_ + "/" + k + ".cubin";
-}
-
-std::unique_ptr<Module> Compiler::from_disk(const std::string& k) {
-  const std::string path = cache_path(k);
-  std::vector<char> cubin;
-  if (path.empty() || !read_file(path, &cubin)) return nullptr;
-  try {
-    auto m = std::make_unique<Module>(cubin);
-    stats_.disk_hits++;
-    return m;
-  } catch (const Error&) {
-    return nullptr;  // a damaged cache file: compiled afresh and overwritten
-  }
-}
-
-const Module& Compiler::keep(const std::string& k, std::unique_ptr<Module> m) {
-  const Module& ref = *m;
-  loaded_.emplace(k, std::move(m));
-  g_modules_loaded.fetch_add(1, std::memory_order_relaxed);
-  return ref;
-}
-
 const Module& Compiler::module(const std::string& source, const std::string& what) {
   const std::string k = key(source);
   if (auto it = loaded_.find(k); it != loaded_.end()) {
     stats_.memory_hits++;
     return *it->second;
   }
-  std::unique_ptr<Module> m = from_disk(k);
-  if (!m) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const std::vector<char> cubin = compile(source, what);
-    stats_.wait_ms +=
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    m = std::make_unique<Module>(cubin);
-    if (!dir_.empty()) write_cache_file(dir_, cache_path(k), cubin);
-  }
-  return keep(k, std::move(m));
-}
-
-const Module& Compiler::load_together(const KernelSource& wanted,
-                                      const std::vector<KernelSource>& siblings) {
-  const std::string wanted_key = key(wanted.text);
-  if (auto it = loaded_.find(wanted_key); it != loaded_.end()) {
-    stats_.memory_hits++;
-    return *it->second;
-  }
-  // What is neither in memory nor on disk, the wanted source first.
-  struct Job {
-    const KernelSource* src;
-    std::string key;
-    std::vector<char> cubin;
-    std::exception_ptr error;
-    double ms = 0;
-  };
-  std::vector<Job> jobs;
-  auto consider = [&](const KernelSource& s, const std::string& k) {
-    if (loaded_.count(k)) return;
-    for (const Job& j : jobs)
-      if (j.key == k) return;
-    if (std::unique_ptr<Module> m = from_disk(k)) {
-      keep(k, std::move(m));
-      return;
-    }
-    jobs.push_back(Job{&s, k, {}, nullptr, 0});
-  };
-  consider(wanted, wanted_key);
-  for (const KernelSource& s : siblings) consider(s, key(s.text));
-  if (!jobs.empty()) {
-    const auto t0 = std::chrono::steady_clock::now();
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-      for (size_t i; (i = next.fetch_add(1)) < jobs.size();) {
-        Job& j = jobs[i];
-        const auto c0 = std::chrono::steady_clock::now();
-        try {
-          j.cubin = nvrtc_compile(j.src->text, j.src->what, options_);
-        } catch (...) {
-          j.error = std::current_exception();
-        }
-        j.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - c0).count();
-      }
-    };
-    const size_t n_threads =
-        std::min<size_t>(jobs.size(), std::max(1u, std::thread::hardware_concurrency()));
-    std::vector<std::thread> threads;
+  const std::string path = dir_.empty() ? std::string() : dir_ + "/" + k + ".cubin";
+  std::vector<char> cubin;
+  std::unique_ptr<Module> m;
+  if (!path.empty() && read_file(path, &cubin)) {
     try {
-      for (size_t t = 1; t < n_threads; ++t) threads.emplace_back(work);
-    } catch (const std::system_error&) {
-      // no more threads to be had: the ones started and this one share the jobs
-    }
-    work();
-    for (std::thread& t : threads) t.join();
-    stats_.wait_ms +=
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    for (Job& j : jobs) {
-      stats_.compile_ms += j.ms;
-      if (j.error) {
-        if (j.key == wanted_key) std::rethrow_exception(j.error);
-        stats_.unused_failed++;
-        continue;
-      }
-      stats_.compiled++;
-      std::unique_ptr<Module> m;
-      try {
-        m = std::make_unique<Module>(j.cubin);
-      } catch (const Error&) {
-        if (j.key == wanted_key) throw;
-        stats_.unused_failed++;
-        continue;
-      }
-      if (!dir_.empty()) write_cache_file(dir_, cache_path(j.key), j.cubin);
-      keep(j.key, std::move(m));
+      m = std::make_unique<Module>(cubin);
+      stats_.disk_hits++;
+    } catch (const Error&) {
+      m.reset();  // a damaged cache file: compiled afresh below and overwritten
     }
   }
-  return *loaded_.at(wanted_key);
+  if (!m) {
+    cubin = compile(source, what);
+    m = std::make_unique<Module>(cubin);
+    if (!path.empty()) write_cache_file(dir_, path, cubin);
+  }
+  const Module& ref = *m;
+  loaded_.emplace(k, std::move(m));
+  g_modules_loaded.fetch_add(1, std::memory_order_relaxed);
+  return ref;
 }
 
 int64_t modules_loaded_in_process() { return g_modules_loaded.load(std::memory_order_relaxed); }

@@ -22,15 +22,7 @@ struct CompilerStats {
   int64_t compiled = 0;     // NVRTC runs
   int64_t disk_hits = 0;    // cubins read from the cache directory
   int64_t memory_hits = 0;  // modules already loaded in this process
-  double compile_ms = 0;    // time inside NVRTC, summed over the compiling threads
-  double wait_ms = 0;       // wall time the caller waited for NVRTC
-  int64_t unused_failed = 0;  // siblings that did not compile (load_together's optional ones)
-};
-
-// One generated source and the name errors give it ("matvec q4_k k=2048").
-struct KernelSource {
-  std::string text;
-  std::string what;
+  double compile_ms = 0;    // wall time inside NVRTC
 };
 
 // NVRTC options for a target ("sm_90"), and one compile to a cubin; usable without a device
@@ -53,15 +45,6 @@ class Compiler {
   // in errors ("matvec q4_k k=2048").
   const Module& module(const std::string& source, const std::string& what);
 
-  // Loads `wanted` and its `siblings` (variants likely asked for soon) together: those neither in
-  // memory nor in the disk cache compile at once, one thread each up to the hardware threads
-  // (NVRTC compiles are independent), and load here, on the thread holding the context. Why: a
-  // cold start asks for some eighty variants one at a time; the kernel families hand each first
-  // request's siblings (the other tile sizes, epilogues) here, so a start waits for about one
-  // compile per family and shape. A sibling that fails to compile is dropped (counted); the
-  // wanted source's failure throws as module() does. Returns the wanted module.
-  const Module& load_together(const KernelSource& wanted, const std::vector<KernelSource>& siblings);
-
   const CompilerStats& stats() const { return stats_; }
   const Device& device() const { return device_; }
   const std::string& cache_dir() const { return dir_; }
@@ -70,10 +53,6 @@ class Compiler {
  private:
   std::vector<char> compile(const std::string& source, const std::string& what);
   std::string key(const std::string& source) const;
-  std::string cache_path(const std::string& key) const;
-  // The module of a cubin read from the disk cache, or null (none there, or a damaged file).
-  std::unique_ptr<Module> from_disk(const std::string& key);
-  const Module& keep(const std::string& key, std::unique_ptr<Module> m);
 
   const Device& device_;
   std::string dir_;

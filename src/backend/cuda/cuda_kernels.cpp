@@ -3,9 +3,6 @@
 
 #include <algorithm>
 
-#include "backend/cuda/dq_mma.h"
-#include "backend/cuda/flash_attention.h"
-#include "backend/cuda/gemm.h"
 #include "backend/cuda/tuning.h"
 #include "core/error.h"
 
@@ -148,50 +145,14 @@ CUfunction CudaKernels::matvec_fn(const MatvecSpec& spec, const char* entry) {
   if (!entry) entry = spec.swiglu ? "matvec_swiglu" : "matvec";
   const std::string name = spec.name() + " @" + entry;
   if (auto it = matvec_.find(name); it != matvec_.end()) return it->second;
-  CUfunction f =
-      compiler_.load_together({matvec_source(spec), spec.name()}, matvec_siblings(spec)).function(entry);
+  CUfunction f = compiler_.module(matvec_source(spec), spec.name()).function(entry);
   matvec_.emplace(name, f);
   return f;
 }
 
-std::vector<KernelSource> CudaKernels::matvec_siblings(const MatvecSpec& spec) const {
-  // The variants matmul_group / matmul_swiglu give the same matrices at the other tiles: with and
-  // without the RoPE epilogue (q, k, v) or the norm epilogue (one matrix), and gate/up's SwiGLU
-  // entry. The MoE's indexed variants keep their own tiles (moe_kernels.cpp): none.
-  std::vector<KernelSource> out;
-  if (spec.ids) return out;
-  const bool pair = spec.nseg == 2, triple = spec.nseg == 3, single = spec.nseg == 1;
-  for (int nt : {1, 2, 4, 8}) {
-    for (int form = 0; form < 3; ++form) {  // 0 plain, 1 epilogue (rope / norm), 2 swiglu
-      if (form == 1 && !triple && !single) continue;
-      if (form == 2 && !pair) continue;
-      MatvecSpec s = spec;
-      s.nt = nt;
-      s.rope = form == 1 && triple;
-      s.norm = form == 1 && single;
-      s.swiglu = form == 2;
-      s.rpw = s.swiglu ? 4 : rpw_override_ > 0 ? rpw_override_ : rows_per_warp(nt);
-      s.preload = !s.swiglu && pdl_ && !s.norm;
-      if (s.name() == spec.name()) continue;
-      try {
-        out.push_back({matvec_source(s), s.name()});
-      } catch (const Error&) {
-        // a form these matrices cannot take (the generator refuses it): not a sibling
-      }
-    }
-  }
-  return out;
-}
-
 CUfunction CudaKernels::elementwise_fn(const char* name) {
   if (auto it = ew_.find(name); it != ew_.end()) return it->second;
-  // The first kernel of a start: the other sources every dense step needs compile beside it (the
-  // prefill GEMM's dequantization, the logits pick, DQ-MMA's f16 activation).
-  if (!elementwise_)
-    elementwise_ = &compiler_.load_together(
-        {elementwise_source(), "elementwise kernels"},
-        {{gemm_source(), "gemm dequantization kernels"}, {pick_source(), "logits pick"},
-         {q8_to_f16_source(), "q8_to_f16"}});
+  if (!elementwise_) elementwise_ = &compiler_.module(elementwise_source(), "elementwise kernels");
   CUfunction f = elementwise_->function(name);
   ew_.emplace(name, f);
   return f;
@@ -466,26 +427,6 @@ void CudaKernels::argmax_rows(CUdeviceptr x, int64_t n, int64_t cols, CUdevicept
   run(elementwise_fn("argmax_rows"), unsigned(chunks), unsigned(n), 256, s, args, "argmax_rows");
 }
 
-std::vector<KernelSource> attention_siblings(int head_dim, bool kv_f16) {
-  std::vector<KernelSource> out;
-  // A variant the generators refuse (e.g. a keys-per-step setting the paged kernel lacks) is no
-  // sibling; the call that asks for it reports it.
-  auto add = [&](auto make_source, std::string what) {
-    try {
-      out.push_back({make_source(), std::move(what)});
-    } catch (const Error&) {
-    }
-  };
-  add([&] { return attention_source(head_dim, kv_f16, CudaKernels::attention_keys_per_step()); },
-      fmt::format("attention head_dim={}", head_dim));
-  add([&] { return split_attention_source(head_dim, kv_f16); },
-      fmt::format("split attention head_dim={}", head_dim));
-  if (flash_supported(head_dim, kv_f16))
-    add([&] { return flash_attention_source(head_dim); },
-        fmt::format("flash attention head_dim={}", head_dim));
-  return out;
-}
-
 int CudaKernels::attention_keys_per_step() {
   // 4 by default: 32 sessions of 128-token prompts decode faster than with 1 (the H200:
   // docs/cuda-sessions-together.md, session 7).
@@ -505,10 +446,8 @@ void CudaKernels::attention(const AttentionCall& a, const Stream& s) {
   const auto key = std::make_tuple(a.head_dim, a.kv_f16, keys);
   auto it = attention_.find(key);
   if (it == attention_.end()) {
-    const Module& m = compiler_.load_together(
-        {attention_source(a.head_dim, a.kv_f16, keys),
-         fmt::format("attention head_dim={} keys={}", a.head_dim, keys)},
-        attention_siblings(a.head_dim, a.kv_f16));
+    const Module& m = compiler_.module(attention_source(a.head_dim, a.kv_f16, keys),
+                                       fmt::format("attention head_dim={} keys={}", a.head_dim, keys));
     it = attention_.emplace(key, m.function("attention")).first;
   }
   CUdeviceptr q = a.q, out = a.out, pages = a.pages, row_pt = a.row_pt, n_kv = a.n_kv;

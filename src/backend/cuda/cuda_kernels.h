@@ -64,10 +64,6 @@ struct KernelProfile {
   std::unique_ptr<Event> ev0_, ev1_;
 };
 
-// The attention variants of one head size (paged decode, split-K, flash prefill) that a model's
-// steps take: the first one asked for compiles the others beside it (Compiler::load_together).
-std::vector<KernelSource> attention_siblings(int head_dim, bool kv_f16);
-
 class CudaKernels {
  public:
   CudaKernels(const Device& device, Compiler& compiler);
@@ -281,9 +277,6 @@ class CudaKernels {
  private:
   // The matvec source's entry point (default: "matvec", or "matvec_swiglu" with swiglu).
   CUfunction matvec_fn(const MatvecSpec& spec, const char* entry = nullptr);
-  // The other variants a matrix group asks for soon, compiled together with the first
-  // (Compiler::load_together).
-  std::vector<KernelSource> matvec_siblings(const MatvecSpec& spec) const;
   CUfunction elementwise_fn(const char* name);
   CUfunction moe_fn(const char* name);
   // The one launch of the indexed and grouped expert matvecs (moe_kernels.cpp): `up` set for the

@@ -166,9 +166,9 @@ CudaOps::~CudaOps() {
   if (stats_) {
     const CompilerStats& c = compiler_.stats();
     std::fprintf(stderr,
-                 "cuda: %s, kernels compiled %lld (%.0f ms in NVRTC, %.0f ms waited), cubins "
-                 "from the disk cache %lld, weights %.1f MB, KV pages %zu, graph replays %lld\n",
-                 device_.name().c_str(), (long long)c.compiled, c.compile_ms, c.wait_ms,
+                 "cuda: %s, kernels compiled %lld (%.0f ms), cubins from the disk cache %lld, "
+                 "weights %.1f MB, KV pages %zu, graph replays %lld\n",
+                 device_.name().c_str(), (long long)c.compiled, c.compile_ms,
                  (long long)c.disk_hits, double(weight_bytes_) / 1e6, kv_pages_.size(),
                  (long long)graph_replays_);
     if (!gemm_) std::fprintf(stderr, "cuda: no prefill GEMM (cuBLASLt missing or disabled)\n");

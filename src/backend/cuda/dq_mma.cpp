@@ -39,23 +39,11 @@ bool DqMma::enabled() { return knobs().dqmma.on(); }
 
 size_t DqMma::f16_bytes(int64_t n, int64_t k) { return size_t((n + 7) / 8 * 8) * size_t(k) * 2; }
 
-int DqMma::mt_for(const DqMmaSpec& spec) const {
-  return mt_override_ > 0 ? mt_override_ : spec.splitk && spec.nt8 >= 2 && spec.nt8 <= 4 && spec.stages == 2 ? 2 : 1;
-}
-
 CUfunction DqMma::function(const DqMmaSpec& spec) {
   const std::string name = spec.name();
   auto it = fns_.find(name);
   if (it == fns_.end()) {
-    // Its siblings: the other tiles of 8 rows, with the tiles per warp matmul_group gives them.
-    std::vector<KernelSource> siblings;
-    for (int nt8 = 1; nt8 <= 8; ++nt8) {
-      DqMmaSpec s = spec;
-      s.nt8 = nt8;
-      if (!s.swiglu) s.mt = mt_for(s);
-      if (nt8 != spec.nt8) siblings.push_back({dq_mma_source(s), s.name()});
-    }
-    CUfunction f = compiler_.load_together({dq_mma_source(spec), name}, siblings).function("dqmma");
+    CUfunction f = compiler_.module(dq_mma_source(spec), name).function("dqmma");
     check(driver().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                       int(dq_mma_smem_bytes(spec))),
           "cuFuncSetAttribute(max dynamic shared memory)");
@@ -100,7 +88,7 @@ void DqMma::matmul_group(std::span<const MatmulSeg> segs, int64_t n, Q8Buffers q
   // A ring of 2 steps per warp (longer rings were slower; 2 tiles per warp need it: a longer ring
   // of 2 tiles spills).
   spec.stages = stages_override_ > 0 ? stages_override_ : 2;
-  spec.mt = mt_for(spec);
+  spec.mt = mt_override_ > 0 ? mt_override_ : spec.splitk && spec.nt8 >= 2 && spec.nt8 <= 4 && spec.stages == 2 ? 2 : 1;
   // Warps per CTA: 8 for the wide launches (the CTA's staged activation serves 128 rows) and for
   // long rows split over the warps (ffn_down, K = 14336 on the 8B: K >= 8192), 4 for the other
   // split ones (docs/perf/cuda.md, "Tuning measurements").

@@ -100,8 +100,6 @@ class DqMma {
 
  private:
   CUfunction function(const DqMmaSpec& spec);
-  // Tiles of 16 rows per warp for a (non-SwiGLU) variant: matmul_group's rule.
-  int mt_for(const DqMmaSpec& spec) const;
   void run(CUfunction f, unsigned grid, unsigned grid_y, unsigned block, size_t smem, const Stream& s,
            void** args, const std::string& label);
 

@@ -275,9 +275,8 @@ void FlashAttention::run(const CudaKernels::AttentionCall& a, CUdeviceptr tiles,
   if (n_tiles <= 0) return;
   auto it = fns_.find(a.head_dim);
   if (it == fns_.end()) {
-    const Module& m = compiler_.load_together(
-        {flash_attention_source(a.head_dim), fmt::format("flash attention head_dim={}", a.head_dim)},
-        attention_siblings(a.head_dim, a.kv_f16));
+    const Module& m = compiler_.module(flash_attention_source(a.head_dim),
+                                       fmt::format("flash attention head_dim={}", a.head_dim));
     it = fns_.emplace(a.head_dim, m.function("flash_attention")).first;
   }
   CUdeviceptr q = a.q, out = a.out, pages = a.pages, row_pt = a.row_pt, n_kv = a.n_kv, t = tiles;

@@ -37,14 +37,7 @@ int64_t Mmq::min_rows() { return 8; }
 CUfunction Mmq::function(const MmqSpec& spec) {
   const std::string name = spec.name();
   if (auto it = fns_.find(name); it != fns_.end()) return it->second;
-  // Its siblings: the other tiles of 8 rows (mt and warps depend on the matrices, not on n).
-  std::vector<KernelSource> siblings;
-  for (int nt8 = 1; nt8 <= kMmqMaxRows / 8; ++nt8) {
-    MmqSpec s = spec;
-    s.nt8 = nt8;
-    if (nt8 != spec.nt8) siblings.push_back({mmq_source(s), s.name()});
-  }
-  CUfunction f = compiler_.load_together({mmq_source(spec), name}, siblings).function("mmq");
+  CUfunction f = compiler_.module(mmq_source(spec), name).function("mmq");
   fns_.emplace(name, f);
   return f;
 }

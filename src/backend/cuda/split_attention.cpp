@@ -192,9 +192,8 @@ const std::pair<CUfunction, CUfunction>& CudaKernels::split_functions(int head_d
   const auto key = std::make_pair(head_dim, kv_f16);
   auto it = split_attention_.find(key);
   if (it == split_attention_.end()) {
-    const Module& m = compiler_.load_together(
-        {split_attention_source(head_dim, kv_f16), fmt::format("split attention head_dim={}", head_dim)},
-        attention_siblings(head_dim, kv_f16));
+    const Module& m = compiler_.module(split_attention_source(head_dim, kv_f16),
+                                       fmt::format("split attention head_dim={}", head_dim));
     it = split_attention_.emplace(key, std::make_pair(m.function("attention_split"),
                                                       m.function("attention_merge"))).first;
   }

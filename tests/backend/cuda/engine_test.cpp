@@ -11,7 +11,6 @@
 
 #include "backend/cpu/reference_kernels.h"
 #include "backend/cuda/cuda_ops.h"
-#include "core/error.h"
 #include "cuda_test_util.h"
 #include "runtime/engine.h"
 #include "runtime/model_loader.h"
@@ -343,43 +342,6 @@ TEST(CudaCache, SecondCompilerOverTheSameDirectoryCompilesNothing) {
   Compiler third(*G->device, dir);
   for (const auto& s : sources) third.module(s, "test");
   EXPECT_EQ(third.stats().compiled, 3);
-  std::filesystem::remove_all(dir);
-}
-
-TEST(CudaCache, LoadTogetherCompilesTheSiblingsAtOnceAndDropsOnlyABrokenSibling) {
-  JITLLM_REQUIRE_GPU();
-  const std::string dir = std::filesystem::temp_directory_path().string() + "/jitllm-cuda-together-" +
-                          std::to_string(::getpid());
-  std::filesystem::remove_all(dir);
-  const KernelSource wanted{matvec_source(WeightKind::Q4_K, 2048, 1), "wanted"};
-  const std::vector<KernelSource> siblings{{matvec_source(WeightKind::Q4_K, 2048, 2), "nt 2"},
-                                           {matvec_source(WeightKind::Q4_K, 2048, 4), "nt 4"},
-                                           {"this is not CUDA", "broken"},
-                                           {matvec_source(WeightKind::Q4_K, 2048, 2), "nt 2 again"}};
-  {
-    Compiler c(*G->device, dir);
-    const Module& m = c.load_together(wanted, siblings);
-    EXPECT_NE(m.function("matvec"), nullptr);
-    EXPECT_EQ(c.stats().compiled, 3);
-    EXPECT_EQ(c.stats().unused_failed, 1);
-    // The siblings are loaded: asking for them compiles nothing.
-    c.module(siblings[0].text, "nt 2").function("matvec");
-    c.module(siblings[1].text, "nt 4").function("matvec");
-    EXPECT_EQ(c.stats().compiled, 3);
-    EXPECT_EQ(c.stats().memory_hits, 2);
-    // A wanted source that does not compile throws NVRTC's message, as module() does.
-    try {
-      c.load_together({"this is not CUDA either", "broken wanted"}, {});
-      ADD_FAILURE() << "a broken wanted source loaded";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("broken wanted"), std::string::npos) << e.what();
-    }
-  }
-  // The siblings went to the disk cache too.
-  Compiler second(*G->device, dir);
-  second.load_together(siblings[1], {siblings[0], wanted});
-  EXPECT_EQ(second.stats().compiled, 0);
-  EXPECT_EQ(second.stats().disk_hits, 3);
   std::filesystem::remove_all(dir);
 }
 

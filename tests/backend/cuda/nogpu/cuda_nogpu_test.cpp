@@ -4,8 +4,6 @@
 // error rather than a crash.
 #include <gtest/gtest.h>
 
-#include <thread>
-
 #include "backend/cuda/compiler.h"
 #include "nvrtc_test_util.h"
 #include "backend/cuda/cuda_api.h"
@@ -61,31 +59,6 @@ TEST(CudaNoGpu, EveryGeneratedSourceCompilesForSm90) {
       EXPECT_GT(nvrtc_compile(attention_source(hd, f16), "attention", opts).size(), 0u);
   for (int keys : {2, 4, 8})  // keys per warp step
     EXPECT_GT(nvrtc_compile(attention_source(128, true, keys), "attention", opts).size(), 0u) << keys;
-}
-
-// Compiler::load_together compiles on several threads at once: NVRTC's cubins from concurrent
-// compiles equal the ones compiled one at a time.
-TEST(CudaNoGpu, NvrtcCompilesOnSeveralThreadsAtOnce) {
-  JITLLM_REQUIRE_NVRTC();
-  const auto opts = nvrtc_options("sm_90");
-  std::vector<std::string> sources;
-  for (int nt : {1, 2, 4, 8}) sources.push_back(matvec_source(WeightKind::F32, 66, nt));
-  std::vector<std::vector<char>> alone, together(sources.size());
-  for (const std::string& s : sources) alone.push_back(nvrtc_compile(s, "alone", opts));
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < sources.size(); ++i)
-    threads.emplace_back([&, i] {
-      try {
-        together[i] = nvrtc_compile(sources[i], "together", opts);
-      } catch (const Error&) {
-        // left empty: fails below
-      }
-    });
-  for (std::thread& t : threads) t.join();
-  for (size_t i = 0; i < sources.size(); ++i) {
-    EXPECT_GT(together[i].size(), 1000u) << i;
-    EXPECT_TRUE(together[i] == alone[i]) << "source " << i << " compiled differently on a thread";
-  }
 }
 
 // The MoE kernels: routing, sort, gather and combine, and the indexed matvecs (per pair and
