@@ -13,13 +13,9 @@ KvPagePool::KvPagePool(KvLayout layout, size_t max_pages)
 }
 
 uint8_t* KvPagePool::acquire() {
-  if (!free_.empty()) {
-    uint8_t* p = free_.back();
-    free_.pop_back();
-    return p;
-  }
-  // At the cap: whoever holds pages it can give up (a server's cached sessions) frees them.
-  while (max_pages_ && owned_.size() >= max_pages_ && free_.empty() && reclaim_ && reclaim_()) {
+  // At the cap with none free: whoever holds pages it can give up (a server's cached sessions)
+  // frees them.
+  while (free_.empty() && max_pages_ && owned_.size() >= max_pages_ && reclaim_ && reclaim_()) {
   }
   if (!free_.empty()) {
     uint8_t* p = free_.back();

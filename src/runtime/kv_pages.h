@@ -25,8 +25,8 @@ class KvPagePool {
   // pages only as distinct addresses, not layout().page_bytes() of memory each.
   void set_page_alloc_bytes(size_t bytes);
   size_t page_alloc_bytes() const { return alloc_bytes_; }
-  // A page (contents undefined); throws jitllm::Error when the cap is reached and the reclaimer
-  // frees nothing.
+  // A page (contents undefined); throws jitllm::CapacityError when the cap is reached and the
+  // reclaimer frees nothing.
   uint8_t* acquire();
   // Called at the cap before acquire() gives up, until it returns false: frees pages held by
   // someone who can do without them (a server's cached sessions). Empty: none.

@@ -33,6 +33,12 @@ class ApiError : public std::runtime_error {
   std::string type_, param_, code_;
 };
 
+// 503 server_busy: a resource every request shares is full for now (CapacityError: the KV
+// cache); the request was fine and may be retried.
+inline ApiError server_busy(const std::exception& e) {
+  return ApiError(503, "server_error", std::string(e.what()) + "; retry shortly", "", "server_busy");
+}
+
 // 400 invalid_request_error naming the parameter.
 inline ApiError invalid_request(const std::string& param, const std::string& message) {
   return ApiError(400, "invalid_request_error", message, param, "invalid_value");

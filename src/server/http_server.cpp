@@ -227,8 +227,7 @@ void HttpServer::answer(httplib::Response& res, const std::function<void()>& bod
                             "model_output_invalid"));
   } catch (const CapacityError& e) {
     // The request was fine; the server is full for now (the KV cache).
-    send_error_for(path, res, ApiError(503, "server_error",
-                                       fmt::format("{}; retry shortly", e.what()), "", "server_busy"));
+    send_error_for(path, res, server_busy(e));
   } catch (const Error& e) {
     // Errors from the tokenizer/template/engine about this request's content.
     send_error_for(path, res, ApiError(400, "invalid_request_error", e.what()));

@@ -13,9 +13,9 @@
 #include "core/thread_pool.h"
 #include "core/tuning.h"
 #include "runtime/session_fork.h"
-#include "server/scheduler_sequence.h"
 #include "sample/logprobs.h"
 #include "server/reasoning_parser.h"
+#include "server/scheduler_sequence.h"
 #include "server/stop_matcher.h"
 #include "sample/sampler_chain.h"
 #include "tokenizer/tokenizer.h"
@@ -35,9 +35,7 @@ ApiError error_of(const std::exception& e) {
   // A grammar past the matcher's bounds at a state the output reached only now: the request's.
   if (dynamic_cast<const constrain::GrammarLimitError*>(&e))
     return ApiError(400, "invalid_request_error", e.what(), "grammar");
-  if (dynamic_cast<const CapacityError*>(&e))
-    return ApiError(503, "server_error", fmt::format("{}; retry shortly", e.what()), "",
-                    "server_busy");
+  if (dynamic_cast<const CapacityError*>(&e)) return server_busy(e);
   if (dynamic_cast<const ModelOutputError*>(&e))
     return ApiError(500, "server_error",
                     fmt::format("the model's output is not usable ({}); this request was stopped",
@@ -307,7 +305,7 @@ void Scheduler::run_group(const std::vector<Sequence*>& owners) {
     log(LogLevel::Error, "step of {} sequences failed: {}", inputs.size(), e.what());
     // Every choice of those jobs ends, parked or in another group too.
     for (Sequence* s : owners)
-      if (!s->done) fail_job(*s, ApiError(500, "server_error", e.what()));
+      if (!s->done) fail_job(*s, error_of(e));
     return;
   }
   auto row = [&](size_t i) -> const PickedLogits& { return logits[row_of[i]]; };

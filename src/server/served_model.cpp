@@ -23,9 +23,9 @@ ServedModel::ServedModel(ModelOptions options, Metrics& metrics)
   eo.kv_type = kv_cache_type(options.cache_type_k, options.cache_type_v);
   check_flash_attn(options.flash_attn);
   // The KV budget (EngineOptions::kv_sessions): placement plans room for it and the pool stops
-  // there; the scheduler parks sequences rather than run out.
-  // The running sequences and the finished ones kept for prefix reuse (a budget without room for
-  // those evicted them early and lost their reuse: 16 clients on the demo model ran 9% slower).
+  // there; the scheduler parks sequences rather than run out. It counts the running sequences
+  // and the finished ones kept for prefix reuse (without room for those, the budget would evict
+  // them early and lose their reuse).
   eo.kv_sessions = options.scheduler.parallel + int(options.scheduler.cache_sessions);
   eo.kv_session_ctx = options.scheduler.n_ctx;
   eo.kv_tokens = options.kv_tokens;
