@@ -30,6 +30,7 @@ struct BatchedOptions {
   int prompt = 16, gen = 64;
   std::string devices = "cpu";
   std::string vram_budget;
+  std::string host_budget;  // --host-budget (EngineOptions::host_budget)
   int gpu_layers = -1;
   std::string kernels = "jit";
 };
@@ -60,6 +61,7 @@ int run_batched(const BatchedOptions& o) {
   eo.cpu_kernels = o.kernels;
   eo.devices = o.devices;
   eo.vram_budget = o.vram_budget;
+  eo.host_budget = o.host_budget;
   eo.gpu_layers = o.gpu_layers;
   eo.kv_tokens = int64_t(*std::max_element(counts.begin(), counts.end())) * (o.prompt + o.gen + 8);
   Engine engine(file, eo);
@@ -118,7 +120,7 @@ const RegisterCommand kRegister{Command{
       app.add_option("-s,--sessions", o->sessions, "session counts, comma-separated (default 1,8,32)");
       app.add_option("-p,--prompt", o->prompt, "prompt tokens per session (default 16)");
       app.add_option("-n,--gen", o->gen, "decode steps (default 64)");
-      add_device_flags(app, o->devices, o->vram_budget, o->gpu_layers);
+      add_device_flags(app, o->devices, o->vram_budget, o->gpu_layers, o->host_budget);
       app.add_option("--kernels", o->kernels, "jit (default) or reference");
       return [o] { return run_batched(*o); };
     }}};

@@ -23,6 +23,7 @@ namespace {
 struct DecideArgs {
   std::string model, state, state_file, chat_template, kernels;
   std::string devices = "cpu", vram_budget;
+  std::string host_budget;  // --host-budget (EngineOptions::host_budget)
   int gpu_layers = -1;
   std::vector<std::string> noul, choice, score;
   int threads = 0;
@@ -66,6 +67,7 @@ int run_decide(const DecideArgs& a) {
   lo.engine.cpu_kernels = a.kernels;
   lo.engine.devices = a.devices;
   lo.engine.vram_budget = a.vram_budget;
+  lo.engine.host_budget = a.host_budget;
   lo.engine.gpu_layers = a.gpu_layers;
   app::LoadedModel model(lo);
   // The sessions get the training context, as jitllmd's do without -max-seq.
@@ -90,7 +92,7 @@ const RegisterCommand reg{Command{
       app.add_option("--chat-template", a->chat_template, "chat template: a Jinja file or a built-in name (chatml, qwen, llama3, gemma, mistral, phi3)");
       app.add_option("-t,--threads", a->threads, "Threads (default: all cores)");
       app.add_option("--kernels", a->kernels, "CPU kernels: jit or reference");
-      add_device_flags(app, a->devices, a->vram_budget, a->gpu_layers);
+      add_device_flags(app, a->devices, a->vram_budget, a->gpu_layers, a->host_budget);
       return [a] { return run_decide(*a); };
     }}};
 

@@ -23,6 +23,7 @@ namespace {
 struct EmbedArgs {
   std::string model, file, pooling, rerank, kernels;
   std::string devices = "cpu", vram_budget;
+  std::string host_budget;  // --host-budget (EngineOptions::host_budget)
   int gpu_layers = -1;
   std::vector<std::string> texts;
   bool no_normalize = false, json = false;
@@ -44,6 +45,7 @@ int run_embed(EmbedArgs a) {
   lo.engine.cpu_kernels = a.kernels;
   lo.engine.devices = a.devices;
   lo.engine.vram_budget = a.vram_budget;
+  lo.engine.host_budget = a.host_budget;
   lo.engine.gpu_layers = a.gpu_layers;
   app::LoadedModel model(lo);
   Engine& engine = model.engine();
@@ -98,7 +100,7 @@ const RegisterCommand reg{Command{
       app.add_flag("--json", a->json, "Print JSON (OpenAI's embeddings shape, or rerank results)");
       app.add_option("-t,--threads", a->threads, "Threads (default: all cores)");
       app.add_option("--kernels", a->kernels, "CPU kernels: jit or reference");
-      add_device_flags(app, a->devices, a->vram_budget, a->gpu_layers);
+      add_device_flags(app, a->devices, a->vram_budget, a->gpu_layers, a->host_budget);
       return [a] { return run_embed(*a); };
     }}};
 

@@ -27,6 +27,7 @@ struct EvalArgs {
   std::string kernels;
   std::string devices = "cpu";
   std::string vram_budget;
+  std::string host_budget;  // --host-budget (EngineOptions::host_budget)
   int gpu_layers = -1;
   int threads = 0;
   int64_t batch = 256;
@@ -69,6 +70,7 @@ int run_eval(const EvalArgs& args) {
   options.cpu_kernels = args.kernels;
   options.devices = args.devices;
   options.vram_budget = args.vram_budget;
+  options.host_budget = args.host_budget;
   options.gpu_layers = args.gpu_layers;
   options.kv_tokens = int64_t(ids.size());
   Engine engine(load_model_file(args.model), options);
@@ -106,7 +108,7 @@ const RegisterCommand reg{Command{
       app.add_option("--logits", args->logits_path, "Write float32 [n_tokens, n_vocab] here");
       app.add_option("--kv-type", args->kv_type, "KV cache type: f16 (default) or f32");
       app.add_option("--kernels", args->kernels, "CPU kernels: jit or reference (default: $JITLLM_KERNELS or jit)");
-      add_device_flags(app, args->devices, args->vram_budget, args->gpu_layers);
+      add_device_flags(app, args->devices, args->vram_budget, args->gpu_layers, args->host_budget);
       app.add_option("-t,--threads", args->threads, "Threads (default: all cores)");
       app.add_option("-b,--batch", args->batch, "Prefill chunk in tokens (default 256)");
       return [args] { return run_eval(*args); };

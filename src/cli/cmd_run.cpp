@@ -27,6 +27,7 @@ struct RunArgs {
   std::string model, prompt, prompt_file, system, chat_template, kernels;
   std::string devices = "cpu";
   std::string vram_budget;
+  std::string host_budget;  // --host-budget (EngineOptions::host_budget)
   int gpu_layers = -1;
   int n_predict = 128;
   int64_t n_ctx = 0;
@@ -61,6 +62,7 @@ int run_run(RunArgs args) {
   options.cpu_kernels = args.kernels;
   options.devices = args.devices;
   options.vram_budget = args.vram_budget;
+  options.host_budget = args.host_budget;
   options.gpu_layers = args.gpu_layers;
   options.kv_tokens = args.n_ctx;  // 0: the training context, as the session
   options.kv_type = kv_cache_type(args.attention.cache_type_k, args.attention.cache_type_v);
@@ -123,7 +125,7 @@ const RegisterCommand reg{Command{
       app.add_option("-c,--ctx-size", a->n_ctx, "Context size (default: the model's)");
       app.add_option("-t,--threads", a->threads, "Threads (default: all cores)");
       app.add_option("--kernels", a->kernels, "CPU kernels: jit or reference");
-      add_device_flags(app, a->devices, a->vram_budget, a->gpu_layers);
+      add_device_flags(app, a->devices, a->vram_budget, a->gpu_layers, a->host_budget);
       add_attention_flags(app, a->attention);
       app.add_option("-r,--reverse-prompt", a->reverse_prompts,
                      "stop before this text (not printed); repeat for several");

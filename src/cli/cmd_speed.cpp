@@ -6,6 +6,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <tuple>
 #include <random>
 #include <vector>
 
@@ -32,9 +36,50 @@ struct SpeedOptions {
   bool logits = false;  // decode reads every step's logits (the path before the greedy hook)
   std::string devices = "cpu";
   std::string vram_budget;
+  std::string host_budget;  // --host-budget (EngineOptions::host_budget)
   int gpu_layers = -1;
   std::string kernels = "jit";
 };
+
+// Expert pages read in one phase (prompt or decode), summed over its runs.
+struct PhaseReads {
+  uint64_t hits = 0, misses = 0, bytes = 0;
+  double seconds = 0;
+};
+
+// The process's peak resident set (VmHWM), bytes.
+uint64_t peak_rss_bytes() {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with("VmHWM:")) return std::strtoull(line.c_str() + 6, nullptr, 10) * 1024;
+  return 0;
+}
+
+// The expert cache's counters per phase, and the decode rate the disk allows for the bytes each
+// token read: the disk's read wall measured now with the cache's own reads.
+void print_expert_reads(Engine& engine, const PhaseReads& pp, int64_t pp_tokens,
+                        const PhaseReads& tg, int64_t tg_tokens) {
+  ExpertCache& cache = *engine.expert_cache();
+  fmt::print("{}\n", engine.host_plan().describe());
+  const double wall = cache.measure_read_wall(uint64_t(1) << 30);
+  for (const auto& [name, r, tokens] : {std::tuple{"prompt", pp, pp_tokens}, std::tuple{"decode", tg, tg_tokens}}) {
+    if (tokens <= 0) continue;
+    const uint64_t asked = r.hits + r.misses;
+    const double per_token = double(r.bytes) / double(tokens);
+    const double rate = r.seconds > 0 ? double(r.bytes) / r.seconds : 0.0;
+    fmt::print("experts ({}): {} asked, {:.1f}% in the cache, {:.1f} MB read from disk per token, "
+               "{:.2f} GB/s over the phase = {:.0f}% of the disk's {:.2f} GB/s",
+               name, asked, asked ? 100.0 * double(r.hits) / double(asked) : 0.0, per_token / 1e6,
+               rate / 1e9, wall > 0 ? 100.0 * rate / wall : 0.0, wall / 1e9);
+    if (per_token > 0 && r.seconds > 0)
+      fmt::print("; {:.2f} tok/s against the disk's {:.2f} for these bytes",
+                 double(tokens) / r.seconds, wall / per_token);
+    fmt::print("\n");
+  }
+  fmt::print("expert reads: {}, up to {} in flight\n",
+             cache.direct_io() ? "O_DIRECT" : "buffered (the filesystem refused O_DIRECT)",
+             ExpertCache::kQueueDepth);
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -55,6 +100,7 @@ int run_speed(const SpeedOptions& o) {
   eo.cpu_kernels = o.kernels;
   eo.devices = o.devices;
   eo.vram_budget = o.vram_budget;
+  eo.host_budget = o.host_budget;
   eo.gpu_layers = o.gpu_layers;
   eo.kv_tokens = int64_t(o.prompt) + o.gen + 8;  // one session at a time
   eo.print_placement = false;  // printed with the results
@@ -96,12 +142,26 @@ int run_speed(const SpeedOptions& o) {
     engine.decode_greedy(*s, 1);
   }
   std::vector<double> pp, tg;
+  // What the paged experts cost in each phase (runtime/expert_cache.h): summed over the runs.
+  ExpertCache* experts = engine.expert_cache();
+  PhaseReads pp_reads, tg_reads;
+  const auto counted = [&](PhaseReads& into, auto&& run) {
+    const ExpertCacheStats before = experts ? experts->stats() : ExpertCacheStats{};
+    const auto t0 = Clock::now();
+    run();
+    into.seconds += secs(t0, Clock::now());
+    if (!experts) return;
+    const ExpertCacheStats after = experts->stats();
+    into.hits += after.hits - before.hits;
+    into.misses += after.misses - before.misses;
+    into.bytes += after.bytes_read - before.bytes_read;
+  };
   for (int r = 0; r < o.reps; ++r) {
     if (o.prompt > 0) {
       auto s = engine.new_session(n_ctx);
       const auto p = prompt_tokens(o.prompt);
       const auto t0 = Clock::now();
-      engine.prefill(*s, p, false);
+      counted(pp_reads, [&] { engine.prefill(*s, p, false); });
       pp.push_back(double(o.prompt) / secs(t0, Clock::now()));
     }
     if (o.gen > 0) {
@@ -109,6 +169,7 @@ int run_speed(const SpeedOptions& o) {
       auto s = engine.new_session(n_ctx);
       int32_t t = 1;
       const auto t0 = Clock::now();
+      counted(tg_reads, [&] {
       for (int i = 0; i < o.gen; ++i) {
         if (o.logits) {  // every step's logits come home and the host picks
           const auto logits = engine.decode(*s, t);
@@ -117,6 +178,7 @@ int run_speed(const SpeedOptions& o) {
           t = engine.decode_greedy(*s, t);
         }
       }
+      });
       tg.push_back(double(o.gen) / secs(t0, Clock::now()));
     }
   }
@@ -144,6 +206,9 @@ int run_speed(const SpeedOptions& o) {
                "measured with {}\n",
                bpt / 1e6, gbs, 100.0 * gbs / wall.gbs, wall.gbs, wall.how);
   }
+  if (experts) print_expert_reads(engine, pp_reads, o.prompt * int64_t(pp.size()), tg_reads,
+                                  o.gen * int64_t(tg.size()));
+  fmt::print("peak resident memory: {:.2f} GiB\n", double(peak_rss_bytes()) / double(1ull << 30));
   return 0;
 }
 
@@ -160,7 +225,7 @@ const RegisterCommand kRegister{Command{
       app.add_flag("--logits", o->logits,
                    "decode brings every step's logits home and picks there (default: greedy "
                    "token ids only, picked where the model runs)");
-      add_device_flags(app, o->devices, o->vram_budget, o->gpu_layers);
+      add_device_flags(app, o->devices, o->vram_budget, o->gpu_layers, o->host_budget);
       app.add_option("--kernels", o->kernels, "jit (default) or reference");
       return [o] { return run_speed(*o); };
     }}};

@@ -28,6 +28,7 @@ struct VerifyOptions {
   std::string prompt = "The quick brown fox jumps over the lazy dog. Once upon a time";
   int gen = 16;
   std::string devices = "cpu", vram_budget;
+  std::string host_budget;  // --host-budget (EngineOptions::host_budget)
   int gpu_layers = -1;
 };
 
@@ -84,6 +85,7 @@ int run_verify(const VerifyOptions& o) {
     EngineOptions eo;
     eo.devices = o.devices;
     eo.vram_budget = o.vram_budget;
+    eo.host_budget = o.host_budget;
     eo.gpu_layers = o.gpu_layers;
     where.emplace_back(o.devices, eo);
   }
@@ -116,7 +118,7 @@ const RegisterCommand kRegister{Command{
       app.add_option("model", o->model, "model file (.gguf / .jlm)")->required();
       app.add_option("--prompt", o->prompt, "prompt text");
       app.add_option("-n,--gen", o->gen, "greedy tokens to compare after the prompt (default 16)");
-      add_device_flags(app, o->devices, o->vram_budget, o->gpu_layers);
+      add_device_flags(app, o->devices, o->vram_budget, o->gpu_layers, o->host_budget);
       return [o] { return run_verify(*o); };
     }}};
 

@@ -1,4 +1,4 @@
-// --devices and --vram-budget, the same on every command that loads a model (runtime/placement.h
+// --devices, --vram-budget and --host-budget, the same on every command that loads a model (runtime/placement.h
 // says what they mean; bad values are reported by the Engine, naming the flag).
 #pragma once
 
@@ -9,7 +9,7 @@
 namespace jitllm::cli {
 
 inline void add_device_flags(CLI::App& app, std::string& devices, std::string& vram_budget,
-                             int& gpu_layers) {
+                             int& gpu_layers, std::string& host_budget) {
   app.add_option("--devices", devices,
                  "where the model runs: cpu (default), cuda (every card), cuda:N or a list "
                  "(cuda:0,cuda:1); layers that do not fit on the cards run on the host");
@@ -18,6 +18,9 @@ inline void add_device_flags(CLI::App& app, std::string& devices, std::string& v
                  "--devices cpu)");
   app.add_option("--gpu-layers,--n-gpu-layers", gpu_layers,
                  "at most this many layers on the cards, the first ones (-ngl; default: all that fit)");
+  app.add_option("--host-budget", host_budget,
+                 "most host memory for the model with --devices cpu, e.g. 6G (default: what the "
+                 "machine can spare); MoE experts that do not fit are paged from disk");
 }
 
 // llama.cpp's -fa / -ctk / -ctv (runtime/attention_flags.h says what jitllm takes).

@@ -148,12 +148,13 @@ Act rows_of(Act a, int64_t first, int64_t count) {
 
 }  // namespace
 
-void run_expert(Ops& ops, const MoeExperts& w, int e, Act x, Act gate, Act up, Act y) {
+void run_expert(Ops& ops, const MoeExperts& w, int e, const ExpertMatrices& m, Act x, Act gate,
+                Act up, Act y) {
   const size_t i = size_t(e);
   if (w.gate_bias.empty() && w.up_bias.empty() && w.swiglu_limit <= 0.0f) {
-    ops.gate_up_swiglu(x, w.gate[i], w.up[i], gate, up, gate);
+    ops.gate_up_swiglu(x, *m.gate, *m.up, gate, up, gate);
   } else {  // gpt-oss: biases after each product, the clamped SwiGLU
-    const Ops::MatmulOut gate_up[] = {{&w.gate[i], gate}, {&w.up[i], up}};
+    const Ops::MatmulOut gate_up[] = {{m.gate, gate}, {m.up, up}};
     ops.matmul_group(x, gate_up);
     if (!w.gate_bias.empty()) ops.add_bias(gate, w.gate_bias[i]);
     if (!w.up_bias.empty()) ops.add_bias(up, w.up_bias[i]);
@@ -162,7 +163,7 @@ void run_expert(Ops& ops, const MoeExperts& w, int e, Act x, Act gate, Act up, A
     else
       ops.swiglu(gate, up, gate);
   }
-  ops.matmul(w.down[i], gate, y);
+  ops.matmul(*m.down, gate, y);
   if (!w.down_bias.empty()) ops.add_bias(y, w.down_bias[i]);
 }
 
@@ -187,13 +188,33 @@ void Ops::moe_ffn(Act x, const MoeExperts& w, const MoeRouting& r, const MoeScra
   const Act xs{s.xs.data, n * k, x.cols};
   select_rows(x, src, xs);
   const int64_t ff = w.gate.empty() ? 0 : w.gate[0].shape[1];
-  for (int e = 0; e < r.n_expert; ++e) {
+  const auto run = [&](int e, const ExpertMatrices& m) {
     const int64_t first = g.offset[size_t(e)], count = g.offset[size_t(e) + 1] - first;
-    if (count == 0) continue;  // an expert no row chose is never read
     const Act xe = rows_of(xs, first, count);
     const Act ge = rows_of(Act{s.gate.data, n * k, ff}, first, count);
     const Act ue = rows_of(Act{s.up.data, n * k, ff}, first, count);
-    run_expert(*this, w, e, xe, ge, ue, rows_of(ys, first, count));
+    run_expert(*this, w, e, m, xe, ge, ue, rows_of(ys, first, count));
+  };
+  std::vector<int32_t> chosen;  // an expert no row chose is never read
+  for (int e = 0; e < r.n_expert; ++e)
+    if (g.offset[size_t(e) + 1] > g.offset[size_t(e)]) chosen.push_back(e);
+  if (!w.pages) {
+    for (const int32_t e : chosen) run(e, w.matrices(e));
+  } else {
+    // Paged experts: as many as the cache holds at a time, every read of a batch in flight
+    // together, each expert run as soon as its pages are in.
+    struct Release {
+      ExpertPages& p;
+      ~Release() { p.release(); }
+    };
+    const size_t batch = size_t(std::max(1, w.pages->capacity()));
+    for (size_t at = 0; at < chosen.size(); at += batch) {
+      const std::span<const int32_t> part =
+          std::span<const int32_t>(chosen).subspan(at, std::min(batch, chosen.size() - at));
+      w.pages->fetch(w.layer, part);
+      const Release release{*w.pages};
+      for (const int32_t e : part) run(e, w.pages->wait(w.layer, e));
+    }
   }
 
   // Row r's terms: its k experts' outputs (where they landed in expert order), then the shared

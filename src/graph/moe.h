@@ -54,6 +54,33 @@ struct MoeRouting {
 void route_experts(const float* logits, int64_t rows, const MoeRouting& r, int32_t* ids,
                    float* weights);
 
+// One expert's three matrices as the matmul ops take them.
+struct ExpertMatrices {
+  const TensorInfo* gate = nullptr;  // [n_embd, n_ff_exp]
+  const TensorInfo* up = nullptr;    // [n_embd, n_ff_exp]
+  const TensorInfo* down = nullptr;  // [n_ff_exp, n_embd]
+};
+
+// Experts that are not all in memory (runtime/expert_cache.h pages them from the model file
+// under a host budget). A step asks for the experts its router chose, at most capacity() at a
+// time, and runs each as soon as its pages are in; the matrices stay valid until release().
+// Their TensorInfo::transient is set: the bytes live in a reused buffer, so a backend keeps
+// nothing keyed by their address.
+class ExpertPages {
+ public:
+  virtual ~ExpertPages() = default;
+  // Most experts one fetch may hold at once.
+  virtual int capacity() const = 0;
+  // Starts bringing in experts `ids` of layer il (distinct, at most capacity()); returns at once.
+  virtual void fetch(int il, std::span<const int32_t> ids) = 0;
+  // Waits until expert `id` of the last fetch is in (and its checksums hold) and returns it.
+  // Throws jitllm::Error naming the tensor and the expert when its pages cannot be read or are
+  // damaged.
+  virtual ExpertMatrices wait(int il, int32_t id) = 0;
+  // Ends the fetch: its experts may be evicted from now on (reads still in flight are drained).
+  virtual void release() = 0;
+};
+
 // One layer's experts as matrices the matmul ops take, each expert's a view of its stacked
 // tensor (model/weights.h binds them), and the optional shared expert that every row runs.
 struct MoeExperts {
@@ -74,6 +101,13 @@ struct MoeExperts {
   const std::vector<float>* router_bias = nullptr;
   std::span<const std::vector<float>> gate_bias, up_bias, down_bias;
   float swiglu_limit = 0.0f;
+  // Set when the experts are paged (the views in gate/up/down must not be read then): where
+  // they come from, and this layer's index there.
+  ExpertPages* pages = nullptr;
+  int layer = -1;
+  ExpertMatrices matrices(int e) const {
+    return {&gate[size_t(e)], &up[size_t(e)], &down[size_t(e)]};
+  }
   // What Ops::moe_ffn's fused backends do not implement: the default twin runs it.
   bool has_extras() const {
     return router_bias || !gate_bias.empty() || !up_bias.empty() || !down_bias.empty() ||
@@ -101,10 +135,12 @@ struct MoeScratch {
 
 class Ops;
 
-// Expert e of `w` over its rows as the plain twin runs it: the gate and up products (with the
-// experts' biases and activation: SiLU, or gpt-oss's clamped SwiGLU), then the down product and
-// its bias. x [rows, n_embd] -> y [rows, n_embd]; gate and up [rows, n_ff_exp] scratch.
-void run_expert(Ops& ops, const MoeExperts& w, int e, Act x, Act gate, Act up, Act y);
+// Expert e of `w` (its matrices m) over its rows as the plain twin runs it: the gate and up
+// products (with the experts' biases and activation: SiLU, or gpt-oss's clamped SwiGLU), then
+// the down product and its bias. x [rows, n_embd] -> y [rows, n_embd]; gate and up
+// [rows, n_ff_exp] scratch.
+void run_expert(Ops& ops, const MoeExperts& w, int e, const ExpertMatrices& m, Act x, Act gate,
+                Act up, Act y);
 
 // The host side of the plain twin: the rows of a step grouped by expert. For n rows choosing k
 // experts each, `order` lists the (row, slot) pairs expert by expert (row = order[i] / k), the

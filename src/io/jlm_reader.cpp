@@ -288,19 +288,21 @@ std::vector<TensorInfo> JlmFile::tensor_infos() const {
   return out;
 }
 
-std::vector<JlmChecksumFailure> JlmFile::verify(int max_threads,
-                                                uint64_t min_bytes_per_thread) const {
+std::vector<JlmChecksumFailure> JlmFile::verify(int max_threads, uint64_t min_bytes_per_thread,
+                                                Slices which) const {
   struct Slice {
     const JlmTensor* tensor;
     uint32_t index;
   };
   std::vector<Slice> slices;
   uint64_t total = 0;
-  for (const JlmTensor& t : state_->tensors)
+  for (const JlmTensor& t : state_->tensors) {
+    if (which != Slices::All && (t.slice_count > 1) != (which == Slices::Experts)) continue;
     for (uint32_t k = 0; k < t.slice_count; ++k) {
       slices.push_back({&t, k});
       total += t.slice_bytes;
     }
+  }
   std::vector<uint64_t> actual(slices.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
@@ -331,8 +333,8 @@ std::vector<JlmChecksumFailure> JlmFile::verify(int max_threads,
   return failures;
 }
 
-void JlmFile::check_data() const {
-  const std::vector<JlmChecksumFailure> failures = verify();
+void JlmFile::check_data(Slices which) const {
+  const std::vector<JlmChecksumFailure> failures = verify(8, uint64_t(64) << 20, which);
   if (failures.empty()) return;
   const JlmChecksumFailure& f = failures.front();
   const bool split = find(f.tensor)->slice_count > 1;

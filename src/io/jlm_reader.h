@@ -58,12 +58,16 @@ class JlmFile {
   // Recomputes every slice's XXH64 from the map; returns the mismatches (empty = intact), in
   // table order. Hashed on up to `max_threads` threads, one per `min_bytes_per_thread` of data
   // (XXH64 runs at several GB/s a core: the read of the pages, not the hash, sets the time).
+  // `which`: every slice, all but the split MoE experts' (checked later, or as each is paged
+  // in), or only those.
+  enum class Slices { All, Dense, Experts };
   std::vector<JlmChecksumFailure> verify(int max_threads = 8,
-                                         uint64_t min_bytes_per_thread = uint64_t(64) << 20) const;
+                                         uint64_t min_bytes_per_thread = uint64_t(64) << 20,
+                                         Slices which = Slices::All) const;
   // verify(), throwing a jitllm::Error that names the first damaged tensor, how many slices are
   // damaged and what to do. The engine's load path calls it (runtime/model_loader.cpp), so
   // damaged data is refused on its first read instead of being computed with.
-  void check_data() const;
+  void check_data(Slices which = Slices::All) const;
 
   // Reads group `id` (groups()[id].bytes bytes) into `buffer`, which must be 4096-byte aligned
   // and hold at least that many bytes, and checks the checksums of its slices (verify = false:

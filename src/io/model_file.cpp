@@ -57,8 +57,15 @@ ModelFile open_model_file(const std::string& path, const ModelFileOptions& optio
   }
   if (magic.size() == 4 && std::memcmp(magic.data(), kJlmMagic, 4) == 0) {
     const JlmFile file = JlmFile::open(path);
-    if (options.verify_checksums) file.check_data();
+    if (options.verify_checksums)
+      file.check_data(options.verify_experts ? JlmFile::Slices::All : JlmFile::Slices::Dense);
     m.format = "jlm";
+    m.experts_verified = options.verify_checksums && options.verify_experts;
+    if (!m.experts_verified) {  // nothing to verify later in a file without split experts
+      bool split = false;
+      for (const JlmTensor& t : file.tensors()) split |= t.slice_count > 1;
+      m.experts_verified = !split;
+    }
     m.metadata = file.metadata();
     m.tensors = file.tensor_infos();
     m.owner = file.owner();

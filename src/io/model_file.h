@@ -18,6 +18,9 @@ struct ModelFile {
   Metadata metadata;
   std::vector<TensorInfo> tensors;
   std::shared_ptr<const void> owner;  // keeps the mapping(s) behind `tensors[i].data` alive
+  // False when a .jlm with split MoE experts was opened without their checksums checked
+  // (ModelFileOptions::verify_experts false, or verify_checksums false).
+  bool experts_verified = true;
 
   const TensorInfo* find(const std::string& name) const;
   const TensorInfo& get(const std::string& name) const;  // throws naming the tensor and file
@@ -27,6 +30,10 @@ struct ModelFileOptions {
   // .jlm: hash every tensor's data against its stored checksum before handing out views, and
   // refuse the file naming the damaged tensor (JlmFile::check_data). GGUF carries no checksums.
   bool verify_checksums = false;
+  // With verify_checksums: the split MoE experts' slices too. False when they will be paged
+  // from disk, each checked as it is read (runtime/expert_cache.h), so opening does not read
+  // the whole file.
+  bool verify_experts = true;
 };
 
 // Opens a .gguf (first part of a split set too) or a .jlm, by its magic bytes.

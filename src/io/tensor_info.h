@@ -21,6 +21,10 @@ struct TensorInfo {
   // (bytes / shape.back() each) with slice e at data + e * slice_stride: how a .jlm keeps each
   // MoE expert of a stacked [.., n_expert] tensor on its own pages.
   uint64_t slice_stride = 0;
+  // The bytes live in a buffer that is reused for other tensors (a paged expert's cache slot,
+  // graph/moe.h ExpertPages): nothing may be kept keyed by `data` (a backend's decode copy, a
+  // card's upload).
+  bool transient = false;
 
   int64_t elements() const;
   int64_t row_length() const { return shape.empty() ? 1 : shape[0]; }

@@ -357,6 +357,8 @@ Act GraphBuilder::build_moe_ffn(int il, Act cur, const LayerWeights& l) {
   e.up_bias = l.up_exp_b;
   e.down_bias = l.down_exp_b;
   e.swiglu_limit = c_.expert_swiglu_limit;
+  e.pages = w_.expert_pages;
+  e.layer = il;
   MoeRouting r = c_.moe_routing();
   if (!l.ffn_exp_probs_b.empty()) r.selection_bias = l.ffn_exp_probs_b.data();
   Ops& ops = *at_;

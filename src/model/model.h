@@ -45,6 +45,9 @@ class Model {
                const LogitsPicks* picks = nullptr);
   // Steps run while paused write no JITLLM_DUMP tensors (Engine's warm-up).
   void pause_dump(bool paused) { dump_.pause(paused); }
+  // From now on every MoE layer's experts come from `pages` (runtime/expert_cache.h), which
+  // must outlive the model's steps; null: the resident views again.
+  void page_experts(ExpertPages* pages) { weights_.expert_pages = pages; }
 
   // Everything on one backend.
   void forward(Ops& ops, const Batch& batch, const KvLayout& kv, float* logits,

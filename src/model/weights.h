@@ -120,6 +120,9 @@ struct ModelWeights {
   // layer il ([n_layer]), and those of the head (output norm, output matrix unless tied).
   std::vector<std::vector<const TensorInfo*>> layer_tensors;
   std::vector<const TensorInfo*> head_tensors;
+  // Where the experts come from when they are paged (Model::page_experts); null: the views in
+  // gate_exp / up_exp / down_exp, resident.
+  ExpertPages* expert_pages = nullptr;
 };
 
 // Expected shape of a layer tensor from the Config (ne order).

@@ -3,7 +3,12 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "core/error.h"
+#include "core/log.h"
+#include "io/jlm_reader.h"
+#include "runtime/model_loader.h"
 
 namespace jitllm {
 
@@ -37,6 +42,7 @@ Engine::Engine(std::shared_ptr<const ModelFile> file, EngineOptions options)
     throw_error("{} is an encoder, which runs on the CPU only here (--devices cpu)", config().arch);
   if (options_.kv_page_tokens <= 0)
     throw_error("KV page size must be positive, got {}", options_.kv_page_tokens);
+  plan_host();
   backends_ = make_backends(*model_, options_);
   // Every layer on a card: the cards keep the KV in their copies of the pages, the host pages
   // are only their identities (a 64-byte stub each instead of page_bytes(), which for an 8B
@@ -44,6 +50,44 @@ Engine::Engine(std::shared_ptr<const ModelFile> file, EngineOptions options)
   host_kv_ = !backends_.cards || backends_.placement.n_layers_on_cards() < config().n_layer;
   if (!host_kv_) pool_.set_page_alloc_bytes(64);
   if (options_.warm_up) backends_.cards ? warm_up() : warm_up_host();
+}
+
+void Engine::plan_host() {
+  // The experts' checksums (load_model_file leaves them): here when they stay resident, by the
+  // expert cache as each is read when they are paged.
+  const auto check_resident_experts = [&] {
+    if (!model_->file().experts_verified && model_->file().format == "jlm")
+      JlmFile::open(model_->file().path).check_data(JlmFile::Slices::Experts);
+  };
+  if (options_.devices != "cpu") {
+    if (!options_.host_budget.empty())
+      log(LogLevel::Warn, "--host-budget applies to --devices cpu; with cards it is not used");
+    return check_resident_experts();
+  }
+  const uint64_t budget = resolve_host_budget(options_.host_budget);
+  // The KV pages planned for: the pool's cap, else the positions asked for, else one session
+  // at its context up to 4096 positions.
+  const int64_t train = config().n_ctx_train > 0 ? config().n_ctx_train : 4096;
+  const int64_t tokens = options_.max_kv_pages > 0
+                             ? int64_t(options_.max_kv_pages) * options_.kv_page_tokens
+                             : options_.kv_tokens > 0 ? options_.kv_tokens : std::min<int64_t>(train, 4096);
+  const uint64_t pages = uint64_t((tokens + options_.kv_page_tokens - 1) / options_.kv_page_tokens);
+  try {
+    host_plan_ = plan_host_memory(*model_, budget, pages * kv_layout_.page_bytes(), options_.n_batch);
+  } catch (const Error& e) {
+    if (!options_.host_budget.empty()) throw;
+    // The machine's own estimate: run from the mapped file as before, slowly, rather than refuse.
+    log(LogLevel::Warn, "{} (running from the mapped file; pass --host-budget to plan it)", e.what());
+    return check_resident_experts();
+  }
+  if (!host_plan_.paged) return check_resident_experts();
+  if (model_->file().format != "jlm") {
+    // Experts are paged from a .jlm's expert page groups: convert the GGUF once into the cache.
+    model_ = create_model(paged_container(model_->file().path));
+  }
+  expert_cache_ = std::make_unique<ExpertCache>(model_->file().path, *model_, host_plan_.slots);
+  model_->page_experts(expert_cache_.get());
+  if (options_.print_placement) fmt::print(stderr, "{}\n", host_plan_.describe());
 }
 
 void Engine::copy_kv_pages(const KvSeq& from, const KvSeq& to, int64_t pages) {

@@ -13,6 +13,8 @@
 #include "backend/cpu/reference_kernels.h"  // CpuKernels (EngineOptions::kernels)
 #include "model/model.h"
 #include "runtime/backends.h"
+#include "runtime/expert_cache.h"
+#include "runtime/host_budget.h"
 #include "runtime/kv_pages.h"
 #include "runtime/session.h"
 
@@ -43,6 +45,11 @@ struct EngineOptions {
   // is kv_session_ctx (0: the training context). Sessions take pages as they grow.
   int kv_sessions = 0;
   int64_t kv_session_ctx = 0;
+  // --host-budget (runtime/host_budget.h): most host memory for the model with --devices cpu
+  // ("6G"; "" = what the machine can spare). MoE experts that do not fit are paged from the
+  // .jlm (a GGUF is converted once into the cache); a given budget that cannot hold the rest is
+  // refused at load.
+  std::string host_budget;
   bool print_placement = true;         // the placement table on stderr at load (cards only)
   // With a card: run warm_up() before the constructor returns, so "ready" means every kernel a
   // first prompt needs is compiled and every weight is on its card. Without: warm_up_host() (the
@@ -76,6 +83,9 @@ class Engine {
   // KvPagePool::set_reclaimer: who frees pages when the pool's cap is reached (a server's
   // prefix cache); empty to stop.
   void set_kv_reclaimer(std::function<bool()> reclaim) { pool_.set_reclaimer(std::move(reclaim)); }
+  // How the host budget was spent, and the expert cache when the experts are paged (else null).
+  const HostPlan& host_plan() const { return host_plan_; }
+  ExpertCache* expert_cache() const { return expert_cache_.get(); }
   // Which device runs each block (all on the host for --devices cpu).
   const Placement& placement() const { return backends_.placement; }
   // The CPU kernels options().cpu_kernels resolved to ("jit-avx2", "reference", ...).
@@ -150,12 +160,17 @@ class Engine {
                   std::vector<int32_t>* argmax, std::vector<float>* hidden = nullptr,
                   const LogitsPicks* picks = nullptr);
 
+  // With --devices cpu: plans the host budget and, when the experts do not fit, opens the
+  // expert cache (over a cached .jlm of a GGUF) and pages the model's experts through it.
+  void plan_host();
   EngineOptions options_;
   std::unique_ptr<Model> model_;
   Backends backends_;  // the host and the cards, and the route of each layer over them
   KvLayout kv_layout_;
   KvPagePool pool_;
   bool host_kv_ = true;  // the host runs a layer, so its pages hold KV (else 64-byte stubs)
+  HostPlan host_plan_;
+  std::unique_ptr<ExpertCache> expert_cache_;  // model_ pages its experts through it
 };
 
 }  // namespace jitllm

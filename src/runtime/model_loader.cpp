@@ -4,7 +4,8 @@
 // ~/.cache/jitllm/), key = a 64-bit FNV-1a hash over every file's name, size and mtime plus the
 // first 64 KiB of each file, so an edited or replaced model converts again. A .gguf or .jlm is
 // mapped directly (GGUF's block layouts are the engine's, so a conversion would only copy). A
-// .jlm, cached or given, has its data checksums verified as it opens; a cached one that fails is
+// .jlm, cached or given, has its data checksums verified as it opens (its MoE experts' by the
+// Engine, which knows whether they stay resident); a cached one that fails is
 // converted again.
 #include "runtime/model_loader.h"
 
@@ -21,6 +22,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "io/hf_folder.h"
+
 #include "tokenizer/hf_tokenizer.h"
 
 namespace jitllm {
@@ -43,6 +45,24 @@ std::string cache_dir() {
   const std::string dir = jitllm_cache_dir();
   if (dir.empty()) throw_error("cannot place the model cache: neither XDG_CACHE_HOME nor HOME is set");
   return dir;
+}
+
+}  // namespace
+
+namespace {
+
+// The cache key of a single model file: its absolute path, size, mtime and first 64 KiB.
+uint64_t file_key(const std::string& path) {
+  Fnv64 h;
+  h.add(std::string("jitllm-file-cache-v1"));
+  h.add(path);
+  h.add_u64(uint64_t(fs::file_size(path)));
+  h.add_u64(uint64_t(fs::last_write_time(path).time_since_epoch().count()));
+  std::vector<char> head(64 * 1024);
+  std::ifstream in(path, std::ios::binary);
+  in.read(head.data(), std::streamsize(head.size()));
+  h.add(head.data(), size_t(in.gcount()));
+  return h.h;
 }
 
 }  // namespace
@@ -87,16 +107,18 @@ void remove_stale_temporaries(const std::string& out) {
   }
 }
 
-// The cached .jlm of an HF folder, opened with its data checksums verified. Converted first when
+// The cached .jlm of an HF folder or a GGUF, opened with its data checksums verified (but the
+// experts', as load_model_file). Converted first when
 // the cache has none, and again when the cached file does not open or fails its checksums (a
 // disk error, a file cut short): a damaged conversion is replaced, never reused.
 ModelFile cached_conversion(const fs::path& dir) {
   const fs::path folder = fs::absolute(dir).lexically_normal();
-  std::string stem = folder.filename().string();
+  const bool is_file = fs::is_regular_file(folder);
+  std::string stem = is_file ? folder.stem().string() : folder.filename().string();
   if (stem.empty()) stem = folder.parent_path().filename().string();
-  const std::string out =
-      fmt::format("{}/{}-{:016x}.jlm", cache_dir(), stem, hf_folder_key(folder.string()));
-  const ModelFileOptions verified{.verify_checksums = true};
+  const uint64_t key = is_file ? file_key(folder.string()) : hf_folder_key(folder.string());
+  const std::string out = fmt::format("{}/{}-{:016x}.jlm", cache_dir(), stem, key);
+  const ModelFileOptions verified{.verify_checksums = true, .verify_experts = false};
   std::error_code ec;
   if (fs::exists(out, ec)) {
     try {
@@ -110,7 +132,7 @@ ModelFile cached_conversion(const fs::path& dir) {
   if (ec) throw_error("{}: cannot create the model cache: {}", cache_dir(), ec.message());
   remove_stale_temporaries(out);
   ConvertOptions options;
-  options.source.hf_tokenizer = import_hf_tokenizer;
+  if (!is_file) options.source.hf_tokenizer = import_hf_tokenizer;
   const bool tty = ::isatty(STDERR_FILENO);
   options.progress = [&](const ConvertProgress& p) {
     if (tty || p.index == p.count)
@@ -137,6 +159,10 @@ std::string default_model_path() {
   return std::string(JITLLM_SOURCE_DIR) + "/models/demo";
 }
 
+std::shared_ptr<const ModelFile> paged_container(const std::string& path) {
+  return std::make_shared<const ModelFile>(cached_conversion(path));
+}
+
 std::shared_ptr<const ModelFile> load_model_file(const std::string& path_arg) {
   const bool is_default = path_arg.empty();
   const std::string path = is_default ? default_model_path() : path_arg;
@@ -156,8 +182,10 @@ std::shared_ptr<const ModelFile> load_model_file(const std::string& path_arg) {
       throw_error("{}: a folder must be a Hugging Face model (config.json is missing)", path);
     return std::make_shared<const ModelFile>(cached_conversion(path));
   }
-  // The engine reads every weight: a .jlm's checksums are checked on that first read.
-  return std::make_shared<const ModelFile>(open_model_file(path, {.verify_checksums = true}));
+  // The engine reads every weight: a .jlm's checksums are checked on that first read (the
+  // experts' by the Engine, resident or as they are paged in).
+  return std::make_shared<const ModelFile>(
+      open_model_file(path, {.verify_checksums = true, .verify_experts = false}));
 }
 
 }  // namespace jitllm

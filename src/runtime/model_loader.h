@@ -18,7 +18,14 @@ uint64_t hf_folder_key(const std::string& folder);
 std::string default_model_path();
 
 // Opens `path` (empty: the default model). Throws jitllm::Error with a clear message when the
-// path does not exist or is a format this build cannot load yet.
+// path does not exist or is a format this build cannot load yet. A .jlm's checksums are
+// verified, but its MoE experts' (ModelFile::experts_verified false): the Engine checks those
+// once it knows whether they stay resident or are paged (each then checked as it is read).
 std::shared_ptr<const ModelFile> load_model_file(const std::string& path);
+
+// The .jlm the experts of the GGUF at `path` are paged from: converted once into the model
+// cache (<stem>-<key>.jlm, key over the file's path, size, mtime and first 64 KiB; progress on
+// stderr) and opened as load_model_file opens a .jlm.
+std::shared_ptr<const ModelFile> paged_container(const std::string& path);
 
 }  // namespace jitllm

@@ -30,34 +30,6 @@ std::vector<std::string> split_commas(const std::string& s) {
   return out;
 }
 
-size_t parse_size(const std::string& part, const std::string& spec) {
-  if (part.empty()) throw_error("--vram-budget '{}': an empty size (use e.g. 6G or 6G,4G)", spec);
-  size_t digits = 0;
-  while (digits < part.size() && (std::isdigit(static_cast<unsigned char>(part[digits])) ||
-                                  part[digits] == '.'))
-    ++digits;
-  const std::string number = part.substr(0, digits);
-  std::string unit = part.substr(digits);
-  if (number.empty() || std::count(number.begin(), number.end(), '.') > 1)
-    throw_error("--vram-budget '{}': '{}' is not a size (use e.g. 6G, 512M or 6000000000)", spec,
-                part);
-  if (unit.size() == 2 && (unit[1] == 'B' || unit[1] == 'b')) unit.pop_back();  // "6GB"
-  if (unit == "iB" || unit.size() == 3) unit = unit.substr(0, 1);                 // "6GiB"
-  double scale = 1;
-  if (unit.empty() || unit == "B" || unit == "b") scale = 1;
-  else if (unit == "K" || unit == "k") scale = 1024.0;
-  else if (unit == "M" || unit == "m") scale = 1024.0 * 1024;
-  else if (unit == "G" || unit == "g") scale = 1024.0 * 1024 * 1024;
-  else if (unit == "T" || unit == "t") scale = 1024.0 * 1024 * 1024 * 1024;
-  else
-    throw_error("--vram-budget '{}': unknown unit in '{}' (K, M, G or T)", spec, part);
-  errno = 0;
-  const double v = std::strtod(number.c_str(), nullptr) * scale;
-  if (errno != 0 || !std::isfinite(v) || v >= 1.8e19)
-    throw_error("--vram-budget '{}': '{}' is out of range", spec, part);
-  return size_t(v);
-}
-
 }  // namespace
 
 int Placement::n_layers_on_cards() const {
@@ -167,10 +139,39 @@ std::string Placement::table() const {
   return s;
 }
 
+size_t parse_byte_size(const std::string& flag, const std::string& part, const std::string& spec) {
+  if (part.empty()) throw_error("{} '{}': an empty size (use e.g. 6G)", flag, spec);
+  size_t digits = 0;
+  while (digits < part.size() && (std::isdigit(static_cast<unsigned char>(part[digits])) ||
+                                  part[digits] == '.'))
+    ++digits;
+  const std::string number = part.substr(0, digits);
+  std::string unit = part.substr(digits);
+  if (number.empty() || std::count(number.begin(), number.end(), '.') > 1)
+    throw_error("{} '{}': '{}' is not a size (use e.g. 6G, 512M or 6000000000)", flag,
+                spec, part);
+  if (unit.size() == 2 && (unit[1] == 'B' || unit[1] == 'b')) unit.pop_back();  // "6GB"
+  if (unit == "iB" || unit.size() == 3) unit = unit.substr(0, 1);                 // "6GiB"
+  double scale = 1;
+  if (unit.empty() || unit == "B" || unit == "b") scale = 1;
+  else if (unit == "K" || unit == "k") scale = 1024.0;
+  else if (unit == "M" || unit == "m") scale = 1024.0 * 1024;
+  else if (unit == "G" || unit == "g") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "T" || unit == "t") scale = 1024.0 * 1024 * 1024 * 1024;
+  else
+    throw_error("{} '{}': unknown unit in '{}' (K, M, G or T)", flag, spec, part);
+  errno = 0;
+  const double v = std::strtod(number.c_str(), nullptr) * scale;
+  if (errno != 0 || !std::isfinite(v) || v >= 1.8e19)
+    throw_error("{} '{}': '{}' is out of range", flag, spec, part);
+  return size_t(v);
+}
+
 std::vector<size_t> parse_vram_budget(const std::string& spec) {
   std::vector<size_t> out;
   if (spec.empty()) return out;
-  for (const std::string& part : split_commas(spec)) out.push_back(parse_size(part, spec));
+  for (const std::string& part : split_commas(spec))
+    out.push_back(parse_byte_size("--vram-budget", part, spec));
   return out;
 }
 

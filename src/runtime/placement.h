@@ -78,6 +78,10 @@ struct Placement {
 
 Placement plan_placement(const PlacementCosts& costs, std::span<const CardBudget> cards);
 
+// A size as the budget flags take it ("6G", "512M", "1.5G", "6GB", "6GiB", plain bytes; K/M/G/T
+// are powers of 1024): `part` of the flag's value `spec`. Throws jitllm::Error naming `flag`.
+size_t parse_byte_size(const std::string& flag, const std::string& part, const std::string& spec);
+
 // --vram-budget: "" (none), one size for every card ("6G", "512M", "1.5G", "6000000000",
 // "64K"; K/M/G/T are powers of 1024) or one per card ("6G,4G"). Throws jitllm::Error naming the
 // flag and the bad part.

@@ -67,6 +67,11 @@ Metrics::Metrics() {
                         "requests_failed_total"})
     counters_[c] = 0;
   describe("prefix_cache_sessions", "gauge", "finished sessions kept for prefix reuse");
+  // Paged MoE experts (--host-budget below the model; runtime/expert_cache.h), per model.
+  describe("expert_cache_hits_total", "counter", "experts a step asked for that were in memory");
+  describe("expert_cache_misses_total", "counter", "experts read from disk");
+  describe("expert_read_bytes_total", "counter", "bytes of expert pages read from disk");
+  describe("expert_read_wait_seconds_total", "counter", "time steps waited for expert pages");
   // Gauges are per model (labelled by the scheduler that owns them), so none exist up front.
 }
 

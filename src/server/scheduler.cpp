@@ -678,6 +678,13 @@ void Scheduler::update_gauges() {
   gauge("kv_pages_total", double(pool.pages_allocated()));
   gauge("sessions_active", double(active_.size()));
   gauge("prefix_cache_sessions", double(cache_.size()));
+  if (const ExpertCache* experts = engine_.expert_cache()) {  // paged experts (monotonic)
+    const ExpertCacheStats e = experts->stats();
+    gauge("expert_cache_hits_total", double(e.hits));
+    gauge("expert_cache_misses_total", double(e.misses));
+    gauge("expert_read_bytes_total", double(e.bytes_read));
+    gauge("expert_read_wait_seconds_total", e.wait_seconds);
+  }
   std::lock_guard lock(mutex_);
   gauge("requests_queued", double(queue_.size()));
 }

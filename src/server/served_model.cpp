@@ -19,6 +19,7 @@ ServedModel::ServedModel(ModelOptions options, Metrics& metrics)
   EngineOptions& eo = lo.engine;
   eo.devices = options.devices;
   eo.vram_budget = options.vram_budget;
+  eo.host_budget = options.host_budget;
   eo.gpu_layers = options.gpu_layers;
   eo.kv_type = kv_cache_type(options.cache_type_k, options.cache_type_v);
   check_flash_attn(options.flash_attn);

@@ -28,6 +28,7 @@ struct ModelOptions {
   std::string kernels;             // -kernels: EngineOptions::cpu_kernels ("" = the fastest)
   std::string devices = "cpu";     // cpu, cuda, cuda:N or a list (EngineOptions::devices)
   std::string vram_budget;         // per-card cap, e.g. "6G" (EngineOptions::vram_budget)
+  std::string host_budget;         // host cap, e.g. "6G" (EngineOptions::host_budget)
   int gpu_layers = -1;             // at most this many layers on cards (EngineOptions::gpu_layers)
   // llama.cpp's -fa / -ctk / -ctv (runtime/attention_flags.h).
   std::string flash_attn = "auto", cache_type_k = "f16", cache_type_v = "f16";

@@ -50,6 +50,7 @@ void CpuOps::rms_norm(Act x, const std::vector<float>& w, float eps, Act out) {
 }
 
 const PreparedWeights* CpuOps::prepared(const TensorInfo& w) {
+  if (w.transient) return nullptr;  // a paged expert: its slot holds another one next time
   auto it = prepared_.find(w.data);
   if (it != prepared_.end()) return it->second.get();
   it = prepared_.emplace(w.data, k_.prepare_weights(w.type, w.data, w.rows(), w.row_length())).first;
@@ -62,12 +63,13 @@ const PreparedWeights* CpuOps::prepared(const TensorInfo& w) {
 }
 
 const PreparedWeights* CpuOps::existing_copy(const TensorInfo& w) const {
+  if (w.transient) return nullptr;
   const auto it = prepared_.find(w.data);
   return it == prepared_.end() ? nullptr : it->second.get();
 }
 
 void CpuOps::moe_ffn(Act x, const MoeExperts& w, const MoeRouting& r, const MoeScratch& s, Act out) {
-  if (x.rows <= kPrepareExpertsRows && !w.gate.empty() && experts_prepared_.insert(w.gate.data()).second) {
+  if (!w.pages && x.rows <= kPrepareExpertsRows && !w.gate.empty() && experts_prepared_.insert(w.gate.data()).second) {
     for (const std::span<const TensorInfo> part : {w.gate, w.up, w.down})
       for (const TensorInfo& e : part) prepared(e);
   }

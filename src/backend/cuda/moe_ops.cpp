@@ -73,6 +73,9 @@ const CudaOps::MoeTables& CudaOps::moe_tables(const MoeExperts& w) {
 void CudaOps::moe_ffn(Act x, const MoeExperts& w, const MoeRouting& r, const MoeScratch& s, Act out) {
   const int64_t n = x.rows, cols = x.cols;
   const int k = r.n_used, n_expert = r.n_expert;
+  if (w.pages)  // the engine pages experts for the host only (runtime/expert_cache.h)
+    throw_error("CUDA: layer {}'s experts are paged from disk, which runs on the host only",
+                w.layer);
   if (n_expert > CudaKernels::kMaxRouteExperts || k > CudaKernels::kMaxRouteUsed ||
       !r.plain_choice()) {
     // Beyond what the routing kernel holds (or a sigmoid, group-limited or biased choice, which
@@ -179,7 +182,8 @@ void CudaOps::moe_ffn(Act x, const MoeExperts& w, const MoeRouting& r, const Moe
       if (count == 0) continue;  // an expert no row chose is never read
       const Act ge = rows_of(Act{s.gate.data, pairs, ff}, first, count);
       const Act ue = rows_of(Act{s.up.data, pairs, ff}, first, count);
-      run_expert(*this, w, e, rows_of(xs, first, count), ge, ue, rows_of(ys, first, count));
+      run_expert(*this, w, e, w.matrices(e), rows_of(xs, first, count), ge, ue,
+                 rows_of(ys, first, count));
     }
   }
 

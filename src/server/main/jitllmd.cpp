@@ -60,6 +60,9 @@ void add_serve_options(CLI::App& app, Args& a) {
                  "cpu (default), cuda (every card), cuda:N or a list (cuda:0,cuda:1); layers that "
                  "do not fit on the cards run on the host");
   app.add_option("--vram-budget", mo.vram_budget, "most memory per card, e.g. 6G, or 6G,4G");
+  app.add_option("--host-budget", mo.host_budget,
+                 "most host memory for the model with --devices cpu, e.g. 6G (default: what the "
+                 "machine can spare); MoE experts that do not fit are paged from disk");
   app.add_option("--n-gpu-layers,--gpu-layers", mo.gpu_layers,
                  "at most N layers on the cards, the first ones (-ngl; default: all that fit)")
       ->check(CLI::Range(0, 1 << 20));
