@@ -71,7 +71,9 @@ int run_verify(const VerifyOptions& o) {
   for (const std::string& name : jit_kernel_names()) paths.emplace_back(name, name);
 
   std::vector<int32_t> greedy;
-  const PathRun ref = run_path(file, "reference", prompt, nullptr, o.gen, &greedy);
+  EngineOptions on_host;  // every host path under the same --host-budget
+  on_host.host_budget = o.host_budget;
+  const PathRun ref = run_path(file, "reference", prompt, nullptr, o.gen, &greedy, on_host);
   const int64_t nv = int64_t(ref.prompt_logits.size() / prompt.size());
   fmt::print("model: {}\nprompt: {} tokens, {} generated (greedy from the reference path)\n",
              file->path, prompt.size(), o.gen);
@@ -79,7 +81,7 @@ int run_verify(const VerifyOptions& o) {
   fmt::print("{:<12} {:>14} {:>14} {:>10}\n", "reference", "0", "0",
              fmt::format("{}/{}", o.gen + 1, o.gen + 1));
   bool ok = true;
-  std::vector<std::pair<std::string, EngineOptions>> where(paths.size());
+  std::vector<std::pair<std::string, EngineOptions>> where(paths.size(), {"", on_host});
   if (o.devices != "cpu") {
     paths.emplace_back(o.devices, "jit");
     EngineOptions eo;

@@ -78,7 +78,7 @@ class ExpertPages {
   // damaged.
   virtual ExpertMatrices wait(int il, int32_t id) = 0;
   // Ends the fetch: its experts may be evicted from now on (reads still in flight are drained).
-  virtual void release() = 0;
+  virtual void release() noexcept = 0;
 };
 
 // One layer's experts as matrices the matmul ops take, each expert's a view of its stacked

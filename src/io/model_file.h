@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -21,6 +22,8 @@ struct ModelFile {
   // False when a .jlm with split MoE experts was opened without their checksums checked
   // (ModelFileOptions::verify_experts false, or verify_checksums false).
   bool experts_verified = true;
+  // Whoever checks them later does so once for every engine sharing this file.
+  std::shared_ptr<std::once_flag> experts_checked = std::make_shared<std::once_flag>();
 
   const TensorInfo* find(const std::string& name) const;
   const TensorInfo& get(const std::string& name) const;  // throws naming the tensor and file

@@ -2,6 +2,7 @@
 #include "runtime/engine.h"
 
 #include <algorithm>
+#include <mutex>
 
 #include <fmt/format.h>
 
@@ -53,17 +54,21 @@ Engine::Engine(std::shared_ptr<const ModelFile> file, EngineOptions options)
 }
 
 void Engine::plan_host() {
-  // The experts' checksums (load_model_file leaves them): here when they stay resident, by the
-  // expert cache as each is read when they are paged.
+  // The experts' checksums (load_model_file leaves them): here when they stay resident (once
+  // per opened file, however many engines share it), by the expert cache as each is read when
+  // they are paged.
   const auto check_resident_experts = [&] {
-    if (!model_->file().experts_verified && model_->file().format == "jlm")
-      JlmFile::open(model_->file().path).check_data(JlmFile::Slices::Experts);
+    const ModelFile& f = model_->file();
+    if (f.experts_verified || f.format != "jlm") return;
+    std::call_once(*f.experts_checked,
+                   [&] { JlmFile::open(f.path).check_data(JlmFile::Slices::Experts); });
   };
   if (options_.devices != "cpu") {
     if (!options_.host_budget.empty())
       log(LogLevel::Warn, "--host-budget applies to --devices cpu; with cards it is not used");
     return check_resident_experts();
   }
+  const bool given = !options_.host_budget.empty();
   const uint64_t budget = resolve_host_budget(options_.host_budget);
   // The KV pages planned for: the pool's cap, else the positions asked for, else one session
   // at its context up to 4096 positions.
@@ -72,20 +77,38 @@ void Engine::plan_host() {
                              ? int64_t(options_.max_kv_pages) * options_.kv_page_tokens
                              : options_.kv_tokens > 0 ? options_.kv_tokens : std::min<int64_t>(train, 4096);
   const uint64_t pages = uint64_t((tokens + options_.kv_page_tokens - 1) / options_.kv_page_tokens);
+  // Without --host-budget the budget is the machine's estimate: what cannot be planned under it
+  // runs from the mapped file as before (slowly, a warning says so), and a GGUF is not
+  // converted unasked (a .jlm is paged).
+  const auto mapped = [&](const std::string& why) {
+    log(LogLevel::Warn, "{} (running from the mapped file; pass --host-budget to plan it)", why);
+    host_plan_.paged = false;
+    expert_cache_.reset();
+  };
   try {
     host_plan_ = plan_host_memory(*model_, budget, pages * kv_layout_.page_bytes(), options_.n_batch);
+    if (host_plan_.paged && model_->file().format != "jlm" && !given)
+      mapped(fmt::format("the experts of {} do not fit in {:.1f} GiB", model_->file().path,
+                         double(budget) / double(1ull << 30)));
+    if (host_plan_.paged && model_->file().format != "jlm") {
+      // Experts are paged from a .jlm's expert page groups: the GGUF converted once into the
+      // model cache.
+      std::unique_ptr<Model> converted = create_model(paged_container(model_->file().path));
+      if (converted->kv_layout(kv_layout_.page_tokens, kv_layout_.type).page_bytes() !=
+          kv_layout_.page_bytes())
+        throw_error("{}: its conversion keeps another KV layout", model_->file().path);
+      model_ = std::move(converted);
+    }
+    const uint64_t fixed = host_plan_.dense_bytes + host_plan_.kv_bytes + host_plan_.overhead;
+    if (host_plan_.paged)
+      expert_cache_ = std::make_unique<ExpertCache>(model_->file().path, *model_, budget - fixed);
   } catch (const Error& e) {
-    if (!options_.host_budget.empty()) throw;
-    // The machine's own estimate: run from the mapped file as before, slowly, rather than refuse.
-    log(LogLevel::Warn, "{} (running from the mapped file; pass --host-budget to plan it)", e.what());
-    return check_resident_experts();
+    if (given) throw;
+    mapped(e.what());
   }
   if (!host_plan_.paged) return check_resident_experts();
-  if (model_->file().format != "jlm") {
-    // Experts are paged from a .jlm's expert page groups: convert the GGUF once into the cache.
-    model_ = create_model(paged_container(model_->file().path));
-  }
-  expert_cache_ = std::make_unique<ExpertCache>(model_->file().path, *model_, host_plan_.slots);
+  host_plan_.slots = expert_cache_->capacity();  // the file's own expert pages
+  host_plan_.slot_bytes = expert_cache_->slot_bytes();
   model_->page_experts(expert_cache_.get());
   if (options_.print_placement) fmt::print(stderr, "{}\n", host_plan_.describe());
 }

@@ -2,6 +2,7 @@
 #include "runtime/expert_cache.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <liburing.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -29,12 +30,10 @@ constexpr uint64_t kReadBytes = uint64_t(1) << 20;  // an expert is read in piec
 struct ExpertCache::Ring {
   io_uring ring{};
   bool ok = false;
-  unsigned queued = 0;  // prepared, not yet submitted
 };
 
-ExpertCache::ExpertCache(const std::string& jlm_path, const Model& model, int64_t slots)
-    : file_(JlmFile::open(jlm_path)), ring_(std::make_unique<Ring>()) {
-  if (slots < 1) throw_error("expert cache: {} slots", slots);
+ExpertCache::ExpertCache(const std::string& jlm_path, const Model& model, uint64_t bytes)
+    : file_(JlmFile::open(jlm_path)), path_(jlm_path), ring_(std::make_unique<Ring>()) {
   const Config& c = model.config();
   n_expert_ = c.n_expert;
   const std::vector<JlmGroup>& groups = file_.groups();
@@ -74,7 +73,10 @@ ExpertCache::ExpertCache(const std::string& jlm_path, const Model& model, int64_
     }
   }
   if (experts_.empty()) throw_error("{}: the model has no experts to page", jlm_path);
-  slots = std::min<int64_t>(slots, int64_t(experts_.size()));
+  const int64_t slots = std::min<int64_t>(int64_t(bytes / slot_bytes_), int64_t(experts_.size()));
+  if (slots < c.n_expert_used)
+    throw_error("expert cache: {} MiB hold {} experts of {} KiB, fewer than a token's {} of a layer",
+                bytes >> 20, slots, slot_bytes_ >> 10, c.n_expert_used);
   slots_.resize(size_t(slots));
   arena_bytes_ = size_t(slots) * size_t(slot_bytes_);
   // Anonymous pages: resident only once an expert has been read into them.
@@ -125,14 +127,15 @@ void ExpertCache::queue(const Read& rd) {
   }
   reads_[id] = rd;
   io_uring_sqe* sqe = io_uring_get_sqe(&ring_->ring);
-  if (!sqe) {  // the submission queue is full: hand it to the kernel
-    io_uring_submit(&ring_->ring);
-    ring_->queued = 0;
+  // The submission queue holds kQueueDepth entries and at most that many reads are in flight,
+  // so a free entry is there once one read has completed.
+  while (!sqe && in_flight_ > 0) {
+    reap_one();
     sqe = io_uring_get_sqe(&ring_->ring);
   }
+  if (!sqe) fail("io_uring has no free submission entry");
   io_uring_prep_read(sqe, fd_, rd.buf, unsigned(rd.bytes), rd.offset);
   io_uring_sqe_set_data64(sqe, id);
-  ++ring_->queued;
   ++in_flight_;
   if (rd.slot >= 0) ++slots_[size_t(rd.slot)].pending;
 }
@@ -160,12 +163,11 @@ void ExpertCache::read_into(int32_t slot, uint8_t* buf, uint64_t offset, uint64_
 void ExpertCache::reap_one() {
   io_uring_cqe* cqe = nullptr;
   int r;
-  do {
-    r = ring_->queued ? io_uring_submit_and_wait(&ring_->ring, 1) : io_uring_wait_cqe(&ring_->ring, &cqe);
-    if (r >= 0) ring_->queued = 0;
-    if (r >= 0 && !cqe) r = io_uring_peek_cqe(&ring_->ring, &cqe);
-  } while (r == -EINTR || r == -EAGAIN);
-  if (r < 0 || !cqe) throw_error("expert cache: io_uring wait failed: {}", std::strerror(-r));
+  do {  // submits what is queued (a refused submit is retried here) and waits for one
+    r = io_uring_submit_and_wait(&ring_->ring, 1);
+    if (r >= 0 || r == -EAGAIN || r == -EBUSY) r = io_uring_peek_cqe(&ring_->ring, &cqe);
+  } while (r == -EINTR || r == -EAGAIN || r == -EBUSY);
+  if (r < 0 || !cqe) fail(fmt::format("io_uring wait failed: {}", std::strerror(-r)));
   const uint32_t id = uint32_t(io_uring_cqe_get_data64(cqe));
   const int res = cqe->res;
   io_uring_cqe_seen(&ring_->ring, cqe);
@@ -173,7 +175,20 @@ void ExpertCache::reap_one() {
   const Read rd = reads_.at(id);
   free_reads_.push_back(id);
   Slot* s = rd.slot >= 0 ? &slots_[size_t(rd.slot)] : nullptr;
-  if (res < 0 || res == 0) {
+  if (res == -EINVAL && direct_) {
+    // The filesystem took O_DIRECT at open but refuses its reads (some FUSE and network
+    // filesystems), or a read went past a cut file's end at an unaligned offset: read through
+    // the page cache from now on and ask again.
+    const int buffered = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (buffered >= 0) {
+      direct_ = false;
+      ::close(fd_);
+      fd_ = buffered;
+      if (s) --s->pending;
+      return queue(rd);
+    }
+  }
+  if (res <= 0) {
     if (s) {
       s->error = res < 0 ? -res : EIO;  // 0: the file ends before the expert does
       --s->pending;
@@ -189,25 +204,36 @@ void ExpertCache::reap_one() {
     queue(Read{rd.slot, rd.buf + res, rd.offset + uint64_t(res), rd.bytes - uint64_t(res)});
 }
 
+void ExpertCache::fail(const std::string& why) {
+  // Reads may still be in flight into the slots: none of them can be trusted or reused.
+  broken_ = why;
+  throw_error("expert cache: {}", why);
+}
+
 void ExpertCache::drain() {
   while (in_flight_ > 0) reap_one();
 }
 
 void ExpertCache::fetch(int il, std::span<const int32_t> ids) {
+  if (!broken_.empty())
+    throw_error("expert cache: unusable after an earlier failure ({}); restart to page again", broken_);
   if (!fetched_.empty()) release();
   if (ids.size() > slots_.size())
     throw_error("expert cache: {} experts fetched at once, {} slots", ids.size(), slots_.size());
   uint64_t hits = 0, misses = 0;
+  // Hits first: pinned, so no miss of the same fetch evicts them.
   for (const int32_t id : ids) {
     Expert& x = experts_[size_t(index(il, id))];
-    if (x.slot >= 0) {
-      Slot& s = slots_[size_t(x.slot)];
-      s.pinned = true;
-      s.last_use = ++clock_;
-      fetched_.push_back(x.slot);
-      ++hits;
-      continue;
-    }
+    if (x.slot < 0) continue;
+    Slot& s = slots_[size_t(x.slot)];
+    s.pinned = true;
+    s.last_use = ++clock_;
+    fetched_.push_back(x.slot);
+    ++hits;
+  }
+  for (const int32_t id : ids) {
+    Expert& x = experts_[size_t(index(il, id))];
+    if (x.slot >= 0) continue;
     int32_t victim = -1;  // the least recently used slot no step is running
     for (size_t i = 0; i < slots_.size(); ++i) {
       const Slot& s = slots_[i];
@@ -228,9 +254,10 @@ void ExpertCache::fetch(int il, std::span<const int32_t> ids) {
     read_into(victim, slot_data(victim), g.offset, g.bytes);
     ++misses;
   }
-  if (ring_->ok && ring_->queued) {
-    io_uring_submit(&ring_->ring);
-    ring_->queued = 0;
+  if (ring_->ok && in_flight_ > 0) {
+    const int r = io_uring_submit(&ring_->ring);  // refused now: reap_one submits again
+    if (r < 0 && r != -EAGAIN && r != -EBUSY && r != -EINTR)
+      fail(fmt::format("io_uring submit failed: {}", std::strerror(-r)));
   }
   std::lock_guard<std::mutex> lock(stats_mutex_);
   stats_.hits += hits;
@@ -267,7 +294,8 @@ ExpertMatrices ExpertCache::wait(int il, int32_t id) {
     if (!bad.empty()) {
       forget();
       throw_error("{}: expert {} of layer {} is damaged: {} (slice {}) has checksum {:016x}, the "
-                  "file says {:016x}; convert the model again",
+                  "file says {:016x}; convert the model again (a conversion in the model cache: "
+                  "delete the file and the next load converts it)",
                   file_.path(), id, il, bad[0].tensor, bad[0].slice, bad[0].actual, bad[0].expected);
     }
     s.checked = true;
@@ -279,22 +307,23 @@ ExpertMatrices ExpertCache::wait(int il, int32_t id) {
   return {&x.gate, &x.up, &x.down};
 }
 
-void ExpertCache::release() {
+void ExpertCache::release() noexcept {
   try {
     drain();
-  } catch (const std::exception& e) {
-    log(LogLevel::Warn, "expert cache: {}", e.what());
+  } catch (...) {  // fail() marked the cache unusable: no slot is trusted from now on
   }
   for (const int32_t slot : fetched_) {
     Slot& s = slots_[size_t(slot)];
     s.pinned = false;
-    if ((s.error || s.pending > 0) && s.expert >= 0) {  // a failed read not yet waited for
+    if (s.error && s.expert >= 0) {  // a failed read not yet waited for
       experts_[size_t(s.expert)].slot = -1;
       s = Slot{};
     }
   }
   fetched_.clear();
 }
+
+bool ExpertCache::uring() const { return ring_->ok; }
 
 ExpertCacheStats ExpertCache::stats() const {
   std::lock_guard<std::mutex> lock(stats_mutex_);
@@ -316,10 +345,6 @@ double ExpertCache::measure_read_wall(uint64_t bytes) {
     for (uint64_t i = 0; i < groups; ++i) {
       const JlmGroup& g = file_.groups()[experts_[size_t(i * stride % experts_.size())].group];
       read_into(-1, buf + (i % kBuffers) * slot_bytes_, g.offset, g.bytes);
-    }
-    if (ring_->ok && ring_->queued) {
-      io_uring_submit(&ring_->ring);
-      ring_->queued = 0;
     }
     drain();
   } catch (...) {

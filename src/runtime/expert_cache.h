@@ -29,9 +29,10 @@ struct ExpertCacheStats {
 class ExpertCache final : public ExpertPages {
  public:
   static constexpr unsigned kQueueDepth = 64;  // reads in flight at most
-  // Slots for `slots` experts (at least one). The model must have been bound from the .jlm at
-  // `jlm_path`, and outlive the cache. Throws naming what does not match.
-  ExpertCache(const std::string& jlm_path, const Model& model, int64_t slots);
+  // Slots for as many experts as `bytes` hold (at least a layer's n_expert_used, else it
+  // throws). The model must have been bound from the .jlm at `jlm_path`, and outlive the cache.
+  // Throws naming what does not match.
+  ExpertCache(const std::string& jlm_path, const Model& model, uint64_t bytes);
   ~ExpertCache() override;
   ExpertCache(const ExpertCache&) = delete;
   ExpertCache& operator=(const ExpertCache&) = delete;
@@ -39,11 +40,12 @@ class ExpertCache final : public ExpertPages {
   int capacity() const override { return int(slots_.size()); }
   void fetch(int il, std::span<const int32_t> ids) override;
   ExpertMatrices wait(int il, int32_t id) override;
-  void release() override;
+  void release() noexcept override;
 
   ExpertCacheStats stats() const;
   uint64_t slot_bytes() const { return slot_bytes_; }
   bool direct_io() const { return direct_; }
+  bool uring() const;  // false: the reads are plain preads (io_uring refused)
 
   // The disk's read rate with this cache's reads (expert groups, O_DIRECT, the same queue
   // depth), over about `bytes` spread through the file's experts: bytes per second. Uses a
@@ -78,11 +80,14 @@ class ExpertCache final : public ExpertPages {
   void read_into(int32_t slot, uint8_t* buf, uint64_t offset, uint64_t bytes);
   void queue(const Read& rd);  // one piece on the ring
   void reap_one();          // waits for one completion and books it
+  [[noreturn]] void fail(const std::string& why);  // the ring failed: the cache is unusable
   void drain();             // waits for every read in flight
   uint8_t* slot_data(int32_t s) const { return arena_ + uint64_t(s) * slot_bytes_; }
 
   JlmFile file_;
+  std::string path_;
   int fd_ = -1;
+  std::string broken_;  // why the cache can no longer be used (a failed ring), empty: fine
   bool direct_ = false;
   struct Ring;
   std::unique_ptr<Ring> ring_;

@@ -107,18 +107,18 @@ void remove_stale_temporaries(const std::string& out) {
   }
 }
 
-// The cached .jlm of an HF folder or a GGUF, opened with its data checksums verified (but the
-// experts', as load_model_file). Converted first when
+// The cached .jlm of an HF folder or a GGUF, opened with its data checksums verified (the
+// experts' too unless they will be paged, each then checked as it is read). Converted first when
 // the cache has none, and again when the cached file does not open or fails its checksums (a
 // disk error, a file cut short): a damaged conversion is replaced, never reused.
-ModelFile cached_conversion(const fs::path& dir) {
+ModelFile cached_conversion(const fs::path& dir, bool verify_experts = true) {
   const fs::path folder = fs::absolute(dir).lexically_normal();
   const bool is_file = fs::is_regular_file(folder);
   std::string stem = is_file ? folder.stem().string() : folder.filename().string();
   if (stem.empty()) stem = folder.parent_path().filename().string();
   const uint64_t key = is_file ? file_key(folder.string()) : hf_folder_key(folder.string());
   const std::string out = fmt::format("{}/{}-{:016x}.jlm", cache_dir(), stem, key);
-  const ModelFileOptions verified{.verify_checksums = true, .verify_experts = false};
+  const ModelFileOptions verified{.verify_checksums = true, .verify_experts = verify_experts};
   std::error_code ec;
   if (fs::exists(out, ec)) {
     try {
@@ -160,7 +160,7 @@ std::string default_model_path() {
 }
 
 std::shared_ptr<const ModelFile> paged_container(const std::string& path) {
-  return std::make_shared<const ModelFile>(cached_conversion(path));
+  return std::make_shared<const ModelFile>(cached_conversion(path, false));
 }
 
 std::shared_ptr<const ModelFile> load_model_file(const std::string& path_arg) {
@@ -180,7 +180,7 @@ std::shared_ptr<const ModelFile> load_model_file(const std::string& path_arg) {
   if (fs::is_directory(path, ec)) {
     if (!fs::exists(fs::path(path) / "config.json"))
       throw_error("{}: a folder must be a Hugging Face model (config.json is missing)", path);
-    return std::make_shared<const ModelFile>(cached_conversion(path));
+    return std::make_shared<const ModelFile>(cached_conversion(path, false));
   }
   // The engine reads every weight: a .jlm's checksums are checked on that first read (the
   // experts' by the Engine, resident or as they are paged in).

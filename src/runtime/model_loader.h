@@ -25,7 +25,8 @@ std::shared_ptr<const ModelFile> load_model_file(const std::string& path);
 
 // The .jlm the experts of the GGUF at `path` are paged from: converted once into the model
 // cache (<stem>-<key>.jlm, key over the file's path, size, mtime and first 64 KiB; progress on
-// stderr) and opened as load_model_file opens a .jlm.
+// stderr) and opened with every checksum verified but the experts' (the expert cache checks
+// each as it reads it).
 std::shared_ptr<const ModelFile> paged_container(const std::string& path);
 
 }  // namespace jitllm
