@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "io/jlm_reader.h"
+#include "runtime/cpu_kernels.h"
 #include "runtime/model_loader.h"
 
 namespace jitllm {
@@ -86,7 +87,9 @@ void Engine::plan_host() {
     expert_cache_.reset();
   };
   try {
-    host_plan_ = plan_host_memory(*model_, budget, pages * kv_layout_.page_bytes(), options_.n_batch);
+    const CpuKernels& kernels = resolve_cpu_kernels(options_.cpu_kernels, options_.batch_invariant);
+    host_plan_ = plan_host_memory(*model_, kernels, budget, pages * kv_layout_.page_bytes(),
+                                  options_.n_batch);
     if (host_plan_.paged && model_->file().format != "jlm" && !given)
       mapped(fmt::format("the experts of {} do not fit in {:.1f} GiB", model_->file().path,
                          double(budget) / double(1ull << 30)));

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "io/jlm_format.h"
+#include "backend/cpu/reference_kernels.h"
 #include "model/model.h"
 #include "quant/quant.h"
 #include "runtime/placement.h"
@@ -98,16 +99,18 @@ uint64_t host_overhead_bytes(const Model& model, int64_t n_batch) {
 
 std::string HostPlan::describe() const {
   if (!paged)
-    return fmt::format("host budget {}: weights {} and KV {} resident", gib(budget),
-                       gib(dense_bytes + expert_bytes), gib(kv_bytes));
+    return fmt::format("host budget {}: weights {} (with {} of decode copies) and KV {} resident",
+                       gib(budget), gib(dense_bytes + expert_bytes + expert_copies),
+                       gib(dense_copies + expert_copies), gib(kv_bytes));
   return fmt::format(
-      "host budget {}: dense weights {} and KV {} resident; experts {} paged from disk through "
-      "a cache of {} of {} experts ({}, {:.0f}%)",
-      gib(budget), gib(dense_bytes), gib(kv_bytes), gib(expert_bytes), slots, experts,
+      "host budget {}: dense weights {} (with {} of decode copies) and KV {} resident; experts {} "
+      "paged from disk through a cache of {} of {} experts ({}, {:.0f}%)",
+      gib(budget), gib(dense_bytes), gib(dense_copies), gib(kv_bytes), gib(expert_bytes), slots, experts,
       gib(uint64_t(slots) * slot_bytes), 100.0 * double(slots) / double(std::max<int64_t>(experts, 1)));
 }
 
-HostPlan plan_host_memory(const Model& model, uint64_t budget, uint64_t kv_bytes, int64_t n_batch) {
+HostPlan plan_host_memory(const Model& model, const CpuKernels& kernels, uint64_t budget,
+                          uint64_t kv_bytes, int64_t n_batch) {
   HostPlan p;
   p.budget = budget;
   p.kv_bytes = kv_bytes;
@@ -119,9 +122,16 @@ HostPlan plan_host_memory(const Model& model, uint64_t budget, uint64_t kv_bytes
     const JlmPlacement at = jlm_place_tensor(t.name, t.shape.size());
     if (!at.split_experts) {
       p.dense_bytes += t.bytes;
+      // Tables only looked up (an embedding not tied to the head) get no copy.
+      const bool lookup = at.kind == JlmGroupKind::Embedding &&
+                          !(t.name == "token_embd.weight" && model.weights().tied_embeddings);
+      if (!lookup && t.shape.size() >= 2 && t.rows() > 1 &&
+          !kernels.prefill_reads_prepared(t.type, t.row_length()))
+        p.dense_copies += t.bytes;
       continue;
     }
     p.expert_bytes += t.bytes;
+    if (!kernels.prefill_reads_prepared(t.type, t.row_length())) p.expert_copies += t.bytes;
     per_layer[at.block] += jlm_align_up(t.bytes / uint64_t(t.shape.back()), kJlmTensorAlignment);
   }
   const Config& c = model.config();
@@ -130,8 +140,9 @@ HostPlan plan_host_memory(const Model& model, uint64_t budget, uint64_t kv_bytes
     p.experts += c.n_expert;
   }
   p.min_slots = c.n_expert_used;
+  p.dense_bytes += p.dense_copies;
   const uint64_t fixed = p.dense_bytes + p.kv_bytes + p.overhead;
-  if (fixed + p.expert_bytes <= budget) return p;
+  if (fixed + p.expert_bytes + p.expert_copies <= budget) return p;
   if (p.experts == 0)
     throw_error("--host-budget {}: the model's weights ({}) with its KV ({}) and the engine's "
                 "overhead ({}) need {}; only MoE experts are paged from disk (dense blocks are "
@@ -143,7 +154,7 @@ HostPlan plan_host_memory(const Model& model, uint64_t budget, uint64_t kv_bytes
                 "({}) leave no room for one layer's {} experts of {} MiB each; this model needs "
                 "at least {} (all resident: {})",
                 gib(budget), gib(p.dense_bytes), gib(p.kv_bytes), gib(p.overhead), p.min_slots,
-                p.slot_bytes >> 20, gib(need), gib(fixed + p.expert_bytes));
+                p.slot_bytes >> 20, gib(need), gib(fixed + p.expert_bytes + p.expert_copies));
   p.paged = true;
   p.slots = std::min<int64_t>(p.experts, int64_t((budget - fixed) / p.slot_bytes));
   return p;

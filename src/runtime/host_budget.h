@@ -8,6 +8,7 @@
 
 namespace jitllm {
 
+class CpuKernels;
 class Model;
 
 // What the machine says it can spare: /proc/meminfo's MemAvailable and the limit of the memory
@@ -38,10 +39,16 @@ uint64_t host_overhead_bytes(const Model& model, int64_t n_batch);
 struct HostPlan {
   uint64_t budget = 0;
   uint64_t dense_bytes = 0;   // every tensor that is not a split MoE expert: always resident
+  // The kernels' decode copies of dense matrices whose originals stay too (prompt steps read
+  // the file's layout: CpuKernels::prefill_reads_prepared false), counted in dense_bytes.
+  uint64_t dense_copies = 0;
   uint64_t expert_bytes = 0;  // every expert slice of every layer
+  // Resident experts get decode copies too (CpuOps::moe_ffn makes a layer's at its first decode
+  // step): the part of those whose originals stay. Paged experts get none.
+  uint64_t expert_copies = 0;
   uint64_t kv_bytes = 0;      // the KV pages planned for
   uint64_t overhead = 0;      // host_overhead_bytes
-  bool paged = false;         // the experts do not fit beside the rest: paged from disk
+  bool paged = false;         // the experts (and copies) do not fit beside the rest: paged
   uint64_t slot_bytes = 0;    // one expert's pages (the largest expert of any layer)
   int64_t slots = 0;          // experts the cache holds when paged
   int64_t experts = 0;        // experts in all layers
@@ -50,10 +57,11 @@ struct HostPlan {
   std::string describe() const;  // one line for stderr
 };
 
-// Plans `model` under `budget` with `kv_bytes` of KV: paged when dense + experts + KV + overhead
-// exceed it. Throws jitllm::Error with the number needed when even the dense weights, the KV
+// Plans `model` run by `kernels` under `budget` with `kv_bytes` of KV: paged when dense (with
+// the decode copies that stay beside their originals) + experts + KV + overhead exceed it. Throws jitllm::Error with the number needed when even the dense weights, the KV
 // and one layer's experts (n_used slots) do not fit; a model without experts that does not fit
 // is refused too (dense blocks are not paged).
-HostPlan plan_host_memory(const Model& model, uint64_t budget, uint64_t kv_bytes, int64_t n_batch);
+HostPlan plan_host_memory(const Model& model, const CpuKernels& kernels, uint64_t budget,
+                          uint64_t kv_bytes, int64_t n_batch);
 
 }  // namespace jitllm
