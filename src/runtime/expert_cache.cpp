@@ -228,18 +228,32 @@ void ExpertCache::fetch(int il, std::span<const int32_t> ids) {
     Slot& s = slots_[size_t(x.slot)];
     s.pinned = true;
     s.last_use = ++clock_;
+    if (s.uses < UINT32_MAX) ++s.uses;
     fetched_.push_back(x.slot);
     ++hits;
   }
   for (const int32_t id : ids) {
     Expert& x = experts_[size_t(index(il, id))];
     if (x.slot >= 0) continue;
-    int32_t victim = -1;  // the least recently used slot no step is running
+    // The victim, among the slots no step is running: the least used since it came in (counts
+    // halved each time the cache turns over, so a choice gone cold can leave); among equally
+    // used ones the least recently used, but among those never asked for again the newest.
+    // When a token's experts outnumber the slots, every layer's come round once a token: plain
+    // LRU then evicts each just before it is asked for again (no hits at all), while this keeps
+    // a stable set and only the newcomers churn (slots - 1 hits a round).
+    int32_t victim = -1;
+    const auto before = [](const Slot& a, const Slot& b) {
+      if (a.uses != b.uses) return a.uses < b.uses;
+      return a.uses == 0 ? a.last_use > b.last_use : a.last_use < b.last_use;
+    };
     for (size_t i = 0; i < slots_.size(); ++i) {
       const Slot& s = slots_[i];
       if (s.pinned) continue;
-      if (victim < 0 || s.last_use < slots_[size_t(victim)].last_use) victim = int32_t(i);
-      if (s.expert < 0) break;  // an empty slot: take it
+      if (s.expert < 0) {  // an empty slot: take it
+        victim = int32_t(i);
+        break;
+      }
+      if (victim < 0 || before(s, slots_[size_t(victim)])) victim = int32_t(i);
     }
     if (victim < 0) throw_error("expert cache: every slot is in use (ids repeated in a fetch?)");
     Slot& s = slots_[size_t(victim)];
@@ -249,6 +263,10 @@ void ExpertCache::fetch(int il, std::span<const int32_t> ids) {
     s.pinned = true;
     s.last_use = ++clock_;
     x.slot = victim;
+    if (++misses_since_aging_ >= slots_.size()) {  // a cache's worth of misses: age the counts
+      misses_since_aging_ = 0;
+      for (Slot& a : slots_) a.uses >>= 1;
+    }
     fetched_.push_back(victim);
     const JlmGroup& g = file_.groups()[x.group];
     read_into(victim, slot_data(victim), g.offset, g.bytes);

@@ -2,7 +2,8 @@
 // page group of the file (io/jlm_format.h), read with O_DIRECT through io_uring into one of a
 // fixed number of slots, every read of a step's fetch in flight together; a layer's chosen
 // experts are fetched as soon as its router has chosen (graph/moe.cpp) and each runs as soon as
-// its own pages are in. Eviction: least recently used among the experts no step is running.
+// its own pages are in. Eviction: the least used (counts halved as the cache turns over) of the
+// experts no step is running (expert_cache.cpp says why not plain LRU).
 // Every read is checked against the slices' XXH64 before it is used. docs/paging.md.
 #pragma once
 
@@ -67,6 +68,7 @@ class ExpertCache final : public ExpertPages {
     bool checked = false;  // its checksums held
     int error = 0;         // a failed read's errno
     uint64_t last_use = 0;
+    uint32_t uses = 0;     // hits since it was read, halved each time the cache turns over
   };
   struct Read {            // one read in flight (an expert is read in pieces of kReadBytes)
     int32_t slot = -1;
@@ -102,6 +104,7 @@ class ExpertCache final : public ExpertPages {
   std::vector<uint32_t> free_reads_;
   int in_flight_ = 0;
   uint64_t clock_ = 0;
+  size_t misses_since_aging_ = 0;
   std::vector<int32_t> fetched_;      // slots pinned by the current fetch
   mutable std::mutex stats_mutex_;
   ExpertCacheStats stats_;

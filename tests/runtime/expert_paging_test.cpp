@@ -127,6 +127,23 @@ TEST_F(ExpertPaging, AHitIsNotEvictedByAMissOfTheSameFetch) {
             std::string::npos);
 }
 
+TEST_F(ExpertPaging, MoreExpertsInTurnThanSlotsKeepAStableSet) {
+  // Experts 0..3 asked for in turn, one at a time, with 3 slots: LRU would evict each just
+  // before its turn comes again and never hit; the cache keeps two and churns the third slot.
+  Engine resident(load_model_file(jlm_), options(""));
+  ExpertCache cache(jlm_, resident.model(), 3 * resident.host_plan().slot_bytes);
+  ASSERT_EQ(cache.capacity(), 3);
+  constexpr int kRounds = 20;
+  for (int round = 0; round < kRounds; ++round)
+    for (int32_t e = 0; e < 4; ++e) {
+      const int32_t one[] = {e};
+      cache.fetch(1, one);
+      cache.wait(1, e);
+      cache.release();
+    }
+  EXPECT_GE(cache.stats().hits, uint64_t(2 * (kRounds - 2))) << cache.stats().misses << " misses";
+}
+
 TEST_F(ExpertPaging, ADamagedExpertIsAnErrorNamingIt) {
   const std::string damaged = (dir_ / "damaged.jlm").string();
   fs::copy_file(jlm_, damaged, fs::copy_options::overwrite_existing);
