@@ -202,7 +202,8 @@ void Ops::moe_ffn(Act x, const MoeExperts& w, const MoeRouting& r, const MoeScra
     for (const int32_t e : chosen) run(e, w.matrices(e));
   } else {
     // Paged experts: as many as the cache holds at a time, every read of a batch in flight
-    // together, each expert run as soon as its pages are in.
+    // together, each expert run as soon as its pages are in (those in memory first). Each
+    // expert's rows land in their own place, so the order does not change a bit of the sum.
     struct Release {
       ExpertPages& p;
       ~Release() { p.release(); }
@@ -213,7 +214,11 @@ void Ops::moe_ffn(Act x, const MoeExperts& w, const MoeRouting& r, const MoeScra
           std::span<const int32_t>(chosen).subspan(at, std::min(batch, chosen.size() - at));
       w.pages->fetch(w.layer, part);
       const Release release{*w.pages};
-      for (const int32_t e : part) run(e, w.pages->wait(w.layer, e));
+      for (size_t i = 0; i < part.size(); ++i) {  // the experts in memory while others are read
+        int32_t e = -1;
+        const ExpertMatrices m = w.pages->next(w.layer, &e);
+        run(e, m);
+      }
     }
   }
 

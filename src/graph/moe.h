@@ -77,6 +77,10 @@ class ExpertPages {
   // Throws jitllm::Error naming the tensor and the expert when its pages cannot be read or are
   // damaged.
   virtual ExpertMatrices wait(int il, int32_t id) = 0;
+  // The next expert of the last fetch not handed out yet, whichever is in first (those found
+  // in memory before any being read), as wait() returns it; *id says which. The fetch's
+  // experts are handed out once each, then this throws.
+  virtual ExpertMatrices next(int il, int32_t* id) = 0;
   // Ends the fetch: its experts may be evicted from now on (reads still in flight are drained).
   virtual void release() noexcept = 0;
 };

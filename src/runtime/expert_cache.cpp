@@ -230,6 +230,7 @@ void ExpertCache::fetch(int il, std::span<const int32_t> ids) {
     s.last_use = ++clock_;
     if (s.uses < UINT32_MAX) ++s.uses;
     fetched_.push_back(x.slot);
+    unhanded_.push_back(id);  // next() hands the hits out first
     ++hits;
   }
   for (const int32_t id : ids) {
@@ -268,6 +269,7 @@ void ExpertCache::fetch(int il, std::span<const int32_t> ids) {
       for (Slot& a : slots_) a.uses >>= 1;
     }
     fetched_.push_back(victim);
+    unhanded_.push_back(id);
     const JlmGroup& g = file_.groups()[x.group];
     read_into(victim, slot_data(victim), g.offset, g.bytes);
     ++misses;
@@ -325,6 +327,26 @@ ExpertMatrices ExpertCache::wait(int il, int32_t id) {
   return {&x.gate, &x.up, &x.down};
 }
 
+ExpertMatrices ExpertCache::next(int il, int32_t* id) {
+  if (unhanded_.empty()) throw_error("expert cache: every expert of the fetch was handed out");
+  for (;;) {
+    for (size_t i = 0; i < unhanded_.size(); ++i) {
+      const int32_t e = unhanded_[i];
+      const Expert& x = experts_[size_t(index(il, e))];
+      if (x.slot >= 0 && slots_[size_t(x.slot)].pending > 0) continue;
+      unhanded_.erase(unhanded_.begin() + std::ptrdiff_t(i));
+      *id = e;
+      return wait(il, e);  // in (or failed: wait says how)
+    }
+    if (in_flight_ == 0) throw_error("expert cache: expert reads lost (none in flight)");
+    const auto t0 = std::chrono::steady_clock::now();
+    reap_one();  // none in yet: the next completion
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    stats_.wait_seconds += waited;
+  }
+}
+
 void ExpertCache::release() noexcept {
   try {
     drain();
@@ -339,6 +361,7 @@ void ExpertCache::release() noexcept {
     }
   }
   fetched_.clear();
+  unhanded_.clear();
 }
 
 bool ExpertCache::uring() const { return ring_->ok; }

@@ -41,6 +41,7 @@ class ExpertCache final : public ExpertPages {
   int capacity() const override { return int(slots_.size()); }
   void fetch(int il, std::span<const int32_t> ids) override;
   ExpertMatrices wait(int il, int32_t id) override;
+  ExpertMatrices next(int il, int32_t* id) override;
   void release() noexcept override;
 
   ExpertCacheStats stats() const;
@@ -106,6 +107,7 @@ class ExpertCache final : public ExpertPages {
   uint64_t clock_ = 0;
   size_t misses_since_aging_ = 0;
   std::vector<int32_t> fetched_;      // slots pinned by the current fetch
+  std::vector<int32_t> unhanded_;     // experts of the current fetch next() has not returned
   mutable std::mutex stats_mutex_;
   ExpertCacheStats stats_;
 };

@@ -51,7 +51,10 @@ std::string cgroup_limit_text() {
   return {};
 }
 
-std::string gib(uint64_t bytes) { return fmt::format("{:.2f} GiB", double(bytes) / double(1ull << 30)); }
+std::string gib(uint64_t bytes) {
+  if (bytes < (uint64_t(1) << 30)) return fmt::format("{:.1f} MiB", double(bytes) / double(1ull << 20));
+  return fmt::format("{:.2f} GiB", double(bytes) / double(1ull << 30));
+}
 
 }  // namespace
 

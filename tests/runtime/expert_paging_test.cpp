@@ -109,7 +109,7 @@ TEST_F(ExpertPaging, LogitsEqualTheResidentRunBitForBit) {
   }
 }
 
-TEST_F(ExpertPaging, AHitIsNotEvictedByAMissOfTheSameFetch) {
+TEST_F(ExpertPaging, AHitIsNotEvictedByAMissOfTheSameFetchAndRunsFirst) {
   Engine resident(load_model_file(jlm_), options(""));
   ExpertCache cache(jlm_, resident.model(), 2 * resident.host_plan().slot_bytes);
   ASSERT_EQ(cache.capacity(), 2);
@@ -118,7 +118,13 @@ TEST_F(ExpertPaging, AHitIsNotEvictedByAMissOfTheSameFetch) {
   for (const int32_t e : first) cache.wait(0, e);
   cache.release();
   cache.fetch(0, second);  // expert 0 is the least recently used, yet this fetch needs it
-  for (const int32_t e : second) EXPECT_NE(cache.wait(0, e).gate->data, nullptr);
+  // The hit first (it waits for no read), then the miss; each once.
+  int32_t id = -1;
+  EXPECT_NE(cache.next(0, &id).gate->data, nullptr);
+  EXPECT_EQ(id, 0);
+  EXPECT_NE(cache.next(0, &id).gate->data, nullptr);
+  EXPECT_EQ(id, 2);
+  EXPECT_NE(error_of([&] { cache.next(0, &id); }).find("handed out"), std::string::npos);
   cache.release();
   EXPECT_EQ(cache.stats().hits, 1u);
   EXPECT_EQ(cache.stats().misses, 3u);

@@ -34,8 +34,10 @@ struct Fixture {
   explicit Fixture(int parallel, size_t cache = 8,
                    std::function<void(std::string_view)> fault_hook = {},
                    const std::string& model = testing::oracle_path("pydoc-llama/pydoc-llama.Q8_0.gguf"),
-                   bool deterministic = true, size_t max_kv_pages = 0) {
+                   bool deterministic = true, size_t max_kv_pages = 0,
+                   const std::string& host_budget = "") {
     EngineOptions o;
+    o.host_budget = host_budget;  // "": the machine's (everything resident for these models)
     o.kv_page_tokens = 16;
     o.max_kv_pages = max_kv_pages;  // 0: no cap (a capped pool: the scheduler's KV budget)
     o.batch_invariant = deterministic;  // kernels too (no AMX tiles)
