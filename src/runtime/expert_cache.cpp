@@ -105,6 +105,7 @@ ExpertCache::~ExpertCache() {
   }
   if (ring_->ok) io_uring_queue_exit(&ring_->ring);
   if (fd_ >= 0) ::close(fd_);
+  if (direct_fd_ >= 0) ::close(direct_fd_);
   if (arena_) ::munmap(arena_, arena_bytes_);
 }
 
@@ -181,8 +182,9 @@ void ExpertCache::reap_one() {
     // the page cache from now on and ask again.
     const int buffered = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
     if (buffered >= 0) {
+      // The O_DIRECT descriptor stays open until the end: reads queued on it still name it.
       direct_ = false;
-      ::close(fd_);
+      direct_fd_ = fd_;
       fd_ = buffered;
       if (s) --s->pending;
       return queue(rd);

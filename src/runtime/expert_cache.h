@@ -90,6 +90,7 @@ class ExpertCache final : public ExpertPages {
   JlmFile file_;
   std::string path_;
   int fd_ = -1;
+  int direct_fd_ = -1;  // the O_DIRECT descriptor after a fall-back to buffered reads
   std::string broken_;  // why the cache can no longer be used (a failed ring), empty: fine
   bool direct_ = false;
   struct Ring;
