@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs what one device-tool call needs into build/cuda-carry (ignored by git; carry it with
 # `carry: ["build/cuda-carry"]`): the stripped, gzipped jitllm and GPU test binaries from
-# build/cuda, the shared libraries the GPU machine's image lacks (ICU 72, sentencepiece,
+# build/cuda, the shared libraries the GPU machine's image lacks (ICU 72, sentencepiece, liburing,
 # cpp-httplib, brotli; everything xz-compressed), and the oracle subset the GPU tests read (the
 # ../shared folder does not travel). BASE_BIN=path/to/jitllm adds an earlier build's jitllm as
 # jitllm-base (device_run.sh samelogits).
@@ -21,7 +21,7 @@ if [ -n "${BASE_BIN:-}" ]; then  # an earlier build's jitllm for device_run.sh s
   strip -o $C/bin/jitllm-base "$BASE_BIN" && xz -9 $C/bin/jitllm-base
 fi
 for lib in $(ldd ${BINS:-$B/jitllm $B/tests/test_backend_cuda} | awk '/=>/ {print $3}' | sort -u |
-             grep -E 'libicu|libsentencepiece|libcpp-httplib|libbrotli'); do
+             grep -E 'libicu|libsentencepiece|libcpp-httplib|libbrotli|liburing'); do
   xz -9 -c "$lib" > $C/lib/$(basename "$lib").xz
 done
 for f in ${FIXTURES:-F32 BF16 F16 Q8_0 Q6_K Q4_K_M Q4_0 Q4_1 Q5_0 Q5_1 Q5_K_M IQ4_NL Q3_K_M Q2_K MXFP4} ${EXTRA_FIXTURES:-}; do
