@@ -47,8 +47,9 @@ struct EngineOptions {
   int64_t kv_session_ctx = 0;
   // --host-budget (runtime/host_budget.h): most host memory for the model with --devices cpu
   // ("6G"; "" = what the machine can spare). MoE experts that do not fit are paged from the
-  // .jlm (a GGUF is converted once into the cache); a given budget that cannot hold the rest is
-  // refused at load.
+  // .jlm (with a given budget a GGUF is converted once into the cache); a given budget that
+  // cannot hold the rest is refused at load, the machine's estimate falls back to the mapped
+  // file with a warning.
   std::string host_budget;
   bool print_placement = true;         // the placement table on stderr at load (cards only)
   // With a card: run warm_up() before the constructor returns, so "ready" means every kernel a

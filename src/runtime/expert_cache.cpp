@@ -1,4 +1,4 @@
-// ExpertCache (expert_cache.h): slots, LRU eviction, O_DIRECT reads through io_uring.
+// ExpertCache (expert_cache.h): slots, use-count eviction, O_DIRECT reads through io_uring.
 #include "runtime/expert_cache.h"
 
 #include <fcntl.h>
@@ -33,7 +33,7 @@ struct ExpertCache::Ring {
 };
 
 ExpertCache::ExpertCache(const std::string& jlm_path, const Model& model, uint64_t bytes)
-    : file_(JlmFile::open(jlm_path)), path_(jlm_path), ring_(std::make_unique<Ring>()) {
+    : file_(JlmFile::open(jlm_path)), ring_(std::make_unique<Ring>()) {
   const Config& c = model.config();
   n_expert_ = c.n_expert;
   const std::vector<JlmGroup>& groups = file_.groups();
@@ -180,7 +180,7 @@ void ExpertCache::reap_one() {
     // The filesystem took O_DIRECT at open but refuses its reads (some FUSE and network
     // filesystems), or a read went past a cut file's end at an unaligned offset: read through
     // the page cache from now on and ask again.
-    const int buffered = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    const int buffered = ::open(file_.path().c_str(), O_RDONLY | O_CLOEXEC);
     if (buffered >= 0) {
       // The O_DIRECT descriptor stays open until the end: reads queued on it still name it.
       direct_ = false;
@@ -292,13 +292,7 @@ ExpertMatrices ExpertCache::wait(int il, int32_t id) {
     throw_error("expert cache: expert {} of layer {} was not fetched", id, il);
   const int32_t slot = x.slot;
   Slot& s = slots_[size_t(slot)];
-  if (s.pending > 0) {
-    const auto t0 = std::chrono::steady_clock::now();
-    while (s.pending > 0) reap_one();
-    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::lock_guard<std::mutex> lock(stats_mutex_);
-    stats_.wait_seconds += waited;
-  }
+  while (s.pending > 0) reap_waited();
   const auto forget = [&] {  // never hand out this slot's bytes as the expert again
     x.slot = -1;
     s.expert = -1;
@@ -341,12 +335,16 @@ ExpertMatrices ExpertCache::next(int il, int32_t* id) {
       return wait(il, e);  // in (or failed: wait says how)
     }
     if (in_flight_ == 0) throw_error("expert cache: expert reads lost (none in flight)");
-    const auto t0 = std::chrono::steady_clock::now();
-    reap_one();  // none in yet: the next completion
-    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::lock_guard<std::mutex> lock(stats_mutex_);
-    stats_.wait_seconds += waited;
+    reap_waited();  // none in yet: the next completion
   }
+}
+
+void ExpertCache::reap_waited() {
+  const auto t0 = std::chrono::steady_clock::now();
+  reap_one();
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  stats_.wait_seconds += waited;
 }
 
 void ExpertCache::release() noexcept {

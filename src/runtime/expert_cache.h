@@ -83,12 +83,12 @@ class ExpertCache final : public ExpertPages {
   void read_into(int32_t slot, uint8_t* buf, uint64_t offset, uint64_t bytes);
   void queue(const Read& rd);  // one piece on the ring
   void reap_one();          // waits for one completion and books it
+  void reap_waited();       // reap_one for a step that waits: the time counts as waited
   [[noreturn]] void fail(const std::string& why);  // the ring failed: the cache is unusable
   void drain();             // waits for every read in flight
   uint8_t* slot_data(int32_t s) const { return arena_ + uint64_t(s) * slot_bytes_; }
 
   JlmFile file_;
-  std::string path_;
   int fd_ = -1;
   int direct_fd_ = -1;  // the O_DIRECT descriptor after a fall-back to buffered reads
   std::string broken_;  // why the cache can no longer be used (a failed ring), empty: fine
