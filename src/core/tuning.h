@@ -173,6 +173,9 @@ struct CoreKnobs {
             "tensors to dump per layer as .f32 files (model/dump.cpp, into JITLLM_DUMP_DIR); set: no CUDA decode graphs"};
   Text dump_dir{registry, "JITLLM_DUMP_DIR", "", "a folder", [](const std::string&) { return std::optional<int>(0); },
                 "where JITLLM_DUMP writes its files (empty: the working directory)"};
+  Flag sched_overlap{registry, "JITLLM_SCHED_OVERLAP", true,
+                     "jitllmd: stream a step's text (detokenising, stop strings, events) on a side "
+                     "thread while the engine runs the next step"};
   Flag sched_debug{registry, "JITLLM_SCHED_DEBUG", false,
                    "jitllmd: print every scheduler step's groups on stderr ([choice:rows@position])"};
 };

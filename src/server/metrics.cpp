@@ -54,6 +54,10 @@ Metrics::Metrics() {
   describe("inter_token_latency_seconds", "histogram", "time between two tokens of a stream");
   describe("batch_size", "histogram", "sessions decoded together in one step");
   describe("step_seconds", "histogram", "one engine step (the device's work and the picks' copy home)");
+  describe("scheduler_seconds_total", "counter",
+           "the scheduler's time by phase: admit (admission and cancellations), picks (the "
+           "step's inputs and logits picks), step (the engine), draw, emit (stop strings, text, "
+           "events), retire (finished sequences, gauges)");
   describe("iteration_seconds", "histogram",
            "one scheduler iteration with work: admission, the steps, the draws and the events");
   histograms_["time_to_first_token_seconds"] = {kLatencyBuckets,

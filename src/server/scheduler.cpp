@@ -28,6 +28,15 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
+// The scheduler's time by phase (counter scheduler_seconds_total{phase}): where an iteration
+// goes besides the engine's step. Adds the time since `since` and restarts it.
+void count_phase(Metrics& metrics, const char* phase, Clock::time_point& since) {
+  const auto now = Clock::now();
+  metrics.add_counter(labelled("scheduler_seconds_total", "phase", phase),
+                      seconds_between(since, now));
+  since = now;
+}
+
 }  // namespace
 
 ApiError error_of(const std::exception& e) {
@@ -160,13 +169,19 @@ void Scheduler::loop() {
     // gets here ends the running jobs, never the thread (and with it the process).
     try {
       const auto t0 = Clock::now();
+      auto since = t0;
       drop_cancelled();
       retire_done();  // the cancelled sessions' pages and seats are free for what follows
       admit();
+      count_phase(metrics_, "admit", since);
       const bool stepped = !active_.empty();
+      const uint64_t steps_before = steps_run_;
       if (stepped) run_step();
+      since = Clock::now();
+      if (steps_run_ == steps_before) finish_pending_text();  // no step to go out beside
       retire_done();
       update_gauges();
+      count_phase(metrics_, "retire", since);
       // iteration_seconds - step_seconds: the scheduler's own part of a token's latency.
       if (stepped) metrics_.observe("iteration_seconds", seconds_between(t0, Clock::now()));
     } catch (const std::exception& e) {
@@ -254,6 +269,7 @@ void Scheduler::run_step() {
 }
 
 void Scheduler::run_group(const std::vector<Sequence*>& owners) {
+  auto since = Clock::now();
   // Only rows whose logits choose a token ask for them: decoding rows and a prompt's last chunk
   // (the chunks before it only store KV).
   std::vector<StepInput> inputs;
@@ -295,13 +311,18 @@ void Scheduler::run_group(const std::vector<Sequence*>& owners) {
   for (const std::exception_ptr& f : pick_faults)
     if (f) std::rethrow_exception(f);
   metrics_.observe("batch_size", double(inputs.size()));
+  count_phase(metrics_, "picks", since);
   std::vector<PickedLogits> logits;
+  start_pending_text();  // the last step's text goes out beside this one
   try {
     fault("step");
-    const auto t0 = Clock::now();
     logits = engine_.step_picked(inputs, picks, int64_t(n_tokens_));
-    metrics_.observe("step_seconds", seconds_between(t0, Clock::now()));
+    metrics_.observe("step_seconds", seconds_between(since, Clock::now()));
+    ++steps_run_;
+    finish_pending_text();
+    count_phase(metrics_, "step", since);
   } catch (const std::exception& e) {
+    finish_pending_text();
     log(LogLevel::Error, "step of {} sequences failed: {}", inputs.size(), e.what());
     // Every choice of those jobs ends, parked or in another group too.
     for (Sequence* s : owners)
@@ -349,6 +370,7 @@ void Scheduler::run_group(const std::vector<Sequence*>& owners) {
   };
   if (drawing.size() > 1) ThreadPool::global().parallel_for(int64_t(drawing.size()), 1, draw_range);
   else draw_range(0, int64_t(drawing.size()));
+  count_phase(metrics_, "draw", since);
   for (size_t k = 0; k < drawing.size(); ++k) {
     Sequence& s = *owners[drawing[k]];
     if (s.done) continue;
@@ -360,6 +382,7 @@ void Scheduler::run_group(const std::vector<Sequence*>& owners) {
       fail_job(s, error_of(e));
     }
   }
+  count_phase(metrics_, "emit", since);
 }
 
 void Scheduler::fail_job(Sequence& seq, const ApiError& error) {
@@ -377,6 +400,11 @@ void Scheduler::fail_job(Sequence& seq, const ApiError& error) {
 void Scheduler::fail_all(const std::string& what) {
   log(LogLevel::Error, "scheduler step failed, ending {} sequences: {}", active_.size(), what);
   const ApiError error(500, "server_error", what);
+  if (text_started_) {
+    text_worker_.wait();
+    text_started_ = false;
+  }
+  pending_text_.clear();
   for (auto& seq : active_) {
     seq->done = true;
     seq->session.reset();
@@ -565,6 +593,14 @@ void Scheduler::emit_token(Sequence& seq, Draw draw) {
   ++seq.generated;
   ++seq.run->usage.completion_tokens;
   metrics_.add_counter("generated_tokens_total");
+  const bool full = seq.session->position() + 1 > seq.session->n_ctx();
+  const bool ends = seq.generated >= job.max_tokens || full || grammar_done;
+  static const bool overlap = tuning::core_knobs().sched_overlap.on();
+  if (overlap && !ends && !job.matcher && seq.generated > 1) {
+    seq.next = tok;  // fed next; its text goes out during that step
+    pending_text_.push_back(PendingText{&seq, tok, std::move(draw.logprob)});
+    return;
+  }
 
   JobEvent ev;
   ev.index = seq.index;
@@ -578,8 +614,7 @@ void Scheduler::emit_token(Sequence& seq, Draw draw) {
     job.push(std::move(ev));
     return;
   }
-  const bool full = seq.session->position() + 1 > seq.session->n_ctx();
-  if (seq.generated >= job.max_tokens || full || grammar_done) {
+  if (ends) {
     // The text still held back (an unfinished character or a possible stop) is released now.
     // A grammar that cannot go on ends the output as the end token would.
     std::string tail = seq.stop->push(seq.decoder->finish());
@@ -593,6 +628,61 @@ void Scheduler::emit_token(Sequence& seq, Draw draw) {
   }
   seq.next = tok;
   if (!ev.text.empty() || !ev.tokens.empty()) job.push(std::move(ev));
+}
+
+void Scheduler::stream_text(PendingText& item) const {
+  Sequence& seq = *item.seq;
+  try {
+    fault("detokenize");
+    JobEvent ev;
+    ev.index = seq.index;
+    if (item.logprob) ev.tokens.push_back(std::move(*item.logprob));
+    ev.text = seq.stop->push(seq.decoder->push(item.token));
+    if (seq.stop->stopped()) {
+      ev.finish_reason = "stop";
+      ev.stop_sequence = seq.stop->matched_stop();
+      item.stopped = true;
+    }
+    if (item.stopped || !ev.text.empty() || !ev.tokens.empty()) seq.run->job->push(std::move(ev));
+  } catch (...) {
+    item.fault = std::current_exception();
+  }
+}
+
+void Scheduler::start_pending_text() {
+  // Texts of sequences that ended since their draw (cancelled, failed) are dropped.
+  std::erase_if(pending_text_, [](const PendingText& p) { return p.seq->done; });
+  if (pending_text_.empty()) return;
+  text_started_ = true;
+  text_worker_.start([this] {
+    for (PendingText& p : pending_text_) stream_text(p);
+  });
+}
+
+void Scheduler::finish_pending_text() {
+  if (text_started_) {
+    text_worker_.wait();  // stream_text keeps its faults in the items
+    text_started_ = false;
+  } else {
+    for (PendingText& p : pending_text_)
+      if (!p.seq->done) stream_text(p);
+  }
+  std::vector<PendingText> items = std::move(pending_text_);
+  pending_text_.clear();
+  for (PendingText& p : items) {
+    Sequence& seq = *p.seq;
+    if (seq.done) continue;
+    if (p.fault) {
+      try {
+        std::rethrow_exception(p.fault);
+      } catch (const std::exception& e) {
+        log(LogLevel::Error, "a sequence failed: {}", e.what());
+        fail_job(seq, error_of(e));
+      }
+    } else if (p.stopped) {
+      seq.done = true;  // the step it took meanwhile is dropped
+    }
+  }
 }
 
 bool Scheduler::watch_for_trigger(Sequence& seq, int32_t tok) {
@@ -645,6 +735,7 @@ void Scheduler::finish_sequence(Sequence& seq, const char* reason, std::string t
 }
 
 void Scheduler::retire_done() {
+  std::erase_if(pending_text_, [](const PendingText& p) { return p.seq->done; });
   for (auto it = active_.begin(); it != active_.end();) {
     Sequence& s = **it;
     if (!s.done) {

@@ -23,6 +23,7 @@
 #include "server/job.h"
 #include "server/metrics.h"
 #include "server/prefix_cache.h"
+#include "server/side_worker.h"
 
 namespace jitllm {
 class Tokenizer;
@@ -140,6 +141,25 @@ class Scheduler {
   Draw draw_reduced(Sequence& seq, const PickedLogits& logits) const;
   void emit_token(Sequence& seq, Draw draw);  // the scheduler thread's part: events, stops
   void emit_token(Sequence& seq, const PickedLogits& logits);
+  // A decoding token's text, streamed while the next step runs (JITLLM_SCHED_OVERLAP): the
+  // token was accepted and is fed next; its text (detokenised, stop strings, the event) waits in
+  // pending_text_ and goes out on text_worker_ during the engine's next step, the only time the
+  // scheduler thread touches no sequence. A stop string found there ends the sequence after
+  // that step (whose extra token is dropped). Tokens that end a sequence, first tokens and
+  // grammar-constrained jobs are streamed at once, on the scheduler thread.
+  struct PendingText {
+    Sequence* seq = nullptr;
+    int32_t token = -1;
+    std::optional<TokenLogprobInfo> logprob;
+    bool stopped = false;      // a stop string matched in this token's text
+    std::exception_ptr fault;  // detokenising failed
+  };
+  void stream_text(PendingText& item) const;  // any thread: touches only item.seq's text state
+  void start_pending_text();   // just before a step: the pending texts go out beside it
+  void finish_pending_text();  // after the step (or when none follows): stops and faults applied
+  std::vector<PendingText> pending_text_;
+  bool text_started_ = false;
+  uint64_t steps_run_ = 0;
   // A lazily applied grammar (tool_choice auto): switches it on when the output shows one of
   // the job's triggers; true when the grammar is then already complete.
   bool watch_for_trigger(Sequence& seq, int32_t tok);
@@ -174,6 +194,7 @@ class Scheduler {
   size_t n_tokens_ = 0;  // logits a sequence samples from: the tokenizer's tokens
   int64_t page_tokens_ = 1;            // positions a KV page holds
   int64_t kv_cap_pages_ = INT64_MAX;   // the KV pool's cap (INT64_MAX: none)
+  SideWorker text_worker_;
   std::thread thread_;
 };
 

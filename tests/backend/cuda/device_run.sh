@@ -187,6 +187,17 @@ def mean_ms(name):
     return (1000 * (b.get(f"jitllm_{name}_sum", 0) - a.get(f"jitllm_{name}_sum", 0)) / n, int(n)) if n else (0, 0)
 st, it = mean_ms("step_seconds"), mean_ms("iteration_seconds")
 print(f"  server split: step {st[0]:.2f} ms x {st[1]}, iteration {it[0]:.2f} ms x {it[1]}")
+def phases(path):
+    v = {}
+    for line in open(path):
+        if line.startswith('jitllm_scheduler_seconds_total{phase="'):
+            k, x = line.split()[:2]
+            v[k.split('"')[1]] = float(x)
+    return v
+pa, pb = phases("/tmp/m0"), phases("/tmp/m1")
+if it[1]:
+    print("  per iteration (ms): " + ", ".join(
+        f"{k} {1000 * (pb[k] - pa.get(k, 0)) / it[1]:.3f}" for k in sorted(pb)))
 PY
       done
       kill $SPID; wait $SPID
