@@ -12,6 +12,7 @@ namespace {
 // ids / vals [sum of top] at out_off (the `top` best of the row, in no order: the host sorts),
 // extra [sum of extra_n] at extra_off, and per row bad (the lowest NaN / +inf column or -1),
 // stat_f[2] (max, the bad value) and lse (log sum exp(x - max), double).
+// A greedy row (top 1, no mask) takes the lowest column of the max from the first pass.
 // Selection: a radix select over order-preserving 32-bit keys finds the top-th largest key T
 // (4 passes of 8 bits, histograms aggregated per warp); keys above T are taken in any order,
 // keys equal to T in column order (a block scan per 1024 columns) until `top` are taken: the
@@ -63,14 +64,23 @@ extern "C" __global__ void __launch_bounds__(1024) pick_logits(
   __shared__ u32 hist[32][256];
   if (tid == 0) s_bad = 0x7fffffff;
   __syncthreads();
+  // The max and its lowest column (each thread sees its columns in order, so a strictly larger
+  // value moves it; -0 ties +0): a greedy row's pick without a mask needs nothing more.
+  __shared__ int s_arg[32];
   float mx = NEG_INF;
+  int arg = -1;
+#pragma unroll 4
   for (int c = tid; c < cols; c += nt) {
     const float v = xr[c];
     if (v != v || v == __int_as_float(0x7f800000)) atomicMin(&s_bad, c);
-    mx = fmaxf(mx, v);
+    if (v > mx || arg < 0) { mx = v; arg = c; }
   }
-  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-  if ((tid & 31) == 0) s_max[tid >> 5] = mx;
+  for (int o = 16; o > 0; o >>= 1) {
+    const float om = __shfl_xor_sync(0xffffffffu, mx, o);
+    const int oa = __shfl_xor_sync(0xffffffffu, arg, o);
+    if (oa >= 0 && (arg < 0 || om > mx || (om == mx && oa < arg))) { mx = om; arg = oa; }
+  }
+  if ((tid & 31) == 0) { s_max[tid >> 5] = mx; s_arg[tid >> 5] = arg; }
   __syncthreads();
   if (s_bad != 0x7fffffff) {
     if (tid == 0) { bad[r] = s_bad; stat_f[2 * r + 1] = xr[s_bad]; }
@@ -78,8 +88,13 @@ extern "C" __global__ void __launch_bounds__(1024) pick_logits(
   }
   if (tid < 32) {
     mx = tid < (nt >> 5) ? s_max[tid] : NEG_INF;
-    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-    if (tid == 0) s_max[0] = mx;
+    arg = tid < (nt >> 5) ? s_arg[tid] : -1;
+    for (int o = 16; o > 0; o >>= 1) {
+      const float om = __shfl_xor_sync(0xffffffffu, mx, o);
+      const int oa = __shfl_xor_sync(0xffffffffu, arg, o);
+      if (oa >= 0 && (arg < 0 || om > mx || (om == mx && oa < arg))) { mx = om; arg = oa; }
+    }
+    if (tid == 0) { s_max[0] = mx; s_arg[0] = arg; }
   }
   __syncthreads();
   mx = s_max[0];
@@ -102,6 +117,10 @@ extern "C" __global__ void __launch_bounds__(1024) pick_logits(
     }
   }
   if (top <= 0) return;
+  if (top == 1 && !gmask) {  // the lowest column of the max: the pick of a greedy row
+    if (tid == 0) { ids[out_off] = s_arg[0]; vals[out_off] = xr[s_arg[0]]; }
+    return;
+  }
   // Radix select: the key T of the top-th largest, and how many keys equal to T to take.
   if (tid == 0) { s_prefix = 0u; s_mask = 0u; s_remaining = top; }
   const int lane = tid & 31, w = tid >> 5;
