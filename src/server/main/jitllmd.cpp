@@ -93,7 +93,7 @@ void add_serve_options(CLI::App& app, Args& a) {
   app.add_option("--cache-sessions,--cache", mo.scheduler.cache_sessions,
                  "finished sessions kept for prefix reuse per model (default 8)")
       ->check(CLI::Range(0, 4096));
-  app.add_option("-b,--batch-size", mo.scheduler.step_prefill_tokens,
+  app.add_option("--batch-size", mo.scheduler.step_prefill_tokens,
                  "prompt tokens one step takes across the arriving requests, beside the decoding "
                  "ones (default 256; at least one chunk always runs)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
