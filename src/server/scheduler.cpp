@@ -268,8 +268,14 @@ void Scheduler::run_step() {
     if (!g.empty()) run_group(g);
 }
 
-void Scheduler::run_group(const std::vector<Sequence*>& owners) {
+void Scheduler::run_group(const std::vector<Sequence*>& group) {
   auto since = Clock::now();
+  // A sequence that an earlier group of this iteration ended (its job failed, a stop string in
+  // its text) takes no step: its session may be gone.
+  std::vector<Sequence*> owners;
+  for (Sequence* s : group)
+    if (!s->done) owners.push_back(s);
+  if (owners.empty()) return;
   // Only rows whose logits choose a token ask for them: decoding rows and a prompt's last chunk
   // (the chunks before it only store KV).
   std::vector<StepInput> inputs;
@@ -319,8 +325,6 @@ void Scheduler::run_group(const std::vector<Sequence*>& owners) {
     logits = engine_.step_picked(inputs, picks, int64_t(n_tokens_));
     metrics_.observe("step_seconds", seconds_between(since, Clock::now()));
     ++steps_run_;
-    finish_pending_text();
-    count_phase(metrics_, "step", since);
   } catch (const std::exception& e) {
     finish_pending_text();
     log(LogLevel::Error, "step of {} sequences failed: {}", inputs.size(), e.what());
@@ -329,6 +333,8 @@ void Scheduler::run_group(const std::vector<Sequence*>& owners) {
       if (!s->done) fail_job(*s, error_of(e));
     return;
   }
+  finish_pending_text();  // the last step's texts: their stops and faults apply now
+  count_phase(metrics_, "step", since);
   auto row = [&](size_t i) -> const PickedLogits& { return logits[row_of[i]]; };
   // Sequences whose choices are all running draw their tokens in parallel (the sampler of each
   // is its own); a prompt that just finished forks its choices first, on this thread.

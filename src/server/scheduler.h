@@ -52,7 +52,8 @@ struct SchedulerOptions {
   std::string model_id;             // label of this model's gauges in /metrics
   // Test-only fault injection: called with "step", "sample" or "detokenize" just before each;
   // a hook that throws stands for a fault there (tests/server/scheduler_fault_test.cpp). The
-  // server never sets it.
+  // server never sets it. "detokenize" may come from the text side thread while "step" runs, so
+  // the hook must be thread-safe.
   std::function<void(std::string_view where)> fault_hook;
 };
 
